@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Simulator speed and memory on the reference workload of the core issue:
+resnet50 on npu, Poisson at 70% of the serial capacity, every latency kept.
+Runs each configuration REPS times and reports the median simulated requests
+per wall second (completed / the run's own wall_s) and the peak resident
+memory of the process (ru_maxrss from wait4).
+Usage: bench/speed.py [BUILD_DIR] [REQUESTS] [REPS]"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+build = sys.argv[1] if len(sys.argv) > 1 else "build"
+n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000_000
+reps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+sb = f"{build}/simbatch"
+
+info = json.loads(subprocess.run([sb, "model-info", "--model=resnet50", "--hw=npu", "--batch=1", "--json"],
+                                 check=True, capture_output=True, text=True).stdout)
+rate = 0.7 / (info["total_ms"] / 1e3)
+print(f"resnet50 on npu: single-batch {info['total_ms']:.4f} ms -> 70% load = {rate:.1f} req/s, {n} requests")
+
+
+def one(args):
+    """One run: (requests per wall second, the child's own peak RSS in KiB, its JSON)."""
+    p = subprocess.Popen([sb, *args], stdout=subprocess.PIPE, text=True)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    if status != 0:
+        sys.exit(f"{sb} {' '.join(args)} failed with status {status}")
+    j = json.loads(out)
+    return j["completed"] / j["wall_s"], ru.ru_maxrss, j
+
+
+for label, extra in (("serial", ["--policy=serial"]), ("graph", ["--policy=graph", "--max-batch=64"]),
+                     ("graph window 5 ms", ["--policy=graph", "--max-batch=64", "--window=5"])):
+    args = [*extra, "--model=resnet50", "--hw=npu", f"--rate={rate}", f"--requests={n}", "--no-db", "--json"]
+    speeds, rss, last = [], [], None
+    for _ in range(reps):
+        s, r, last = one(args)
+        speeds.append(s)
+        rss.append(r)
+    peak = max(rss) / 1024
+    print(f"{label:18s} median {statistics.median(speeds) / 1e6:6.2f} M req/s (min {min(speeds) / 1e6:.2f}, "
+          f"max {max(speeds) / 1e6:.2f}), peak RSS {peak:.0f} MiB = {peak * 1048576 / n:.1f} B/request, "
+          f"mean latency {last['latency_ms']['mean']:.3f} ms, mean batch {last['mean_batch']:.2f}")

@@ -1,0 +1,89 @@
+/* hwmodels/hwmodel.h: the interface every timing model shares. A hardware
+ * model answers one question: how long does node type t of model M take at
+ * batch size b on this device? (DESIGN.md section 2.) Policies never include
+ * this header; the engine turns its answers into the latency estimates a
+ * policy sees.
+ *
+ * Contract:
+ *  - An instance is created for one model (hw_open) and is read-only after
+ *    that: node_cost must be a pure function of (node, batch), so the engine
+ *    may cache its answers.
+ *  - node_cost returns 0, or -1 with a one-line message (e.g. a table has no
+ *    row for the node, or the batch is above the largest measured one).
+ *  - Times are seconds as double here; the engine rounds to integer ns.
+ *  - Methods marked optional may be NULL; callers go through the hw_* wrappers.
+ */
+#ifndef SB_HWMODEL_H
+#define SB_HWMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../models/model.h"
+
+enum hw_bound { HW_COMPUTE_BOUND = 0, HW_MEMORY_BOUND = 1 };
+
+struct hw_node_cost {
+	double seconds;           /* total latency of the node at this batch */
+	double compute_seconds;   /* part attributable to arithmetic (0 when unknown) */
+	double memory_seconds;    /* part attributable to data movement (0 when unknown) */
+	enum hw_bound bound;      /* which one bounds it */
+};
+
+enum hw_dataflow { HW_DF_WS = 0, HW_DF_OS, HW_DF_IS };
+
+struct hw_gemm_cost {
+	uint64_t cycles;          /* max(compute, memory) after overlap */
+	uint64_t compute_cycles;  /* systolic-array cycles incl. fill and drain */
+	uint64_t memory_cycles;   /* DRAM transfer cycles incl. access latency */
+	double seconds;
+	double utilization;       /* useful MACs / (array PEs * cycles) */
+	enum hw_bound bound;
+};
+
+struct hw_model;
+
+struct hw_ops {
+	const char *name;         /* registry name, e.g. "npu" */
+	const char *help;         /* one line for `simbatch list hw` */
+	/* Creates an instance for model m from arg (the --hw value: a name or a
+	 * file path). Returns 0 and *out, or -1 with err. */
+	int (*open)(const char *arg, const struct mdl_model *m, struct hw_model **out, char *err, size_t errlen);
+	void (*close)(struct hw_model *hw);
+	int (*node_cost)(const struct hw_model *hw, uint32_t node_type, uint32_t batch,
+	                 struct hw_node_cost *out, char *err, size_t errlen);
+	/* optional: one GEMM's cost (models with a dataflow, e.g. the NPU).
+	 * weight_operand: 1 when the K x N operand is a weight, 0 for activation x
+	 * activation (no weight fetch). hw may have been opened with a NULL model. */
+	int (*gemm_cost)(const struct hw_model *hw, uint64_t m, uint64_t k, uint64_t n,
+	                 enum hw_dataflow df, int weight_operand, struct hw_gemm_cost *out,
+	                 char *err, size_t errlen);
+	/* optional: largest batch the model can answer for (0 = unbounded) */
+	uint32_t (*max_batch)(const struct hw_model *hw);
+};
+
+/* Every instance starts with this header. */
+struct hw_model {
+	const struct hw_ops *ops;
+	const struct mdl_model *model;  /* not owned */
+	char label[64];                 /* name as reported in results ("npu", file basename) */
+};
+
+/* Registry: resolves --hw=ARG: a registered name, or a path to a file whose
+ * content says which kind it is (a node latency table "node,batch,latency_s").
+ * Returns 0 and *out, or -1 with err. */
+int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, char *err, size_t errlen);
+void hw_close(struct hw_model *hw);
+const struct hw_ops *const *hw_registry(size_t *count);
+
+static inline int hw_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b,
+                               struct hw_node_cost *out, char *err, size_t errlen)
+{
+	return hw->ops->node_cost(hw, t, b, out, err, errlen);
+}
+
+static inline uint32_t hw_max_batch(const struct hw_model *hw)
+{
+	return hw->ops->max_batch ? hw->ops->max_batch(hw) : 0;
+}
+
+#endif

@@ -1,0 +1,86 @@
+/* hwmodels/registry.c: resolves --hw=ARG to a timing model (DESIGN.md
+ * sections 3-4): a registered name ("npu", LazyBatching Table I), or a path to
+ * a file whose first line says what it is (a node latency table). The list of
+ * named models lives here and nowhere else.
+ */
+#include "hwmodel.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "npu_systolic.h"
+#include "table.h"
+
+/* Models opened by name. File-based models (the table) are not listed: they
+ * are found by sniffing the file, never by name. */
+static const struct hw_ops *const hw_named[] = {
+	&npu_hw_ops,
+};
+
+const struct hw_ops *const *hw_registry(size_t *count)
+{
+	*count = sizeof hw_named / sizeof hw_named[0];
+	return hw_named;
+}
+
+static void hw_unknown(const char *arg, char *err, size_t errlen)
+{
+	char known[256] = "";
+	size_t used = 0;
+
+	for (size_t i = 0; i < sizeof hw_named / sizeof hw_named[0] && used < sizeof known; i++)
+		used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
+		                         hw_named[i]->name);
+	snprintf(err, errlen, "unknown hardware '%s' (known: %s; or a path to a node latency table)",
+	         arg, known);
+}
+
+int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, char *err, size_t errlen)
+{
+	struct stat st;
+	unsigned long line;
+	int rc;
+
+	*out = NULL;
+	if (!arg || !*arg) {
+		hw_unknown("", err, errlen);
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof hw_named / sizeof hw_named[0]; i++)
+		if (strcmp(arg, hw_named[i]->name) == 0)
+			return hw_named[i]->open(arg, m, out, err, errlen);
+
+	if (stat(arg, &st) != 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			hw_unknown(arg, err, errlen);
+		else
+			snprintf(err, errlen, "%s: cannot read: %s", arg, strerror(errno));
+		return -1;
+	}
+	/* the file is read twice (sniff, then parse), which a pipe cannot do */
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", arg);
+		return -1;
+	}
+	rc = hwtable_sniff(arg, &line, err, errlen);
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		if (line)
+			snprintf(err, errlen, "%s:%lu: not a simbatch hardware file: expected header %s",
+			         arg, line, HWTABLE_HEADER);
+		else
+			snprintf(err, errlen, "%s: not a simbatch hardware file: expected header %s",
+			         arg, HWTABLE_HEADER);
+		return -1;
+	}
+	return hwtable_ops.open(arg, m, out, err, errlen);
+}
+
+void hw_close(struct hw_model *hw)
+{
+	if (hw)
+		hw->ops->close(hw);
+}

@@ -1,0 +1,686 @@
+/* models/model.c: the loader for model description files (format in
+ * models/FORMAT.md) and the unrolling of one request's chain of nodes.
+ *
+ * A model is a list of typed nodes in graph order. The node types follow
+ * LazyBatching Sec. II-A and Algorithm 1 (STATIC nodes run once, ENCODER nodes
+ * once per input step, DECODER nodes once per output step) and BatchMaker
+ * Sec. 3.1 (a cell type is the unit that shares weights and is batched across
+ * requests). Consecutive nodes of one kind form a segment; a request's chain
+ * repeats each segment as a whole, so unrolling only needs the segment list.
+ */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "model.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The build points this at the source models/ directory; a standalone
+ * compile falls back to a path relative to the working directory. */
+#ifndef SB_MODELS_DIR
+#define SB_MODELS_DIR "models"
+#endif
+
+/* Far above any real network (ResNet-152 has ~160 layers); bounds the
+ * quadratic duplicate-name check and keeps indices comfortably in uint32. */
+#define MDL_MAX_NODES 4096u
+/* A GEMM's M*K*N*COUNT must stay an exact integer when a hardware model
+ * turns it into double-precision time. */
+#define MDL_MAX_MACS (UINT64_C(1) << 53)
+#define MDL_EXT ".model"
+#define MDL_EXT_LEN 6
+
+struct mdl_parser {
+	const char *path;           /* as given, for messages */
+	const char *expect_name;    /* built-in name the model line must repeat, or NULL */
+	unsigned long line;         /* current line, 1-based */
+	char *err;
+	size_t errlen;
+	struct mdl_model *m;
+	uint32_t cap_nodes;
+	unsigned long model_line;   /* 0 until the model line is seen */
+	unsigned long source_line;
+	unsigned long input_line;
+	unsigned long output_line;
+	unsigned long first_encoder_line;
+	unsigned long first_decoder_line;
+};
+
+__attribute__((format(printf, 2, 3)))
+static int mdl_parse_fail(struct mdl_parser *p, const char *fmt, ...)
+{
+	if (p->err && p->errlen > 0) {
+		int n = snprintf(p->err, p->errlen, "%s:%lu: ", p->path, p->line);
+		if (n >= 0 && (size_t)n < p->errlen) {
+			va_list ap;
+			va_start(ap, fmt);
+			vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+			va_end(ap);
+		}
+	}
+	return -1;
+}
+
+static int mdl_is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+/* Returns the next whitespace-delimited token of *cur (NUL-terminated in
+ * place) and advances *cur past it, or NULL at end of line. */
+static char *mdl_next_token(char **cur)
+{
+	char *s = *cur;
+	while (*s && mdl_is_space(*s))
+		s++;
+	if (!*s) {
+		*cur = s;
+		return NULL;
+	}
+	char *tok = s;
+	while (*s && !mdl_is_space(*s))
+		s++;
+	if (*s)
+		*s++ = '\0';
+	*cur = s;
+	return tok;
+}
+
+static char *mdl_trim(char *s)
+{
+	while (*s && mdl_is_space(*s))
+		s++;
+	size_t len = strlen(s);
+	while (len > 0 && mdl_is_space(s[len - 1]))
+		s[--len] = '\0';
+	return s;
+}
+
+static int mdl_name_valid(const char *s)
+{
+	size_t len = strlen(s);
+	if (len == 0 || len >= MDL_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
+			return 0;
+	}
+	return 1;
+}
+
+/* Strict positive decimal: strtoull alone would accept "+5", " 5" and "-5". */
+static int mdl_parse_positive(const char *s, uint64_t *out)
+{
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	char *end = NULL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno == ERANGE || *end != '\0' || v == 0)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int mdl_mul_capped(uint64_t a, uint64_t b, uint64_t cap, uint64_t *out)
+{
+	if (b != 0 && a > cap / b)
+		return -1;
+	*out = a * b;
+	return *out <= cap ? 0 : -1;
+}
+
+/* value is "M,K,N" or "M,K,N,xCOUNT" (the text after "gemm=" / "attn="). */
+static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
+                          uint32_t weight_shared, struct mdl_node *node)
+{
+	const char *what = weight_shared ? "attn" : "gemm";
+	if (node->ngemms >= MDL_MAX_GEMMS)
+		return mdl_parse_fail(p, "node '%s' has more than %d gemm/attn terms",
+		                      node->name, MDL_MAX_GEMMS);
+
+	char *field[5];
+	int nfields = 0;
+	char *s = value;
+	for (;;) {
+		if (nfields == 5)
+			break;
+		field[nfields++] = s;
+		char *comma = strchr(s, ',');
+		if (!comma)
+			break;
+		*comma = '\0';
+		s = comma + 1;
+	}
+	if (nfields < 3 || nfields > 4 || strchr(s, ',') != NULL)
+		return mdl_parse_fail(p, "malformed %s term '%s' (expected %s=M,K,N[,xCOUNT])",
+		                      what, term, what);
+
+	uint64_t v[4] = { 0, 0, 0, 1 };
+	for (int i = 0; i < nfields; i++) {
+		const char *f = field[i];
+		if (i == 3) {
+			if (f[0] != 'x')
+				return mdl_parse_fail(p, "malformed %s term '%s': count must be written xCOUNT",
+				                      what, term);
+			f++;
+		}
+		if (mdl_parse_positive(f, &v[i]) != 0)
+			return mdl_parse_fail(p, "malformed %s term '%s': '%s' is not a positive decimal integer",
+			                      what, term, f);
+	}
+	if (v[3] > UINT32_MAX)
+		return mdl_parse_fail(p, "%s term '%s': count above %lu", what, term,
+		                      (unsigned long)UINT32_MAX);
+	uint64_t macs = 1;
+	for (int i = 0; i < 4; i++) {
+		if (mdl_mul_capped(macs, v[i], MDL_MAX_MACS, &macs) != 0)
+			return mdl_parse_fail(p, "%s term '%s': M*K*N*COUNT above 2^53", what, term);
+	}
+
+	struct mdl_gemm *g = &node->gemms[node->ngemms++];
+	g->m_per_sample = v[0];
+	g->k = v[1];
+	g->n = v[2];
+	g->count = (uint32_t)v[3];
+	g->weight_shared = weight_shared;
+	return 0;
+}
+
+static int mdl_parse_kind(struct mdl_parser *p, const char *s, enum mdl_kind *out)
+{
+	if (strcmp(s, "static") == 0)
+		*out = MDL_STATIC;
+	else if (strcmp(s, "encoder") == 0)
+		*out = MDL_ENCODER;
+	else if (strcmp(s, "decoder") == 0)
+		*out = MDL_DECODER;
+	else if (strcmp(s, "leaf") == 0 || strcmp(s, "internal") == 0)
+		return mdl_parse_fail(p, "node kind '%s': tree models are not supported yet", s);
+	else
+		return mdl_parse_fail(p, "unknown node kind '%s' (expected static|encoder|decoder)", s);
+	return 0;
+}
+
+static int mdl_parse_node(struct mdl_parser *p, char *rest)
+{
+	struct mdl_model *m = p->m;
+	char *name = mdl_next_token(&rest);
+	char *kind = name ? mdl_next_token(&rest) : NULL;
+	if (!name || !kind)
+		return mdl_parse_fail(p, "node needs a name and a kind: node NAME static|encoder|decoder [gemm=M,K,N[,xCOUNT]]... [attn=M,K,N[,xCOUNT]]... [elementwise=E]");
+	if (!mdl_name_valid(name))
+		return mdl_parse_fail(p, "bad node name '%s' (1-%d characters of A-Z a-z 0-9 _ . -)",
+		                      name, MDL_NAME_MAX - 1);
+	for (uint32_t i = 0; i < m->nnodes; i++) {
+		if (strcmp(m->nodes[i].name, name) == 0)
+			return mdl_parse_fail(p, "duplicate node name '%s'", name);
+	}
+	if (m->nnodes >= MDL_MAX_NODES)
+		return mdl_parse_fail(p, "more than %u nodes", MDL_MAX_NODES);
+
+	struct mdl_node node;
+	memset(&node, 0, sizeof node);
+	memcpy(node.name, name, strlen(name) + 1);
+	if (mdl_parse_kind(p, kind, &node.kind) != 0)
+		return -1;
+
+	int have_elementwise = 0;
+	char *term;
+	while ((term = mdl_next_token(&rest)) != NULL) {
+		char *eq = strchr(term, '=');
+		if (!eq)
+			return mdl_parse_fail(p, "unknown node attribute '%s' (expected gemm=, attn= or elementwise=)",
+			                      term);
+		/* Keep an unmodified copy of the term for messages. */
+		char shown[128];
+		snprintf(shown, sizeof shown, "%s", term);
+		*eq = '\0';
+		char *value = eq + 1;
+		if (strcmp(term, "gemm") == 0 || strcmp(term, "attn") == 0) {
+			uint32_t ws = strcmp(term, "attn") == 0;
+			if (mdl_parse_gemm(p, shown, value, ws, &node) != 0)
+				return -1;
+		} else if (strcmp(term, "elementwise") == 0) {
+			if (have_elementwise)
+				return mdl_parse_fail(p, "node '%s': elementwise= given twice", node.name);
+			if (mdl_parse_positive(value, &node.elementwise_per_sample) != 0)
+				return mdl_parse_fail(p, "malformed '%s': elementwise=E needs a positive decimal integer",
+				                      shown);
+			have_elementwise = 1;
+		} else {
+			return mdl_parse_fail(p, "unknown node attribute '%s=' (expected gemm=, attn= or elementwise=)",
+			                      term);
+		}
+	}
+	if (node.ngemms == 0 && !have_elementwise)
+		return mdl_parse_fail(p, "node '%s' has no work (give gemm=, attn= or elementwise=)", node.name);
+
+	if (m->nnodes == p->cap_nodes) {
+		uint32_t cap = p->cap_nodes ? p->cap_nodes * 2 : 16;
+		struct mdl_node *nodes = realloc(m->nodes, (size_t)cap * sizeof *nodes);
+		if (!nodes)
+			return mdl_parse_fail(p, "out of memory");
+		m->nodes = nodes;
+		p->cap_nodes = cap;
+	}
+	if (node.kind == MDL_ENCODER && !p->first_encoder_line)
+		p->first_encoder_line = p->line;
+	if (node.kind == MDL_DECODER && !p->first_decoder_line)
+		p->first_decoder_line = p->line;
+	m->nodes[m->nnodes++] = node;
+	return 0;
+}
+
+/* input_len / output_len: one spec token, stored verbatim for traces/. */
+static int mdl_parse_spec(struct mdl_parser *p, const char *directive, char *rest,
+                          unsigned long *seen_line, char *dst)
+{
+	if (*seen_line)
+		return mdl_parse_fail(p, "%s given twice (first on line %lu)", directive, *seen_line);
+	char *spec = mdl_next_token(&rest);
+	if (!spec)
+		return mdl_parse_fail(p, "%s needs a length spec (fixed:N | uniform:A:B | lognormal:MU:SIGMA[:MAX] | file:PATH | N)",
+		                      directive);
+	if (mdl_next_token(&rest))
+		return mdl_parse_fail(p, "%s takes one length spec without spaces", directive);
+	if (strlen(spec) >= MDL_SPEC_MAX)
+		return mdl_parse_fail(p, "%s spec longer than %d characters", directive, MDL_SPEC_MAX - 1);
+	memcpy(dst, spec, strlen(spec) + 1);
+	*seen_line = p->line;
+	return 0;
+}
+
+static int mdl_parse_line(struct mdl_parser *p, char *line)
+{
+	struct mdl_model *m = p->m;
+	char *hash = strchr(line, '#');
+	if (hash)
+		*hash = '\0';
+	char *rest = line;
+	char *directive = mdl_next_token(&rest);
+	if (!directive)
+		return 0;
+
+	if (strcmp(directive, "model") == 0) {
+		if (p->model_line)
+			return mdl_parse_fail(p, "model given twice (first on line %lu)", p->model_line);
+		char *name = mdl_next_token(&rest);
+		if (!name)
+			return mdl_parse_fail(p, "model needs a name");
+		if (mdl_next_token(&rest))
+			return mdl_parse_fail(p, "model takes one name");
+		if (!mdl_name_valid(name))
+			return mdl_parse_fail(p, "bad model name '%s' (1-%d characters of A-Z a-z 0-9 _ . -)",
+			                      name, MDL_NAME_MAX - 1);
+		if (p->expect_name && strcmp(name, p->expect_name) != 0)
+			return mdl_parse_fail(p, "model name '%s' does not match the file name '%s%s'",
+			                      name, p->expect_name, MDL_EXT);
+		memcpy(m->name, name, strlen(name) + 1);
+		p->model_line = p->line;
+		return 0;
+	}
+	if (!p->model_line)
+		return mdl_parse_fail(p, "'%s' before the model line (model NAME must be the first directive)",
+		                      directive);
+
+	if (strcmp(directive, "source") == 0) {
+		if (p->source_line)
+			return mdl_parse_fail(p, "source given twice (first on line %lu)", p->source_line);
+		char *text = mdl_trim(rest);
+		if (!*text)
+			return mdl_parse_fail(p, "source needs text (where the shapes come from)");
+		if (strlen(text) >= sizeof m->source)
+			return mdl_parse_fail(p, "source text longer than %zu characters", sizeof m->source - 1);
+		memcpy(m->source, text, strlen(text) + 1);
+		p->source_line = p->line;
+		return 0;
+	}
+	if (strcmp(directive, "input_len") == 0)
+		return mdl_parse_spec(p, directive, rest, &p->input_line, m->input_len_spec);
+	if (strcmp(directive, "output_len") == 0)
+		return mdl_parse_spec(p, directive, rest, &p->output_line, m->output_len_spec);
+	if (strcmp(directive, "node") == 0)
+		return mdl_parse_node(p, rest);
+	return mdl_parse_fail(p, "unknown directive '%s' (expected model, source, input_len, output_len or node)",
+	                      directive);
+}
+
+/* Checks that need the whole file, then builds the segment list. */
+static int mdl_parse_finish(struct mdl_parser *p)
+{
+	struct mdl_model *m = p->m;
+	unsigned long last_line = p->line ? p->line : 1;
+	if (!p->model_line) {
+		p->line = last_line;
+		return mdl_parse_fail(p, "missing model line (model NAME must be the first directive)");
+	}
+	if (!p->source_line) {
+		p->line = p->model_line;
+		return mdl_parse_fail(p, "missing source line (source TEXT: where the shapes come from)");
+	}
+	if (m->nnodes == 0) {
+		p->line = last_line;
+		return mdl_parse_fail(p, "model '%s' has no nodes", m->name);
+	}
+	m->uses_input_len = p->first_encoder_line != 0;
+	m->uses_output_len = p->first_decoder_line != 0;
+	if (m->uses_input_len && !p->input_line) {
+		p->line = p->first_encoder_line;
+		return mdl_parse_fail(p, "model has encoder nodes but no input_len line");
+	}
+	if (m->uses_output_len && !p->output_line) {
+		p->line = p->first_decoder_line;
+		return mdl_parse_fail(p, "model has decoder nodes but no output_len line");
+	}
+
+	uint32_t nseg = 0;
+	for (uint32_t i = 0; i < m->nnodes; i++) {
+		if (i == 0 || m->nodes[i].kind != m->nodes[i - 1].kind)
+			nseg++;
+	}
+	m->segments = calloc(nseg, sizeof *m->segments);
+	if (!m->segments) {
+		p->line = last_line;
+		return mdl_parse_fail(p, "out of memory");
+	}
+	uint32_t s = 0;
+	for (uint32_t i = 0; i < m->nnodes; i++) {
+		if (i > 0 && m->nodes[i].kind != m->nodes[i - 1].kind)
+			s++;
+		if (m->segments[s].nnodes == 0) {
+			m->segments[s].kind = m->nodes[i].kind;
+			m->segments[s].first_node = i;
+		}
+		m->segments[s].nnodes++;
+		m->nodes[i].segment = s;
+	}
+	m->nsegments = nseg;
+	return 0;
+}
+
+static int mdl_load_named(const char *path, const char *expect_name, struct mdl_model **out,
+                          char *err, size_t errlen)
+{
+	struct mdl_model *m = NULL;
+	FILE *f = NULL;
+	char *line = NULL;
+	size_t line_cap = 0;
+
+	if (out)
+		*out = NULL;
+	if (!path || !out) {
+		snprintf(err, errlen, "mdl_load_file: NULL argument");
+		return -1;
+	}
+	struct mdl_parser p = {
+		.path = path, .expect_name = expect_name, .err = err, .errlen = errlen,
+	};
+	m = calloc(1, sizeof *m);
+	if (!m) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto fail;
+	}
+	p.m = m;
+	if (strlen(path) >= sizeof m->path) {
+		snprintf(err, errlen, "%s: path longer than %zu characters", path, sizeof m->path - 1);
+		goto fail;
+	}
+	memcpy(m->path, path, strlen(path) + 1);
+
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		goto fail;
+	}
+	ssize_t len;
+	errno = 0;
+	while ((len = getline(&line, &line_cap, f)) >= 0) {
+		p.line++;
+		if ((size_t)len != strlen(line)) {
+			mdl_parse_fail(&p, "NUL byte in line");
+			goto fail;
+		}
+		if (mdl_parse_line(&p, line) != 0)
+			goto fail;
+	}
+	if (ferror(f)) {
+		mdl_parse_fail(&p, "read error: %s", strerror(errno ? errno : EIO));
+		goto fail;
+	}
+	if (mdl_parse_finish(&p) != 0)
+		goto fail;
+
+	free(line);
+	fclose(f);
+	*out = m;
+	return 0;
+fail:
+	free(line);
+	if (f)
+		fclose(f);
+	mdl_free(m);
+	return -1;
+}
+
+int mdl_load_file(const char *path, struct mdl_model **out, char *err, size_t errlen)
+{
+	return mdl_load_named(path, NULL, out, err, errlen);
+}
+
+struct mdl_known {
+	char *buf;      /* not owned: the caller's message buffer tail */
+	size_t cap;
+	size_t len;
+	int count;
+};
+
+static void mdl_known_add(const char *name, void *ctx)
+{
+	struct mdl_known *k = ctx;
+	if (k->len >= k->cap)
+		return;
+	int n = snprintf(k->buf + k->len, k->cap - k->len, "%s%s", k->count ? ", " : "", name);
+	if (n > 0)
+		k->len += (size_t)n;
+	k->count++;
+}
+
+int mdl_load(const char *name_or_path, struct mdl_model **out, char *err, size_t errlen)
+{
+	if (out)
+		*out = NULL;
+	if (!name_or_path || !out) {
+		snprintf(err, errlen, "mdl_load: NULL argument");
+		return -1;
+	}
+	size_t len = strlen(name_or_path);
+	if (strchr(name_or_path, '/') ||
+	    (len >= MDL_EXT_LEN && strcmp(name_or_path + len - MDL_EXT_LEN, MDL_EXT) == 0))
+		return mdl_load_file(name_or_path, out, err, errlen);
+
+	const char *dir = mdl_dir();
+	char path[sizeof ((struct mdl_model *)0)->path];
+	int n = snprintf(path, sizeof path, "%s/%s%s", dir, name_or_path, MDL_EXT);
+	struct stat st;
+	if (!mdl_name_valid(name_or_path) || n < 0 || (size_t)n >= sizeof path ||
+	    (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))) {
+		char known[256];
+		struct mdl_known k = { .buf = known, .cap = sizeof known, .len = 0, .count = 0 };
+		known[0] = '\0';
+		if (mdl_list(mdl_known_add, &k) > 0)
+			snprintf(err, errlen, "unknown model '%s' (known: %s)", name_or_path, known);
+		else
+			snprintf(err, errlen, "unknown model '%s' (no model files in %s)", name_or_path, dir);
+		return -1;
+	}
+	return mdl_load_named(path, name_or_path, out, err, errlen);
+}
+
+void mdl_free(struct mdl_model *m)
+{
+	if (!m)
+		return;
+	free(m->nodes);
+	free(m->segments);
+	free(m);
+}
+
+const char *mdl_dir(void)
+{
+	const char *env = getenv("SIMBATCH_MODELS");
+	return env && env[0] ? env : SB_MODELS_DIR;
+}
+
+static int mdl_cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int mdl_list(void (*cb)(const char *name, void *ctx), void *ctx)
+{
+	DIR *d = opendir(mdl_dir());
+	if (!d)
+		return -1;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	int rc = -1;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		if (len <= MDL_EXT_LEN || strcmp(e->d_name + len - MDL_EXT_LEN, MDL_EXT) != 0)
+			continue;
+		char *name = strndup(e->d_name, len - MDL_EXT_LEN);
+		if (!name)
+			goto done;
+		/* Only files that mdl_load could load by that name. */
+		if (!mdl_name_valid(name) || n >= (size_t)INT32_MAX) {
+			free(name);
+			continue;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			char **nn = realloc(names, ncap * sizeof *nn);
+			if (!nn) {
+				free(name);
+				goto done;
+			}
+			names = nn;
+			cap = ncap;
+		}
+		names[n++] = name;
+	}
+	if (n > 0)
+		qsort(names, n, sizeof *names, mdl_cmp_names);
+	for (size_t i = 0; i < n; i++) {
+		if (cb)
+			cb(names[i], ctx);
+	}
+	rc = (int)n;
+done:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+	return rc;
+}
+
+static uint64_t mdl_segment_repeats(enum mdl_kind kind, uint32_t input_len, uint32_t output_len)
+{
+	switch (kind) {
+	case MDL_STATIC:
+		return 1;
+	case MDL_ENCODER:
+		return input_len;
+	case MDL_DECODER:
+		return output_len;
+	default:
+		return 0;  /* tree kinds are refused at load */
+	}
+}
+
+uint64_t mdl_chain_length(const struct mdl_model *m, uint32_t input_len, uint32_t output_len)
+{
+	uint64_t total = 0;
+	for (uint32_t s = 0; s < m->nsegments; s++) {
+		const struct mdl_segment *seg = &m->segments[s];
+		total += (uint64_t)seg->nnodes * mdl_segment_repeats(seg->kind, input_len, output_len);
+	}
+	return total;
+}
+
+uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)
+{
+	for (uint32_t s = 0; s < m->nsegments; s++) {
+		const struct mdl_segment *seg = &m->segments[s];
+		uint64_t span = (uint64_t)seg->nnodes * mdl_segment_repeats(seg->kind, input_len, output_len);
+		if (pos < span)
+			return seg->first_node + (uint32_t)(pos % seg->nnodes);
+		pos -= span;
+	}
+	return UINT32_MAX;
+}
+
+uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_len, uint32_t output_len)
+{
+	if (t >= m->nnodes)
+		return 0;
+	return (uint32_t)mdl_segment_repeats(m->nodes[t].kind, input_len, output_len);
+}
+
+uint64_t mdl_node_weight_elems(const struct mdl_node *n)
+{
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < n->ngemms; i++) {
+		const struct mdl_gemm *g = &n->gemms[i];
+		if (!g->weight_shared)
+			total += g->k * g->n * g->count;
+	}
+	return total;
+}
+
+uint64_t mdl_node_macs_per_sample(const struct mdl_node *n)
+{
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < n->ngemms; i++) {
+		const struct mdl_gemm *g = &n->gemms[i];
+		total += g->m_per_sample * g->k * g->n * g->count;
+	}
+	return total;
+}
+
+int mdl_node_index(const struct mdl_model *m, const char *name)
+{
+	for (uint32_t i = 0; i < m->nnodes; i++) {
+		if (strcmp(m->nodes[i].name, name) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+const char *mdl_kind_name(enum mdl_kind k)
+{
+	switch (k) {
+	case MDL_STATIC:
+		return "static";
+	case MDL_ENCODER:
+		return "encoder";
+	case MDL_DECODER:
+		return "decoder";
+	case MDL_LEAF:
+		return "leaf";
+	case MDL_INTERNAL:
+		return "internal";
+	default:
+		return "unknown";
+	}
+}

@@ -1,0 +1,119 @@
+/* models/model.h: a DNN as a list of typed nodes with GEMM shapes, and how one
+ * request's graph is unrolled from them (LazyBatching Sec. II-A, Algorithm 1;
+ * BatchMaker Sec. 3.1 "cell types").
+ *
+ * Contract:
+ *  - A model is immutable after mdl_load*() returns; every other module holds
+ *    a const pointer and never frees it.
+ *  - Nodes are listed in graph order. A maximal run of consecutive nodes of the
+ *    same kind forms a *segment*. One request's unrolled chain is: each static
+ *    segment once, each encoder segment input_len times, each decoder segment
+ *    output_len times (each time: every node of the segment, in order).
+ *    Leaf/internal (tree) segments are reserved for TreeLSTM and are refused
+ *    by the loader until tree requests exist.
+ *  - Node type ids are the indices into nodes[]; nodes with the same id share
+ *    weights and may be batched together across requests.
+ *  - GEMM M is given per sample (per request, per unrolled step): a batch of b
+ *    runs the GEMM with M = b * m_per_sample.
+ */
+#ifndef SB_MODEL_H
+#define SB_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum mdl_kind {
+	MDL_STATIC = 0,  /* runs once per request */
+	MDL_ENCODER,     /* runs input_len times */
+	MDL_DECODER,     /* runs output_len times */
+	MDL_LEAF,        /* tree leaf cell (reserved) */
+	MDL_INTERNAL,    /* tree internal cell (reserved) */
+	MDL_KIND_COUNT
+};
+
+struct mdl_gemm {
+	uint64_t m_per_sample;   /* rows contributed by one sample */
+	uint64_t k;              /* reduction dimension */
+	uint64_t n;              /* output columns (weights are K x N) */
+	uint32_t count;          /* identical GEMMs in the node (e.g. per head) */
+	uint32_t weight_shared;  /* 0: K x N operand is a weight; 1: activation x activation (attention), no weights */
+};
+
+#define MDL_NAME_MAX 48
+#define MDL_MAX_GEMMS 8
+
+struct mdl_node {
+	char name[MDL_NAME_MAX];       /* unique within the model */
+	enum mdl_kind kind;
+	uint32_t ngemms;
+	struct mdl_gemm gemms[MDL_MAX_GEMMS];
+	uint64_t elementwise_per_sample; /* element-wise ops per sample (activations, norms, pooling) */
+	uint32_t segment;              /* index into mdl_model.segments */
+};
+
+struct mdl_segment {
+	enum mdl_kind kind;
+	uint32_t first_node;   /* index of first node in nodes[] */
+	uint32_t nnodes;       /* consecutive nodes in this segment */
+};
+
+#define MDL_SPEC_MAX 128
+
+struct mdl_model {
+	char name[MDL_NAME_MAX];
+	char path[512];                  /* file it was loaded from */
+	char source[256];                /* where the shapes come from (citation line) */
+	uint32_t nnodes;
+	struct mdl_node *nodes;          /* owned */
+	uint32_t nsegments;
+	struct mdl_segment *segments;    /* owned */
+	char input_len_spec[MDL_SPEC_MAX];  /* default input length distribution (traces/workload.h spec syntax) */
+	char output_len_spec[MDL_SPEC_MAX]; /* default output length distribution */
+	int uses_input_len;              /* has an encoder segment */
+	int uses_output_len;             /* has a decoder segment */
+};
+
+/* Loads a model from a file path. Returns 0 and sets *out (caller frees with
+ * mdl_free), or -1 with a one-line message "FILE:LINE: problem" in err. */
+int mdl_load_file(const char *path, struct mdl_model **out, char *err, size_t errlen);
+
+/* Loads a built-in model by name (models/NAME.model in the models directory)
+ * or, when name_or_path contains '/' or ends in ".model", from that file.
+ * A built-in's model line must repeat NAME. An unknown NAME gives
+ * "unknown model 'NAME' (known: a, b, ...)". */
+int mdl_load(const char *name_or_path, struct mdl_model **out, char *err, size_t errlen);
+
+void mdl_free(struct mdl_model *m);
+
+/* The directory holding built-in model files: $SIMBATCH_MODELS if set, else
+ * the compiled-in source directory. */
+const char *mdl_dir(void);
+
+/* Lists built-in model names (sorted), one per call of cb. Returns count or -1. */
+int mdl_list(void (*cb)(const char *name, void *ctx), void *ctx);
+
+/* Number of unrolled nodes of one request's chain. */
+uint64_t mdl_chain_length(const struct mdl_model *m, uint32_t input_len, uint32_t output_len);
+
+/* Node type at unrolled position pos (0-based, pos < chain length); UINT32_MAX
+ * when pos is past the end. Costs O(number of segments). */
+uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
+
+/* How many times node type t runs in one request with these lengths. */
+uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_len, uint32_t output_len);
+
+/* Total weight elements of the node (sum of K*N*count over weight GEMMs). */
+uint64_t mdl_node_weight_elems(const struct mdl_node *n);
+
+/* Multiply-accumulates of one sample's pass through the node (sum of
+ * M*K*N*count over all GEMMs, attention included). */
+uint64_t mdl_node_macs_per_sample(const struct mdl_node *n);
+
+/* Index of the node type called name, or -1 (e.g. to resolve the node column
+ * of a latency table). */
+int mdl_node_index(const struct mdl_model *m, const char *name);
+
+/* "static", "encoder", "decoder", "leaf", "internal"; "unknown" otherwise. */
+const char *mdl_kind_name(enum mdl_kind k);
+
+#endif

@@ -1,0 +1,38 @@
+/* policies/fifo.h: an intrusive FIFO of requests through pol_request.pol_next,
+ * shared by the policies that queue whole requests. O(1), no allocation. */
+#ifndef SB_POL_FIFO_H
+#define SB_POL_FIFO_H
+
+#include <stddef.h>
+#include "policy.h"
+
+struct pol_fifo {
+	struct pol_request *head, *tail;  /* not owned */
+	size_t len;
+};
+
+static inline void pol_fifo_push(struct pol_fifo *f, struct pol_request *r)
+{
+	r->pol_next = NULL;
+	if (f->tail)
+		f->tail->pol_next = r;
+	else
+		f->head = r;
+	f->tail = r;
+	f->len++;
+}
+
+static inline struct pol_request *pol_fifo_pop(struct pol_fifo *f)
+{
+	struct pol_request *r = f->head;
+	if (!r)
+		return NULL;
+	f->head = r->pol_next;
+	if (!f->head)
+		f->tail = NULL;
+	r->pol_next = NULL;
+	f->len--;
+	return r;
+}
+
+#endif

@@ -1,0 +1,113 @@
+/* policies/policy.h: the view a batching policy has of the world, and the
+ * interface every policy implements (DESIGN.md section 2).
+ *
+ * A policy is a state machine driven by three callbacks. It never reads a
+ * clock: the current time comes in as an argument, in integer nanoseconds, so
+ * the same policy file serves the simulator (simulated time) and the live
+ * runtime (wall-clock time).
+ *
+ * Contract:
+ *  - The caller (engine or live runtime) owns every pol_request and pol_task.
+ *    A policy may keep pointers to requests between calls, and may use the
+ *    pol_next / pol_word fields for its own queues; it writes nothing else.
+ *  - Same-instant events are all delivered (on_task_done / on_arrival) before
+ *    next_task is called for that instant.
+ *  - When a task completes, the caller first advances each member's progress
+ *    (next_node), then calls on_task_done. Requests whose next_node reached
+ *    chain_len are complete: the policy must forget them before returning,
+ *    because the caller releases them right after.
+ *  - next_task is called for an idle device. It fills *task and returns 1, or
+ *    returns 0 (nothing to run now). It may set *wake_ns to the earliest time
+ *    it wants to be asked again (a batching window closing); otherwise it
+ *    leaves it alone. A task's members must be distinct requests, at most
+ *    env->max_batch of them, and for a NODE task every member's current node
+ *    type (pol_req_node) must equal task->node_type.
+ *  - A policy may return a task while another of its tasks runs on another
+ *    device, but never one that includes a request already in flight.
+ *  - Latency estimates come from the caller through pol_env (filled from a
+ *    hardware model or a calibration); a policy imports no hardware model.
+ */
+#ifndef SB_POLICY_H
+#define SB_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../models/model.h"
+
+struct pol_request {
+	uint64_t id;                 /* 0-based, in arrival order */
+	int64_t arrival_ns;          /* when it arrived */
+	uint32_t input_len;          /* encoder steps */
+	uint32_t output_len;         /* decoder steps (the true value: only oracles may read it) */
+	uint64_t chain_len;          /* unrolled nodes in its graph */
+	uint64_t next_node;          /* unrolled position of its next node (0 = not started) */
+	int64_t first_start_ns;      /* start of its first task, -1 before */
+	uint32_t in_flight;          /* 1 while a task containing it runs */
+	uint32_t node_type_cache;    /* node type at next_node (kept by the caller) */
+	struct pol_request *pol_next;/* free for the policy's intrusive lists */
+	uint64_t pol_word[2];        /* free for the policy's bookkeeping */
+};
+
+enum pol_task_kind {
+	POL_TASK_NODE = 0,   /* each member runs its next node (all of type node_type) */
+	POL_TASK_GRAPH = 1,  /* each member runs its whole remaining graph, padded to the longest member */
+};
+
+struct pol_task {
+	enum pol_task_kind kind;
+	uint32_t node_type;          /* NODE tasks: the node type all members run */
+	uint32_t nreq;               /* members */
+	struct pol_request **reqs;   /* caller-allocated, capacity env->max_batch */
+	uint32_t device;             /* set by the caller */
+	int64_t start_ns, end_ns;    /* set by the caller when it starts the task */
+};
+
+/* Latency estimates a policy may ask for; filled by the caller. */
+struct pol_latency {
+	void *ctx;
+	/* One node of type t at batch b, ns. */
+	int64_t (*node_ns)(void *ctx, uint32_t node_type, uint32_t batch);
+	/* A whole graph at batch b, padded to these lengths, ns. */
+	int64_t (*graph_ns)(void *ctx, uint32_t batch, uint32_t input_len, uint32_t output_len);
+};
+
+/* Every knob of every policy; a policy reads the ones it documents. */
+struct pol_env {
+	const struct mdl_model *model;   /* not owned */
+	uint32_t workers;                /* devices */
+	uint32_t max_batch;              /* --max-batch */
+	uint32_t min_batch;              /* --min-batch */
+	int64_t window_ns;               /* --window (graph batching time window) */
+	uint32_t bucket_width;           /* --bucket-width (0 = no bucketing) */
+	uint32_t max_tasks;              /* --max-tasks (cellular MaxTasksToSubmit) */
+	double coverage;                 /* --coverage (lazy dec_timesteps) */
+	double topup_threshold;          /* --topup-threshold */
+	int64_t sla_ns;                  /* --sla */
+	struct pol_latency lat;
+};
+
+struct pol_state;  /* a policy's private state, allocated by the caller (state_size bytes, zeroed) */
+
+struct pol_ops {
+	const char *name;            /* registry name */
+	const char *help;            /* one line for `simbatch list policies` */
+	size_t state_size;           /* bytes of private state */
+	uint32_t default_max_batch;  /* used when --max-batch is not given */
+	/* Checks env and initializes state. 0, or -1 with err. */
+	int (*init)(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen);
+	void (*fini)(struct pol_state *st);                 /* optional */
+	void (*on_arrival)(struct pol_state *st, struct pol_request *r, int64_t now_ns);
+	void (*on_task_done)(struct pol_state *st, const struct pol_task *t, int64_t now_ns);
+	int (*next_task)(struct pol_state *st, uint32_t device, int64_t now_ns,
+	                 struct pol_task *task, int64_t *wake_ns);
+};
+
+/* The registry, in `simbatch list policies` order; lookup by name. */
+const struct pol_ops *const *pol_registry(size_t *count);
+const struct pol_ops *pol_find(const char *name);
+
+/* Node type at a request's next position (the caller keeps it current). */
+static inline uint32_t pol_req_node(const struct pol_request *r) { return r->node_type_cache; }
+static inline int pol_req_done(const struct pol_request *r) { return r->next_node >= r->chain_len; }
+
+#endif

@@ -1,0 +1,289 @@
+/* sim/cmd_run.c: `simbatch [run]`: one simulated run, from options to the
+ * printed summary and the results database (DESIGN.md section 3).
+ *
+ * Order matters: everything that can be wrong with the input (options,
+ * model, hardware, lengths, trace, database, output paths) is checked before
+ * the simulation starts, so a bad run fails in milliseconds and leaves no row
+ * behind; the database is written in one transaction after the run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cli.h"
+#include "engine.h"
+#include "options.h"
+#include "report.h"
+#include "results.h"
+#include "version.h"
+
+#define RUN_DEFAULT_POLICY "graph"   /* DESIGN.md says lazy; lazy is not implemented yet */
+
+static const struct opt_def run_opts[] = {
+	{ "policy", OPT_STR, RUN_DEFAULT_POLICY, 0, 0, 0, "batching policy (simbatch list policies)" },
+	{ "rate", OPT_DOUBLE, "1000", 0, 1e12, 1, "mean arrival rate, requests per second" },
+	{ "requests", OPT_UINT, NULL, 1, 1e12, 0, "stop after N arrivals (default 20000)" },
+	{ "duration", OPT_DOUBLE, NULL, 0, 1e9, 1, "stop arrivals after SECONDS of simulated time" },
+	{ "warmup", OPT_UINT, "0", 0, 1e12, 0, "first N requests excluded from metrics" },
+	{ "model", OPT_STR, "transformer", 0, 0, 0, "model name or .model file (simbatch list models)" },
+	{ "hw", OPT_STR, "npu", 0, 0, 0, "hardware model name or node latency table file" },
+	{ "workers", OPT_UINT, "1", 1, 4096, 0, "devices" },
+	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms" },
+	{ "seed", OPT_UINT, "1", 0, 1.8e19, 0, "random seed" },
+	{ "trace", OPT_STR, NULL, 0, 0, 0, "replay arrivals and lengths from a trace CSV" },
+	{ "arrival-cv", OPT_DOUBLE, "1", 0, 100, 1, "coefficient of variation of inter-arrival gaps (1 = Poisson, else Gamma)" },
+	{ "input-len", OPT_STR, NULL, 0, 0, 0, "input length distribution (default: the model's)" },
+	{ "output-len", OPT_STR, NULL, 0, 0, 0, "output length distribution (default: the model's)" },
+	{ "max-batch", OPT_UINT, NULL, 1, 65536, 0, "largest batch (default: the policy's)" },
+	{ "min-batch", OPT_UINT, "1", 1, 65536, 0, "smallest batch a policy launches (policies that use it)" },
+	{ "window", OPT_DOUBLE, "0", 0, 1e9, 0, "graph batching time window in ms" },
+	{ "bucket-width", OPT_UINT, "0", 0, 1e9, 0, "graph batching length bucket width (0 = no buckets)" },
+	{ "max-tasks", OPT_UINT, "5", 1, 1e6, 0, "tasks in flight per worker (policies that use it)" },
+	{ "coverage", OPT_DOUBLE, "0.9", 0, 1, 1, "fraction of output lengths the slack predictor covers" },
+	{ "topup-threshold", OPT_DOUBLE, "0.5", 0, 1, 0, "top up when at least this fraction of the batch is free" },
+	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database" },
+	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "do not store the run" },
+	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
+	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "print nothing on success" },
+	{ "requests-out", OPT_STR, NULL, 0, 0, 0, "write id,arrival_s,start_s,finish_s,input_len,output_len per request" },
+	{ "db-requests", OPT_FLAG, NULL, 0, 0, 0, "also store per-request rows in the database" },
+	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
+};
+#define RUN_NOPTS (sizeof run_opts / sizeof run_opts[0])
+
+static const char run_usage[] =
+	"usage: simbatch [run] [--policy=P] [--rate=R] [--requests=N | --duration=S] [--model=M] [--hw=H] ...\n"
+	"Simulates one run and prints a summary (--json: one JSON object).";
+
+struct run_inputs {          /* everything a run owns; released by run_inputs_free */
+	struct mdl_model *model;
+	struct hw_model *hw;
+	struct trc_lengths *input_len, *output_len;
+	struct trc_trace *trace;
+	struct results_db *db;
+	FILE *requests_out;
+	char input_spec[MDL_SPEC_MAX + 8], output_spec[MDL_SPEC_MAX + 8];
+};
+
+static void run_inputs_free(struct run_inputs *in)
+{
+	if (in->requests_out)
+		fclose(in->requests_out);
+	results_close(in->db);
+	trc_trace_free(in->trace);
+	trc_lengths_free(in->input_len);
+	trc_lengths_free(in->output_len);
+	hw_close(in->hw);
+	mdl_free(in->model);
+}
+
+static int run_lengths(const struct opt_set *o, const char *opt, const char *model_spec, int used,
+                       char *spec_out, size_t spec_len, struct trc_lengths **out, char *err, size_t errlen)
+{
+	const char *spec = opt_str(o, opt);
+	if (!spec)
+		spec = used ? model_spec : "fixed:0";
+	if (!spec || !*spec) {
+		snprintf(err, errlen, "--%s is needed: the model has no default length distribution", opt);
+		return -1;
+	}
+	snprintf(spec_out, spec_len, "%s", spec);
+	if (trc_lengths_parse(spec, out, err, errlen) != 0)
+		return -1;
+	if (used && trc_lengths_max(*out) == 0) {
+		snprintf(err, errlen, "--%s=%s: the model needs lengths of at least 1", opt, spec);
+		return -1;
+	}
+	return 0;
+}
+
+static int run_write_requests(FILE *f, const struct eng_result *res)
+{
+	fprintf(f, "id,arrival_s,start_s,finish_s,input_len,output_len\n");
+	for (size_t i = 0; i < res->nrows; i++) {
+		const struct results_request_row *w = &res->rows[i];
+		fprintf(f, "%llu,%.9f,%.9f,%.9f,%u,%u\n", (unsigned long long)w->id, w->arrival_s,
+		        w->start_s, w->finish_s, w->input_len, w->output_len);
+	}
+	return fflush(f) == 0 && !ferror(f) ? 0 : -1;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	char err[512] = "";
+	struct opt_set o;
+	struct run_inputs in = { 0 };
+	struct eng_result res = { 0 };
+	char *json = NULL;
+	int rc = CLI_BAD_INPUT;
+
+	if (opt_parse(&o, run_opts, RUN_NOPTS, argc, argv, 0, err, sizeof err) != 0)
+		goto fail;
+	if (opt_flag(&o, "help")) {
+		opt_print_help(stdout, run_usage, run_opts, RUN_NOPTS);
+		return 0;
+	}
+	const struct pol_ops *pol = pol_find(opt_str(&o, "policy"));
+	if (!pol) {
+		cli_unknown_policy(opt_str(&o, "policy"), err, sizeof err);
+		goto fail;
+	}
+	if (opt_given(&o, "requests") && opt_given(&o, "duration")) {
+		snprintf(err, sizeof err, "give --requests or --duration, not both");
+		goto fail;
+	}
+	if (mdl_load(opt_str(&o, "model"), &in.model, err, sizeof err) != 0)
+		goto fail;
+	if (hw_open(opt_str(&o, "hw"), in.model, &in.hw, err, sizeof err) != 0)
+		goto fail;
+	const char *trace_path = opt_str(&o, "trace");
+	if (trace_path) {
+		if (trc_trace_load(trace_path, &in.trace, err, sizeof err) != 0)
+			goto fail;
+		if (opt_given(&o, "duration")) {
+			snprintf(err, sizeof err, "--duration does not apply to a trace (use --requests to replay a prefix)");
+			goto fail;
+		}
+	} else {
+		if (run_lengths(&o, "input-len", in.model->input_len_spec, in.model->uses_input_len,
+		                in.input_spec, sizeof in.input_spec, &in.input_len, err, sizeof err) != 0 ||
+		    run_lengths(&o, "output-len", in.model->output_len_spec, in.model->uses_output_len,
+		                in.output_spec, sizeof in.output_spec, &in.output_len, err, sizeof err) != 0)
+			goto fail;
+	}
+
+	struct eng_config c = { 0 };
+	c.policy = pol;
+	c.model = in.model;
+	c.hw = in.hw;
+	c.workers = (uint32_t)opt_uint(&o, "workers");
+	c.rate_rps = opt_double(&o, "rate");
+	c.arrival_cv = opt_double(&o, "arrival-cv");
+	c.requests = opt_given(&o, "requests") ? opt_uint(&o, "requests") : opt_given(&o, "duration") ? 0 : 20000;
+	c.duration_s = opt_double(&o, "duration");
+	c.warmup = opt_uint(&o, "warmup");
+	c.seed = opt_uint(&o, "seed");
+	c.input_len = in.input_len;
+	c.output_len = in.output_len;
+	c.trace = in.trace;
+	c.sla_ns = llround(opt_double(&o, "sla") * 1e6);
+	c.env.max_batch = opt_given(&o, "max-batch") ? (uint32_t)opt_uint(&o, "max-batch") : pol->default_max_batch;
+	c.env.min_batch = (uint32_t)opt_uint(&o, "min-batch");
+	c.env.window_ns = llround(opt_double(&o, "window") * 1e6);
+	c.env.bucket_width = (uint32_t)opt_uint(&o, "bucket-width");
+	c.env.max_tasks = (uint32_t)opt_uint(&o, "max-tasks");
+	c.env.coverage = opt_double(&o, "coverage");
+	c.env.topup_threshold = opt_double(&o, "topup-threshold");
+	c.env.sla_ns = c.sla_ns;
+	c.keep_request_rows = opt_given(&o, "requests-out") || opt_flag(&o, "db-requests");
+	if (c.env.min_batch > c.env.max_batch) {
+		snprintf(err, sizeof err, "--min-batch=%u exceeds the max batch %u", c.env.min_batch, c.env.max_batch);
+		goto fail;
+	}
+	uint32_t hw_limit = hw_max_batch(in.hw);
+	if (hw_limit && c.env.max_batch > hw_limit) {
+		snprintf(err, sizeof err, "hardware %s has latencies up to batch %u, but the max batch is %u: lower --max-batch",
+		         in.hw->label, hw_limit, c.env.max_batch);
+		goto fail;
+	}
+	uint64_t trace_n = 0;
+	if (in.trace) {
+		trace_n = c.requests && c.requests < in.trace->n ? c.requests : in.trace->n;
+		double last = in.trace->arrival_s[trace_n - 1];
+		c.rate_rps = last > 0 ? trace_n / last : 0;
+		c.requests = trace_n;
+	}
+	if (c.warmup >= (in.trace ? trace_n : c.requests ? c.requests : UINT64_MAX)) {
+		snprintf(err, sizeof err, "--warmup=%llu leaves no request to measure", (unsigned long long)c.warmup);
+		goto fail;
+	}
+	if (!c.requests) {
+		/* An open-ended run at a rate the devices cannot serve never drains. */
+		uint32_t in_mean = in.model->uses_input_len ? (uint32_t)ceil(trc_lengths_mean(in.input_len)) : 0;
+		uint32_t out_mean = in.model->uses_output_len ? (uint32_t)ceil(trc_lengths_mean(in.output_len)) : 0;
+		double cap = eng_capacity_rps(in.model, in.hw, c.workers, c.env.max_batch, in_mean, out_mean, err, sizeof err);
+		if (cap < 0)
+			goto fail;
+		if (c.rate_rps >= cap) {
+			snprintf(err, sizeof err,
+			         "--rate=%g saturates %u worker(s) of %s for %s (capacity about %.0f req/s at max batch %u); "
+			         "lower the rate or give --requests=N to simulate an overload",
+			         c.rate_rps, c.workers, in.hw->label, in.model->name, cap, c.env.max_batch);
+			goto fail;
+		}
+	}
+	const char *req_out = opt_str(&o, "requests-out");
+	if (req_out && !(in.requests_out = fopen(req_out, "w"))) {
+		snprintf(err, sizeof err, "cannot write --requests-out '%s'", req_out);
+		goto fail;
+	}
+	int use_db = !opt_flag(&o, "no-db");
+	if (use_db && results_open(opt_str(&o, "db"), &in.db, err, sizeof err) != 0)
+		goto fail;
+
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (eng_run(&c, &res, err, sizeof err) != 0)
+		goto fail;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+
+	struct report_run rep = {
+		.policy = pol->name, .model = in.model->name, .hw = in.hw->label, .rate_rps = c.rate_rps,
+		.arrival_cv = in.trace ? 0 : c.arrival_cv, .seed = c.seed, .warmup = c.warmup,
+		.workers = c.workers, .max_batch = c.env.max_batch, .sla_ms = opt_double(&o, "sla"),
+		.wall_s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9, .run_id = -1, .res = &res,
+	};
+	rc = CLI_FAILED;
+	if (in.requests_out) {
+		if (run_write_requests(in.requests_out, &res) != 0) {
+			snprintf(err, sizeof err, "error writing --requests-out '%s'", req_out);
+			goto fail;
+		}
+	}
+	if (use_db) {
+		json = report_json(&rep, 0);
+		struct results_kv cfg[RUN_NOPTS + 4];
+		char mb[32];
+		size_t ncfg = 0;
+		for (size_t i = 0; i < RUN_NOPTS; i++)
+			if (o.values[i] && strcmp(run_opts[i].name, "help") != 0)
+				cfg[ncfg++] = (struct results_kv){ run_opts[i].name, o.values[i] };
+		snprintf(mb, sizeof mb, "%u", c.env.max_batch);
+		cfg[ncfg++] = (struct results_kv){ "effective.max-batch", mb };
+		if (!in.trace) {
+			cfg[ncfg++] = (struct results_kv){ "effective.input-len", in.input_spec };
+			cfg[ncfg++] = (struct results_kv){ "effective.output-len", in.output_spec };
+		}
+		struct results_run run = {
+			.policy = rep.policy, .model = rep.model, .hw = rep.hw, .rate_rps = rep.rate_rps,
+			.seed = c.seed, .sla_ms = rep.sla_ms, .requests = res.issued, .completed = res.completed,
+			.throughput_rps = res.throughput_rps, .mean_batch = res.mean_batch, .events = res.events,
+			.wall_s = rep.wall_s, .live = 0, .code_version = SIMBATCH_VERSION,
+			.summary_json = json ? json : "{}", .summary = &res.summary, .nconfig = ncfg, .config = cfg,
+			.nrequest_rows = opt_flag(&o, "db-requests") ? res.nrows : 0, .request_rows = res.rows,
+		};
+		if (results_write_run(in.db, &run, &rep.run_id, err, sizeof err) != 0)
+			goto fail;
+	}
+	if (opt_flag(&o, "json")) {
+		char *full = report_json(&rep, 1);
+		if (!full) {
+			snprintf(err, sizeof err, "out of memory");
+			goto fail;
+		}
+		printf("%s\n", full);
+		free(full);
+	} else if (!opt_flag(&o, "quiet")) {
+		report_text(stdout, &rep);
+	}
+	free(json);
+	eng_result_free(&res);
+	run_inputs_free(&in);
+	return 0;
+fail:
+	fprintf(stderr, "simbatch: %s\n", err);
+	free(json);
+	eng_result_free(&res);
+	run_inputs_free(&in);
+	return rc;
+}

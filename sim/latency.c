@@ -1,0 +1,91 @@
+/* sim/latency.c: the per-run latency cache (see latency.h). Graph latencies
+ * are kept as three per-batch sums (static, per encoder step, per decoder
+ * step) so a padded graph batch costs O(1) to price. */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "latency.h"
+
+struct eng_latency {
+	uint32_t ntypes;
+	uint32_t max_batch;
+	int64_t *node_ns;        /* [type * (max_batch+1) + b] */
+	int64_t *static_ns;      /* [b]: every static node once */
+	int64_t *encoder_ns;     /* [b]: every encoder node once (one input step) */
+	int64_t *decoder_ns;     /* [b]: every decoder node once (one output step) */
+};
+
+static int64_t lat_round_ns(double s)
+{
+	double ns = nearbyint(s * 1e9);
+	return ns < 1.0 ? 1 : (int64_t)ns;
+}
+
+struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
+                                       uint32_t max_batch, char *err, size_t errlen)
+{
+	struct eng_latency *l = calloc(1, sizeof *l);
+	if (!l)
+		goto oom;
+	size_t stride = (size_t)max_batch + 1;
+	l->ntypes = m->nnodes;
+	l->max_batch = max_batch;
+	l->node_ns = calloc((size_t)m->nnodes * stride, sizeof *l->node_ns);
+	l->static_ns = calloc(stride, sizeof *l->static_ns);
+	l->encoder_ns = calloc(stride, sizeof *l->encoder_ns);
+	l->decoder_ns = calloc(stride, sizeof *l->decoder_ns);
+	if (!l->node_ns || !l->static_ns || !l->encoder_ns || !l->decoder_ns)
+		goto oom;
+	for (uint32_t t = 0; t < m->nnodes; t++) {
+		for (uint32_t b = 1; b <= max_batch; b++) {
+			struct hw_node_cost cost;
+			if (hw_node_cost(hw, t, b, &cost, err, errlen) != 0)
+				goto fail;
+			if (!isfinite(cost.seconds) || cost.seconds < 0) {
+				snprintf(err, errlen, "hardware model %s gave latency %g s for node %s at batch %u",
+				         hw->label, cost.seconds, m->nodes[t].name, b);
+				goto fail;
+			}
+			int64_t ns = lat_round_ns(cost.seconds);
+			l->node_ns[t * stride + b] = ns;
+			switch (m->nodes[t].kind) {
+			case MDL_ENCODER: l->encoder_ns[b] += ns; break;
+			case MDL_DECODER: l->decoder_ns[b] += ns; break;
+			default: l->static_ns[b] += ns; break;
+			}
+		}
+	}
+	return l;
+oom:
+	snprintf(err, errlen, "out of memory building the latency table");
+fail:
+	eng_latency_destroy(l);
+	return NULL;
+}
+
+void eng_latency_destroy(struct eng_latency *l)
+{
+	if (!l)
+		return;
+	free(l->node_ns);
+	free(l->static_ns);
+	free(l->encoder_ns);
+	free(l->decoder_ns);
+	free(l);
+}
+
+int64_t eng_latency_node_ns(void *ctx, uint32_t node_type, uint32_t batch)
+{
+	const struct eng_latency *l = ctx;
+	assert(node_type < l->ntypes && batch >= 1 && batch <= l->max_batch);
+	return l->node_ns[(size_t)node_type * (l->max_batch + 1) + batch];
+}
+
+int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint32_t output_len)
+{
+	const struct eng_latency *l = ctx;
+	assert(batch >= 1 && batch <= l->max_batch);
+	return l->static_ns[batch] + l->encoder_ns[batch] * (int64_t)input_len +
+	       l->decoder_ns[batch] * (int64_t)output_len;
+}

@@ -1,0 +1,30 @@
+/* sim/latency.h: the per-run latency cache. Asks the hardware model once per
+ * (node type, batch) and answers the policy's and the engine's questions from
+ * a table, so the hot loop never calls a hardware model.
+ *
+ * Contract:
+ *  - Built for batch sizes 1..max_batch; asking outside that range is a bug
+ *    (asserted).
+ *  - graph_ns(b, in, out) is the latency of a padded graph batch: every node
+ *    at batch b, encoder nodes in times, decoder nodes out times
+ *    (LazyBatching Algorithm 1 summed at batch b instead of 1).
+ *  - Values are the hardware model's seconds rounded to the nearest ns, at
+ *    least 1 ns, so simulated time always advances.
+ */
+#ifndef SB_LATENCY_H
+#define SB_LATENCY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../models/model.h"
+#include "../hwmodels/hwmodel.h"
+
+struct eng_latency;
+
+struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
+                                       uint32_t max_batch, char *err, size_t errlen);
+void eng_latency_destroy(struct eng_latency *l);
+int64_t eng_latency_node_ns(void *l, uint32_t node_type, uint32_t batch);
+int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32_t output_len);
+
+#endif

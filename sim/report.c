@@ -1,0 +1,68 @@
+/* sim/report.c: formats a run's summary. Numbers are printed with %.10g:
+ * enough digits to compare runs, and identical text for identical doubles,
+ * which is what the determinism check compares. */
+#include <stdlib.h>
+#include "report.h"
+
+char *report_json(const struct report_run *r, int with_run_fields)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	const struct eng_result *res = r->res;
+	const struct metrics_summary *s = &res->summary;
+	fprintf(f, "{\"policy\":\"%s\",\"model\":\"%s\",\"hw\":\"%s\",\"rate_rps\":%.10g,\"seed\":%llu,",
+	        r->policy, r->model, r->hw, r->rate_rps, (unsigned long long)r->seed);
+	fprintf(f, "\"requests\":%llu,\"completed\":%llu,\"measured\":%llu,\"warmup\":%llu,"
+	        "\"throughput_rps\":%.10g,",
+	        (unsigned long long)res->issued, (unsigned long long)res->completed,
+	        (unsigned long long)s->count, (unsigned long long)r->warmup, res->throughput_rps);
+	fprintf(f, "\"latency_ms\":{\"mean\":%.10g,\"p50\":%.10g,\"p90\":%.10g,\"p95\":%.10g,"
+	        "\"p99\":%.10g,\"p999\":%.10g,\"max\":%.10g,\"min\":%.10g},",
+	        s->mean_ms, s->p50_ms, s->p90_ms, s->p95_ms, s->p99_ms, s->p999_ms, s->max_ms, s->min_ms);
+	fprintf(f, "\"queue_ms\":{\"mean\":%.10g,\"p99\":%.10g},\"sla_ms\":%.10g,"
+	        "\"sla_violation_rate\":%.10g,\"mean_batch\":%.10g,\"events\":%llu,\"tasks\":%llu,",
+	        s->queue_mean_ms, s->queue_p99_ms, r->sla_ms, s->sla_violation_rate, res->mean_batch,
+	        (unsigned long long)res->events, (unsigned long long)res->tasks);
+	fprintf(f, "\"workers\":%u,\"max_batch\":%u,\"arrival_cv\":%.10g,\"sim_time_s\":%.10g,"
+	        "\"busy_fraction\":%.10g",
+	        r->workers, r->max_batch, r->arrival_cv, res->sim_end_s, res->busy_fraction);
+	if (with_run_fields) {
+		fprintf(f, ",\"wall_s\":%.6f,", r->wall_s);
+		if (r->run_id >= 0)
+			fprintf(f, "\"run_id\":%lld", (long long)r->run_id);
+		else
+			fprintf(f, "\"run_id\":null");
+	}
+	fputc('}', f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+void report_text(FILE *f, const struct report_run *r)
+{
+	const struct eng_result *res = r->res;
+	const struct metrics_summary *s = &res->summary;
+	fprintf(f, "simbatch: policy %s, model %s on %s, %u worker%s, %.6g req/s offered (cv %.3g), seed %llu\n",
+	        r->policy, r->model, r->hw, r->workers, r->workers == 1 ? "" : "s", r->rate_rps,
+	        r->arrival_cv, (unsigned long long)r->seed);
+	fprintf(f, "  requests   %llu completed, %llu measured (warm-up %llu), %.1f s simulated\n",
+	        (unsigned long long)res->completed, (unsigned long long)s->count,
+	        (unsigned long long)r->warmup, res->sim_end_s);
+	fprintf(f, "  latency    mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f   p99.9 %.3f   max %.3f\n",
+	        s->mean_ms, s->p50_ms, s->p90_ms, s->p99_ms, s->p999_ms, s->max_ms);
+	fprintf(f, "  queueing   mean %.3f ms   p99 %.3f\n", s->queue_mean_ms, s->queue_p99_ms);
+	fprintf(f, "  throughput %.1f req/s   device busy %.1f%%   mean batch %.2f (max %u)\n",
+	        res->throughput_rps, 100.0 * res->busy_fraction, res->mean_batch, r->max_batch);
+	fprintf(f, "  SLA %.6g ms: %.2f%% of requests late\n", r->sla_ms, 100.0 * s->sla_violation_rate);
+	fprintf(f, "  %llu events in %.3f s wall (%.2f M requests/s)", (unsigned long long)res->events,
+	        r->wall_s, r->wall_s > 0 ? res->completed / r->wall_s / 1e6 : 0.0);
+	if (r->run_id >= 0)
+		fprintf(f, ", stored as run %lld", (long long)r->run_id);
+	fputc('\n', f);
+}

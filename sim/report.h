@@ -1,0 +1,30 @@
+/* sim/report.h: what a run prints: the JSON summary of DESIGN.md section 3
+ * (the contract other tools read) and a short human-readable summary. */
+#ifndef SB_REPORT_H
+#define SB_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "engine.h"
+
+struct report_run {
+	const char *policy, *model, *hw;
+	double rate_rps;            /* offered rate (trace: its mean rate) */
+	double arrival_cv;
+	uint64_t seed;
+	uint64_t warmup;
+	uint32_t workers;
+	uint32_t max_batch;
+	double sla_ms;
+	double wall_s;
+	int64_t run_id;             /* -1: not stored */
+	const struct eng_result *res;
+};
+
+/* The JSON object, one line, no trailing newline; malloc'd (caller frees);
+ * NULL on allocation failure. with_run_fields = 0 leaves out wall_s and
+ * run_id, the two keys that differ between identical runs. */
+char *report_json(const struct report_run *r, int with_run_fields);
+void report_text(FILE *f, const struct report_run *r);
+
+#endif

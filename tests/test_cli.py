@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the simbatch program: the command-line and JSON
+contract of DESIGN.md section 3, bad input (exit 2, one line on stderr, no
+database rows), determinism, the per-request CSV and the results database.
+Usage: test_cli.py PATH/TO/simbatch"""
+import csv
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+SB = sys.argv[1]
+failures = []
+
+
+def sb(*args, timeout=300):
+    return subprocess.run([SB, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + detail))
+    if not cond:
+        failures.append(name)
+
+
+def run_count(db):
+    if not os.path.exists(db):
+        return 0
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("select count(*) from runs").fetchone()[0]
+    finally:
+        con.close()
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+td = tempfile.mkdtemp(prefix="simbatch-cli-")
+db = os.path.join(td, "r.db")
+SMALL = ["--requests=300", "--rate=200"]
+
+# ---- a good run, stored ----
+r = sb("--policy=graph", "--model=transformer", "--hw=npu", "--rate=500", "--requests=2000", "--seed=3",
+       f"--db={db}", "--json")
+check("run exits 0", r.returncode == 0, r.stderr)
+j = json.loads(r.stdout) if r.returncode == 0 else {}
+for k in ["policy", "model", "hw", "rate_rps", "seed", "requests", "completed", "throughput_rps", "latency_ms",
+          "queue_ms", "sla_ms", "sla_violation_rate", "mean_batch", "events", "wall_s", "run_id"]:
+    check(f"json has {k}", k in j)
+lat = j.get("latency_ms", {})
+check("percentiles ordered", lat and lat["p50"] <= lat["p90"] <= lat["p95"] <= lat["p99"] <= lat["p999"] <= lat["max"])
+check("all completed", j.get("completed") == 2000 == j.get("requests"))
+check("stdout is one line of JSON", r.stdout.count("\n") == 1)
+check("one run stored", run_count(db) == 1)
+con = sqlite3.connect(db)
+rid = j.get("run_id")
+check("cdf has 1000 quantiles", con.execute("select count(*) from run_cdf where run_id=?", (rid,)).fetchone()[0] == 1000)
+cfg = dict(con.execute("select key, value from run_config where run_id=?", (rid,)).fetchall())
+check("config stores every option", cfg.get("policy") == "graph" and cfg.get("seed") == "3" and cfg.get("rate") == "500"
+      and cfg.get("effective.max-batch") == "64", str(cfg))
+row = con.execute("select policy, model, hw, seed, completed, code_version from runs where run_id=?", (rid,)).fetchone()
+check("runs row", row[:5] == ("graph", "transformer", "npu", 3, 2000) and row[5], str(row))
+p99 = con.execute("select p99_ms from run_metrics where run_id=?", (rid,)).fetchone()[0]
+check("stored p99 equals printed", abs(p99 - lat.get("p99", -1)) < 1e-6 * max(1, p99))
+con.close()
+
+# ---- determinism ----
+def strip(out):
+    d = json.loads(out)
+    d.pop("wall_s", None)
+    d.pop("run_id", None)
+    return d
+
+a = sb("--policy=graph", "--window=5", "--model=gnmt", "--requests=3000", "--rate=300", "--seed=9", "--no-db", "--json")
+b = sb("--policy=graph", "--window=5", "--model=gnmt", "--requests=3000", "--rate=300", "--seed=9", "--no-db", "--json")
+check("same seed, same JSON", a.returncode == 0 and strip(a.stdout) == strip(b.stdout), a.stderr)
+c = sb("--policy=graph", "--window=5", "--model=gnmt", "--requests=3000", "--rate=300", "--seed=10", "--no-db", "--json")
+check("other seed, other JSON", c.returncode == 0 and strip(a.stdout) != strip(c.stdout))
+
+# ---- requests-out ----
+out_csv = os.path.join(td, "req.csv")
+r = sb("--policy=serial", "--model=lstm", "--requests=500", "--rate=100", "--no-db", f"--requests-out={out_csv}", "--quiet")
+check("requests-out run", r.returncode == 0 and r.stdout == "", r.stderr)
+rows = list(csv.DictReader(open(out_csv))) if r.returncode == 0 else []
+check("requests-out header and rows", len(rows) == 500 and list(rows[0].keys()) ==
+      ["id", "arrival_s", "start_s", "finish_s", "input_len", "output_len"])
+check("requests-out times ordered", all(float(x["arrival_s"]) <= float(x["start_s"]) < float(x["finish_s"]) for x in rows))
+check("requests-out ids in order", [int(x["id"]) for x in rows] == list(range(500)))
+
+# ---- a trace replays arrivals and lengths, ids are row order ----
+trace = os.path.join(td, "t.csv")
+write(trace, "# a comment\narrival_s,input_len,output_len\n0.0,3,0\n0.001,2,0\n0.5,4,0\n")
+r = sb("--policy=serial", "--model=lstm", f"--trace={trace}", "--no-db", f"--requests-out={out_csv}", "--json")
+rows = list(csv.DictReader(open(out_csv))) if r.returncode == 0 else []
+check("trace replay", r.returncode == 0 and [x["input_len"] for x in rows] == ["3", "2", "4"] and
+      float(rows[2]["arrival_s"]) == 0.5, r.stderr)
+
+# ---- bad input: exit 2, one line on stderr, nothing stored ----
+bad_trace = os.path.join(td, "bad_trace.csv")
+write(bad_trace, "arrival_s,input_len,output_len\n0.1,3,0\n0.05,2,0\n")
+bad_model = os.path.join(td, "bad.model")
+write(bad_model, "model bad\nsource test\nnode a static gemm=1,2\n")
+bad_table = os.path.join(td, "bad_table.csv")
+write(bad_table, "node,batch,latency_s\n*,1,0.001\n*,two,0.002\n")
+not_db = os.path.join(td, "notes.txt")
+write(not_db, "this is not a database\n" * 100)
+foreign_db = os.path.join(td, "foreign.db")
+fcon = sqlite3.connect(foreign_db)
+fcon.execute("create table other(x)")
+fcon.commit()
+fcon.close()
+before = run_count(db)
+cases = {
+    "unknown policy": ["--policy=nope"],
+    "zero rate": ["--rate=0"],
+    "non-numeric rate": ["--rate=fast"],
+    "negative seed": ["--seed=-1x"],
+    "unknown option": ["--no-such-option"],
+    "unknown model": ["--model=nope"],
+    "missing hw file": ["--hw=" + os.path.join(td, "missing.csv")],
+    "missing trace": ["--trace=" + os.path.join(td, "missing.csv")],
+    "malformed trace": ["--model=lstm", f"--trace={bad_trace}"],
+    "malformed model": [f"--model={bad_model}"],
+    "malformed table": ["--model=lstm", f"--hw={bad_table}"],
+    "bad length spec": ["--model=lstm", "--input-len=uniform:9:2"],
+    "requests and duration": ["--requests=10", "--duration=1"],
+    "saturating open-ended rate": ["--policy=serial", "--model=resnet50", "--rate=1e6", "--duration=10"],
+    "warmup swallows all": ["--requests=10", "--warmup=10"],
+    "zero workers": ["--workers=0"],
+    "bad window": ["--window=-1"],
+}
+for name, args in cases.items():
+    extra = [] if any(a.startswith("--requests") or a.startswith("--duration") for a in args) else SMALL
+    r = sb(*args, *extra, f"--db={db}")
+    lines = r.stderr.strip().splitlines()
+    check(f"bad input: {name} -> exit 2 with one line", r.returncode == 2 and len(lines) == 1 and r.stdout == "",
+          f"exit {r.returncode}, stderr {r.stderr!r}")
+for name, path in {"db is not sqlite": not_db, "db is another application's": foreign_db,
+                   "db in missing directory": os.path.join(td, "no", "such", "dir", "r.db")}.items():
+    r = sb(*SMALL, f"--db={path}")
+    check(f"bad input: {name} -> exit 2", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+          f"exit {r.returncode}, stderr {r.stderr!r}")
+check("no partial rows after failures", run_count(db) == before)
+check("malformed trace names file and line", "bad_trace.csv:3" in sb("--model=lstm", f"--trace={bad_trace}", "--no-db").stderr)
+check("malformed model names file and line", "bad.model:3" in sb(f"--model={bad_model}", "--no-db").stderr)
+check("malformed table names file and line", "bad_table.csv:3" in sb("--model=lstm", f"--hw={bad_table}", "--no-db").stderr)
+
+# ---- a table hardware file drives the run ----
+table = os.path.join(td, "table.csv")
+write(table, "node,batch,latency_s\n*,1,0.001\n*,64,0.004\n")
+r = sb("--policy=graph", "--model=resnet50", f"--hw={table}", *SMALL, "--no-db", "--json")
+check("table hw run", r.returncode == 0, r.stderr)
+r = sb("--policy=graph", "--model=resnet50", f"--hw={table}", "--max-batch=128", *SMALL, "--no-db")
+check("table hw: batch beyond the table refused", r.returncode == 2, r.stderr)
+
+# ---- inspection subcommands ----
+r = sb("model-info", "--model=resnet50", "--hw=npu", "--batch=1", "--json")
+mi = json.loads(r.stdout) if r.returncode == 0 else {}
+check("model-info json", r.returncode == 0 and {"model", "hw", "batch", "input_len", "output_len", "total_ms", "nodes"} <= set(mi))
+check("model-info nodes", mi and all({"name", "type", "repeat", "ms", "bound"} <= set(n) for n in mi["nodes"]))
+check("model-info total is the sum", mi and abs(sum(n["ms"] * n["repeat"] for n in mi["nodes"]) - mi["total_ms"]) < 1e-6 * mi["total_ms"])
+r = sb("hw-info", "--hw=npu", "--gemm=64,1024,4096", "--json")
+hi = json.loads(r.stdout) if r.returncode == 0 else {}
+check("hw-info json", r.returncode == 0 and {"hw", "gemm", "dataflow", "cycles", "compute_cycles", "memory_cycles", "ms", "utilization"} <= set(hi))
+check("hw-info cycles is the max", hi and hi["cycles"] == max(hi["compute_cycles"], hi["memory_cycles"]))
+check("hw-info bad gemm", sb("hw-info", "--gemm=1,2").returncode == 2)
+for what in ("models", "policies", "hw"):
+    r = sb("list", what)
+    check(f"list {what}", r.returncode == 0 and r.stdout.strip() != "")
+check("list models has the five", all(m in sb("list", "models").stdout.split() for m in
+                                      ("resnet50", "gnmt", "transformer", "lstm", "seq2seq")))
+for sub in ([], ["run"], ["list"], ["model-info"], ["hw-info"]):
+    r = sb(*sub, "--help")
+    check(f"{' '.join(sub) or 'simbatch'} --help", r.returncode == 0 and "usage" in r.stdout)
+
+print(f"{len(failures)} failed")
+sys.exit(1 if failures else 0)

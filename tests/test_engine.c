@@ -1,0 +1,320 @@
+/* tests/test_engine.c: the engine with the serial and graph policies against
+ * numbers derived independently of the code:
+ *  - M/D/1 and M/G/1 mean waiting time (Pollaczek-Khinchine),
+ *  - hand-computed graph-batching timelines (window, padding, bucketing),
+ *  - graph with max batch 1 equals serial, and a run repeated is identical.
+ * Hardware and models are built here by hand, so these tests depend on
+ * neither the NPU model nor the model files. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "sim/engine.h"
+
+/* ---- a hardware model with a fixed latency per node: base * (1 + growth * (b - 1)) ---- */
+struct fixed_hw {
+	struct hw_model base;
+	double seconds;
+	double growth;
+};
+
+static int fixed_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out,
+                           char *err, size_t errlen)
+{
+	(void)t;
+	(void)err;
+	(void)errlen;
+	const struct fixed_hw *f = (const struct fixed_hw *)hw;
+	*out = (struct hw_node_cost){ .seconds = f->seconds * (1 + f->growth * (b - 1)) };
+	return 0;
+}
+
+static const struct hw_ops fixed_hw_ops = { .name = "fixed", .node_cost = fixed_node_cost };
+
+static struct fixed_hw fixed_hw(const struct mdl_model *m, double seconds, double growth)
+{
+	struct fixed_hw f = { .base = { .ops = &fixed_hw_ops, .model = m }, .seconds = seconds, .growth = growth };
+	strcpy(f.base.label, "fixed");
+	return f;
+}
+
+/* ---- one-node models ---- */
+static struct mdl_node one_node;
+static struct mdl_segment one_segment;
+
+static struct mdl_model one_node_model(enum mdl_kind kind)
+{
+	memset(&one_node, 0, sizeof one_node);
+	strcpy(one_node.name, "cell");
+	one_node.kind = kind;
+	one_segment = (struct mdl_segment){ .kind = kind, .first_node = 0, .nnodes = 1 };
+	struct mdl_model m = { .nnodes = 1, .nodes = &one_node, .nsegments = 1, .segments = &one_segment,
+	                       .uses_input_len = kind == MDL_ENCODER, .uses_output_len = kind == MDL_DECODER };
+	strcpy(m.name, kind == MDL_STATIC ? "static1" : "chain1");
+	return m;
+}
+
+extern const struct pol_ops serial_policy_ops;
+extern const struct pol_ops graph_policy_ops;
+
+static struct eng_config base_config(const struct pol_ops *p, const struct mdl_model *m, const struct hw_model *hw)
+{
+	struct eng_config c = { .policy = p, .model = m, .hw = hw, .workers = 1, .rate_rps = 100,
+	                        .arrival_cv = 1, .requests = 1000, .seed = 1, .sla_ns = 100000000 };
+	c.env.max_batch = p->default_max_batch;
+	c.env.min_batch = 1;
+	return c;
+}
+
+/* Mean waiting time of M/G/1: lambda E[S^2] / (2 (1 - rho)). */
+static double pk_wait_s(double lambda, double es, double es2)
+{
+	return lambda * es2 / (2 * (1 - lambda * es));
+}
+
+static void check_mg1(const struct mdl_model *m, const char *len_spec, double cell_s, double rho,
+                      uint64_t n, double rel_tol)
+{
+	struct fixed_hw hw = fixed_hw(m, cell_s, 0);
+	struct trc_lengths *len = NULL;
+	char err[256];
+	assert_int_equal(trc_lengths_parse(len_spec, &len, err, sizeof err), 0);
+	double el = trc_lengths_mean(len), el2 = trc_lengths_second_moment(len);
+	if (m->nodes[0].kind == MDL_STATIC)
+		el = el2 = 1;
+	double es = cell_s * el, es2 = cell_s * cell_s * el2;
+	struct eng_config c = base_config(&serial_policy_ops, m, &hw.base);
+	c.rate_rps = rho / es;
+	c.requests = n;
+	c.warmup = n / 20;
+	c.input_len = len;
+	c.output_len = len;
+	c.seed = 7;
+	struct eng_result r;
+	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
+	double expect_ms = pk_wait_s(c.rate_rps, es, es2) * 1e3;
+	double got_ms = r.summary.queue_mean_ms;
+	print_message("  %s rho=%.2f: mean wait %.5f ms, theory %.5f ms (%+.2f%%)\n", len_spec, rho, got_ms,
+	              expect_ms, 100 * (got_ms / expect_ms - 1));
+	assert_true(fabs(got_ms / expect_ms - 1) < rel_tol);
+	/* latency = wait + service on average */
+	assert_true(fabs(r.summary.mean_ms - got_ms - es * 1e3) < 0.02 * es * 1e3 + 1e-9 + 0.05 * got_ms);
+	eng_result_free(&r);
+	trc_lengths_free(len);
+}
+
+/* M/D/1: a static one-node model, constant service 1 ms. Tolerances: with
+ * 400k requests the relative standard error of the mean wait is about 0.5%
+ * at rho 0.3 and 1.5% at rho 0.7 (relaxation time ~ 1/(1-sqrt(rho))^2
+ * services), so 5% is more than 3 sigma at every load. */
+static void test_md1(void **state)
+{
+	(void)state;
+	struct mdl_model m = one_node_model(MDL_STATIC);
+	check_mg1(&m, "fixed:1", 1e-3, 0.3, 400000, 0.05);
+	check_mg1(&m, "fixed:1", 1e-3, 0.5, 400000, 0.05);
+	check_mg1(&m, "fixed:1", 1e-3, 0.7, 400000, 0.05);
+}
+
+/* M/G/1: a chain of L cells of 0.1 ms, L uniform on 1..20:
+ * E[L] = 10.5, E[L^2] = (20*21*41/6)/20 = 143.5. */
+static void test_mg1(void **state)
+{
+	(void)state;
+	struct mdl_model m = one_node_model(MDL_ENCODER);
+	check_mg1(&m, "uniform:1:20", 1e-4, 0.3, 400000, 0.05);
+	check_mg1(&m, "uniform:1:20", 1e-4, 0.6, 400000, 0.06);
+}
+
+/* ---- hand-computed graph timelines on a six-request trace, 1 ms per cell ---- */
+static double trace_arrival[6] = { 0, 0, 0.001, 0.002, 0.006, 0.0065 };
+static uint32_t trace_len[6] = { 2, 5, 3, 1, 4, 2 };
+static uint32_t trace_zero[6] = { 0 };
+
+static void run_trace(uint32_t max_batch, double window_ms, uint32_t bucket_width,
+                      const double *start_ms, const double *finish_ms)
+{
+	struct mdl_model m = one_node_model(MDL_ENCODER);
+	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
+	struct trc_trace t = { .n = 6, .arrival_s = trace_arrival, .input_len = trace_len, .output_len = trace_zero };
+	struct eng_config c = base_config(&graph_policy_ops, &m, &hw.base);
+	c.trace = &t;
+	c.requests = 0;
+	c.env.max_batch = max_batch;
+	c.env.window_ns = llround(window_ms * 1e6);
+	c.env.bucket_width = bucket_width;
+	c.keep_request_rows = 1;
+	struct eng_result r;
+	char err[256];
+	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
+	assert_int_equal(r.nrows, 6);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(r.rows[i].id, i);
+		assert_true(fabs(r.rows[i].start_s * 1e3 - start_ms[i]) < 1e-6);
+		assert_true(fabs(r.rows[i].finish_s * 1e3 - finish_ms[i]) < 1e-6);
+	}
+	eng_result_free(&r);
+}
+
+/* max batch 2, no window: {r0,r1} 0-5 (padded to 5), {r2,r3} 5-8 (padded to 3),
+ * {r4,r5} 8-12 (padded to 4). Every member leaves when its batch ends. */
+static void test_graph_timeline_padding(void **state)
+{
+	(void)state;
+	const double start[6] = { 0, 0, 5, 5, 8, 8 };
+	const double finish[6] = { 5, 5, 8, 8, 12, 12 };
+	run_trace(2, 0, 0, start, finish);
+}
+
+/* max batch 4, window 3 ms: r0,r1 wait for the window (would close at 3), but
+ * r3 at t=2 fills the batch: {r0..r3} 2-7. At 7, r4 (arrived 6) and r5 wait
+ * for r4's window to close at 9: {r4,r5} 9-13. */
+static void test_graph_timeline_window(void **state)
+{
+	(void)state;
+	const double start[6] = { 2, 2, 2, 2, 9, 9 };
+	const double finish[6] = { 7, 7, 7, 7, 13, 13 };
+	run_trace(4, 3, 0, start, finish);
+}
+
+/* max batch 2, bucket width 2: buckets (0,2] (2,4] (4,6] hold r0,r3,r5 | r2,r4 | r1.
+ * Round robin: b0 {r0} 0-2; b1 {r2} 2-5; b2 {r1} 5-10; b0 {r3,r5} 10-12 (padded 2);
+ * b1 {r4} 12-16. */
+static void test_graph_timeline_buckets(void **state)
+{
+	(void)state;
+	const double start[6] = { 0, 5, 2, 10, 12, 10 };
+	const double finish[6] = { 2, 10, 5, 12, 16, 12 };
+	run_trace(2, 0, 2, start, finish);
+}
+
+/* Graph batching limited to batch 1 is the serial policy, bit for bit. */
+static void test_graph_batch1_is_serial(void **state)
+{
+	(void)state;
+	struct mdl_model m = one_node_model(MDL_ENCODER);
+	struct fixed_hw hw = fixed_hw(&m, 1e-4, 0.5);
+	struct trc_lengths *len;
+	char err[256];
+	assert_int_equal(trc_lengths_parse("uniform:1:30", &len, err, sizeof err), 0);
+	struct eng_config a = base_config(&serial_policy_ops, &m, &hw.base);
+	a.rate_rps = 400;
+	a.requests = 50000;
+	a.input_len = a.output_len = len;
+	struct eng_config b = a;
+	b.policy = &graph_policy_ops;
+	b.env.max_batch = 1;
+	struct eng_result ra, rb;
+	assert_int_equal(eng_run(&a, &ra, err, sizeof err), 0);
+	assert_int_equal(eng_run(&b, &rb, err, sizeof err), 0);
+	assert_memory_equal(&ra.summary, &rb.summary, sizeof ra.summary);
+	assert_int_equal(ra.events, rb.events);
+	assert_true(ra.throughput_rps == rb.throughput_rps);
+	trc_lengths_free(len);
+}
+
+/* Same config twice: identical results; another seed: different ones. */
+static void test_determinism(void **state)
+{
+	(void)state;
+	struct mdl_model m = one_node_model(MDL_ENCODER);
+	struct fixed_hw hw = fixed_hw(&m, 1e-4, 0.1);
+	struct trc_lengths *len;
+	char err[256];
+	assert_int_equal(trc_lengths_parse("uniform:1:30", &len, err, sizeof err), 0);
+	struct eng_config c = base_config(&graph_policy_ops, &m, &hw.base);
+	c.rate_rps = 2000;
+	c.requests = 20000;
+	c.env.window_ns = 2000000;
+	c.input_len = c.output_len = len;
+	struct eng_result r1, r2, r3;
+	assert_int_equal(eng_run(&c, &r1, err, sizeof err), 0);
+	assert_int_equal(eng_run(&c, &r2, err, sizeof err), 0);
+	assert_memory_equal(&r1.summary, &r2.summary, sizeof r1.summary);
+	c.seed = 2;
+	assert_int_equal(eng_run(&c, &r3, err, sizeof err), 0);
+	assert_true(r1.summary.mean_ms != r3.summary.mean_ms);
+	trc_lengths_free(len);
+}
+
+/* Two workers halve the wait of a saturating burst: 4 requests at t=0, 1 ms
+ * each, serial on two devices finish at 1, 1, 2, 2 ms. */
+static void test_two_workers(void **state)
+{
+	(void)state;
+	struct mdl_model m = one_node_model(MDL_ENCODER);
+	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
+	double arr[4] = { 0, 0, 0, 0 };
+	uint32_t len[4] = { 1, 1, 1, 1 }, zero[4] = { 0 };
+	struct trc_trace t = { .n = 4, .arrival_s = arr, .input_len = len, .output_len = zero };
+	struct eng_config c = base_config(&serial_policy_ops, &m, &hw.base);
+	c.trace = &t;
+	c.requests = 0;
+	c.workers = 2;
+	c.keep_request_rows = 1;
+	struct eng_result r;
+	char err[256];
+	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
+	const double finish[4] = { 1, 1, 2, 2 };
+	for (int i = 0; i < 4; i++)
+		assert_true(fabs(r.rows[i].finish_s * 1e3 - finish[i]) < 1e-9);
+	assert_true(fabs(r.summary.mean_ms - 1.5) < 1e-9);
+	eng_result_free(&r);
+}
+
+/* Warm-up requests are excluded: 4 back-to-back requests, warm-up 2, measure
+ * only the last two (latencies 3 and 4 ms). */
+static void test_warmup(void **state)
+{
+	(void)state;
+	struct mdl_model m = one_node_model(MDL_ENCODER);
+	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
+	double arr[4] = { 0, 0, 0, 0 };
+	uint32_t len[4] = { 1, 1, 1, 1 }, zero[4] = { 0 };
+	struct trc_trace t = { .n = 4, .arrival_s = arr, .input_len = len, .output_len = zero };
+	struct eng_config c = base_config(&serial_policy_ops, &m, &hw.base);
+	c.trace = &t;
+	c.requests = 0;
+	c.warmup = 2;
+	struct eng_result r;
+	char err[256];
+	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
+	assert_int_equal(r.completed, 4);
+	assert_int_equal(r.summary.count, 2);
+	assert_true(fabs(r.summary.mean_ms - 3.5) < 1e-9);
+	assert_true(fabs(r.summary.max_ms - 4) < 1e-9);
+}
+
+/* Policy names are unique (the registry is the one list). */
+static void test_policy_registry_unique(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct pol_ops *const *reg = pol_registry(&n);
+	for (size_t i = 0; i < n; i++) {
+		assert_ptr_equal(pol_find(reg[i]->name), reg[i]);
+		for (size_t j = i + 1; j < n; j++)
+			assert_string_not_equal(reg[i]->name, reg[j]->name);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_md1),
+		cmocka_unit_test(test_mg1),
+		cmocka_unit_test(test_graph_timeline_padding),
+		cmocka_unit_test(test_graph_timeline_window),
+		cmocka_unit_test(test_graph_timeline_buckets),
+		cmocka_unit_test(test_graph_batch1_is_serial),
+		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_two_workers),
+		cmocka_unit_test(test_warmup),
+		cmocka_unit_test(test_policy_registry_unique),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

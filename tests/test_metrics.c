@@ -1,0 +1,331 @@
+/* tests/test_metrics.c: sim/metrics.c against independent computations:
+ * quantiles and means from GSL on a double copy sorted by gsl_sort, the radix
+ * sort against qsort, the queueing-time histogram against the exact
+ * nearest-rank p99 of the same samples, and hand-worked small cases.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
+#include "sim/metrics.h"
+
+#define HIST_REL_ERR (1.0 / 256.0)   /* bound stated in sim/metrics.c */
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void assert_close(double got, double want, double rel)
+{
+	double tol = rel * fabs(want);
+	if (tol < 1e-300)
+		tol = 1e-300;
+	if (!(fabs(got - want) <= tol))
+		fail_msg("got %.17g, want %.17g (rel tol %g)", got, want, rel);
+}
+
+/* a mix of wide-range values and many duplicates */
+static int64_t draw_latency(gsl_rng *r)
+{
+	if (gsl_rng_uniform(r) < 0.3)
+		return (int64_t)gsl_rng_uniform_int(r, 7) * 1000000;
+	return (int64_t)(gsl_rng_uniform(r) * 1e10);
+}
+
+static void check_quantiles_for_n(size_t n, unsigned long seed)
+{
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(r, seed);
+	struct metrics *m = metrics_create(n / 3 + 1);
+	assert_non_null(m);
+	double *d = malloc(n * sizeof(*d));
+	assert_non_null(d);
+	for (size_t i = 0; i < n; i++) {
+		int64_t v = draw_latency(r);
+		d[i] = (double)v;
+		assert_int_equal(metrics_record(m, v, 0), 0);
+	}
+	struct metrics_summary s;
+	metrics_finish(m, 5000000, &s);
+
+	gsl_sort(d, 1, n);
+	assert_int_equal(s.count, n);
+	assert_close(s.mean_ms, gsl_stats_mean(d, 1, n) / 1e6, 1e-12);
+	assert_true(s.min_ms == d[0] / 1e6);
+	assert_true(s.max_ms == d[n - 1] / 1e6);
+	assert_close(s.p50_ms, gsl_stats_quantile_from_sorted_data(d, 1, n, 0.50) / 1e6, 1e-14);
+	assert_close(s.p90_ms, gsl_stats_quantile_from_sorted_data(d, 1, n, 0.90) / 1e6, 1e-14);
+	assert_close(s.p95_ms, gsl_stats_quantile_from_sorted_data(d, 1, n, 0.95) / 1e6, 1e-14);
+	assert_close(s.p99_ms, gsl_stats_quantile_from_sorted_data(d, 1, n, 0.99) / 1e6, 1e-14);
+	assert_close(s.p999_ms, gsl_stats_quantile_from_sorted_data(d, 1, n, 0.999) / 1e6, 1e-14);
+	for (int i = 0; i < METRICS_CDF_POINTS; i++) {
+		double q = (i + 1) / 1000.0;
+		assert_close(s.cdf_ms[i], gsl_stats_quantile_from_sorted_data(d, 1, n, q) / 1e6, 1e-14);
+	}
+	/* violations: samples strictly above 5 ms, counted on the double copy */
+	size_t over = 0;
+	for (size_t i = 0; i < n; i++)
+		over += d[i] > 5e6;
+	assert_true(s.sla_violation_rate == (double)over / (double)n);
+
+	free(d);
+	metrics_destroy(m);
+	gsl_rng_free(r);
+}
+
+static void test_quantiles_match_gsl(void **state)
+{
+	(void)state;
+	const size_t ns[] = {1, 2, 3, 1001, 20011};
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		check_quantiles_for_n(ns[i], 17 + i);
+}
+
+/* quantiles of 1..5 ms worked by hand: index q*(n-1) = 4q */
+static void test_quantiles_by_hand(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_create(2);
+	const int64_t v[] = {5000000, 1000000, 4000000, 2000000, 3000000};
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(metrics_record(m, v[i], 0), 0);
+	struct metrics_summary s;
+	metrics_finish(m, 0, &s);
+	assert_close(s.p50_ms, 3.0, 1e-14);     /* index 2 */
+	assert_close(s.p90_ms, 4.6, 1e-14);     /* index 3.6: 4 + 0.6 */
+	assert_close(s.p95_ms, 4.8, 1e-14);
+	assert_close(s.p99_ms, 4.96, 1e-14);
+	assert_close(s.p999_ms, 4.996, 1e-14);
+	assert_close(s.cdf_ms[0], 1.004, 1e-14); /* q = 0.001: index 0.004 */
+	assert_true(s.cdf_ms[999] == 5.0);
+	assert_true(s.mean_ms == 3.0);
+	metrics_destroy(m);
+}
+
+static void check_sort(int64_t *v, size_t n)
+{
+	int64_t *ref = malloc((n ? n : 1) * sizeof(*ref));
+	assert_non_null(ref);
+	memcpy(ref, v, n * sizeof(*v));
+	qsort(ref, n, sizeof(*ref), cmp_i64);
+	assert_int_equal(metrics_sort_ns(v, n), 0);
+	if (n)
+		assert_memory_equal(v, ref, n * sizeof(*v));
+	free(ref);
+}
+
+static void test_radix_sort_matches_qsort(void **state)
+{
+	(void)state;
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(r, 99);
+	const size_t n = 100003;
+	int64_t *v = malloc(n * sizeof(*v));
+	assert_non_null(v);
+
+	/* full 64-bit range, negatives included */
+	for (size_t i = 0; i < n; i++)
+		v[i] = (int64_t)(((uint64_t)gsl_rng_get(r) << 32) ^ gsl_rng_get(r));
+	check_sort(v, n);
+	/* huge non-negative values near INT64_MAX, with heavy duplication */
+	for (size_t i = 0; i < n; i++)
+		v[i] = INT64_MAX - (int64_t)gsl_rng_uniform_int(r, 50);
+	check_sort(v, n);
+	/* only the top digit varies: every pass but the last is skipped */
+	for (size_t i = 0; i < n; i++)
+		v[i] = (int64_t)gsl_rng_uniform_int(r, 7) << 56;
+	check_sort(v, n);
+	/* only the lowest digit varies: a single pass, result lands in scratch */
+	for (size_t i = 0; i < n; i++)
+		v[i] = 123456789000 + (int64_t)gsl_rng_uniform_int(r, 2048);
+	check_sort(v, n);
+	/* all equal: no pass at all */
+	for (size_t i = 0; i < n; i++)
+		v[i] = 42;
+	check_sort(v, n);
+	/* tiny sizes */
+	v[0] = 3;
+	v[1] = -1;
+	check_sort(v, 2);
+	check_sort(v, 1);
+	check_sort(v, 0);
+
+	/* through the metrics object: latencies as the engine records them */
+	struct metrics *m = metrics_create(16);
+	int64_t *ref = malloc(n * sizeof(*ref));
+	assert_non_null(ref);
+	for (size_t i = 0; i < n; i++) {
+		ref[i] = i % 5 == 0 ? INT64_MAX - (int64_t)(i % 3) : (int64_t)gsl_rng_uniform_int(r, 1000000);
+		assert_int_equal(metrics_record(m, ref[i], 0), 0);
+	}
+	struct metrics_summary s;
+	metrics_finish(m, 0, &s);
+	qsort(ref, n, sizeof(*ref), cmp_i64);
+	size_t got_n = 0;
+	const int64_t *got = metrics_sorted_ns(m, &got_n);
+	assert_int_equal(got_n, n);
+	assert_memory_equal(got, ref, n * sizeof(*ref));
+
+	free(ref);
+	metrics_destroy(m);
+	free(v);
+	gsl_rng_free(r);
+}
+
+/* exact nearest-rank p99 (rank ceil(0.99 n), 1-based) of queue samples */
+static double exact_queue_p99_ns(int64_t *q, size_t n)
+{
+	qsort(q, n, sizeof(*q), cmp_i64);
+	size_t rank = (size_t)ceil(0.99 * (double)n - 1e-9);
+	return (double)q[rank - 1];
+}
+
+static void check_queue_hist(int64_t (*draw)(gsl_rng *), size_t n, unsigned long seed, int exact)
+{
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(r, seed);
+	struct metrics *m = metrics_create(n);
+	int64_t *q = malloc(n * sizeof(*q));
+	double *qd = malloc(n * sizeof(*qd));
+	assert_true(m && q && qd);
+	for (size_t i = 0; i < n; i++) {
+		q[i] = draw(r);
+		qd[i] = (double)q[i];
+		assert_int_equal(metrics_record(m, 1000, q[i]), 0);
+	}
+	struct metrics_summary s;
+	metrics_finish(m, 0, &s);
+	double want = exact_queue_p99_ns(q, n);
+	if (exact) {
+		assert_true(s.queue_p99_ms == want / 1e6);
+	} else {
+		double rel = fabs(s.queue_p99_ms * 1e6 - want) / want;
+		if (rel > HIST_REL_ERR)
+			fail_msg("queue p99 %.17g ns vs exact %.17g ns: rel err %g", s.queue_p99_ms * 1e6, want, rel);
+		assert_true(rel < 0.004);
+	}
+	assert_close(s.queue_mean_ms, gsl_stats_mean(qd, 1, n) / 1e6, 1e-12);
+	free(qd);
+	free(q);
+	metrics_destroy(m);
+	gsl_rng_free(r);
+}
+
+static int64_t draw_exponential(gsl_rng *r) { return (int64_t)gsl_ran_exponential(r, 2e6); }
+static int64_t draw_log_uniform(gsl_rng *r) { return (int64_t)exp(gsl_rng_uniform(r) * log(1e13)); }
+static int64_t draw_small(gsl_rng *r) { return (int64_t)gsl_rng_uniform_int(r, 256); }
+
+static void test_queue_histogram_p99(void **state)
+{
+	(void)state;
+	check_queue_hist(draw_exponential, 50000, 5, 0);
+	check_queue_hist(draw_exponential, 777, 6, 0);
+	check_queue_hist(draw_log_uniform, 50000, 7, 0);
+	check_queue_hist(draw_small, 10000, 8, 1);
+}
+
+static void test_queue_histogram_by_hand(void **state)
+{
+	(void)state;
+	struct metrics_summary s;
+	/* 1000 ns: highest bit 9 (512..1023), width 2^(9-7) = 4, bucket 1000..1003 */
+	struct metrics *m = metrics_create(1);
+	assert_int_equal(metrics_record(m, 5, 1000), 0);
+	metrics_finish(m, 0, &s);
+	assert_true(s.queue_p99_ms == 1001.5 / 1e6);
+	assert_true(s.queue_mean_ms == 1000 / 1e6);
+	metrics_destroy(m);
+
+	/* 1..100 ns: rank ceil(99) = 99 -> 99 ns, exact below 256 */
+	m = metrics_create(100);
+	for (int i = 100; i >= 1; i--)
+		assert_int_equal(metrics_record(m, i, i), 0);
+	metrics_finish(m, 0, &s);
+	assert_true(s.queue_p99_ms == 99 / 1e6);
+	assert_true(s.queue_mean_ms == 50.5 / 1e6);
+	metrics_destroy(m);
+}
+
+static void test_violation_rate_by_hand(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_create(8);
+	const int64_t v[] = {5000000, 1000000, 4000000, 2000000, 3000000};
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(metrics_record(m, v[i], 0), 0);
+	struct metrics_summary s;
+	metrics_finish(m, 3000000, &s);   /* 4 and 5 ms exceed; 3 ms equals: no violation */
+	assert_true(s.sla_violation_rate == 2.0 / 5.0);
+	metrics_finish(m, 2999999, &s);
+	assert_true(s.sla_violation_rate == 3.0 / 5.0);
+	metrics_finish(m, 0, &s);
+	assert_true(s.sla_violation_rate == 1.0);
+	metrics_finish(m, 5000000, &s);
+	assert_true(s.sla_violation_rate == 0.0);
+	metrics_destroy(m);
+}
+
+static void test_empty(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_create(0);
+	assert_non_null(m);
+	struct metrics_summary s;
+	memset(&s, 0xff, sizeof(s));
+	metrics_finish(m, 1000, &s);
+	assert_int_equal(s.count, 0);
+	const double f[] = {s.mean_ms, s.p50_ms, s.p90_ms, s.p95_ms, s.p99_ms, s.p999_ms, s.max_ms,
+	                    s.min_ms, s.queue_mean_ms, s.queue_p99_ms, s.sla_violation_rate};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		assert_true(f[i] == 0.0);
+	for (int i = 0; i < METRICS_CDF_POINTS; i++)
+		assert_true(s.cdf_ms[i] == 0.0);
+	size_t n = 1;
+	metrics_sorted_ns(m, &n);
+	assert_int_equal(n, 0);
+	metrics_destroy(m);
+}
+
+static void test_growth_and_memory(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_create(1000);
+	size_t base = metrics_memory_bytes(m);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(metrics_record(m, 1000 - i, 0), 0);
+	assert_int_equal(metrics_memory_bytes(m), base);           /* no growth within the estimate */
+	assert_int_equal(metrics_record(m, 7, 0), 0);
+	assert_int_equal(metrics_memory_bytes(m), base + 1000 * 8); /* doubled to 2000 samples */
+	struct metrics_summary s;
+	metrics_finish(m, 0, &s);
+	assert_int_equal(s.count, 1001);
+	assert_true(s.min_ms == 1 / 1e6 && s.max_ms == 1000 / 1e6);
+	metrics_destroy(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_quantiles_match_gsl),
+		cmocka_unit_test(test_quantiles_by_hand),
+		cmocka_unit_test(test_radix_sort_matches_qsort),
+		cmocka_unit_test(test_queue_histogram_p99),
+		cmocka_unit_test(test_queue_histogram_by_hand),
+		cmocka_unit_test(test_violation_rate_by_hand),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_growth_and_memory),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,689 @@
+/* tests/test_model.c: the model loader (models/model.c) and the built-in
+ * model files. Checks segment building and unrolling against hand-unrolled
+ * chains (LazyBatching Algorithm 1 node types), every loader error (each
+ * must name file and line), the models-directory lookup, and the built-in
+ * files' MAC and weight totals against closed forms derived here from the
+ * published architectures, not from the files.
+ *
+ * Build with -DSB_MODELS_DIR='"<source>/models"' (as for models/model.c) so
+ * the built-in files are found; $SIMBATCH_MODELS, when set, wins.
+ */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "models/model.h"
+
+#ifndef SB_MODELS_DIR
+#define SB_MODELS_DIR "models"
+#endif
+
+/* Where the built-in files are, fixed at start-up before any test changes
+ * $SIMBATCH_MODELS. */
+static char test_builtin_dir[512];
+
+static void test_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Writes text to a fresh temporary file; returns its path (caller frees and
+ * unlinks). */
+static char *test_tmp_model(const char *text)
+{
+	char tmpl[] = "/tmp/test_model_XXXXXX";
+	int fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	size_t len = strlen(text);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	assert_int_equal(close(fd), 0);
+	char *path = strdup(tmpl);
+	assert_non_null(path);
+	return path;
+}
+
+static struct mdl_model *test_load_ok(const char *text)
+{
+	char *path = test_tmp_model(text);
+	struct mdl_model *m = NULL;
+	char err[256] = "";
+	int rc = mdl_load_file(path, &m, err, sizeof err);
+	if (rc != 0)
+		print_error("unexpected error: %s\n", err);
+	assert_int_equal(rc, 0);
+	assert_non_null(m);
+	assert_string_equal(m->path, path);
+	unlink(path);
+	free(path);
+	return m;
+}
+
+/* The load must fail with "PATH:LINE: ...what..." and leave *out NULL. */
+static void test_load_err(const char *text, unsigned line, const char *what)
+{
+	char *path = test_tmp_model(text);
+	struct mdl_model *m = (struct mdl_model *)&m;  /* must be cleared */
+	char err[512] = "";
+	int rc = mdl_load_file(path, &m, err, sizeof err);
+	char prefix[600];
+	snprintf(prefix, sizeof prefix, "%s:%u: ", path, line);
+	if (rc != -1 || strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, what))
+		print_error("input:\n%s\nwant prefix '%s' and '%s'\ngot rc %d: '%s'\n",
+		            text, prefix, what, rc, err);
+	assert_int_equal(rc, -1);
+	assert_null(m);
+	assert_int_equal(strncmp(err, prefix, strlen(prefix)), 0);
+	assert_non_null(strstr(err, what));
+	assert_null(strchr(err, '\n'));
+	unlink(path);
+	free(path);
+}
+
+/* ---- segments and unrolling ---- */
+
+static const char *test_mixed_text =
+	"# a static stem, a two-node encoder, a two-node decoder, a static tail\n"
+	"model mixed\n"
+	"source hand-made test model\n"
+	"input_len fixed:3\n"
+	"output_len uniform:1:4\n"
+	"node stem    static  gemm=4,3,2\n"
+	"node enc_a   encoder gemm=1,8,8\n"
+	"node enc_b   encoder gemm=1,8,8\n"
+	"node dec_a   decoder gemm=1,8,8\n"
+	"node dec_b   decoder gemm=1,8,16\n"
+	"node tail    static  elementwise=10\n";
+
+static void test_segments(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_load_ok(test_mixed_text);
+	assert_string_equal(m->name, "mixed");
+	assert_int_equal(m->nnodes, 6);
+	assert_int_equal(m->nsegments, 4);
+	/* Runs of equal kinds: [stem] [enc_a enc_b] [dec_a dec_b] [tail]. */
+	const enum mdl_kind kind[4] = { MDL_STATIC, MDL_ENCODER, MDL_DECODER, MDL_STATIC };
+	const uint32_t first[4] = { 0, 1, 3, 5 }, count[4] = { 1, 2, 2, 1 };
+	for (int s = 0; s < 4; s++) {
+		assert_int_equal(m->segments[s].kind, kind[s]);
+		assert_int_equal(m->segments[s].first_node, first[s]);
+		assert_int_equal(m->segments[s].nnodes, count[s]);
+	}
+	const uint32_t seg_of[6] = { 0, 1, 1, 2, 2, 3 };
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(m->nodes[i].segment, seg_of[i]);
+	assert_int_equal(m->uses_input_len, 1);
+	assert_int_equal(m->uses_output_len, 1);
+	assert_string_equal(m->input_len_spec, "fixed:3");
+	assert_string_equal(m->output_len_spec, "uniform:1:4");
+	assert_string_equal(m->source, "hand-made test model");
+	mdl_free(m);
+}
+
+static void test_unroll(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_load_ok(test_mixed_text);
+
+	/* input 3, output 2: stem, (enc_a enc_b) x3, (dec_a dec_b) x2, tail. */
+	const uint32_t chain32[] = { 0, 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 5 };
+	assert_int_equal(mdl_chain_length(m, 3, 2), 12);
+	for (uint64_t pos = 0; pos < 12; pos++)
+		assert_int_equal(mdl_node_at(m, pos, 3, 2), chain32[pos]);
+	assert_int_equal(mdl_node_at(m, 12, 3, 2), UINT32_MAX);
+
+	/* input 0: the encoder segment vanishes. */
+	const uint32_t chain01[] = { 0, 3, 4, 5 };
+	assert_int_equal(mdl_chain_length(m, 0, 1), 4);
+	for (uint64_t pos = 0; pos < 4; pos++)
+		assert_int_equal(mdl_node_at(m, pos, 0, 1), chain01[pos]);
+
+	/* Long lengths: 1 + 2*1000 + 2*70000 + 1. */
+	assert_int_equal(mdl_chain_length(m, 1000, 70000), 142002);
+	assert_int_equal(mdl_node_at(m, 2000, 1000, 70000), 2);      /* last enc_b */
+	assert_int_equal(mdl_node_at(m, 2001, 1000, 70000), 3);      /* first dec_a */
+	assert_int_equal(mdl_node_at(m, 142000, 1000, 70000), 4);    /* last dec_b */
+	assert_int_equal(mdl_node_at(m, 142001, 1000, 70000), 5);
+
+	assert_int_equal(mdl_node_repeats(m, 0, 3, 2), 1);
+	assert_int_equal(mdl_node_repeats(m, 1, 3, 2), 3);
+	assert_int_equal(mdl_node_repeats(m, 2, 3, 2), 3);
+	assert_int_equal(mdl_node_repeats(m, 4, 3, 2), 2);
+	assert_int_equal(mdl_node_repeats(m, 5, 3, 2), 1);
+	assert_int_equal(mdl_node_repeats(m, 6, 3, 2), 0);  /* no such node */
+	mdl_free(m);
+}
+
+static void test_static_only(void **state)
+{
+	(void)state;
+	/* Extra length specs are allowed on a model that does not use them. */
+	struct mdl_model *m = test_load_ok(
+		"model cnn\nsource s\ninput_len 5\noutput_len fixed:7\n"
+		"node a static gemm=2,2,2\nnode b static gemm=2,2,2\n");
+	assert_int_equal(m->nsegments, 1);
+	assert_int_equal(m->uses_input_len, 0);
+	assert_int_equal(m->uses_output_len, 0);
+	assert_string_equal(m->input_len_spec, "5");
+	assert_string_equal(m->output_len_spec, "fixed:7");
+	assert_int_equal(mdl_chain_length(m, 40, 50), 2);
+	assert_int_equal(mdl_node_at(m, 1, 40, 50), 1);
+	assert_int_equal(mdl_node_repeats(m, 1, 40, 50), 1);
+	mdl_free(m);
+
+	/* Without specs they are empty. */
+	m = test_load_ok("model cnn\nsource s\nnode a static gemm=2,2,2\n");
+	assert_string_equal(m->input_len_spec, "");
+	assert_string_equal(m->output_len_spec, "");
+	mdl_free(m);
+}
+
+static void test_terms_and_weights(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_load_ok(
+		"model t   # trailing comment\n"
+		"\t source   Some Paper 2020, Table 3   # comment\r\n"
+		"\n"
+		"   # indented comment\n"
+		"node x.1-y_z static gemm=2,3,4 gemm=1,5,6,x3\tattn=1,7,8,x2 elementwise=9 # c\r\n"
+		"node only_ew static elementwise=12\n");
+	assert_string_equal(m->source, "Some Paper 2020, Table 3");
+	assert_int_equal(m->nnodes, 2);
+	const struct mdl_node *n = &m->nodes[0];
+	assert_string_equal(n->name, "x.1-y_z");
+	assert_int_equal(n->kind, MDL_STATIC);
+	assert_int_equal(n->ngemms, 3);
+	assert_int_equal(n->gemms[0].m_per_sample, 2);
+	assert_int_equal(n->gemms[0].k, 3);
+	assert_int_equal(n->gemms[0].n, 4);
+	assert_int_equal(n->gemms[0].count, 1);
+	assert_int_equal(n->gemms[0].weight_shared, 0);
+	assert_int_equal(n->gemms[1].count, 3);
+	assert_int_equal(n->gemms[1].weight_shared, 0);
+	assert_int_equal(n->gemms[2].k, 7);
+	assert_int_equal(n->gemms[2].n, 8);
+	assert_int_equal(n->gemms[2].count, 2);
+	assert_int_equal(n->gemms[2].weight_shared, 1);
+	assert_int_equal(n->elementwise_per_sample, 9);
+	/* weights: 3*4 + 5*6*3 = 12 + 90 = 102 (attn= has none). */
+	assert_int_equal(mdl_node_weight_elems(n), 102);
+	/* MACs: 2*3*4 + 1*5*6*3 + 1*7*8*2 = 24 + 90 + 112 = 226. */
+	assert_int_equal(mdl_node_macs_per_sample(n), 226);
+	assert_int_equal(m->nodes[1].ngemms, 0);
+	assert_int_equal(m->nodes[1].elementwise_per_sample, 12);
+	assert_int_equal(mdl_node_weight_elems(&m->nodes[1]), 0);
+	assert_int_equal(mdl_node_index(m, "only_ew"), 1);
+	assert_int_equal(mdl_node_index(m, "x.1-y_z"), 0);
+	assert_int_equal(mdl_node_index(m, "nope"), -1);
+	mdl_free(m);
+
+	/* Exactly MDL_MAX_GEMMS terms is fine; 47-character names are fine. */
+	m = test_load_ok("model t\nsource s\nnode n2345678901234567890123456789012345678901234567 static "
+	                 "gemm=1,1,1 gemm=1,1,1 gemm=1,1,1 gemm=1,1,1 attn=1,1,1 attn=1,1,1 attn=1,1,1 attn=1,1,1\n");
+	assert_int_equal(m->nodes[0].ngemms, MDL_MAX_GEMMS);
+	mdl_free(m);
+}
+
+/* ---- errors ---- */
+
+#define HDR "model a\nsource s\n"
+
+static void test_errors_kinds_and_directives(void **state)
+{
+	(void)state;
+	test_load_err(HDR "node x foo gemm=1,1,1\n", 3,
+	              "unknown node kind 'foo' (expected static|encoder|decoder)");
+	test_load_err(HDR "node x leaf gemm=1,1,1\n", 3, "tree models are not supported yet");
+	test_load_err(HDR "node x internal gemm=1,1,1\n", 3, "tree models are not supported yet");
+	test_load_err(HDR "\nbogus 1 2\n", 4, "unknown directive 'bogus'");
+	test_load_err(HDR "node x static gemm=1,1,1\nnode y static gemm=1,1,1\nnode x static gemm=1,1,1\n",
+	              5, "duplicate node name 'x'");
+	test_load_err(HDR "node x\n", 3, "node needs a name and a kind");
+	test_load_err(HDR "node\n", 3, "node needs a name and a kind");
+	test_load_err(HDR "node a/b static gemm=1,1,1\n", 3, "bad node name 'a/b'");
+	test_load_err(HDR "node n23456789012345678901234567890123456789012345678 static gemm=1,1,1\n",
+	              3, "bad node name");
+	test_load_err(HDR "node x static\n", 3, "node 'x' has no work");
+	test_load_err(HDR "node x static foo=1\n", 3, "unknown node attribute 'foo='");
+	test_load_err(HDR "node x static gemm\n", 3, "unknown node attribute 'gemm'");
+	test_load_err(HDR "node x static elementwise=3 elementwise=4\n", 3, "elementwise= given twice");
+	test_load_err(HDR "node x static elementwise=0\n", 3, "malformed 'elementwise=0'");
+	test_load_err(HDR "node x static elementwise=1e3\n", 3, "malformed 'elementwise=1e3'");
+}
+
+static void test_errors_header_lines(void **state)
+{
+	(void)state;
+	test_load_err("# only a comment\n\n", 2, "missing model line");
+	test_load_err("", 1, "missing model line");
+	test_load_err("source s\nmodel a\n", 1, "'source' before the model line");
+	test_load_err("\nnode x static gemm=1,1,1\n", 2, "'node' before the model line");
+	test_load_err("model a\nnode x static gemm=1,1,1\n", 1, "missing source line");
+	test_load_err(HDR "# nothing else\n", 3, "model 'a' has no nodes");
+	test_load_err(HDR "model b\n", 3, "model given twice (first on line 1)");
+	test_load_err(HDR "source t\n", 3, "source given twice (first on line 2)");
+	test_load_err("model a\nsource    # only a comment\n", 2, "source needs text");
+	test_load_err("model a b\n", 1, "model takes one name");
+	test_load_err("model\n", 1, "model needs a name");
+	test_load_err("model a:b\n", 1, "bad model name 'a:b'");
+	test_load_err(HDR "input_len\n", 3, "input_len needs a length spec");
+	test_load_err(HDR "output_len fixed:3 extra\n", 3, "output_len takes one length spec");
+	test_load_err(HDR "input_len 4\ninput_len 5\n", 4, "input_len given twice (first on line 3)");
+
+	char spec_line[MDL_SPEC_MAX + 64];
+	char text[sizeof spec_line + 64];
+	char spec[MDL_SPEC_MAX + 1];
+	memset(spec, '9', MDL_SPEC_MAX);
+	spec[MDL_SPEC_MAX] = '\0';
+	snprintf(spec_line, sizeof spec_line, "input_len %s\n", spec);
+	snprintf(text, sizeof text, HDR "%s", spec_line);
+	test_load_err(text, 3, "input_len spec longer than 127 characters");
+
+	/* Needed lengths: the error points at the first node that needs them. */
+	test_load_err(HDR "node s static gemm=1,1,1\nnode e encoder gemm=1,1,1\nnode f encoder gemm=1,1,1\n",
+	              4, "model has encoder nodes but no input_len line");
+	test_load_err(HDR "input_len 3\nnode e encoder gemm=1,1,1\nnode d decoder gemm=1,1,1\n",
+	              5, "model has decoder nodes but no output_len line");
+	test_load_err(HDR "output_len 3\nnode e encoder gemm=1,1,1\n", 4,
+	              "model has encoder nodes but no input_len line");
+}
+
+static void test_errors_gemm_terms(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *term;
+		const char *what;
+	} cases[] = {
+		{ "gemm=1,2", "malformed gemm term 'gemm=1,2' (expected gemm=M,K,N[,xCOUNT])" },
+		{ "gemm=1,2,3,4,5", "malformed gemm term 'gemm=1,2,3,4,5'" },
+		{ "gemm=", "malformed gemm term 'gemm='" },
+		{ "attn=1,2", "malformed attn term 'attn=1,2' (expected attn=M,K,N[,xCOUNT])" },
+		{ "gemm=1,2,3,4", "count must be written xCOUNT" },
+		{ "gemm=1,2,0", "'0' is not a positive decimal integer" },
+		{ "gemm=1,-2,3", "'-2' is not a positive decimal integer" },
+		{ "gemm=1,+2,3", "'+2' is not a positive decimal integer" },
+		{ "gemm=a,2,3", "'a' is not a positive decimal integer" },
+		{ "gemm=1,,3", "'' is not a positive decimal integer" },
+		{ "gemm=1,2,3x", "'3x' is not a positive decimal integer" },
+		{ "gemm=1,2,3,x0", "'0' is not a positive decimal integer" },
+		{ "gemm=1,2,3,x", "'' is not a positive decimal integer" },
+		{ "gemm=99999999999999999999,1,1", "'99999999999999999999' is not a positive decimal integer" },
+		{ "gemm=1,1,1,x4294967296", "count above 4294967295" },
+		/* 2^27 * 2^27 * 1 = 2^54 > 2^53 */
+		{ "gemm=134217728,134217728,1", "M*K*N*COUNT above 2^53" },
+		{ "attn=4294967296,4294967296,4294967296,x4294967295", "M*K*N*COUNT above 2^53" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[256];
+		snprintf(text, sizeof text, HDR "\nnode x static %s\n", cases[i].term);
+		test_load_err(text, 4, cases[i].what);
+	}
+	/* 2^26 * 2^26 * 2 = 2^53 is the largest allowed. */
+	struct mdl_model *m = test_load_ok(HDR "node x static gemm=67108864,67108864,2\n");
+	assert_int_equal(mdl_node_macs_per_sample(&m->nodes[0]), UINT64_C(1) << 53);
+	mdl_free(m);
+
+	test_load_err(HDR "node x static gemm=1,1,1 gemm=1,1,1 gemm=1,1,1 gemm=1,1,1 "
+	              "gemm=1,1,1 gemm=1,1,1 gemm=1,1,1 gemm=1,1,1 attn=1,1,1\n",
+	              3, "node 'x' has more than 8 gemm/attn terms");
+}
+
+static void test_error_unreadable(void **state)
+{
+	(void)state;
+	struct mdl_model *m = (struct mdl_model *)&m;
+	char err[256];
+	assert_int_equal(mdl_load_file("/nonexistent/dir/x.model", &m, err, sizeof err), -1);
+	assert_null(m);
+	assert_string_equal(err, "/nonexistent/dir/x.model: cannot open: No such file or directory");
+	/* A path (has '/' or ends in .model) is never looked up as a built-in. */
+	m = (struct mdl_model *)&m;
+	assert_int_equal(mdl_load("nonexistent.model", &m, err, sizeof err), -1);
+	assert_null(m);
+	assert_string_equal(err, "nonexistent.model: cannot open: No such file or directory");
+}
+
+/* ---- the models directory ---- */
+
+struct test_names {
+	char names[8][MDL_NAME_MAX];
+	int n;
+};
+
+static void test_collect(const char *name, void *ctx)
+{
+	struct test_names *t = ctx;
+	if (t->n < 8)
+		snprintf(t->names[t->n], MDL_NAME_MAX, "%s", name);
+	t->n++;
+}
+
+static void test_models_dir(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/test_model_dir_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char p_beta[600], p_alpha[600], p_txt[600], p_wrong[600];
+	snprintf(p_beta, sizeof p_beta, "%s/beta.model", dir);
+	snprintf(p_alpha, sizeof p_alpha, "%s/alpha.model", dir);
+	snprintf(p_txt, sizeof p_txt, "%s/notes.txt", dir);
+	snprintf(p_wrong, sizeof p_wrong, "%s/wrong.model", dir);
+	assert_int_equal(setenv("SIMBATCH_MODELS", dir, 1), 0);
+	assert_string_equal(mdl_dir(), dir);
+
+	char err[512];
+	struct mdl_model *m = (struct mdl_model *)&m;
+	assert_int_equal(mdl_load("gamma", &m, err, sizeof err), -1);
+	assert_null(m);
+	char want[700];
+	snprintf(want, sizeof want, "unknown model 'gamma' (no model files in %s)", dir);
+	assert_string_equal(err, want);
+
+	test_write_file(p_beta, "model beta\nsource s\nnode x static gemm=1,1,1\n");
+	test_write_file(p_alpha, "model alpha\nsource s\nnode x static gemm=1,1,1\n");
+	test_write_file(p_txt, "not a model\n");
+
+	struct test_names t = { .n = 0 };
+	assert_int_equal(mdl_list(test_collect, &t), 2);
+	assert_int_equal(t.n, 2);
+	assert_string_equal(t.names[0], "alpha");
+	assert_string_equal(t.names[1], "beta");
+	assert_int_equal(mdl_list(NULL, NULL), 2);
+
+	m = (struct mdl_model *)&m;
+	assert_int_equal(mdl_load("gamma", &m, err, sizeof err), -1);
+	assert_null(m);
+	assert_string_equal(err, "unknown model 'gamma' (known: alpha, beta)");
+	assert_int_equal(mdl_load("../alpha", &m, err, sizeof err), -1);  /* a path, relative to cwd */
+	assert_null(m);
+
+	assert_int_equal(mdl_load("alpha", &m, err, sizeof err), 0);
+	assert_string_equal(m->name, "alpha");
+	assert_string_equal(m->path, p_alpha);
+	mdl_free(m);
+	assert_int_equal(mdl_load(p_beta, &m, err, sizeof err), 0);  /* by path */
+	assert_string_equal(m->name, "beta");
+	mdl_free(m);
+
+	/* A built-in's model line must repeat its file name. */
+	test_write_file(p_wrong, "model other\nsource s\nnode x static gemm=1,1,1\n");
+	assert_int_equal(mdl_load("wrong", &m, err, sizeof err), -1);
+	assert_null(m);
+	snprintf(want, sizeof want, "%s:1: model name 'other' does not match the file name 'wrong.model'", p_wrong);
+	assert_string_equal(err, want);
+	/* Loaded as a path, the name is free. */
+	assert_int_equal(mdl_load(p_wrong, &m, err, sizeof err), 0);
+	assert_string_equal(m->name, "other");
+	mdl_free(m);
+
+	unlink(p_beta);
+	unlink(p_alpha);
+	unlink(p_txt);
+	unlink(p_wrong);
+	rmdir(dir);
+	assert_int_equal(setenv("SIMBATCH_MODELS", test_builtin_dir, 1), 0);
+}
+
+static void test_kind_names(void **state)
+{
+	(void)state;
+	assert_string_equal(mdl_kind_name(MDL_STATIC), "static");
+	assert_string_equal(mdl_kind_name(MDL_ENCODER), "encoder");
+	assert_string_equal(mdl_kind_name(MDL_DECODER), "decoder");
+	assert_string_equal(mdl_kind_name(MDL_LEAF), "leaf");
+	assert_string_equal(mdl_kind_name(MDL_INTERNAL), "internal");
+	assert_string_equal(mdl_kind_name(MDL_KIND_COUNT), "unknown");
+}
+
+/* ---- built-in models ---- */
+
+static struct mdl_model *test_builtin(const char *name)
+{
+	struct mdl_model *m = NULL;
+	char err[512] = "";
+	int rc = mdl_load(name, &m, err, sizeof err);
+	if (rc != 0)
+		print_error("%s: %s\n", name, err);
+	assert_int_equal(rc, 0);
+	assert_string_equal(m->name, name);
+	assert_true(strlen(m->source) > 20);
+	return m;
+}
+
+/* Sums over the nodes of one kind: MACs per sample per pass and weights. */
+static void test_totals(const struct mdl_model *m, enum mdl_kind kind, uint64_t *macs, uint64_t *weights)
+{
+	*macs = 0;
+	*weights = 0;
+	for (uint32_t i = 0; i < m->nnodes; i++) {
+		if (m->nodes[i].kind != kind)
+			continue;
+		*macs += mdl_node_macs_per_sample(&m->nodes[i]);
+		*weights += mdl_node_weight_elems(&m->nodes[i]);
+	}
+}
+
+static void test_builtin_list(void **state)
+{
+	(void)state;
+	static const char *const want[] = { "gnmt", "lstm", "resnet50", "seq2seq", "transformer" };
+	struct test_names t = { .n = 0 };
+	int n = mdl_list(test_collect, &t);
+	assert_true(n >= 5);
+	for (int i = 1; i < n && i < 8; i++)
+		assert_true(strcmp(t.names[i - 1], t.names[i]) < 0);
+	for (size_t w = 0; w < 5; w++) {
+		int found = 0;
+		for (int i = 0; i < n && i < 8; i++)
+			found |= strcmp(t.names[i], want[w]) == 0;
+		assert_true(found);
+	}
+}
+
+static void test_builtin_resnet50(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("resnet50");
+	/* 1 stem conv + 16 bottlenecks x 3 convs + 4 projections + 1 FC = 54. */
+	assert_int_equal(m->nnodes, 54);
+	assert_int_equal(m->nsegments, 1);
+	assert_int_equal(m->segments[0].kind, MDL_STATIC);
+	assert_int_equal(m->uses_input_len, 0);
+	assert_int_equal(m->uses_output_len, 0);
+	assert_int_equal(mdl_chain_length(m, 17, 23), 54);
+
+	/* Closed form from He et al. Table 1 with the v1.5 stride placement
+	 * (stride 2 in the first block's 3x3 conv): conv1 7x7x3->64 on 112x112;
+	 * stage s has `blocks` bottlenecks of c -> c -> 4c channels at HxW, the
+	 * first block's 1x1 reduce runs at the previous stage's resolution and a
+	 * 1x1 projection (prev channels -> 4c) at HxW; FC 2048x1000. */
+	static const struct { uint64_t blocks, c, hw, prev_hw, prev_ch; } st[4] = {
+		{ 3, 64, 56, 56, 64 }, { 4, 128, 28, 56, 256 },
+		{ 6, 256, 14, 28, 512 }, { 3, 512, 7, 14, 1024 },
+	};
+	uint64_t macs = 112 * 112 * (7 * 7 * 3) * 64, weights = 7 * 7 * 3 * 64;
+	for (int s = 0; s < 4; s++) {
+		uint64_t c = st[s].c, px = st[s].hw * st[s].hw, prev_px = st[s].prev_hw * st[s].prev_hw;
+		/* first block: reduce at prev resolution, 3x3, expand, projection */
+		macs += prev_px * st[s].prev_ch * c + px * 9 * c * c + px * c * 4 * c + px * st[s].prev_ch * 4 * c;
+		weights += st[s].prev_ch * c + 9 * c * c + c * 4 * c + st[s].prev_ch * 4 * c;
+		/* other blocks: 4c -> c, 3x3 c -> c, c -> 4c */
+		macs += (st[s].blocks - 1) * px * (4 * c * c + 9 * c * c + 4 * c * c);
+		weights += (st[s].blocks - 1) * (4 * c * c + 9 * c * c + 4 * c * c);
+	}
+	macs += 2048 * 1000;
+	weights += 2048 * 1000;
+	/* = 4,089,184,256 MACs and 25,502,912 weights. */
+	assert_int_equal(macs, UINT64_C(4089184256));
+	assert_int_equal(weights, UINT64_C(25502912));
+
+	uint64_t got_macs, got_weights;
+	test_totals(m, MDL_STATIC, &got_macs, &got_weights);
+	assert_int_equal(got_macs, macs);
+	assert_int_equal(got_weights, weights);
+	/* The published figure: about 4.1 G multiply-adds per 224x224 image. */
+	assert_true(fabs((double)got_macs - 4.1e9) <= 0.02 * 4.1e9);
+	assert_int_equal(m->nodes[0].gemms[0].m_per_sample, 112 * 112);
+	assert_int_equal(mdl_node_index(m, "fc1000"), 53);
+	mdl_free(m);
+}
+
+/* Checks "lognormal:MU:SIGMA:MAX" against expected values. */
+static void test_lognormal_spec(const char *spec, double mu, double sigma, double max)
+{
+	double got_mu, got_sigma, got_max;
+	assert_int_equal(sscanf(spec, "lognormal:%lf:%lf:%lf", &got_mu, &got_sigma, &got_max), 3);
+	assert_true(fabs(got_mu - mu) < 0.001);
+	assert_true(fabs(got_sigma - sigma) < 0.001);
+	assert_true(got_max == max);
+}
+
+static void test_builtin_gnmt(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("gnmt");
+	const uint64_t h = 1024, v = 32320, s = 23;
+	assert_int_equal(m->nsegments, 2);
+	assert_int_equal(m->segments[0].kind, MDL_ENCODER);
+	assert_int_equal(m->segments[1].kind, MDL_DECODER);
+	assert_int_equal(m->uses_input_len, 1);
+	assert_int_equal(m->uses_output_len, 1);
+	/* 5 encoder nodes x 10 steps + 6 decoder nodes x 12 steps. */
+	assert_int_equal(mdl_chain_length(m, 10, 12), 5 * 10 + 6 * 12);
+
+	/* An LSTM layer with input width i has (i + h) x 4h weights.
+	 * Encoder: 2 directions x (h+h)4h + (2h+h)4h + 2 x (h+h)4h + h^2 (keys)
+	 *        = 16h^2 + 12h^2 + 16h^2 + h^2 = 45h^2.
+	 * Decoder: (h+h)4h + h^2 (query) + 3 x (2h+h)4h + hV = 45h^2 + hV.
+	 * Per step (M = 1) the weight GEMMs' MACs equal their weights; decoder
+	 * attention adds score h*S and context S*h. */
+	uint64_t macs, weights;
+	test_totals(m, MDL_ENCODER, &macs, &weights);
+	assert_int_equal(weights, 45 * h * h);
+	assert_int_equal(macs, 45 * h * h);
+	test_totals(m, MDL_DECODER, &macs, &weights);
+	assert_int_equal(weights, 45 * h * h + h * v);
+	assert_int_equal(macs, 45 * h * h + h * v + 2 * s * h);
+
+	/* sigma = (ln 30 - ln 20) / (z_.90 - z_.70), mu = ln 20 - z_.70 sigma. */
+	/* LazyBatching Sec. VI-C: 90% of lengths <= 32 and 16% <= 10 (rounded). */
+	double sigma = (log(32.5) - log(10.5)) / (1.2815516 + 0.9944579);
+	double mu = log(32.5) - 1.2815516 * sigma;
+	test_lognormal_spec(m->input_len_spec, mu, sigma, 80);
+	test_lognormal_spec(m->output_len_spec, mu, sigma, 80);
+	mdl_free(m);
+}
+
+static void test_builtin_transformer(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("transformer");
+	const uint64_t d = 512, v = 37000, s = 23, p = 12;
+	assert_int_equal(m->nsegments, 2);
+	assert_int_equal(m->segments[0].nnodes, 7);
+	assert_int_equal(m->segments[1].nnodes, 7);
+	assert_int_equal(mdl_chain_length(m, 20, 30), 7 * 20 + 7 * 30);
+
+	/* Encoder layer: QKV 3d^2 + output d^2 + FFN 2 x 4d^2 = 12d^2; the
+	 * cross-attention K,V of 6 decoder layers: 6 x 2d^2. 72 + 12 = 84 d^2.
+	 * Decoder layer: self QKV 3d^2 + self out, cross Q, cross out 3d^2 +
+	 * FFN 8d^2 = 14d^2; x6 = 84d^2; projection dV. In all 168 d^2 + dV,
+	 * about 63 M (the paper: 65 M parameters, with biases and norms).
+	 * Attention per layer and step (8 heads x 64 = d): 2 x len x d MACs. */
+	uint64_t macs, weights, total_weights;
+	test_totals(m, MDL_ENCODER, &macs, &weights);
+	assert_int_equal(weights, 84 * d * d);
+	assert_int_equal(macs, 84 * d * d + 6 * 2 * s * d);
+	total_weights = weights;
+	test_totals(m, MDL_DECODER, &macs, &weights);
+	assert_int_equal(weights, 84 * d * d + d * v);
+	assert_int_equal(macs, 84 * d * d + d * v + 6 * 2 * (s + p) * d);
+	total_weights += weights;
+	assert_int_equal(total_weights, 168 * d * d + d * v);
+	assert_int_equal(total_weights, UINT64_C(62984192));
+
+	double sigma = (log(32.5) - log(10.5)) / (1.2815516 + 0.9944579);
+	test_lognormal_spec(m->input_len_spec, log(32.5) - 1.2815516 * sigma, sigma, 80);
+	test_lognormal_spec(m->output_len_spec, log(32.5) - 1.2815516 * sigma, sigma, 80);
+	mdl_free(m);
+}
+
+static void test_builtin_lstm(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("lstm");
+	const uint64_t h = 1024;
+	assert_int_equal(m->nnodes, 1);
+	assert_int_equal(m->nodes[0].kind, MDL_ENCODER);
+	assert_int_equal(m->uses_output_len, 0);
+	assert_int_equal(mdl_chain_length(m, 24, 99), 24);
+	/* BatchMaker: one b x 2h by 2h x 4h GEMM per step: 8h^2 weights. */
+	assert_int_equal(mdl_node_weight_elems(&m->nodes[0]), 8 * h * h);
+	assert_int_equal(mdl_node_macs_per_sample(&m->nodes[0]), 8 * h * h);
+	/* Mean 24 with sigma 0.535: mu = ln 24 - sigma^2 / 2; max 330. */
+	test_lognormal_spec(m->input_len_spec, log(24.0) - 0.535 * 0.535 / 2, 0.535, 330);
+	mdl_free(m);
+}
+
+static void test_builtin_seq2seq(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("seq2seq");
+	const uint64_t h = 1024, v = 30000;
+	assert_int_equal(m->nsegments, 2);
+	assert_int_equal(mdl_chain_length(m, 24, 26), 24 + 2 * 26);
+	uint64_t macs, weights;
+	test_totals(m, MDL_ENCODER, &macs, &weights);
+	assert_int_equal(weights, 8 * h * h);
+	test_totals(m, MDL_DECODER, &macs, &weights);
+	/* decoder cell 8h^2 + projection hV */
+	assert_int_equal(weights, 8 * h * h + h * v);
+	assert_int_equal(macs, 8 * h * h + h * v);
+	test_lognormal_spec(m->input_len_spec, log(24.0) - 0.535 * 0.535 / 2, 0.535, 330);
+	test_lognormal_spec(m->output_len_spec, log(24.0) - 0.535 * 0.535 / 2, 0.535, 330);
+	mdl_free(m);
+}
+
+int main(void)
+{
+	const char *env = getenv("SIMBATCH_MODELS");
+	snprintf(test_builtin_dir, sizeof test_builtin_dir, "%s", env && env[0] ? env : SB_MODELS_DIR);
+	if (setenv("SIMBATCH_MODELS", test_builtin_dir, 1) != 0)
+		return 1;
+
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_segments),
+		cmocka_unit_test(test_unroll),
+		cmocka_unit_test(test_static_only),
+		cmocka_unit_test(test_terms_and_weights),
+		cmocka_unit_test(test_errors_kinds_and_directives),
+		cmocka_unit_test(test_errors_header_lines),
+		cmocka_unit_test(test_errors_gemm_terms),
+		cmocka_unit_test(test_error_unreadable),
+		cmocka_unit_test(test_models_dir),
+		cmocka_unit_test(test_kind_names),
+		cmocka_unit_test(test_builtin_list),
+		cmocka_unit_test(test_builtin_resnet50),
+		cmocka_unit_test(test_builtin_gnmt),
+		cmocka_unit_test(test_builtin_transformer),
+		cmocka_unit_test(test_builtin_lstm),
+		cmocka_unit_test(test_builtin_seq2seq),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

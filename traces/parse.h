@@ -1,0 +1,38 @@
+/* traces/parse.h: the small strict parsers shared by the workload readers
+ * (length files, trace CSV) and the traces/ tools. Strict means the whole
+ * field must be the number: "12abc", " 3", "+4" and "0x10" are all refused,
+ * so a typo in a hand-edited file is reported instead of silently read.
+ * Internal to traces/: nothing outside this folder should need it.
+ */
+#ifndef SB_TRC_PARSE_H
+#define SB_TRC_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Removes spaces, tabs, CR and LF at both ends of s in place; returns the
+ * first kept character (inside s). */
+char *trc_trim(char *s);
+
+/* 1 for a line (already trimmed) that carries no data: empty or a comment
+ * starting with '#'. */
+int trc_line_is_blank_or_comment(const char *trimmed);
+
+/* Splits s in place at every sep and trims each field. Stores up to max
+ * field pointers and returns the number of fields found (which may exceed
+ * max: the caller reports that as an error). */
+size_t trc_split(char *s, char sep, char **fields, size_t max);
+
+/* Decimal digits only, value <= max. Returns 0, or -1 (out untouched). */
+int trc_parse_uint(const char *s, uint64_t max, uint64_t *out);
+
+/* A whole decimal or exponent-form number that is finite. Returns 0, or -1
+ * (out untouched). */
+int trc_parse_double(const char *s, double *out);
+
+/* Writes the shortest "%.Ng" form (N = 15..17) that reads back as exactly
+ * x, so messages show 0.7, not 0.69999999999999996, yet never show two
+ * different values the same way. */
+void trc_format_double(char *buf, size_t buflen, double x);
+
+#endif

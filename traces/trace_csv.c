@@ -1,0 +1,157 @@
+/* traces/trace_csv.c: loads a recorded or generated request trace
+ * (DESIGN.md section 4: "arrival_s,input_len,output_len", one request a
+ * row, row order = request id) for replay instead of generated arrivals.
+ * Every rejection names PATH:LINE and the field, because traces are often
+ * hand-edited or produced by other people's scripts.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L   /* getline */
+#endif
+#include "workload.h"
+#include "parse.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRC_TRACE_HEADER "arrival_s,input_len,output_len"
+
+/* Makes room for one more row, doubling the capacity. */
+static int trc_trace_grow(struct trc_trace *t, size_t *cap)
+{
+	if (t->n < *cap)
+		return 0;
+	size_t ncap = *cap ? 2 * *cap : 1024;
+	double *a = realloc(t->arrival_s, ncap * sizeof *a);
+	if (!a)
+		return -1;
+	t->arrival_s = a;
+	uint32_t *in = realloc(t->input_len, ncap * sizeof *in);
+	if (!in)
+		return -1;
+	t->input_len = in;
+	uint32_t *outl = realloc(t->output_len, ncap * sizeof *outl);
+	if (!outl)
+		return -1;
+	t->output_len = outl;
+	*cap = ncap;
+	return 0;
+}
+
+static int trc_trace_length(const char *path, unsigned long lineno, const char *name, const char *field,
+                            uint32_t *out, char *err, size_t errlen)
+{
+	uint64_t v;
+	if (trc_parse_uint(field, TRC_LENGTH_LIMIT, &v) != 0) {
+		snprintf(err, errlen, "%s:%lu: %s must be an integer in [0, %u], got '%s'",
+		         path, lineno, name, TRC_LENGTH_LIMIT, field);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t errlen)
+{
+	struct trc_trace *t = NULL;
+	FILE *fp = NULL;
+	char *line = NULL;
+	size_t linecap = 0, cap = 0;
+	unsigned long lineno = 0;
+	int seen_header = 0;
+
+	*out = NULL;
+	fp = fopen(path, "r");
+	if (!fp) {
+		snprintf(err, errlen, "cannot open trace '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	t = calloc(1, sizeof *t);
+	if (!t)
+		goto oom;
+	ssize_t len;
+	while ((len = getline(&line, &linecap, fp)) >= 0) {
+		lineno++;
+		if (strlen(line) != (size_t)len) {
+			snprintf(err, errlen, "%s:%lu: line contains a NUL byte", path, lineno);
+			goto fail;
+		}
+		char *s = trc_trim(line);
+		if (trc_line_is_blank_or_comment(s))
+			continue;
+		if (!seen_header) {
+			if (strcmp(s, TRC_TRACE_HEADER) != 0) {
+				snprintf(err, errlen, "%s:%lu: expected header '" TRC_TRACE_HEADER "', got '%.60s'",
+				         path, lineno, s);
+				goto fail;
+			}
+			seen_header = 1;
+			continue;
+		}
+		char *f[4];
+		size_t nf = trc_split(s, ',', f, 4);
+		if (nf != 3) {
+			snprintf(err, errlen, "%s:%lu: expected 3 fields (arrival_s,input_len,output_len), got %zu",
+			         path, lineno, nf);
+			goto fail;
+		}
+		double arrival_s;
+		if (trc_parse_double(f[0], &arrival_s) != 0 || arrival_s < 0) {
+			snprintf(err, errlen, "%s:%lu: arrival_s must be a finite number >= 0, got '%.40s'",
+			         path, lineno, f[0]);
+			goto fail;
+		}
+		if (t->n > 0 && arrival_s < t->arrival_s[t->n - 1]) {
+			char now_text[32], prev_text[32];
+			trc_format_double(now_text, sizeof now_text, arrival_s);
+			trc_format_double(prev_text, sizeof prev_text, t->arrival_s[t->n - 1]);
+			snprintf(err, errlen, "%s:%lu: arrival_s %s is earlier than the previous row's %s",
+			         path, lineno, now_text, prev_text);
+			goto fail;
+		}
+		uint32_t in, outl;
+		if (trc_trace_length(path, lineno, "input_len", f[1], &in, err, errlen) != 0 ||
+		    trc_trace_length(path, lineno, "output_len", f[2], &outl, err, errlen) != 0)
+			goto fail;
+		if (trc_trace_grow(t, &cap) != 0)
+			goto oom;
+		t->arrival_s[t->n] = arrival_s;
+		t->input_len[t->n] = in;
+		t->output_len[t->n] = outl;
+		t->n++;
+	}
+	if (ferror(fp)) {
+		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!seen_header) {
+		snprintf(err, errlen, "%s: empty trace: expected header '" TRC_TRACE_HEADER "'", path);
+		goto fail;
+	}
+	if (t->n == 0) {
+		snprintf(err, errlen, "%s: trace has a header but no requests", path);
+		goto fail;
+	}
+	fclose(fp);
+	free(line);
+	*out = t;
+	return 0;
+oom:
+	snprintf(err, errlen, "%s: out of memory after %lu lines", path, lineno);
+fail:
+	fclose(fp);
+	free(line);
+	trc_trace_free(t);
+	return -1;
+}
+
+void trc_trace_free(struct trc_trace *t)
+{
+	if (!t)
+		return;
+	free(t->arrival_s);
+	free(t->input_len);
+	free(t->output_len);
+	free(t);
+}

@@ -1,0 +1,79 @@
+/* traces/workload.h: where requests come from. Arrival processes (Poisson,
+ * Gamma with a given coefficient of variation), request-length distributions
+ * (fixed, uniform, lognormal, empirical file) and trace CSV files
+ * (DESIGN.md section 4). All randomness comes from a gsl_rng the caller owns
+ * (one stream per purpose), so a run is reproducible from its seed.
+ *
+ * Contract:
+ *  - Parsers never exit; they return 0, or -1 with one line in err naming the
+ *    problem ("FILE:LINE: ..." for files). Out-pointers are NULL on failure.
+ *  - Draw functions are pure functions of the generator state: the same
+ *    generator seed gives the same sequence.
+ */
+#ifndef SB_WORKLOAD_H
+#define SB_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gsl/gsl_rng.h>
+
+/* ---- arrival processes ---- */
+
+struct trc_arrivals {
+	double rate_rps;   /* mean arrivals per second, > 0 */
+	double cv;         /* coefficient of variation of inter-arrival gaps: 1 = Poisson (exponential gaps); otherwise Gamma with shape 1/cv^2 */
+};
+
+/* Validates rate and cv (> 0, finite). */
+int trc_arrivals_init(struct trc_arrivals *a, double rate_rps, double cv, char *err, size_t errlen);
+
+/* Next inter-arrival gap in seconds (exponential when cv == 1, Gamma otherwise). */
+double trc_arrivals_next_gap_s(const struct trc_arrivals *a, gsl_rng *r);
+
+/* ---- request-length distributions ---- */
+
+/* Largest length any spec, length file or trace may hold: far above any
+ * sentence a model serves, and it bounds the lognormal table and the
+ * simulator's per-request unrolling. */
+#define TRC_LENGTH_LIMIT 1000000u
+
+/* Spec syntax (one string, as given to --input-len / --output-len or in model files):
+ *   fixed:N              always N (N >= 1; 0 allowed only for unused lengths)
+ *   uniform:A:B          integer uniform on [A, B]
+ *   lognormal:MU:SIGMA[:MAX]   round(exp(N(MU, SIGMA^2))), clamped to [1, MAX] (MAX default 1000)
+ *   file:PATH            empirical distribution file: lines "length,weight" (# comments,
+ *                        optional header "length,weight"), drawn with gsl_ran_discrete
+ *   N                    shorthand for fixed:N
+ */
+struct trc_lengths;
+
+/* Parses spec into a new distribution (caller frees with trc_lengths_free).
+ * Lognormal and file specs are turned into an exact discrete table here, so
+ * draws, moments and quantiles describe the same distribution. */
+int trc_lengths_parse(const char *spec, struct trc_lengths **out, char *err, size_t errlen);
+uint32_t trc_lengths_draw(const struct trc_lengths *d, gsl_rng *r);
+double trc_lengths_mean(const struct trc_lengths *d);          /* exact mean of the distribution */
+double trc_lengths_second_moment(const struct trc_lengths *d); /* exact E[L^2] */
+uint32_t trc_lengths_max(const struct trc_lengths *d);         /* largest value it can return */
+/* Smallest L with P(length <= L) >= coverage (0 < coverage <= 1). A coverage
+ * <= 0 (or NaN) gives the smallest possible length, one above 1 the largest. */
+uint32_t trc_lengths_quantile(const struct trc_lengths *d, double coverage);
+void trc_lengths_free(struct trc_lengths *d);                  /* NULL is fine */
+
+/* ---- trace files ---- */
+
+struct trc_trace {
+	size_t n;               /* requests */
+	double *arrival_s;      /* non-decreasing */
+	uint32_t *input_len;
+	uint32_t *output_len;
+};
+
+/* Loads "arrival_s,input_len,output_len" CSV (header required, # comments,
+ * arrival times non-decreasing, lengths non-negative integers up to
+ * TRC_LENGTH_LIMIT). A trace with no rows is an error. The caller frees the
+ * result with trc_trace_free. */
+int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t errlen);
+void trc_trace_free(struct trc_trace *t);                      /* NULL is fine */
+
+#endif
