@@ -32,7 +32,7 @@ struct hw_node_cost {
 enum hw_dataflow { HW_DF_WS = 0, HW_DF_OS, HW_DF_IS };
 
 struct hw_gemm_cost {
-	uint64_t cycles;          /* max(compute, memory) after overlap */
+	uint64_t cycles;          /* after overlap: between max(compute, memory) and their sum */
 	uint64_t compute_cycles;  /* systolic-array cycles incl. fill and drain */
 	uint64_t memory_cycles;   /* DRAM transfer cycles incl. access latency */
 	double seconds;

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "calibrated.h"
+#include "npu_config.h"
 #include "npu_systolic.h"
 #include "table.h"
 
@@ -17,6 +19,8 @@
  * are found by sniffing the file, never by name. */
 static const struct hw_ops *const hw_named[] = {
 	&npu_hw_ops,
+	&calhw_cpu_ops,
+	&calhw_gpu_ops,   /* listed as gpu-NAME; matched by prefix in hw_open */
 };
 
 const struct hw_ops *const *hw_registry(size_t *count)
@@ -51,6 +55,8 @@ int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, c
 	for (size_t i = 0; i < sizeof hw_named / sizeof hw_named[0]; i++)
 		if (strcmp(arg, hw_named[i]->name) == 0)
 			return hw_named[i]->open(arg, m, out, err, errlen);
+	if (calhw_is_gpu_name(arg))
+		return calhw_gpu_ops.open(arg, m, out, err, errlen);
 
 	if (stat(arg, &st) != 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -64,15 +70,21 @@ int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, c
 		snprintf(err, errlen, "%s: not a regular file", arg);
 		return -1;
 	}
+	rc = caltab_sniff(arg, err, errlen);
+	if (rc != 0)
+		return rc < 0 ? -1 : calhw_file_ops.open(arg, m, out, err, errlen);
+	rc = npu_config_sniff(arg, err, errlen);   /* "kind = npu": an NPU configuration */
+	if (rc != 0)
+		return rc < 0 ? -1 : npu_config_open(arg, m, out, err, errlen);
 	rc = hwtable_sniff(arg, &line, err, errlen);
 	if (rc < 0)
 		return -1;
 	if (rc == 0) {
 		if (line)
-			snprintf(err, errlen, "%s:%lu: not a simbatch hardware file: expected header %s",
+			snprintf(err, errlen, "%s:%lu: not a simbatch hardware file: expected header %s (or kind = npu)",
 			         arg, line, HWTABLE_HEADER);
 		else
-			snprintf(err, errlen, "%s: not a simbatch hardware file: expected header %s",
+			snprintf(err, errlen, "%s: not a simbatch hardware file: expected header %s (or kind = npu)",
 			         arg, HWTABLE_HEADER);
 		return -1;
 	}

@@ -52,6 +52,8 @@ struct mdl_parser {
 	unsigned long output_line;
 	unsigned long first_encoder_line;
 	unsigned long first_decoder_line;
+	unsigned long first_leaf_line;     /* tree models: leaf cells (input_len leaves per request) */
+	unsigned long first_internal_line; /* tree models: internal cells */
 };
 
 __attribute__((format(printf, 2, 3)))
@@ -139,52 +141,72 @@ static int mdl_mul_capped(uint64_t a, uint64_t b, uint64_t cap, uint64_t *out)
 	return *out <= cap ? 0 : -1;
 }
 
-/* value is "M,K,N" or "M,K,N,xCOUNT" (the text after "gemm=" / "attn="). */
+/* Splits value at commas in place into at most max fields. Returns the
+ * number of fields, or max + 1 when there are more. */
+static int mdl_split_fields(char *value, char **field, int max)
+{
+	int n = 0;
+	char *s = value;
+	for (;;) {
+		if (n == max)
+			return max + 1;
+		field[n++] = s;
+		char *comma = strchr(s, ',');
+		if (!comma)
+			return n;
+		*comma = '\0';
+		s = comma + 1;
+	}
+}
+
+/* value is "M,K,N" followed by optional ",xCOUNT" and ",sSTEPS" in either
+ * order (the text after "gemm=" / "attn="). */
 static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
                           uint32_t weight_shared, struct mdl_node *node)
 {
 	const char *what = weight_shared ? "attn" : "gemm";
 	if (node->ngemms >= MDL_MAX_GEMMS)
-		return mdl_parse_fail(p, "node '%s' has more than %d gemm/attn terms",
+		return mdl_parse_fail(p, "node '%s' has more than %d gemm/attn terms (conv= terms count too)",
 		                      node->name, MDL_MAX_GEMMS);
 
 	char *field[5];
-	int nfields = 0;
-	char *s = value;
-	for (;;) {
-		if (nfields == 5)
-			break;
-		field[nfields++] = s;
-		char *comma = strchr(s, ',');
-		if (!comma)
-			break;
-		*comma = '\0';
-		s = comma + 1;
-	}
-	if (nfields < 3 || nfields > 4 || strchr(s, ',') != NULL)
-		return mdl_parse_fail(p, "malformed %s term '%s' (expected %s=M,K,N[,xCOUNT])",
+	int nfields = mdl_split_fields(value, field, 5);
+	if (nfields < 3 || nfields > 5)
+		return mdl_parse_fail(p, "malformed %s term '%s' (expected %s=M,K,N[,xCOUNT]) with an optional ,sSTEPS",
 		                      what, term, what);
 
-	uint64_t v[4] = { 0, 0, 0, 1 };
+	/* v: M, K, N, COUNT, STEPS */
+	uint64_t v[5] = { 0, 0, 0, 1, 1 };
+	int seen[5] = { 0 };
 	for (int i = 0; i < nfields; i++) {
 		const char *f = field[i];
-		if (i == 3) {
-			if (f[0] != 'x')
-				return mdl_parse_fail(p, "malformed %s term '%s': count must be written xCOUNT",
+		int slot = i;
+		if (i >= 3) {
+			if (f[0] != 'x' && f[0] != 's')
+				return mdl_parse_fail(p, "malformed %s term '%s': count must be written xCOUNT and steps sSTEPS",
 				                      what, term);
+			slot = f[0] == 'x' ? 3 : 4;
+			if (seen[slot])
+				return mdl_parse_fail(p, "malformed %s term '%s': %s given twice", what, term,
+				                      slot == 3 ? "xCOUNT" : "sSTEPS");
 			f++;
 		}
-		if (mdl_parse_positive(f, &v[i]) != 0)
+		seen[slot] = 1;
+		if (mdl_parse_positive(f, &v[slot]) != 0)
 			return mdl_parse_fail(p, "malformed %s term '%s': '%s' is not a positive decimal integer",
 			                      what, term, f);
 	}
 	if (v[3] > UINT32_MAX)
 		return mdl_parse_fail(p, "%s term '%s': count above %lu", what, term,
 		                      (unsigned long)UINT32_MAX);
+	if (v[4] > UINT32_MAX)
+		return mdl_parse_fail(p, "%s term '%s': steps above %lu", what, term,
+		                      (unsigned long)UINT32_MAX);
 	uint64_t macs = 1;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		if (mdl_mul_capped(macs, v[i], MDL_MAX_MACS, &macs) != 0)
-			return mdl_parse_fail(p, "%s term '%s': M*K*N*COUNT above 2^53", what, term);
+			return mdl_parse_fail(p, "%s term '%s': M*K*N*COUNT%s above 2^53", what, term,
+			                      seen[4] ? "*STEPS" : "");
 	}
 
 	struct mdl_gemm *g = &node->gemms[node->ngemms++];
@@ -193,6 +215,100 @@ static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
 	g->n = v[2];
 	g->count = (uint32_t)v[3];
 	g->weight_shared = weight_shared;
+	g->steps = (uint32_t)v[4];
+	return 0;
+}
+
+/* A conv= STRIDE or PAD field: "N" (both dimensions) or "AxB" (height x
+ * width). Zero is allowed only when allow_zero (padding). */
+static int mdl_parse_pair(const char *f, int allow_zero, uint32_t *a, uint32_t *b)
+{
+	char buf[48];
+	uint64_t v[2];
+	if (strlen(f) >= sizeof buf)
+		return -1;
+	strcpy(buf, f);
+	char *x = strchr(buf, 'x');
+	if (x)
+		*x = '\0';
+	const char *part[2] = { buf, x ? x + 1 : buf };
+	for (int i = 0; i < 2; i++) {
+		if (allow_zero && strcmp(part[i], "0") == 0)
+			v[i] = 0;
+		else if (mdl_parse_positive(part[i], &v[i]) != 0 || v[i] > UINT32_MAX)
+			return -1;
+	}
+	*a = (uint32_t)v[0];
+	*b = (uint32_t)v[1];
+	return 0;
+}
+
+/* value is "H,W,C,R,S,K,STRIDE,PAD[,gGROUPS]" (the text after "conv="):
+ * a convolution lowered by im2col to M = OH*OW, K = (C/G)*R*S, N = K/G,
+ * one GEMM per group (FORMAT.md). */
+static int mdl_parse_conv(struct mdl_parser *p, const char *term, char *value, struct mdl_node *node)
+{
+	if (node->ngemms >= MDL_MAX_GEMMS)
+		return mdl_parse_fail(p, "node '%s' has more than %d gemm/attn terms (conv= terms count too)",
+		                      node->name, MDL_MAX_GEMMS);
+	char *field[9];
+	int nfields = mdl_split_fields(value, field, 9);
+	if (nfields < 8 || nfields > 9)
+		return mdl_parse_fail(p, "malformed conv term '%s' (expected conv=H,W,C,R,S,K,STRIDE,PAD[,gGROUPS])",
+		                      term);
+	static const char *const names[6] = { "H", "W", "C", "R", "S", "K" };
+	uint64_t v[6];
+	for (int i = 0; i < 6; i++) {
+		if (mdl_parse_positive(field[i], &v[i]) != 0 || v[i] > UINT32_MAX)
+			return mdl_parse_fail(p, "malformed conv term '%s': %s '%s' is not a positive decimal integer",
+			                      term, names[i], field[i]);
+	}
+	struct mdl_conv cv = {
+		.h = (uint32_t)v[0], .w = (uint32_t)v[1], .c = (uint32_t)v[2],
+		.r = (uint32_t)v[3], .s = (uint32_t)v[4], .k = (uint32_t)v[5], .groups = 1,
+	};
+	if (mdl_parse_pair(field[6], 0, &cv.stride_h, &cv.stride_w) != 0)
+		return mdl_parse_fail(p, "malformed conv term '%s': STRIDE '%s' must be N or AxB, positive",
+		                      term, field[6]);
+	if (mdl_parse_pair(field[7], 1, &cv.pad_h, &cv.pad_w) != 0)
+		return mdl_parse_fail(p, "malformed conv term '%s': PAD '%s' must be N or AxB, zero or positive",
+		                      term, field[7]);
+	if (nfields == 9) {
+		uint64_t g;
+		if (field[8][0] != 'g' || mdl_parse_positive(field[8] + 1, &g) != 0 || g > UINT32_MAX)
+			return mdl_parse_fail(p, "malformed conv term '%s': groups must be written gGROUPS", term);
+		cv.groups = (uint32_t)g;
+	}
+	if (cv.c % cv.groups != 0 || cv.k % cv.groups != 0)
+		return mdl_parse_fail(p, "conv term '%s': %u groups do not divide C = %u and K = %u",
+		                      term, cv.groups, cv.c, cv.k);
+	uint64_t span_h = (uint64_t)cv.h + 2ull * cv.pad_h, span_w = (uint64_t)cv.w + 2ull * cv.pad_w;
+	if (span_h < cv.r || span_w < cv.s)
+		return mdl_parse_fail(p, "conv term '%s': the %ux%u filter is larger than the padded %llux%llu input",
+		                      term, cv.r, cv.s, (unsigned long long)span_h, (unsigned long long)span_w);
+	uint64_t out_h = (span_h - cv.r) / cv.stride_h + 1, out_w = (span_w - cv.s) / cv.stride_w + 1;
+	if (out_h > UINT32_MAX || out_w > UINT32_MAX)
+		return mdl_parse_fail(p, "conv term '%s': output %llux%llu larger than 2^32 a side", term,
+		                      (unsigned long long)out_h, (unsigned long long)out_w);
+	cv.out_h = (uint32_t)out_h;
+	cv.out_w = (uint32_t)out_w;
+
+	uint64_t m = (uint64_t)cv.out_h * cv.out_w;
+	uint64_t k = (uint64_t)(cv.c / cv.groups) * cv.r * cv.s;
+	uint64_t n = cv.k / cv.groups, macs;
+	if (mdl_mul_capped(m, k, MDL_MAX_MACS, &macs) != 0 || mdl_mul_capped(macs, n, MDL_MAX_MACS, &macs) != 0 ||
+	    mdl_mul_capped(macs, cv.groups, MDL_MAX_MACS, &macs) != 0)
+		return mdl_parse_fail(p, "conv term '%s': M*K*N*GROUPS above 2^53", term);
+
+	struct mdl_gemm *gm = &node->gemms[node->ngemms++];
+	gm->m_per_sample = m;
+	gm->k = k;
+	gm->n = n;
+	gm->count = cv.groups;
+	gm->weight_shared = 0;
+	gm->steps = 1;
+	gm->is_conv = 1;
+	gm->conv = cv;
 	return 0;
 }
 
@@ -204,10 +320,12 @@ static int mdl_parse_kind(struct mdl_parser *p, const char *s, enum mdl_kind *ou
 		*out = MDL_ENCODER;
 	else if (strcmp(s, "decoder") == 0)
 		*out = MDL_DECODER;
-	else if (strcmp(s, "leaf") == 0 || strcmp(s, "internal") == 0)
-		return mdl_parse_fail(p, "node kind '%s': tree models are not supported yet", s);
+	else if (strcmp(s, "leaf") == 0)
+		*out = MDL_LEAF;
+	else if (strcmp(s, "internal") == 0)
+		*out = MDL_INTERNAL;
 	else
-		return mdl_parse_fail(p, "unknown node kind '%s' (expected static|encoder|decoder)", s);
+		return mdl_parse_fail(p, "unknown node kind '%s' (expected static|encoder|decoder|leaf|internal)", s);
 	return 0;
 }
 
@@ -217,7 +335,7 @@ static int mdl_parse_node(struct mdl_parser *p, char *rest)
 	char *name = mdl_next_token(&rest);
 	char *kind = name ? mdl_next_token(&rest) : NULL;
 	if (!name || !kind)
-		return mdl_parse_fail(p, "node needs a name and a kind: node NAME static|encoder|decoder [gemm=M,K,N[,xCOUNT]]... [attn=M,K,N[,xCOUNT]]... [elementwise=E]");
+		return mdl_parse_fail(p, "node needs a name and a kind: node NAME static|encoder|decoder [gemm=M,K,N[,xCOUNT][,sSTEPS]]... [attn=...]... [conv=H,W,C,R,S,K,STRIDE,PAD[,gGROUPS]]... [elementwise=E]");
 	if (!mdl_name_valid(name))
 		return mdl_parse_fail(p, "bad node name '%s' (1-%d characters of A-Z a-z 0-9 _ . -)",
 		                      name, MDL_NAME_MAX - 1);
@@ -239,7 +357,7 @@ static int mdl_parse_node(struct mdl_parser *p, char *rest)
 	while ((term = mdl_next_token(&rest)) != NULL) {
 		char *eq = strchr(term, '=');
 		if (!eq)
-			return mdl_parse_fail(p, "unknown node attribute '%s' (expected gemm=, attn= or elementwise=)",
+			return mdl_parse_fail(p, "unknown node attribute '%s' (expected gemm=, attn=, conv= or elementwise=)",
 			                      term);
 		/* Keep an unmodified copy of the term for messages. */
 		char shown[128];
@@ -250,6 +368,9 @@ static int mdl_parse_node(struct mdl_parser *p, char *rest)
 			uint32_t ws = strcmp(term, "attn") == 0;
 			if (mdl_parse_gemm(p, shown, value, ws, &node) != 0)
 				return -1;
+		} else if (strcmp(term, "conv") == 0) {
+			if (mdl_parse_conv(p, shown, value, &node) != 0)
+				return -1;
 		} else if (strcmp(term, "elementwise") == 0) {
 			if (have_elementwise)
 				return mdl_parse_fail(p, "node '%s': elementwise= given twice", node.name);
@@ -258,12 +379,12 @@ static int mdl_parse_node(struct mdl_parser *p, char *rest)
 				                      shown);
 			have_elementwise = 1;
 		} else {
-			return mdl_parse_fail(p, "unknown node attribute '%s=' (expected gemm=, attn= or elementwise=)",
+			return mdl_parse_fail(p, "unknown node attribute '%s=' (expected gemm=, attn=, conv= or elementwise=)",
 			                      term);
 		}
 	}
 	if (node.ngemms == 0 && !have_elementwise)
-		return mdl_parse_fail(p, "node '%s' has no work (give gemm=, attn= or elementwise=)", node.name);
+		return mdl_parse_fail(p, "node '%s' has no work (give gemm=, attn=, conv= or elementwise=)", node.name);
 
 	if (m->nnodes == p->cap_nodes) {
 		uint32_t cap = p->cap_nodes ? p->cap_nodes * 2 : 16;
@@ -277,6 +398,10 @@ static int mdl_parse_node(struct mdl_parser *p, char *rest)
 		p->first_encoder_line = p->line;
 	if (node.kind == MDL_DECODER && !p->first_decoder_line)
 		p->first_decoder_line = p->line;
+	if (node.kind == MDL_LEAF && !p->first_leaf_line)
+		p->first_leaf_line = p->line;
+	if (node.kind == MDL_INTERNAL && !p->first_internal_line)
+		p->first_internal_line = p->line;
 	m->nodes[m->nnodes++] = node;
 	return 0;
 }
@@ -372,11 +497,40 @@ static int mdl_parse_finish(struct mdl_parser *p)
 		p->line = last_line;
 		return mdl_parse_fail(p, "model '%s' has no nodes", m->name);
 	}
-	m->uses_input_len = p->first_encoder_line != 0;
+	m->uses_input_len = p->first_encoder_line != 0 || p->first_leaf_line != 0;
 	m->uses_output_len = p->first_decoder_line != 0;
+	m->is_tree = p->first_leaf_line != 0;
 	if (m->uses_input_len && !p->input_line) {
-		p->line = p->first_encoder_line;
-		return mdl_parse_fail(p, "model has encoder nodes but no input_len line");
+		p->line = p->first_encoder_line ? p->first_encoder_line : p->first_leaf_line;
+		return mdl_parse_fail(p, "model has %s nodes but no input_len line",
+		                      p->first_encoder_line ? "encoder" : "leaf");
+	}
+	if ((p->first_leaf_line != 0) != (p->first_internal_line != 0)) {
+		p->line = p->first_leaf_line ? p->first_leaf_line : p->first_internal_line;
+		return mdl_parse_fail(p, "a tree model needs both leaf and internal nodes");
+	}
+	if (p->first_leaf_line && (p->first_encoder_line || p->first_decoder_line)) {
+		p->line = p->first_encoder_line ? p->first_encoder_line : p->first_decoder_line;
+		return mdl_parse_fail(p, "a tree model cannot also have encoder or decoder nodes");
+	}
+	if (p->first_leaf_line) {
+		/* one tree block: the leaf nodes, then right after them the internal nodes */
+		uint32_t first_leaf = UINT32_MAX, last_leaf = 0, nleaf = 0;
+		uint32_t first_int = UINT32_MAX, last_int = 0, nint = 0;
+		for (uint32_t i = 0; i < m->nnodes; i++) {
+			if (m->nodes[i].kind == MDL_LEAF) {
+				first_leaf = nleaf++ ? first_leaf : i;
+				last_leaf = i;
+			} else if (m->nodes[i].kind == MDL_INTERNAL) {
+				first_int = nint++ ? first_int : i;
+				last_int = i;
+			}
+		}
+		if (last_leaf - first_leaf + 1 != nleaf || last_int - first_int + 1 != nint ||
+		    first_int != last_leaf + 1) {
+			p->line = p->first_internal_line;
+			return mdl_parse_fail(p, "tree nodes must be consecutive: the leaf nodes, then the internal nodes");
+		}
 	}
 	if (m->uses_output_len && !p->output_line) {
 		p->line = p->first_decoder_line;
@@ -594,6 +748,26 @@ done:
 	return rc;
 }
 
+/* Internal levels of a balanced binary tree over L leaves: each level pairs
+ * the nodes left by the one below (an odd one is carried up), so the number
+ * of internal levels is ceil(log2 L). */
+static uint32_t mdl_tree_levels(uint32_t leaves)
+{
+	uint32_t levels = 0;
+	for (uint64_t n = leaves; n > 1; n = (n + 1) / 2)
+		levels++;
+	return levels;
+}
+
+/* Cells at internal level k (1-based) of a balanced tree over L leaves. */
+static uint32_t mdl_tree_width(uint32_t leaves, uint32_t level)
+{
+	uint64_t n = leaves;
+	for (uint32_t k = 1; k < level; k++)
+		n = (n + 1) / 2;
+	return (uint32_t)(n / 2);
+}
+
 static uint64_t mdl_segment_repeats(enum mdl_kind kind, uint32_t input_len, uint32_t output_len)
 {
 	switch (kind) {
@@ -603,8 +777,12 @@ static uint64_t mdl_segment_repeats(enum mdl_kind kind, uint32_t input_len, uint
 		return input_len;
 	case MDL_DECODER:
 		return output_len;
+	case MDL_LEAF:
+		return input_len ? 1 : 0;    /* all leaves run as one level */
+	case MDL_INTERNAL:
+		return mdl_tree_levels(input_len);
 	default:
-		return 0;  /* tree kinds are refused at load */
+		return 0;
 	}
 }
 
@@ -630,6 +808,23 @@ uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len
 	return UINT32_MAX;
 }
 
+uint32_t mdl_cells_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)
+{
+	for (uint32_t s = 0; s < m->nsegments; s++) {
+		const struct mdl_segment *seg = &m->segments[s];
+		uint64_t span = (uint64_t)seg->nnodes * mdl_segment_repeats(seg->kind, input_len, output_len);
+		if (pos < span) {
+			if (seg->kind == MDL_LEAF)
+				return input_len;
+			if (seg->kind == MDL_INTERNAL)
+				return mdl_tree_width(input_len, (uint32_t)(pos / seg->nnodes) + 1);
+			return 1;
+		}
+		pos -= span;
+	}
+	return 0;
+}
+
 uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_len, uint32_t output_len)
 {
 	if (t >= m->nnodes)
@@ -653,7 +848,7 @@ uint64_t mdl_node_macs_per_sample(const struct mdl_node *n)
 	uint64_t total = 0;
 	for (uint32_t i = 0; i < n->ngemms; i++) {
 		const struct mdl_gemm *g = &n->gemms[i];
-		total += g->m_per_sample * g->k * g->n * g->count;
+		total += g->m_per_sample * g->k * g->n * g->count * mdl_gemm_steps(g);
 	}
 	return total;
 }

@@ -9,8 +9,12 @@
  *    same kind forms a *segment*. One request's unrolled chain is: each static
  *    segment once, each encoder segment input_len times, each decoder segment
  *    output_len times (each time: every node of the segment, in order).
- *    Leaf/internal (tree) segments are reserved for TreeLSTM and are refused
- *    by the loader until tree requests exist.
+ *    Tree models (TreeLSTM, BatchMaker Sec. 2.1, 4.4) have a leaf segment and
+ *    right after it an internal segment; a request with L = input_len leaves
+ *    is a balanced binary tree, unrolled as its ASAP levels: one position per
+ *    leaf node running all L leaf cells, then ceil(log2 L) internal levels,
+ *    each running the cells of that level (mdl_cells_at), so a level's cells
+ *    only depend on the level below.
  *  - Node type ids are the indices into nodes[]; nodes with the same id share
  *    weights and may be batched together across requests.
  *  - GEMM M is given per sample (per request, per unrolled step): a batch of b
@@ -37,7 +41,24 @@ struct mdl_gemm {
 	uint64_t n;              /* output columns (weights are K x N) */
 	uint32_t count;          /* identical GEMMs in the node (e.g. per head) */
 	uint32_t weight_shared;  /* 0: K x N operand is a weight; 1: activation x activation (attention), no weights */
+	uint32_t steps;          /* sequential runs with the same operand in one node execution (sSTEPS: RNN timesteps inside one task); 0 is read as 1 */
+	uint32_t is_conv;        /* 1: lowered from a conv= term, conv says how */
+	struct mdl_conv {        /* im2col provenance of a conv= term (FORMAT.md) */
+		uint32_t h, w, c;          /* input height, width, channels */
+		uint32_t r, s;             /* filter height, width */
+		uint32_t k;                /* output channels */
+		uint32_t stride_h, stride_w;
+		uint32_t pad_h, pad_w;     /* zero padding on each side */
+		uint32_t groups;           /* channel groups (C for depthwise) */
+		uint32_t out_h, out_w;     /* output height, width */
+	} conv;
 };
+
+/* Steps of a GEMM term: 1 unless the term says more. */
+static inline uint32_t mdl_gemm_steps(const struct mdl_gemm *g)
+{
+	return g->steps > 1 ? g->steps : 1;
+}
 
 #define MDL_NAME_MAX 48
 #define MDL_MAX_GEMMS 8
@@ -71,6 +92,7 @@ struct mdl_model {
 	char output_len_spec[MDL_SPEC_MAX]; /* default output length distribution */
 	int uses_input_len;              /* has an encoder segment */
 	int uses_output_len;             /* has a decoder segment */
+	int is_tree;                     /* has leaf + internal segments (input_len = leaves) */
 };
 
 /* Loads a model from a file path. Returns 0 and sets *out (caller frees with
@@ -98,6 +120,9 @@ uint64_t mdl_chain_length(const struct mdl_model *m, uint32_t input_len, uint32_
 /* Node type at unrolled position pos (0-based, pos < chain length); UINT32_MAX
  * when pos is past the end. Costs O(number of segments). */
 uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
+
+/* Cells the node at unrolled position pos runs: 1, except for tree levels. */
+uint32_t mdl_cells_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
 
 /* How many times node type t runs in one request with these lengths. */
 uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_len, uint32_t output_len);

@@ -29,6 +29,13 @@ struct graph_state {
 static int graph_init(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen)
 {
 	struct graph_state *g = (struct graph_state *)st;
+	if (env->model->is_tree) {
+		/* padding does not apply to trees (BatchMaker Sec. 2.3); BatchMaker
+		 * compared TreeLSTM with cell-level batching systems instead */
+		snprintf(err, errlen, "graph: model %s is a tree model, which padded graph batching cannot batch "
+		         "(use cellular or serial)", env->model->name);
+		return -1;
+	}
 	if (env->window_ns < 0) {
 		snprintf(err, errlen, "graph: the batching window must be >= 0");
 		return -1;

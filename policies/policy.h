@@ -20,8 +20,10 @@
  *    returns 0 (nothing to run now). It may set *wake_ns to the earliest time
  *    it wants to be asked again (a batching window closing); otherwise it
  *    leaves it alone. A task's members must be distinct requests, at most
- *    env->max_batch of them, and for a NODE task every member's current node
- *    type (pol_req_node) must equal task->node_type.
+ *    env->max_batch cells in all (a member contributes pol_req_cells cells:
+ *    1, or a tree level's width; a lone member may exceed the limit, since
+ *    its level cannot be split), and for a NODE task every member's current
+ *    node type (pol_req_node) must equal task->node_type.
  *  - A policy may return a task while another of its tasks runs on another
  *    device, but never one that includes a request already in flight.
  *  - Latency estimates come from the caller through pol_env (filled from a
@@ -44,6 +46,7 @@ struct pol_request {
 	int64_t first_start_ns;      /* start of its first task, -1 before */
 	uint32_t in_flight;          /* 1 while a task containing it runs */
 	uint32_t node_type_cache;    /* node type at next_node (kept by the caller) */
+	uint32_t cells_cache;        /* cells at next_node: 1, or a tree level's width (kept by the caller) */
 	struct pol_request *pol_next;/* free for the policy's intrusive lists */
 	uint64_t pol_word[2];        /* free for the policy's bookkeeping */
 };
@@ -59,6 +62,7 @@ struct pol_task {
 	uint32_t nreq;               /* members */
 	struct pol_request **reqs;   /* caller-allocated, capacity env->max_batch */
 	uint32_t device;             /* set by the caller */
+	uint32_t cells;              /* set by the caller: the batch the hardware runs (sum of member cells) */
 	int64_t start_ns, end_ns;    /* set by the caller when it starts the task */
 };
 
@@ -81,10 +85,21 @@ struct pol_env {
 	uint32_t bucket_width;           /* --bucket-width (0 = no bucketing) */
 	uint32_t max_tasks;              /* --max-tasks (cellular MaxTasksToSubmit) */
 	double coverage;                 /* --coverage (lazy dec_timesteps) */
+	uint32_t dec_timesteps;          /* decoder steps lazy's Algorithm 1 assumes: the caller sets it to the
+	                                  * --coverage quantile of a profiled output-length sample kept apart
+	                                  * from the run's traffic (sim/cmd_run.c); 0 for a model with no decoder */
 	double topup_threshold;          /* --topup-threshold */
+	uint32_t max_batch_decoder;      /* --max-batch-decoder: cellular/topup batch limit for decoder cells (0 = max_batch) */
 	int64_t sla_ns;                  /* --sla */
 	struct pol_latency lat;
 };
+
+struct pol_stat {                /* one named counter a policy reports per run */
+	const char *name;            /* static string, e.g. "preemptions" */
+	double value;
+};
+
+#define POL_MAX_STATS 16
 
 struct pol_state;  /* a policy's private state, allocated by the caller (state_size bytes, zeroed) */
 
@@ -100,6 +115,9 @@ struct pol_ops {
 	void (*on_task_done)(struct pol_state *st, const struct pol_task *t, int64_t now_ns);
 	int (*next_task)(struct pol_state *st, uint32_t device, int64_t now_ns,
 	                 struct pol_task *task, int64_t *wake_ns);
+	/* optional: fills up to max counters (preemptions, merges, top-ups, ...),
+	 * returns how many; called once after the run */
+	size_t (*stats)(const struct pol_state *st, struct pol_stat *out, size_t max);
 };
 
 /* The registry, in `simbatch list policies` order; lookup by name. */
@@ -108,6 +126,39 @@ const struct pol_ops *pol_find(const char *name);
 
 /* Node type at a request's next position (the caller keeps it current). */
 static inline uint32_t pol_req_node(const struct pol_request *r) { return r->node_type_cache; }
+static inline uint32_t pol_req_cells(const struct pol_request *r) { return r->cells_cache; }
 static inline int pol_req_done(const struct pol_request *r) { return r->next_node >= r->chain_len; }
+
+/* The caller's part of the contract, shared by the simulator (sim/engine.c)
+ * and the live runtime (runtime/live.c) so both keep requests the same way.
+ * At arrival: the chain length and the caches of position 0 from the
+ * request's lengths (chain_len 0 means the model has nothing to run). */
+static inline void pol_req_start(struct pol_request *r, const struct mdl_model *m)
+{
+	r->next_node = 0;
+	r->chain_len = mdl_chain_length(m, r->input_len, r->output_len);
+	if (r->chain_len) {
+		r->node_type_cache = mdl_node_at(m, 0, r->input_len, r->output_len);
+		r->cells_cache = mdl_cells_at(m, 0, r->input_len, r->output_len);
+	}
+}
+
+/* When a task has finished, before on_task_done: each member leaves flight
+ * and moves one node on (NODE) or to its end (GRAPH), caches refreshed. */
+static inline void pol_task_advance(const struct pol_task *t, const struct mdl_model *m)
+{
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		struct pol_request *r = t->reqs[i];
+		r->in_flight = 0;
+		if (t->kind == POL_TASK_GRAPH)
+			r->next_node = r->chain_len;
+		else
+			r->next_node++;
+		if (!pol_req_done(r)) {
+			r->node_type_cache = mdl_node_at(m, r->next_node, r->input_len, r->output_len);
+			r->cells_cache = mdl_cells_at(m, r->next_node, r->input_len, r->output_len);
+		}
+	}
+}
 
 #endif

@@ -6,10 +6,18 @@
 
 extern const struct pol_ops serial_policy_ops;
 extern const struct pol_ops graph_policy_ops;
+extern const struct pol_ops cellular_policy_ops;
+extern const struct pol_ops topup_policy_ops;
+extern const struct pol_ops lazy_policy_ops;
+extern const struct pol_ops oracle_policy_ops;
 
 static const struct pol_ops *const pol_table[] = {
 	&serial_policy_ops,
 	&graph_policy_ops,
+	&cellular_policy_ops,
+	&topup_policy_ops,
+	&lazy_policy_ops,
+	&oracle_policy_ops,
 };
 
 const struct pol_ops *const *pol_registry(size_t *count)

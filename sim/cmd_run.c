@@ -15,9 +15,12 @@
 #include "options.h"
 #include "report.h"
 #include "results.h"
+#include "timeline.h"
 #include "version.h"
 
-#define RUN_DEFAULT_POLICY "graph"   /* DESIGN.md says lazy; lazy is not implemented yet */
+#define RUN_DEFAULT_POLICY "lazy"    /* DESIGN.md section 3 */
+
+#define RUN_MAX_SPAN_S 1e9          /* longest simulated arrival span, seconds */
 
 static const struct opt_def run_opts[] = {
 	{ "policy", OPT_STR, RUN_DEFAULT_POLICY, 0, 0, 0, "batching policy (simbatch list policies)" },
@@ -40,16 +43,27 @@ static const struct opt_def run_opts[] = {
 	{ "bucket-width", OPT_UINT, "0", 0, 1e9, 0, "graph batching length bucket width (0 = no buckets)" },
 	{ "max-tasks", OPT_UINT, "5", 1, 1e6, 0, "tasks in flight per worker (policies that use it)" },
 	{ "coverage", OPT_DOUBLE, "0.9", 0, 1, 1, "fraction of output lengths the slack predictor covers" },
+	{ "profile-len", OPT_STR, NULL, 0, 0, 0, "output lengths the slack predictor is profiled on (default: the model's; drawn apart from the traffic)" },
 	{ "topup-threshold", OPT_DOUBLE, "0.5", 0, 1, 0, "top up when at least this fraction of the batch is free" },
+	{ "max-batch-decoder", OPT_UINT, "0", 0, 65536, 0, "largest batch of decoder cells (cellular, topup; 0 = the max batch)" },
 	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database" },
 	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "do not store the run" },
 	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
 	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "print nothing on success" },
 	{ "requests-out", OPT_STR, NULL, 0, 0, 0, "write id,arrival_s,start_s,finish_s,input_len,output_len per request" },
+	{ "timeline-out", OPT_STR, NULL, 0, 0, 0, "write every task as Chrome trace-event JSON (Perfetto)" },
 	{ "db-requests", OPT_FLAG, NULL, 0, 0, 0, "also store per-request rows in the database" },
+	{ "sweep-point", OPT_STR, NULL, 0, 0, 0, "sweep point key (set by simbatch sweep): stored at most once per database" },
+	{ "dry-run", OPT_FLAG, NULL, 0, 0, 0, "check every input, then exit without simulating" },
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
 };
 #define RUN_NOPTS (sizeof run_opts / sizeof run_opts[0])
+
+const struct opt_def *cmd_run_options(size_t *n)
+{
+	*n = RUN_NOPTS;
+	return run_opts;
+}
 
 static const char run_usage[] =
 	"usage: simbatch [run] [--policy=P] [--rate=R] [--requests=N | --duration=S] [--model=M] [--hw=H] ...\n"
@@ -62,11 +76,13 @@ struct run_inputs {          /* everything a run owns; released by run_inputs_fr
 	struct trc_trace *trace;
 	struct results_db *db;
 	FILE *requests_out;
+	struct timeline *timeline;
 	char input_spec[MDL_SPEC_MAX + 8], output_spec[MDL_SPEC_MAX + 8];
 };
 
 static void run_inputs_free(struct run_inputs *in)
 {
+	timeline_close(in->timeline, 0, NULL, 0);
 	if (in->requests_out)
 		fclose(in->requests_out);
 	results_close(in->db);
@@ -97,6 +113,71 @@ static int run_lengths(const struct opt_set *o, const char *opt, const char *mod
 	return 0;
 }
 
+/* LazyBatching's dec_timesteps (Sec. IV-C): the --coverage quantile of a
+ * profile of output lengths, standing in for the training set the paper
+ * characterizes (30000 WMT sentence pairs, Fig. 11). The profile is
+ * RUN_PROFILE_DRAWS draws from --profile-len (default: the model's own
+ * distribution) by a generator with a fixed seed of its own: a sample kept
+ * apart from the traffic, and the same for every --seed, as a deployment
+ * profiles once. The result is the smallest L that at least a coverage
+ * fraction of the draws do not exceed. */
+#define RUN_PROFILE_DRAWS 30000
+#define RUN_PROFILE_SEED 30000u
+
+static int run_dec_timesteps(const char *spec, double coverage, uint32_t *out, char *err, size_t errlen)
+{
+	struct trc_lengths *d = NULL;
+	char why[400];
+	*out = 0;
+	if (trc_lengths_parse(spec, &d, why, sizeof why) != 0) {
+		snprintf(err, errlen, "--profile-len: %s", why);
+		return -1;
+	}
+	gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+	uint32_t *v = malloc(RUN_PROFILE_DRAWS * sizeof *v);
+	if (!g || !v) {
+		snprintf(err, errlen, "out of memory profiling output lengths");
+		goto done;
+	}
+	gsl_rng_set(g, RUN_PROFILE_SEED);
+	uint32_t hist_max = 0;
+	for (size_t i = 0; i < RUN_PROFILE_DRAWS; i++) {
+		v[i] = trc_lengths_draw(d, g);
+		if (v[i] > hist_max)
+			hist_max = v[i];
+	}
+	/* counting select: the k-th smallest draw, k = ceil(coverage * N) */
+	size_t k = (size_t)ceil(coverage * RUN_PROFILE_DRAWS - 1e-9);
+	if (k < 1)
+		k = 1;
+	if (k > RUN_PROFILE_DRAWS)
+		k = RUN_PROFILE_DRAWS;
+	size_t *count = calloc((size_t)hist_max + 1, sizeof *count);
+	if (!count) {
+		snprintf(err, errlen, "out of memory profiling output lengths");
+		goto done;
+	}
+	for (size_t i = 0; i < RUN_PROFILE_DRAWS; i++)
+		count[v[i]]++;
+	size_t seen = 0;
+	for (uint32_t L = 0; L <= hist_max; L++) {
+		seen += count[L];
+		if (seen >= k) {
+			*out = L;
+			break;
+		}
+	}
+	free(count);
+	if (*out == 0)
+		snprintf(err, errlen, "--profile-len=%s: the profile needs output lengths of at least 1", spec);
+done:
+	free(v);
+	if (g)
+		gsl_rng_free(g);
+	trc_lengths_free(d);
+	return *out ? 0 : -1;
+}
+
 static int run_write_requests(FILE *f, const struct eng_result *res)
 {
 	fprintf(f, "id,arrival_s,start_s,finish_s,input_len,output_len\n");
@@ -108,19 +189,44 @@ static int run_write_requests(FILE *f, const struct eng_result *res)
 	return fflush(f) == 0 && !ferror(f) ? 0 : -1;
 }
 
+static void run_extra_free(struct run_extra *x)
+{
+	free(x->json);
+	free(x->text);
+	x->json = x->text = NULL;
+}
+
+/* The simulated run: the engine. Its errors (a policy that stops, a request
+ * the model cannot run) are the input's fault: exit 2. */
+static int run_simulate(const struct opt_set *o, const struct eng_config *c, struct eng_result *res,
+                        struct run_extra *x, char *err, size_t errlen)
+{
+	(void)o;
+	(void)x;
+	return eng_run(c, res, err, errlen) == 0 ? CLI_OK : CLI_BAD_INPUT;
+}
+
 int cmd_run(int argc, char **argv)
+{
+	const struct run_mode sim = { .usage = run_usage, .opts = run_opts, .nopts = RUN_NOPTS, .live = 0,
+	                              .execute = run_simulate };
+	return cmd_run_mode(argc, argv, &sim);
+}
+
+int cmd_run_mode(int argc, char **argv, const struct run_mode *mode)
 {
 	char err[512] = "";
 	struct opt_set o;
 	struct run_inputs in = { 0 };
 	struct eng_result res = { 0 };
+	struct run_extra extra = { 0 };
 	char *json = NULL;
 	int rc = CLI_BAD_INPUT;
 
-	if (opt_parse(&o, run_opts, RUN_NOPTS, argc, argv, 0, err, sizeof err) != 0)
+	if (opt_parse(&o, mode->opts, mode->nopts, argc, argv, 0, err, sizeof err) != 0)
 		goto fail;
 	if (opt_flag(&o, "help")) {
-		opt_print_help(stdout, run_usage, run_opts, RUN_NOPTS);
+		opt_print_help(stdout, mode->usage, mode->opts, mode->nopts);
 		return 0;
 	}
 	const struct pol_ops *pol = pol_find(opt_str(&o, "policy"));
@@ -173,7 +279,15 @@ int cmd_run(int argc, char **argv)
 	c.env.bucket_width = (uint32_t)opt_uint(&o, "bucket-width");
 	c.env.max_tasks = (uint32_t)opt_uint(&o, "max-tasks");
 	c.env.coverage = opt_double(&o, "coverage");
+	const char *prof = opt_str(&o, "profile-len");
+	if (in.model->uses_output_len || prof) {      /* a given --profile-len is checked even when unused */
+		uint32_t dec = 0;
+		if (run_dec_timesteps(prof ? prof : in.model->output_len_spec, c.env.coverage, &dec, err, sizeof err) != 0)
+			goto fail;
+		c.env.dec_timesteps = in.model->uses_output_len ? dec : 0;
+	}
 	c.env.topup_threshold = opt_double(&o, "topup-threshold");
+	c.env.max_batch_decoder = (uint32_t)opt_uint(&o, "max-batch-decoder");
 	c.env.sla_ns = c.sla_ns;
 	c.keep_request_rows = opt_given(&o, "requests-out") || opt_flag(&o, "db-requests");
 	if (c.env.min_batch > c.env.max_batch) {
@@ -192,6 +306,15 @@ int cmd_run(int argc, char **argv)
 		double last = in.trace->arrival_s[trace_n - 1];
 		c.rate_rps = last > 0 ? trace_n / last : 0;
 		c.requests = trace_n;
+	}
+	/* Simulated time is int64 nanoseconds (292 years); keep arrivals far below
+	 * that so completions after them cannot overflow. */
+	double span_s = in.trace ? in.trace->arrival_s[trace_n - 1]
+	                         : c.requests ? c.requests / c.rate_rps : c.duration_s;
+	if (span_s > RUN_MAX_SPAN_S) {
+		snprintf(err, sizeof err, "the arrivals would span about %.3g s of simulated time (limit %.0e s); "
+		         "raise --rate or lower --requests / --duration", span_s, RUN_MAX_SPAN_S);
+		goto fail;
 	}
 	if (c.warmup >= (in.trace ? trace_n : c.requests ? c.requests : UINT64_MAX)) {
 		snprintf(err, sizeof err, "--warmup=%llu leaves no request to measure", (unsigned long long)c.warmup);
@@ -217,13 +340,25 @@ int cmd_run(int argc, char **argv)
 		snprintf(err, sizeof err, "cannot write --requests-out '%s'", req_out);
 		goto fail;
 	}
+	const char *tl_path = opt_str(&o, "timeline-out");
+	if (tl_path && timeline_open(tl_path, in.model, c.workers, &in.timeline, err, sizeof err) != 0)
+		goto fail;
+	c.timeline = in.timeline;
 	int use_db = !opt_flag(&o, "no-db");
 	if (use_db && results_open(opt_str(&o, "db"), &in.db, err, sizeof err) != 0)
 		goto fail;
 
+	if (mode->check && (rc = mode->check(&o, &c, err, sizeof err)) != CLI_OK)
+		goto fail;
+	rc = CLI_BAD_INPUT;
+	if (opt_flag(&o, "dry-run")) {
+		/* sweeps check every configuration this way before running any */
+		run_inputs_free(&in);
+		return 0;
+	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (eng_run(&c, &res, err, sizeof err) != 0)
+	if ((rc = mode->execute(&o, &c, &res, &extra, err, sizeof err)) != CLI_OK)
 		goto fail;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 
@@ -232,6 +367,7 @@ int cmd_run(int argc, char **argv)
 		.arrival_cv = in.trace ? 0 : c.arrival_cv, .seed = c.seed, .warmup = c.warmup,
 		.workers = c.workers, .max_batch = c.env.max_batch, .sla_ms = opt_double(&o, "sla"),
 		.wall_s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9, .run_id = -1, .res = &res,
+		.model_def = in.model, .extra_json = extra.json,
 	};
 	rc = CLI_FAILED;
 	if (in.requests_out) {
@@ -240,30 +376,47 @@ int cmd_run(int argc, char **argv)
 			goto fail;
 		}
 	}
+	if (in.timeline) {
+		struct timeline *tl = in.timeline;
+		in.timeline = NULL;
+		if (timeline_close(tl, 1, err, sizeof err) != 0)
+			goto fail;
+	}
 	if (use_db) {
 		json = report_json(&rep, 0);
-		struct results_kv cfg[RUN_NOPTS + 4];
+		struct results_kv cfg[OPT_MAX + 4 + RUN_EXTRA_MAX];
 		char mb[32];
 		size_t ncfg = 0;
-		for (size_t i = 0; i < RUN_NOPTS; i++)
-			if (o.values[i] && strcmp(run_opts[i].name, "help") != 0)
-				cfg[ncfg++] = (struct results_kv){ run_opts[i].name, o.values[i] };
+		for (size_t i = 0; i < mode->nopts; i++)
+			if (o.values[i] && strcmp(mode->opts[i].name, "help") != 0)
+				cfg[ncfg++] = (struct results_kv){ mode->opts[i].name, o.values[i] };
+		for (size_t i = 0; i < extra.ncfg; i++)
+			cfg[ncfg++] = (struct results_kv){ extra.cfg_key[i], extra.cfg_value[i] };
 		snprintf(mb, sizeof mb, "%u", c.env.max_batch);
 		cfg[ncfg++] = (struct results_kv){ "effective.max-batch", mb };
 		if (!in.trace) {
 			cfg[ncfg++] = (struct results_kv){ "effective.input-len", in.input_spec };
 			cfg[ncfg++] = (struct results_kv){ "effective.output-len", in.output_spec };
 		}
+		struct results_stat stats[POL_MAX_STATS + 256];
+		char stat_names[POL_MAX_STATS + 256][80];
+		size_t nstats = report_stats(&rep, stats, stat_names, sizeof stats / sizeof stats[0]);
 		struct results_run run = {
 			.policy = rep.policy, .model = rep.model, .hw = rep.hw, .rate_rps = rep.rate_rps,
 			.seed = c.seed, .sla_ms = rep.sla_ms, .requests = res.issued, .completed = res.completed,
 			.throughput_rps = res.throughput_rps, .mean_batch = res.mean_batch, .events = res.events,
-			.wall_s = rep.wall_s, .live = 0, .code_version = SIMBATCH_VERSION,
+			.wall_s = rep.wall_s, .live = mode->live, .code_version = SIMBATCH_VERSION,
 			.summary_json = json ? json : "{}", .summary = &res.summary, .nconfig = ncfg, .config = cfg,
 			.nrequest_rows = opt_flag(&o, "db-requests") ? res.nrows : 0, .request_rows = res.rows,
+			.once_key = opt_str(&o, "sweep-point") ? "sweep-point" : NULL,
+			.nstats = nstats, .stats = stats,
 		};
-		if (results_write_run(in.db, &run, &rep.run_id, err, sizeof err) != 0)
+		int wrc = results_write_run(in.db, &run, &rep.run_id, err, sizeof err);
+		if (wrc < 0)
 			goto fail;
+		if (wrc == 1 && !opt_flag(&o, "quiet"))
+			fprintf(stderr, "simbatch: sweep point already stored as run %lld; not stored again\n",
+			        (long long)rep.run_id);
 	}
 	if (opt_flag(&o, "json")) {
 		char *full = report_json(&rep, 1);
@@ -275,14 +428,18 @@ int cmd_run(int argc, char **argv)
 		free(full);
 	} else if (!opt_flag(&o, "quiet")) {
 		report_text(stdout, &rep);
+		if (extra.text)
+			fputs(extra.text, stdout);
 	}
 	free(json);
+	run_extra_free(&extra);
 	eng_result_free(&res);
 	run_inputs_free(&in);
-	return 0;
+	return extra.exit_code;
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
 	free(json);
+	run_extra_free(&extra);
 	eng_result_free(&res);
 	run_inputs_free(&in);
 	return rc;

@@ -1,8 +1,9 @@
 /* sim/engine.c: the event loop of one simulated run (DESIGN.md section 2).
  *
- * Time is integer nanoseconds. The pending-event set holds at most one future
- * arrival (arrivals are generated one ahead, so memory does not grow with the
- * run length), one completion per busy device, and policy wake-ups. All
+ * Time is integer nanoseconds. Arrivals are generated one ahead and the one
+ * pending arrival waits beside the event queue, not in it (the loop takes
+ * whichever of the two comes first in evq_before's order): memory does not
+ * grow with the run, and the queue holds only completions and wake-ups. All
  * events of one instant are delivered to the policy before any idle device
  * asks it for work, so requests arriving together can be batched together.
  */
@@ -15,6 +16,7 @@
 #include "engine.h"
 #include "evq.h"
 #include "rng.h"
+#include "timeline.h"
 
 #define ENG_POOL_CHUNK 4096
 
@@ -43,15 +45,20 @@ struct eng {
 	struct eng_pool_chunk *chunks;
 	struct pol_request *free_reqs;  /* free list through pol_next */
 
+	struct event arrival;           /* the next arrival, when arrival_pending */
+	int arrival_pending;
 	uint64_t next_id;               /* id of the next arrival */
 	double next_arrival_s;          /* generated arrivals: time of the next one */
 	int arrivals_done;              /* no more arrivals will be scheduled */
 	int64_t wake_pending_ns;        /* earliest scheduled wake-up, INT64_MAX if none */
 
 	uint64_t completed, measured, tasks, task_members, events;
+	uint64_t *node_tasks, *node_cells;  /* per node type: NODE tasks and their cells */
+	uint64_t graph_tasks, graph_members;
 	int64_t busy_ns;
 	int64_t first_measured_arrival_ns, last_finish_ns, now_ns;
 
+	struct timeline *timeline;      /* not owned; NULL unless --timeline-out */
 	struct results_request_row *rows;
 	size_t rows_cap;
 	char *err;
@@ -94,7 +101,7 @@ static int eng_schedule_arrival(struct eng *e)
 			e->arrivals_done = 1;
 			return 0;
 		}
-		t_ns = llround(c->trace->arrival_s[e->next_id] * 1e9);
+		t_ns = (int64_t)(c->trace->arrival_s[e->next_id] * 1e9 + 0.5);
 	} else {
 		if (e->next_id > 0)
 			e->next_arrival_s += trc_arrivals_next_gap_s(&e->arrivals, e->rng_arrivals);
@@ -103,14 +110,33 @@ static int eng_schedule_arrival(struct eng *e)
 			e->arrivals_done = 1;
 			return 0;
 		}
-		t_ns = llround(e->next_arrival_s * 1e9);
+		t_ns = (int64_t)(e->next_arrival_s * 1e9 + 0.5);
 	}
-	struct event ev = { .time_ns = t_ns, .key = e->next_id, .kind = EV_ARRIVAL };
-	if (evq_push(e->q, ev) != 0) {
-		snprintf(e->err, e->errlen, "out of memory in the event queue");
-		return -1;
-	}
+	e->arrival = (struct event){ .time_ns = t_ns, .key = e->next_id, .kind = EV_ARRIVAL };
+	e->arrival_pending = 1;
 	return 0;
+}
+
+/* The earliest pending event in the one total order, or NULL. */
+static const struct event *eng_peek(const struct eng *e)
+{
+	const struct event *top = evq_peek(e->q);
+	if (e->arrival_pending && (!top || evq_before(&e->arrival, top)))
+		return &e->arrival;
+	return top;
+}
+
+static int eng_pop(struct eng *e, struct event *ev)
+{
+	const struct event *next = eng_peek(e);
+	if (!next)
+		return 0;
+	if (next == &e->arrival) {
+		*ev = e->arrival;
+		e->arrival_pending = 0;
+		return 1;
+	}
+	return evq_pop(e->q, ev);
 }
 
 static int eng_on_arrival(struct eng *e, const struct event *ev)
@@ -132,14 +158,13 @@ static int eng_on_arrival(struct eng *e, const struct event *ev)
 		r->input_len = m->uses_input_len ? trc_lengths_draw(c->input_len, e->rng_lengths) : 0;
 		r->output_len = m->uses_output_len ? trc_lengths_draw(c->output_len, e->rng_lengths) : 0;
 	}
-	r->chain_len = mdl_chain_length(m, r->input_len, r->output_len);
+	pol_req_start(r, m);
 	if (r->chain_len == 0) {
 		snprintf(e->err, e->errlen, "request %llu (input_len %u, output_len %u) gives model %s no node to run",
 		         (unsigned long long)r->id, r->input_len, r->output_len, m->name);
 		eng_req_release(e, r);
 		return -1;
 	}
-	r->node_type_cache = mdl_node_at(m, 0, r->input_len, r->output_len);
 	e->next_id++;
 	c->policy->on_arrival(e->pol, r, ev->time_ns);
 	return eng_schedule_arrival(e);
@@ -172,16 +197,7 @@ static int eng_on_task_done(struct eng *e, const struct event *ev)
 	struct eng_device *d = &e->devices[ev->aux];
 	struct pol_task *t = &d->task;
 	assert(d->busy);
-	for (uint32_t i = 0; i < t->nreq; i++) {
-		struct pol_request *r = t->reqs[i];
-		r->in_flight = 0;
-		if (t->kind == POL_TASK_GRAPH)
-			r->next_node = r->chain_len;
-		else
-			r->next_node++;
-		if (!pol_req_done(r))
-			r->node_type_cache = mdl_node_at(m, r->next_node, r->input_len, r->output_len);
-	}
+	pol_task_advance(t, m);
 	d->busy = 0;
 	e->c->policy->on_task_done(e->pol, t, ev->time_ns);
 	for (uint32_t i = 0; i < t->nreq; i++) {
@@ -215,7 +231,7 @@ static int eng_start_task(struct eng *e, uint32_t dev, int64_t now_ns)
 	struct pol_task *t = &d->task;
 	assert(t->nreq >= 1 && t->nreq <= e->env.max_batch);
 	uint64_t key = UINT64_MAX;
-	uint32_t max_in = 0, max_out = 0;
+	uint32_t max_in = 0, max_out = 0, cells = 0;
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
 		assert(!r->in_flight && !pol_req_done(r));
@@ -229,10 +245,21 @@ static int eng_start_task(struct eng *e, uint32_t dev, int64_t now_ns)
 			max_in = r->input_len;
 		if (r->output_len > max_out)
 			max_out = r->output_len;
+		cells += pol_req_cells(r);
 	}
-	int64_t dur_ns = t->kind == POL_TASK_GRAPH
-		? eng_latency_graph_ns(e->lat, t->nreq, max_in, max_out)
-		: eng_latency_node_ns(e->lat, t->node_type, t->nreq);
+	int64_t dur_ns;
+	if (t->kind == POL_TASK_GRAPH) {
+		t->cells = t->nreq;
+		dur_ns = eng_latency_graph_ns(e->lat, t->nreq, max_in, max_out);
+		e->graph_tasks++;
+		e->graph_members += t->nreq;
+	} else {
+		assert(cells <= e->env.max_batch || t->nreq == 1);
+		t->cells = cells;
+		dur_ns = eng_latency_node_ns(e->lat, t->node_type, cells);
+		e->node_tasks[t->node_type]++;
+		e->node_cells[t->node_type] += cells;
+	}
 	t->device = dev;
 	t->start_ns = now_ns;
 	t->end_ns = now_ns + dur_ns;
@@ -240,6 +267,10 @@ static int eng_start_task(struct eng *e, uint32_t dev, int64_t now_ns)
 	e->tasks++;
 	e->task_members += t->nreq;
 	e->busy_ns += dur_ns;
+	if (e->timeline && timeline_task(e->timeline, t) != 0) {
+		snprintf(e->err, e->errlen, "error writing the timeline");
+		return -1;
+	}
 	struct event ev = { .time_ns = t->end_ns, .key = key, .kind = EV_TASK_DONE, .aux = dev };
 	if (evq_push(e->q, ev) != 0) {
 		snprintf(e->err, e->errlen, "out of memory in the event queue");
@@ -294,14 +325,14 @@ static int eng_loop(struct eng *e)
 	struct event ev;
 	if (eng_schedule_arrival(e) != 0)
 		return -1;
-	while (evq_pop(e->q, &ev)) {
+	while (eng_pop(e, &ev)) {
 		int64_t now = ev.time_ns;
 		e->now_ns = now;
 		if (eng_handle(e, &ev) != 0)
 			return -1;
 		const struct event *nx;
-		while ((nx = evq_peek(e->q)) && nx->time_ns == now) {
-			evq_pop(e->q, &ev);
+		while ((nx = eng_peek(e)) && nx->time_ns == now) {
+			eng_pop(e, &ev);
 			if (eng_handle(e, &ev) != 0)
 				return -1;
 		}
@@ -340,6 +371,26 @@ static void eng_teardown(struct eng *e)
 	if (e->rng_lengths)
 		gsl_rng_free(e->rng_lengths);
 	free(e->rows);
+	free(e->node_tasks);
+	free(e->node_cells);
+}
+
+/* Largest batch (cells) a task may run: the max batch, or for a tree model
+ * the widest tree level if a lone request's level is wider. */
+static uint32_t eng_max_cells(const struct eng_config *c)
+{
+	uint32_t cells = c->env.max_batch;
+	if (!c->model->is_tree)
+		return cells;
+	uint32_t leaves = 0;
+	if (c->trace) {
+		for (size_t i = 0; i < c->trace->n; i++)
+			if (c->trace->input_len[i] > leaves)
+				leaves = c->trace->input_len[i];
+	} else {
+		leaves = trc_lengths_max(c->input_len);
+	}
+	return leaves > cells ? leaves : cells;
 }
 
 int eng_run(const struct eng_config *c, struct eng_result *res, char *err, size_t errlen)
@@ -353,7 +404,7 @@ int eng_run(const struct eng_config *c, struct eng_result *res, char *err, size_
 		snprintf(err, errlen, "workers and max batch must be at least 1");
 		return -1;
 	}
-	e.lat = eng_latency_create(c->model, c->hw, c->env.max_batch, err, errlen);
+	e.lat = eng_latency_create(c->model, c->hw, eng_max_cells(c), err, errlen);
 	if (!e.lat)
 		goto fail;
 	e.env.lat = (struct pol_latency){ .ctx = e.lat, .node_ns = eng_latency_node_ns,
@@ -368,8 +419,12 @@ int eng_run(const struct eng_config *c, struct eng_result *res, char *err, size_
 	e.rng_arrivals = rng_create(c->seed, RNG_ARRIVALS);
 	e.rng_lengths = rng_create(c->seed, RNG_LENGTHS);
 	e.devices = calloc(c->workers, sizeof *e.devices);
+	e.node_tasks = calloc(c->model->nnodes, sizeof *e.node_tasks);
+	e.node_cells = calloc(c->model->nnodes, sizeof *e.node_cells);
+	e.timeline = c->timeline;
 	e.pol = calloc(1, c->policy->state_size ? c->policy->state_size : 1);
-	if (!e.q || !e.metrics || !e.rng_arrivals || !e.rng_lengths || !e.devices || !e.pol) {
+	if (!e.q || !e.metrics || !e.rng_arrivals || !e.rng_lengths || !e.devices || !e.pol ||
+	    !e.node_tasks || !e.node_cells) {
 		snprintf(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
@@ -398,6 +453,14 @@ int eng_run(const struct eng_config *c, struct eng_result *res, char *err, size_
 	res->throughput_rps = e.measured && span_ns > 0 ? (double)e.measured / (span_ns * 1e-9) : 0.0;
 	res->busy_fraction = e.now_ns > 0 ? (double)e.busy_ns / ((double)e.now_ns * c->workers) : 0.0;
 	metrics_finish(e.metrics, c->sla_ns, &res->summary);
+	if (c->policy->stats)
+		res->npolicy_stats = c->policy->stats((const struct pol_state *)e.pol, res->policy_stats, POL_MAX_STATS);
+	res->nnodes = c->model->nnodes;
+	res->node_tasks = e.node_tasks;
+	res->node_cells = e.node_cells;
+	res->graph_tasks = e.graph_tasks;
+	res->graph_members = e.graph_members;
+	e.node_tasks = e.node_cells = NULL;
 	if (c->keep_request_rows) {
 		res->rows = e.rows;
 		res->nrows = e.completed;
@@ -413,6 +476,9 @@ fail:
 
 void eng_result_free(struct eng_result *res)
 {
+	free(res->node_tasks);
+	free(res->node_cells);
+	res->node_tasks = res->node_cells = NULL;
 	free(res->rows);
 	res->rows = NULL;
 	res->nrows = 0;
@@ -422,11 +488,14 @@ double eng_capacity_rps(const struct mdl_model *m, const struct hw_model *hw, ui
                         uint32_t max_batch, uint32_t input_len, uint32_t output_len,
                         char *err, size_t errlen)
 {
-	struct eng_latency *l = eng_latency_create(m, hw, max_batch, err, errlen);
+	/* A tree's level runs as one batch of its cells: a graph batch of b trees
+	 * needs b * leaves cells, so only batches whose leaves fit are priced. */
+	uint32_t cells = m->is_tree && input_len > max_batch ? input_len : max_batch;
+	struct eng_latency *l = eng_latency_create(m, hw, cells, err, errlen);
 	if (!l)
 		return -1;
 	double best = 0;
-	for (uint32_t b = 1; b <= max_batch; b++) {
+	for (uint32_t b = 1; b <= max_batch && (b == 1 || !m->is_tree || (uint64_t)b * input_len <= cells); b++) {
 		double rps = b / (eng_latency_graph_ns(l, b, input_len, output_len) * 1e-9);
 		if (rps > best)
 			best = rps;

@@ -23,6 +23,8 @@
 #include "results.h"
 #include "latency.h"
 
+struct timeline;
+
 struct eng_config {
 	const struct pol_ops *policy;
 	struct pol_env env;                 /* knobs; model, workers and lat are filled by the engine */
@@ -40,6 +42,7 @@ struct eng_config {
 	const struct trc_trace *trace;      /* not owned; NULL for generated arrivals */
 	int64_t sla_ns;
 	int keep_request_rows;              /* record per-request rows (for --requests-out / the db) */
+	struct timeline *timeline;          /* not owned; every task is written to it when set */
 };
 
 struct eng_result {
@@ -52,6 +55,13 @@ struct eng_result {
 	double throughput_rps;      /* measured completions / (last finish - first measured arrival) */
 	double busy_fraction;       /* device-busy time / (workers * sim_end) */
 	struct metrics_summary summary;
+	struct pol_stat policy_stats[POL_MAX_STATS]; /* the policy's own counters */
+	size_t npolicy_stats;
+	uint32_t nnodes;            /* per node type (owned arrays of nnodes): */
+	uint64_t *node_tasks;       /*   NODE tasks run */
+	uint64_t *node_cells;       /*   cells they ran (mean batch = cells / tasks) */
+	uint64_t graph_tasks;       /* whole-graph tasks */
+	uint64_t graph_members;     /* requests in them */
 	size_t nrows;               /* per-request rows, id order (when keep_request_rows) */
 	struct results_request_row *rows;
 };

@@ -8,6 +8,7 @@
 #include "latency.h"
 
 struct eng_latency {
+	const struct mdl_model *model;  /* not owned: tree levels for graph latencies */
 	uint32_t ntypes;
 	uint32_t max_batch;
 	int64_t *node_ns;        /* [type * (max_batch+1) + b] */
@@ -23,12 +24,14 @@ static int64_t lat_round_ns(double s)
 }
 
 struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
-                                       uint32_t max_batch, char *err, size_t errlen)
+                                       uint32_t max_cells, char *err, size_t errlen)
 {
 	struct eng_latency *l = calloc(1, sizeof *l);
 	if (!l)
 		goto oom;
+	uint32_t max_batch = max_cells;
 	size_t stride = (size_t)max_batch + 1;
+	l->model = m;
 	l->ntypes = m->nnodes;
 	l->max_batch = max_batch;
 	l->node_ns = calloc((size_t)m->nnodes * stride, sizeof *l->node_ns);
@@ -52,7 +55,8 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 			switch (m->nodes[t].kind) {
 			case MDL_ENCODER: l->encoder_ns[b] += ns; break;
 			case MDL_DECODER: l->decoder_ns[b] += ns; break;
-			default: l->static_ns[b] += ns; break;
+			case MDL_STATIC: l->static_ns[b] += ns; break;
+			default: break;  /* tree cells: priced per level in graph_ns */
 			}
 		}
 	}
@@ -75,6 +79,11 @@ void eng_latency_destroy(struct eng_latency *l)
 	free(l);
 }
 
+uint32_t eng_latency_max_cells(const struct eng_latency *l)
+{
+	return l->max_batch;
+}
+
 int64_t eng_latency_node_ns(void *ctx, uint32_t node_type, uint32_t batch)
 {
 	const struct eng_latency *l = ctx;
@@ -86,6 +95,17 @@ int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint
 {
 	const struct eng_latency *l = ctx;
 	assert(batch >= 1 && batch <= l->max_batch);
-	return l->static_ns[batch] + l->encoder_ns[batch] * (int64_t)input_len +
-	       l->decoder_ns[batch] * (int64_t)output_len;
+	int64_t ns = l->static_ns[batch] + l->encoder_ns[batch] * (int64_t)input_len +
+	             l->decoder_ns[batch] * (int64_t)output_len;
+	if (l->model->is_tree) {
+		/* every level of the largest tree, all members' cells of a level in one batch */
+		uint64_t n = mdl_chain_length(l->model, input_len, output_len);
+		for (uint64_t pos = 0; pos < n; pos++) {
+			uint32_t t = mdl_node_at(l->model, pos, input_len, output_len);
+			enum mdl_kind k = l->model->nodes[t].kind;
+			if (k == MDL_LEAF || k == MDL_INTERNAL)
+				ns += eng_latency_node_ns(ctx, t, batch * mdl_cells_at(l->model, pos, input_len, output_len));
+		}
+	}
+	return ns;
 }

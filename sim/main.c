@@ -16,6 +16,12 @@ static const struct cli_command commands[] = {
 	{ "list", cmd_list, "list models | policies | hw" },
 	{ "model-info", cmd_model_info, "per-node latency table of a model on a hardware model" },
 	{ "hw-info", cmd_hw_info, "one GEMM's cycles and time on a hardware model" },
+	{ "compare", cmd_compare, "compare two runs' latency CDFs (exit 1 on regression)" },
+	{ "live", cmd_live, "the same run on real kernels, on the wall clock (simbatch live --help)" },
+	{ "calibrate", cmd_calibrate, "run microbenchmarks, write a calibration table (--device=cpu|gpu)" },
+	{ "sweep", cmd_sweep, "run a sweep file's grid of runs (parallel, resumable); --summary, --export" },
+	{ "capacity", cmd_capacity, "highest Poisson rate whose p99 latency meets --sla (bisection)" },
+	{ "merge", cmd_merge, "fold results database shards into one, without duplicates" },
 };
 
 static void main_usage(FILE *f)

@@ -2,6 +2,8 @@
  * enough digits to compare runs, and identical text for identical doubles,
  * which is what the determinism check compares. */
 #include <stdlib.h>
+#include <stdint.h>
+#include "json.h"
 #include "report.h"
 
 char *report_json(const struct report_run *r, int with_run_fields)
@@ -13,8 +15,13 @@ char *report_json(const struct report_run *r, int with_run_fields)
 		return NULL;
 	const struct eng_result *res = r->res;
 	const struct metrics_summary *s = &res->summary;
-	fprintf(f, "{\"policy\":\"%s\",\"model\":\"%s\",\"hw\":\"%s\",\"rate_rps\":%.10g,\"seed\":%llu,",
-	        r->policy, r->model, r->hw, r->rate_rps, (unsigned long long)r->seed);
+	fputs("{\"policy\":", f);
+	json_write_string(f, r->policy);
+	fputs(",\"model\":", f);
+	json_write_string(f, r->model);
+	fputs(",\"hw\":", f);
+	json_write_string(f, r->hw);
+	fprintf(f, ",\"rate_rps\":%.10g,\"seed\":%llu,", r->rate_rps, (unsigned long long)r->seed);
 	fprintf(f, "\"requests\":%llu,\"completed\":%llu,\"measured\":%llu,\"warmup\":%llu,"
 	        "\"throughput_rps\":%.10g,",
 	        (unsigned long long)res->issued, (unsigned long long)res->completed,
@@ -29,6 +36,18 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	fprintf(f, "\"workers\":%u,\"max_batch\":%u,\"arrival_cv\":%.10g,\"sim_time_s\":%.10g,"
 	        "\"busy_fraction\":%.10g",
 	        r->workers, r->max_batch, r->arrival_cv, res->sim_end_s, res->busy_fraction);
+	fprintf(f, ",\"policy_stats\":{");
+	struct results_stat st[POL_MAX_STATS + 256];
+	char names[POL_MAX_STATS + 256][80];
+	size_t n = report_stats(r, st, names, sizeof st / sizeof st[0]);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? "," : "", f);
+		json_write_string(f, st[i].key);
+		fprintf(f, ":%.10g", st[i].value);
+	}
+	fputc('}', f);
+	if (r->extra_json && *r->extra_json)
+		fprintf(f, ",%s", r->extra_json);
 	if (with_run_fields) {
 		fprintf(f, ",\"wall_s\":%.6f,", r->wall_s);
 		if (r->run_id >= 0)
@@ -42,6 +61,26 @@ char *report_json(const struct report_run *r, int with_run_fields)
 		return NULL;
 	}
 	return buf;
+}
+
+size_t report_stats(const struct report_run *r, struct results_stat *out, char (*names)[80], size_t max)
+{
+	const struct eng_result *res = r->res;
+	size_t n = 0;
+	if (n < max)
+		out[n++] = (struct results_stat){ "tasks", (double)res->tasks };
+	for (size_t i = 0; i < res->npolicy_stats && n < max; i++)
+		out[n++] = (struct results_stat){ res->policy_stats[i].name, res->policy_stats[i].value };
+	if (res->graph_tasks && n < max)
+		out[n++] = (struct results_stat){ "mean_batch.graph", (double)res->graph_members / res->graph_tasks };
+	for (uint32_t t = 0; t < res->nnodes && n < max; t++) {
+		if (!res->node_tasks[t])
+			continue;
+		snprintf(names[n], sizeof names[n], "mean_batch.%s", r->model_def->nodes[t].name);
+		out[n] = (struct results_stat){ names[n], (double)res->node_cells[t] / res->node_tasks[t] };
+		n++;
+	}
+	return n;
 }
 
 void report_text(FILE *f, const struct report_run *r)

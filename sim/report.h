@@ -19,7 +19,15 @@ struct report_run {
 	double wall_s;
 	int64_t run_id;             /* -1: not stored */
 	const struct eng_result *res;
+	const struct mdl_model *model_def;  /* node names for per-node statistics */
+	const char *extra_json;             /* members appended to the JSON object ("k":v,...), or NULL (live runs) */
 };
+
+/* The run's statistics as key/value rows (policy counters, tasks, mean batch
+ * per node type), for the results database. Fills up to max; returns count.
+ * Keys point into static strings or into names[] (caller-provided scratch of
+ * max entries). */
+size_t report_stats(const struct report_run *r, struct results_stat *out, char (*names)[80], size_t max);
 
 /* The JSON object, one line, no trailing newline; malloc'd (caller frees);
  * NULL on allocation failure. with_run_fields = 0 leaves out wall_s and

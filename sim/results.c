@@ -79,7 +79,12 @@ static const char results_schema_sql[] =
 	"  finish_s REAL,\n"
 	"  input_len INTEGER,\n"
 	"  output_len INTEGER,\n"
-	"  PRIMARY KEY(run_id, id)) WITHOUT ROWID;\n";
+	"  PRIMARY KEY(run_id, id)) WITHOUT ROWID;\n"
+	"CREATE TABLE run_stats(\n"
+	"  run_id INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,\n"
+	"  key TEXT NOT NULL,\n"
+	"  value REAL,\n"
+	"  PRIMARY KEY(run_id, key)) WITHOUT ROWID;\n";
 
 static const char sql_insert_meta[] = "INSERT INTO simbatch_meta(key, value) VALUES(?1, ?2)";
 static const char sql_insert_run[] =
@@ -93,6 +98,7 @@ static const char sql_insert_metrics[] =
 	" max_ms, min_ms, queue_mean_ms, queue_p99_ms, sla_violation_rate)"
 	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 static const char sql_insert_cdf[] = "INSERT INTO run_cdf(run_id, quantile, latency_ms) VALUES(?1, ?2, ?3)";
+static const char sql_insert_stat[] = "INSERT INTO run_stats(run_id, key, value) VALUES(?1, ?2, ?3)";
 static const char sql_insert_request[] =
 	"INSERT INTO run_requests(run_id, id, arrival_s, start_s, finish_s, input_len, output_len)"
 	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -108,6 +114,7 @@ struct results_db {
 	sqlite3_stmt *ins_metrics;
 	sqlite3_stmt *ins_cdf;
 	sqlite3_stmt *ins_request;
+	sqlite3_stmt *ins_stat;
 };
 
 enum db_kind {
@@ -249,6 +256,7 @@ static void results_free(struct results_db *r)
 	sqlite3_finalize(r->ins_metrics);
 	sqlite3_finalize(r->ins_cdf);
 	sqlite3_finalize(r->ins_request);
+	sqlite3_finalize(r->ins_stat);
 	sqlite3_close(r->db);
 	free(r->path);
 	free(r);
@@ -326,7 +334,10 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 			goto not_writable;
 		rollback(r->db);
 	}
-	if (sqlite3_exec(r->db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL) != SQLITE_OK) {
+	/* In WAL mode NORMAL keeps the database consistent after a crash and only
+	 * risks the last commits on power loss, and saves an fsync per run, which
+	 * dominates the cost of a short run in a sweep. */
+	if (sqlite3_exec(r->db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK) {
 		set_err(err, errlen, "cannot configure results database '%s': %s", path, sqlite3_errmsg(r->db));
 		goto fail;
 	}
@@ -335,7 +346,8 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	    sqlite3_prepare_v2(r->db, sql_insert_config, -1, &r->ins_config, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_metrics, -1, &r->ins_metrics, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_cdf, -1, &r->ins_cdf, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(r->db, sql_insert_request, -1, &r->ins_request, NULL) != SQLITE_OK) {
+	    sqlite3_prepare_v2(r->db, sql_insert_request, -1, &r->ins_request, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db, sql_insert_stat, -1, &r->ins_stat, NULL) != SQLITE_OK) {
 		set_err(err, errlen, "results database '%s' does not match schema version %d: %s", path,
 		        RESULTS_SCHEMA_VERSION, sqlite3_errmsg(r->db));
 		goto fail;
@@ -385,6 +397,34 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
+/* Inside the write transaction: 1 with *run_id when a run already has the
+ * run's once_key value, 0 when none has, -1 with err. */
+static int find_once(struct results_db *db, const struct results_run *run, int64_t *run_id,
+                     char *err, size_t errlen)
+{
+	const char *value = NULL;
+	for (size_t i = 0; i < run->nconfig; i++)
+		if (strcmp(run->config[i].key, run->once_key) == 0)
+			value = run->config[i].value;
+	if (!value)
+		return 0;
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db->db, "SELECT run_id FROM run_config WHERE key = ?1 AND value = ?2 LIMIT 1",
+	                            -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, run->once_key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+	}
+	if (rc == SQLITE_ROW)
+		*run_id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc == SQLITE_ROW;
+	set_err(err, errlen, "cannot write run to results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	return -1;
+}
+
 int results_write_run(struct results_db *db, const struct results_run *run, int64_t *run_id,
                       char *err, size_t errlen)
 {
@@ -398,6 +438,13 @@ int results_write_run(struct results_db *db, const struct results_run *run, int6
 		set_err(err, errlen, "cannot write run to results database '%s': %s", db->path,
 		        sqlite3_errmsg(db->db));
 		return -1;
+	}
+	if (run->once_key) {
+		int found = find_once(db, run, run_id, err, errlen);
+		if (found != 0) {
+			rollback(db->db);
+			return found;
+		}
 	}
 
 	sqlite3_stmt *st = db->ins_run;
@@ -447,6 +494,15 @@ int results_write_run(struct results_db *db, const struct results_run *run, int6
 	for (int i = 0; i < METRICS_CDF_POINTS; i++) {
 		sqlite3_bind_double(st, 2, (double)(i + 1) / METRICS_CDF_POINTS);
 		sqlite3_bind_double(st, 3, s->cdf_ms[i]);
+		if (step_insert(db, st, err, errlen) < 0)
+			goto fail;
+	}
+
+	st = db->ins_stat;
+	sqlite3_bind_int64(st, 1, id);
+	for (size_t i = 0; i < run->nstats; i++) {
+		bind_text(st, 2, run->stats[i].key);
+		sqlite3_bind_double(st, 3, run->stats[i].value);
 		if (step_insert(db, st, err, errlen) < 0)
 			goto fail;
 	}
@@ -525,5 +581,167 @@ int results_read_cdf(struct results_db *db, int64_t run_id, double *cdf_ms, char
 sql_fail:
 	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
 	sqlite3_finalize(st);
+	return -1;
+}
+
+/* ---- reading: compare and plots open a database without changing it ---- */
+
+int results_open_readonly(const char *path, struct results_db **out, char *err, size_t errlen)
+{
+	char *version = NULL;
+	*out = NULL;
+	struct results_db *r = calloc(1, sizeof(*r));
+	if (!r || !(r->path = strdup(path))) {
+		set_err(err, errlen, "cannot open results database '%s': out of memory", path);
+		goto fail;
+	}
+	/* never SQLITE_OPEN_CREATE: a mistyped path must not leave an empty database behind */
+	int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		set_err(err, errlen, "cannot open results database '%s': %s", path,
+		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable"
+		        : r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	sqlite3_busy_timeout(r->db, RESULTS_BUSY_TIMEOUT_MS);
+	switch (classify(r, &version, err, errlen)) {
+	case DB_ERROR:
+		goto fail;
+	case DB_EMPTY:
+	case DB_FOREIGN:
+		set_err(err, errlen, "'%s' is not a simbatch results database", path);
+		goto fail;
+	case DB_OTHER_VERSION:
+		set_err(err, errlen, "results database '%s' has schema version %s; this simbatch reads version %d",
+		        path, version, RESULTS_SCHEMA_VERSION);
+		goto fail;
+	case DB_OURS:
+		break;
+	}
+	*out = r;
+	return 0;
+fail:
+	free(version);
+	results_free(r);
+	return -1;
+}
+
+static void copy_column(sqlite3_stmt *st, int col, char *dst, size_t len)
+{
+	const unsigned char *v = sqlite3_column_text(st, col);
+	snprintf(dst, len, "%s", v ? (const char *)v : "");
+}
+
+int results_read_run_info(struct results_db *db, int64_t run_id, struct results_run_info *out,
+                          char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	*out = (struct results_run_info){ 0 };
+	if (sqlite3_prepare_v2(db->db, "SELECT policy, model, hw, rate_rps, seed, sla_ms, completed"
+	                       " FROM runs WHERE run_id = ?1", -1, &st, NULL) != SQLITE_OK)
+		goto sql_fail;
+	sqlite3_bind_int64(st, 1, run_id);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		sqlite3_finalize(st);
+		set_err(err, errlen, "no run %lld in %s", (long long)run_id, db->path);
+		return -1;
+	}
+	if (rc != SQLITE_ROW)
+		goto sql_fail;
+	out->run_id = run_id;
+	copy_column(st, 0, out->policy, sizeof out->policy);
+	copy_column(st, 1, out->model, sizeof out->model);
+	copy_column(st, 2, out->hw, sizeof out->hw);
+	out->rate_rps = sqlite3_column_double(st, 3);
+	out->seed = (uint64_t)sqlite3_column_int64(st, 4);
+	out->sla_ms = sqlite3_column_double(st, 5);
+	out->completed = (uint64_t)sqlite3_column_int64(st, 6);
+	sqlite3_finalize(st);
+	return 0;
+sql_fail:
+	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	sqlite3_finalize(st);
+	return -1;
+}
+
+/* A stored option value matches a selector value when the texts are equal or
+ * both are whole numbers of equal value ("rate=500" finds "500.0"). */
+static int selector_value_matches(const char *stored, const char *want)
+{
+	if (strcmp(stored, want) == 0)
+		return 1;
+	char *e1, *e2;
+	double a = strtod(stored, &e1), b = strtod(want, &e2);
+	return *stored && *want && !*e1 && !*e2 && a == b;
+}
+
+#define RESULTS_SELECTOR_TERMS 16
+
+int results_find_run(struct results_db *db, const char *selector, int64_t *run_id, size_t *nmatch,
+                     char *err, size_t errlen)
+{
+	char buf[1024];
+	char *key[RESULTS_SELECTOR_TERMS], *val[RESULTS_SELECTOR_TERMS];
+	size_t nterms = 0;
+	sqlite3_stmt *runs = NULL, *cfg = NULL;
+	*run_id = 0;
+	*nmatch = 0;
+	if (strlen(selector) >= sizeof buf)
+		goto malformed;
+	strcpy(buf, selector);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(t, '=');
+		if (!eq || eq == t || !eq[1] || nterms == RESULTS_SELECTOR_TERMS)
+			goto malformed;
+		*eq = '\0';
+		key[nterms] = t;
+		val[nterms++] = eq + 1;
+	}
+	if (nterms == 0)
+		goto malformed;
+	if (sqlite3_prepare_v2(db->db, "SELECT run_id FROM runs ORDER BY run_id DESC", -1, &runs, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db->db, "SELECT value FROM run_config WHERE run_id = ?1 AND key = ?2", -1, &cfg,
+	                       NULL) != SQLITE_OK)
+		goto sql_fail;
+	int rc;
+	while ((rc = sqlite3_step(runs)) == SQLITE_ROW) {
+		sqlite3_int64 id = sqlite3_column_int64(runs, 0);
+		int all = 1;
+		for (size_t i = 0; i < nterms && all; i++) {
+			sqlite3_bind_int64(cfg, 1, id);
+			sqlite3_bind_text(cfg, 2, key[i], -1, SQLITE_STATIC);
+			int crc = sqlite3_step(cfg);
+			if (crc == SQLITE_ROW) {
+				const unsigned char *v = sqlite3_column_text(cfg, 0);
+				all = v && selector_value_matches((const char *)v, val[i]);
+			} else if (crc == SQLITE_DONE) {
+				all = 0;
+			} else {
+				goto sql_fail;
+			}
+			sqlite3_reset(cfg);
+		}
+		if (all && (*nmatch)++ == 0)
+			*run_id = id;    /* rows come newest first */
+	}
+	if (rc != SQLITE_DONE)
+		goto sql_fail;
+	sqlite3_finalize(runs);
+	sqlite3_finalize(cfg);
+	if (*nmatch == 0) {
+		set_err(err, errlen, "no run in %s matches '%s'", db->path, selector);
+		return -1;
+	}
+	return 0;
+malformed:
+	set_err(err, errlen, "run selector '%s': expected a run id or key=value[,key=value...]", selector);
+	return -1;
+sql_fail:
+	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	sqlite3_finalize(runs);
+	sqlite3_finalize(cfg);
+	*run_id = 0;
+	*nmatch = 0;
 	return -1;
 }

@@ -31,6 +31,11 @@ struct results_kv {          /* one configuration entry: every option, as given 
 	const char *value;
 };
 
+struct results_stat {         /* one named per-run statistic (policy counters, batch per node type) */
+	const char *key;
+	double value;
+};
+
 struct results_request_row { /* one request, for the optional per-request table */
 	uint64_t id;
 	double arrival_s, start_s, finish_s;
@@ -54,14 +59,22 @@ struct results_run {
 	const struct metrics_summary *summary;
 	size_t nconfig;
 	const struct results_kv *config;
+	size_t nstats;               /* rows for run_stats */
+	const struct results_stat *stats;
 	size_t nrequest_rows;        /* 0 unless per-request rows were asked for */
 	const struct results_request_row *request_rows;
+	const char *once_key;        /* NULL, or a config key whose value identifies the run (a sweep
+	                                point): written only if no stored run has the same value */
 };
 
 /* Returns 0 and an open database in *out (release it with results_close), or
  * -1 with err and *out NULL. */
 int results_open(const char *path, struct results_db **out, char *err, size_t errlen);
-/* Returns 0 and the new run's id, or -1 with err (nothing written). */
+/* Returns 0 and the new run's id, or -1 with err (nothing written). With
+ * run->once_key set, returns 1 and the stored run's id when a run with the
+ * same value of that config key exists: the check and the insert share one
+ * write transaction, so of several processes storing the same sweep point
+ * exactly one writes it. */
 int results_write_run(struct results_db *db, const struct results_run *run, int64_t *run_id,
                       char *err, size_t errlen);
 void results_close(struct results_db *db);
@@ -69,6 +82,28 @@ void results_close(struct results_db *db);
  * metrics_summary.cdf_ms. Returns 0, or -1 with err ("no run N in PATH" when
  * the run does not exist) and cdf_ms untouched. */
 int results_read_cdf(struct results_db *db, int64_t run_id, double *cdf_ms /* [METRICS_CDF_POINTS] */,
+                     char *err, size_t errlen);
+
+/* Opens an existing simbatch database for reading only (compare, plots): a
+ * missing file, an empty one, another application's database or another
+ * schema version is refused with one line in err; nothing is ever created
+ * or written. Release it with results_close. */
+int results_open_readonly(const char *path, struct results_db **out, char *err, size_t errlen);
+
+struct results_run_info {    /* what names a stored run in a report */
+	int64_t run_id;
+	char policy[64], model[256], hw[256];   /* truncated if longer */
+	double rate_rps, sla_ms;
+	uint64_t seed, completed;
+};
+/* Returns 0 with *out filled, or -1 with err ("no run N in PATH"). */
+int results_read_run_info(struct results_db *db, int64_t run_id, struct results_run_info *out,
+                          char *err, size_t errlen);
+/* Finds the newest run whose stored options (run_config) match every term of
+ * selector "key=value[,key=value...]", e.g. "policy=graph,model=lstm,rate=500";
+ * numbers match by value. Returns 0 with *run_id and *nmatch (how many runs
+ * matched), or -1 with err when the selector is malformed or nothing matches. */
+int results_find_run(struct results_db *db, const char *selector, int64_t *run_id, size_t *nmatch,
                      char *err, size_t errlen);
 
 #endif

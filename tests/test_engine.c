@@ -214,6 +214,8 @@ static void test_graph_batch1_is_serial(void **state)
 	assert_memory_equal(&ra.summary, &rb.summary, sizeof ra.summary);
 	assert_int_equal(ra.events, rb.events);
 	assert_true(ra.throughput_rps == rb.throughput_rps);
+	eng_result_free(&ra);
+	eng_result_free(&rb);
 	trc_lengths_free(len);
 }
 
@@ -238,6 +240,9 @@ static void test_determinism(void **state)
 	c.seed = 2;
 	assert_int_equal(eng_run(&c, &r3, err, sizeof err), 0);
 	assert_true(r1.summary.mean_ms != r3.summary.mean_ms);
+	eng_result_free(&r1);
+	eng_result_free(&r2);
+	eng_result_free(&r3);
 	trc_lengths_free(len);
 }
 
@@ -287,6 +292,7 @@ static void test_warmup(void **state)
 	assert_int_equal(r.summary.count, 2);
 	assert_true(fabs(r.summary.mean_ms - 3.5) < 1e-9);
 	assert_true(fabs(r.summary.max_ms - 4) < 1e-9);
+	eng_result_free(&r);
 }
 
 /* Policy names are unique (the registry is the one list). */

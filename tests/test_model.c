@@ -134,6 +134,38 @@ static void test_segments(void **state)
 	mdl_free(m);
 }
 
+/* A tree over L leaves unrolls into its ASAP levels. L = 5, balanced pairing:
+ * leaves 5; level 1 pairs 4 of the 5 (2 cells, 3 nodes left); level 2: 1 cell
+ * (2 left); level 3: 1 cell (the root). 2+1+1 = 4 = L-1 internal cells,
+ * ceil(log2 5) = 3 levels. With a static embedding first and a static
+ * classifier last: embed, leaf, int, int, int, classify. */
+static void test_tree_levels(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_load_ok("model t\nsource s\ninput_len 5\n"
+	                                   "node embed static gemm=1,4,4\nnode leaf leaf gemm=1,8,16\n"
+	                                   "node int internal gemm=1,16,16\nnode cls static gemm=1,4,2\n");
+	assert_true(m->is_tree);
+	assert_true(m->uses_input_len);
+	const uint32_t types[] = { 0, 1, 2, 2, 2, 3 }, cells[] = { 1, 5, 2, 1, 1, 1 };
+	assert_int_equal(mdl_chain_length(m, 5, 0), 6);
+	uint32_t internal = 0;
+	for (uint64_t pos = 0; pos < 6; pos++) {
+		assert_int_equal(mdl_node_at(m, pos, 5, 0), types[pos]);
+		assert_int_equal(mdl_cells_at(m, pos, 5, 0), cells[pos]);
+		internal += types[pos] == 2 ? cells[pos] : 0;
+	}
+	assert_int_equal(internal, 4);
+	/* L = 8: 4 + 2 + 1 = 7 internal cells in 3 levels; L = 1: no internal level. */
+	assert_int_equal(mdl_chain_length(m, 8, 0), 1 + 1 + 3 + 1);
+	assert_int_equal(mdl_cells_at(m, 2, 8, 0), 4);
+	assert_int_equal(mdl_cells_at(m, 3, 8, 0), 2);
+	assert_int_equal(mdl_cells_at(m, 4, 8, 0), 1);
+	assert_int_equal(mdl_chain_length(m, 1, 0), 3);
+	assert_int_equal(mdl_node_repeats(m, 2, 8, 0), 3);
+	mdl_free(m);
+}
+
 static void test_unroll(void **state)
 {
 	(void)state;
@@ -247,9 +279,14 @@ static void test_errors_kinds_and_directives(void **state)
 {
 	(void)state;
 	test_load_err(HDR "node x foo gemm=1,1,1\n", 3,
-	              "unknown node kind 'foo' (expected static|encoder|decoder)");
-	test_load_err(HDR "node x leaf gemm=1,1,1\n", 3, "tree models are not supported yet");
-	test_load_err(HDR "node x internal gemm=1,1,1\n", 3, "tree models are not supported yet");
+	              "unknown node kind 'foo' (expected static|encoder|decoder|leaf|internal)");
+	test_load_err(HDR "input_len 4\nnode x leaf gemm=1,1,1\n", 4, "a tree model needs both leaf and internal nodes");
+	test_load_err(HDR "input_len 4\nnode x internal gemm=1,1,1\n", 4, "a tree model needs both leaf and internal nodes");
+	test_load_err(HDR "node x leaf gemm=1,1,1\nnode y internal gemm=1,1,1\n", 3, "no input_len line");
+	test_load_err(HDR "input_len 4\nnode x internal gemm=1,1,1\nnode y leaf gemm=1,1,1\n", 4,
+	              "tree nodes must be consecutive");
+	test_load_err(HDR "input_len 4\noutput_len 4\nnode x leaf gemm=1,1,1\nnode y internal gemm=1,1,1\n"
+	              "node z decoder gemm=1,1,1\n", 7, "cannot also have encoder or decoder nodes");
 	test_load_err(HDR "\nbogus 1 2\n", 4, "unknown directive 'bogus'");
 	test_load_err(HDR "node x static gemm=1,1,1\nnode y static gemm=1,1,1\nnode x static gemm=1,1,1\n",
 	              5, "duplicate node name 'x'");
@@ -361,15 +398,18 @@ static void test_error_unreadable(void **state)
 
 /* ---- the models directory ---- */
 
+/* More than the built-in models, so every name is kept. */
+#define TEST_MAX_NAMES 32
+
 struct test_names {
-	char names[8][MDL_NAME_MAX];
+	char names[TEST_MAX_NAMES][MDL_NAME_MAX];
 	int n;
 };
 
 static void test_collect(const char *name, void *ctx)
 {
 	struct test_names *t = ctx;
-	if (t->n < 8)
+	if (t->n < TEST_MAX_NAMES)
 		snprintf(t->names[t->n], MDL_NAME_MAX, "%s", name);
 	t->n++;
 }
@@ -482,15 +522,16 @@ static void test_totals(const struct mdl_model *m, enum mdl_kind kind, uint64_t 
 static void test_builtin_list(void **state)
 {
 	(void)state;
-	static const char *const want[] = { "gnmt", "lstm", "resnet50", "seq2seq", "transformer" };
+	static const char *const want[] = { "gnmt", "lstm", "resnet50", "seq2seq", "transformer",
+	                                    "vgg16", "mobilenet", "bert_base", "las", "deepspeech2" };
 	struct test_names t = { .n = 0 };
 	int n = mdl_list(test_collect, &t);
-	assert_true(n >= 5);
-	for (int i = 1; i < n && i < 8; i++)
+	assert_true(n >= 10 && n <= TEST_MAX_NAMES);
+	for (int i = 1; i < n; i++)
 		assert_true(strcmp(t.names[i - 1], t.names[i]) < 0);
-	for (size_t w = 0; w < 5; w++) {
+	for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
 		int found = 0;
-		for (int i = 0; i < n && i < 8; i++)
+		for (int i = 0; i < n; i++)
 			found |= strcmp(t.names[i], want[w]) == 0;
 		assert_true(found);
 	}
@@ -660,6 +701,336 @@ static void test_builtin_seq2seq(void **state)
 	mdl_free(m);
 }
 
+/* ---- conv= and sSTEPS terms ---- */
+
+static void test_conv_terms(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_load_ok(
+		"model c\nsource s\n"
+		"node a static conv=224,224,3,7,7,64,2,3\n"          /* ResNet-50 conv1 */
+		"node b static conv=112,112,32,3,3,32,2,1,g32\n"     /* depthwise, stride 2 */
+		"node c static conv=742,161,1,20,5,32,2,0\n"         /* non-square, no padding */
+		"node d static conv=10,20,4,3,5,8,1x2,2x0 gemm=1,2,3\n"  /* per-axis stride and pad */
+		"node e static conv=8,8,6,1,1,9,1,0,g3\n");          /* grouped 1x1 */
+	const struct mdl_gemm *g = &m->nodes[0].gemms[0];
+	/* OH = OW = (224 + 2*3 - 7) / 2 + 1 = 112: M = 12544, K = 3*7*7 = 147 */
+	assert_int_equal(g->is_conv, 1);
+	assert_int_equal(g->conv.out_h, 112);
+	assert_int_equal(g->conv.out_w, 112);
+	assert_int_equal(g->m_per_sample, 12544);
+	assert_int_equal(g->k, 147);
+	assert_int_equal(g->n, 64);
+	assert_int_equal(g->count, 1);
+	assert_int_equal(g->weight_shared, 0);
+	assert_int_equal(mdl_gemm_steps(g), 1);
+	assert_int_equal(g->conv.h, 224);
+	assert_int_equal(g->conv.c, 3);
+	assert_int_equal(g->conv.r, 7);
+	assert_int_equal(g->conv.k, 64);
+	assert_int_equal(g->conv.stride_h, 2);
+	assert_int_equal(g->conv.stride_w, 2);
+	assert_int_equal(g->conv.pad_h, 3);
+	assert_int_equal(g->conv.pad_w, 3);
+	assert_int_equal(g->conv.groups, 1);
+	assert_int_equal(mdl_node_weight_elems(&m->nodes[0]), 7 * 7 * 3 * 64);
+	assert_int_equal(mdl_node_macs_per_sample(&m->nodes[0]), 12544ull * 147 * 64);
+
+	/* depthwise: (112 + 2 - 3) / 2 + 1 = 56; one 3x3 filter per channel:
+	 * 32 GEMMs of M = 3136, K = 9, N = 1 */
+	g = &m->nodes[1].gemms[0];
+	assert_int_equal(g->m_per_sample, 56 * 56);
+	assert_int_equal(g->k, 9);
+	assert_int_equal(g->n, 1);
+	assert_int_equal(g->count, 32);
+	assert_int_equal(g->conv.groups, 32);
+	assert_int_equal(mdl_node_weight_elems(&m->nodes[1]), 3 * 3 * 32);
+	assert_int_equal(mdl_node_macs_per_sample(&m->nodes[1]), 3136ull * 9 * 32);
+
+	/* (742 - 20) / 2 + 1 = 362, (161 - 5) / 2 + 1 = 79 */
+	g = &m->nodes[2].gemms[0];
+	assert_int_equal(g->conv.out_h, 362);
+	assert_int_equal(g->conv.out_w, 79);
+	assert_int_equal(g->m_per_sample, 362 * 79);
+	assert_int_equal(g->k, 100);
+
+	/* OH = (10 + 2*2 - 3) / 1 + 1 = 12, OW = (20 + 0 - 5) / 2 + 1 = 8:
+	 * M = 96, K = 4*3*5 = 60, N = 8; a conv= term mixes with gemm= terms */
+	g = &m->nodes[3].gemms[0];
+	assert_int_equal(g->conv.stride_h, 1);
+	assert_int_equal(g->conv.stride_w, 2);
+	assert_int_equal(g->conv.pad_h, 2);
+	assert_int_equal(g->conv.pad_w, 0);
+	assert_int_equal(g->m_per_sample, 96);
+	assert_int_equal(g->k, 60);
+	assert_int_equal(g->n, 8);
+	assert_int_equal(m->nodes[3].ngemms, 2);
+	assert_int_equal(m->nodes[3].gemms[1].is_conv, 0);
+
+	/* 3 groups of 6/3 = 2 input and 9/3 = 3 output channels, 8x8 pixels */
+	g = &m->nodes[4].gemms[0];
+	assert_int_equal(g->m_per_sample, 64);
+	assert_int_equal(g->k, 2);
+	assert_int_equal(g->n, 3);
+	assert_int_equal(g->count, 3);
+	mdl_free(m);
+}
+
+static void test_conv_errors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *term;
+		const char *what;
+	} cases[] = {
+		{ "conv=1,2,3", "malformed conv term 'conv=1,2,3' (expected conv=H,W,C,R,S,K,STRIDE,PAD[,gGROUPS])" },
+		{ "conv=1,1,1,1,1,1,1,0,g1,5", "malformed conv term" },
+		{ "conv=224,224,0,3,3,64,1,1", "C '0' is not a positive decimal integer" },
+		{ "conv=8,8,4,3,3,x8,1,1", "K 'x8' is not a positive decimal integer" },
+		{ "conv=8,8,4,3,3,8,0,1", "STRIDE '0' must be N or AxB" },
+		{ "conv=8,8,4,3,3,8,1x,1", "STRIDE '1x' must be N or AxB" },
+		{ "conv=8,8,4,3,3,8,1,-1", "PAD '-1' must be N or AxB" },
+		{ "conv=8,8,4,3,3,8,1,1x2x3", "PAD '1x2x3' must be N or AxB" },
+		{ "conv=8,8,4,3,3,8,1,1,3", "groups must be written gGROUPS" },
+		{ "conv=8,8,4,3,3,8,1,1,g0", "groups must be written gGROUPS" },
+		{ "conv=8,8,4,3,3,8,1,1,g3", "3 groups do not divide C = 4 and K = 8" },
+		{ "conv=2,2,4,5,5,8,1,1", "the 5x5 filter is larger than the padded 4x4 input" },
+		/* M = 2^32 pixels, K = 2^16, N = 2^16: 2^64 MACs */
+		{ "conv=65536,65536,65536,1,1,65536,1,0", "M*K*N*GROUPS above 2^53" },
+		/* (1 + 2 * (2^32 - 1) - 1) / 1 + 1 = 2^33 - 1 rows */
+		{ "conv=1,1,1,1,1,1,1,4294967295x0", "output 8589934591x1 larger than 2^32 a side" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[256];
+		snprintf(text, sizeof text, HDR "node x static %s\n", cases[i].term);
+		test_load_err(text, 3, cases[i].what);
+	}
+	test_load_err(HDR "node x static gemm=1,1,1 gemm=1,1,1 gemm=1,1,1 gemm=1,1,1 "
+	              "gemm=1,1,1 gemm=1,1,1 gemm=1,1,1 gemm=1,1,1 conv=1,1,1,1,1,1,1,0\n",
+	              3, "node 'x' has more than 8 gemm/attn terms");
+}
+
+static void test_steps_terms(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_load_ok(
+		"model s\nsource s\ninput_len 4\n"
+		"node a encoder gemm=1,296,1024,x2,s8\n"
+		"node b encoder attn=1,4,5,s3,x2 gemm=2,3,4,s2 gemm=1,1,1\n");
+	const struct mdl_gemm *g = &m->nodes[0].gemms[0];
+	assert_int_equal(g->count, 2);
+	assert_int_equal(g->steps, 8);
+	assert_int_equal(mdl_gemm_steps(g), 8);
+	/* weights count once, MACs every step: 296*1024*2 and x 8 */
+	assert_int_equal(mdl_node_weight_elems(&m->nodes[0]), 296 * 1024 * 2);
+	assert_int_equal(mdl_node_macs_per_sample(&m->nodes[0]), 296ull * 1024 * 2 * 8);
+	/* either order of xCOUNT and sSTEPS; attn takes steps too */
+	g = &m->nodes[1].gemms[0];
+	assert_int_equal(g->weight_shared, 1);
+	assert_int_equal(g->count, 2);
+	assert_int_equal(g->steps, 3);
+	assert_int_equal(m->nodes[1].gemms[1].count, 1);
+	assert_int_equal(m->nodes[1].gemms[1].steps, 2);
+	assert_int_equal(mdl_gemm_steps(&m->nodes[1].gemms[2]), 1);
+	/* 4*5*2*3 + 2*3*4*2 + 1 = 120 + 48 + 1 */
+	assert_int_equal(mdl_node_macs_per_sample(&m->nodes[1]), 169);
+	assert_int_equal(mdl_node_weight_elems(&m->nodes[1]), 12 + 1);
+	mdl_free(m);
+
+	static const struct {
+		const char *term;
+		const char *what;
+	} cases[] = {
+		{ "gemm=1,2,3,s0", "'0' is not a positive decimal integer" },
+		{ "gemm=1,2,3,s", "'' is not a positive decimal integer" },
+		{ "gemm=1,2,3,x2,x3", "xCOUNT given twice" },
+		{ "attn=1,2,3,s2,s2", "malformed attn term 'attn=1,2,3,s2,s2': sSTEPS given twice" },
+		{ "gemm=1,2,3,x2,s2,s2", "malformed gemm term 'gemm=1,2,3,x2,s2,s2'" },
+		{ "gemm=1,2,3,t2", "count must be written xCOUNT and steps sSTEPS" },
+		{ "gemm=1,1,1,s4294967296", "steps above 4294967295" },
+		/* 2^26 * 2^26 * 2 = 2^53 MACs, times 2 steps */
+		{ "gemm=67108864,67108864,2,s2", "M*K*N*COUNT*STEPS above 2^53" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[256];
+		snprintf(text, sizeof text, HDR "node x static %s\n", cases[i].term);
+		test_load_err(text, 3, cases[i].what);
+	}
+}
+
+/* ---- the sensitivity-study models (LazyBatching Sec. VI-C) and DS2 ---- */
+
+static void test_vgg16(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("vgg16");
+	/* Simonyan & Zisserman Table 1, configuration D: blocks of 3x3 convs at
+	 * 224, 112, 56, 28, 14 with 2, 2, 3, 3, 3 layers of 64, 128, 256, 512,
+	 * 512 channels; FC 7*7*512 -> 4096 -> 4096 -> 1000. */
+	static const uint64_t res[5] = { 224, 112, 56, 28, 14 }, layers[5] = { 2, 2, 3, 3, 3 },
+	                      ch[5] = { 64, 128, 256, 512, 512 };
+	uint64_t macs = 0, weights = 0, cin = 3;
+	uint32_t node = 0;
+	for (int b = 0; b < 5; b++) {
+		for (uint64_t l = 0; l < layers[b]; l++, node++) {
+			const struct mdl_gemm *g = &m->nodes[node].gemms[0];
+			macs += res[b] * res[b] * 9 * cin * ch[b];
+			weights += 9 * cin * ch[b];
+			assert_int_equal(g->is_conv, 1);
+			assert_int_equal(g->conv.out_h, res[b]);   /* 3x3, stride 1, pad 1 */
+			assert_int_equal(g->conv.c, cin);
+			cin = ch[b];
+		}
+	}
+	macs += 7 * 7 * 512 * 4096 + 4096 * 4096 + 4096 * 1000;
+	weights += 7 * 7 * 512 * 4096 + 4096 * 4096 + 4096 * 1000;
+	assert_int_equal(macs, UINT64_C(15470264320));
+	assert_int_equal(weights, UINT64_C(138344128));
+	assert_int_equal(m->nnodes, 16);
+	assert_int_equal(m->nsegments, 1);
+	uint64_t got_macs, got_weights;
+	test_totals(m, MDL_STATIC, &got_macs, &got_weights);
+	assert_int_equal(got_macs, macs);
+	assert_int_equal(got_weights, weights);
+	/* the paper's Table 2: 138 M parameters (biases included) */
+	assert_true(fabs((double)got_weights - 138e6) <= 0.005 * 138e6);
+	assert_int_equal(m->nodes[mdl_node_index(m, "fc6")].gemms[0].k, 25088);
+	mdl_free(m);
+}
+
+static void test_mobilenet(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("mobilenet");
+	/* Howard et al. Table 1: 3x3/2 conv 3 -> 32 at 112; then (input
+	 * resolution, Cin, Cout, depthwise stride) for the 13 blocks; 7x7 avg
+	 * pool; FC 1024 -> 1000. A depthwise 3x3 has 9 * C weights and
+	 * out^2 * 9 * C MACs, a pointwise out^2 * Cin * Cout. */
+	static const uint64_t blk[13][4] = {
+		{ 112, 32, 64, 1 }, { 112, 64, 128, 2 }, { 56, 128, 128, 1 }, { 56, 128, 256, 2 },
+		{ 28, 256, 256, 1 }, { 28, 256, 512, 2 }, { 14, 512, 512, 1 }, { 14, 512, 512, 1 },
+		{ 14, 512, 512, 1 }, { 14, 512, 512, 1 }, { 14, 512, 512, 1 }, { 14, 512, 1024, 2 },
+		{ 7, 1024, 1024, 1 },
+	};
+	uint64_t macs = 112 * 112 * 27 * 32, weights = 27 * 32;
+	for (int b = 0; b < 13; b++) {
+		uint64_t out = blk[b][0] / blk[b][3], cin = blk[b][1], cout = blk[b][2];
+		const struct mdl_gemm *dw = &m->nodes[1 + 2 * b].gemms[0];
+		macs += out * out * 9 * cin + out * out * cin * cout;
+		weights += 9 * cin + cin * cout;
+		assert_int_equal(dw->conv.out_h, out);
+		assert_int_equal(dw->count, cin);      /* one GEMM per channel */
+		assert_int_equal(dw->k, 9);
+		assert_int_equal(dw->n, 1);
+	}
+	macs += 1024 * 1000;
+	weights += 1024 * 1000;
+	assert_int_equal(macs, UINT64_C(568740352));
+	assert_int_equal(weights, UINT64_C(4209088));
+	assert_int_equal(m->nnodes, 28);
+	uint64_t got_macs, got_weights;
+	test_totals(m, MDL_STATIC, &got_macs, &got_weights);
+	assert_int_equal(got_macs, macs);
+	assert_int_equal(got_weights, weights);
+	/* the paper: 569 million mult-adds and 4.2 million parameters */
+	assert_true(fabs((double)got_macs - 569e6) <= 0.005 * 569e6);
+	assert_true(fabs((double)got_weights - 4.2e6) <= 0.01 * 4.2e6);
+	mdl_free(m);
+}
+
+static void test_bert_base(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("bert_base");
+	const uint64_t d = 768, ff = 3072, s = 128, layers = 12;
+	/* A layer: QKV 3d^2, output d^2, FFN 2 d ff = 12 d^2 weights, applied to
+	 * S tokens; attention 2 S^2 d (scores and context over all heads). Plus
+	 * the pooler's d^2 on one token. */
+	uint64_t weights = layers * (4 * d * d + 2 * d * ff) + d * d;
+	uint64_t macs = layers * (s * (4 * d * d + 2 * d * ff) + 2 * s * s * d) + d * d;
+	assert_int_equal(weights, UINT64_C(85524480));
+	assert_int_equal(macs, UINT64_C(11174215680));
+	assert_int_equal(m->nnodes, 14);
+	assert_int_equal(m->nsegments, 1);
+	uint64_t got_macs, got_weights;
+	test_totals(m, MDL_STATIC, &got_macs, &got_weights);
+	assert_int_equal(got_macs, macs);
+	assert_int_equal(got_weights, weights);
+	/* M per sample is the 128-token sequence */
+	assert_int_equal(m->nodes[mdl_node_index(m, "layer1")].gemms[0].m_per_sample, s);
+	mdl_free(m);
+}
+
+static void test_las(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("las");
+	const uint64_t h = 256, in = 40, sp = 512, v = 43, u = 93;
+	/* An LSTM with input i and h cells has (i + h) x 4h weights; the
+	 * listener's layers are bidirectional (x2) and run 8, 4, 2, 1 timesteps
+	 * per listener output; pBLSTM inputs are two 2h outputs: 4h. Keys psi:
+	 * 2h x 2h once per listener output. */
+	uint64_t bottom = (in + h) * 4 * h * 2, pyr = (4 * h + h) * 4 * h * 2, keys = 2 * h * 2 * h;
+	uint64_t macs, weights;
+	test_totals(m, MDL_ENCODER, &macs, &weights);
+	assert_int_equal(weights, bottom + 3 * pyr + keys);
+	assert_int_equal(macs, 8 * bottom + (4 + 2 + 1) * pyr + keys);
+	assert_int_equal(macs, UINT64_C(23461888));
+	/* Speller: layer 1 reads [y (V), c (2h)] + its 512 cells; layer 2
+	 * [512, 512]; phi 512^2; CharacterDistribution [s, c] (1024) x V;
+	 * attention 2 U 2h. */
+	uint64_t spell = (v + 2 * h + sp) * 4 * sp + (sp + sp) * 4 * sp + sp * sp + (sp + 2 * h) * v;
+	test_totals(m, MDL_DECODER, &macs, &weights);
+	assert_int_equal(weights, spell);
+	assert_int_equal(macs, spell + 2 * u * 2 * h);
+	assert_int_equal(macs, UINT64_C(4683776));
+	assert_string_equal(m->input_len_spec, "fixed:93");
+	assert_string_equal(m->output_len_spec, "fixed:108");
+	/* U in the attention terms is the input length */
+	assert_int_equal(m->nodes[mdl_node_index(m, "spl_attn")].gemms[1].n, u);
+	assert_int_equal(mdl_gemm_steps(&m->nodes[0].gemms[0]), 8);
+	assert_int_equal(mdl_chain_length(m, 93, 108), 5 * 93 + 4 * 108);
+	mdl_free(m);
+}
+
+static void test_deepspeech2(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("deepspeech2");
+	/* DeepMark's DS2 on a 742-frame, 161-bin spectrogram: conv1 20x5/2x2,
+	 * conv2 10x5/2x1, no padding, 32 channels; 7 BiRNN layers of 1760 with
+	 * the input projection shared by both directions; FC 1760 -> 1760 and
+	 * 1760 -> 29 on every frame. */
+	const uint64_t hd = 1760;
+	uint64_t t1 = (742 - 20) / 2 + 1, f1 = (161 - 5) / 2 + 1;   /* 362, 79 */
+	uint64_t t2 = (t1 - 10) / 2 + 1, f2 = f1 - 5 + 1;           /* 177, 75 */
+	uint64_t feat = 32 * f2;                                    /* 2400 */
+	uint64_t conv = t1 * f1 * (20 * 5 * 1) * 32 + t2 * f2 * (10 * 5 * 32) * 32;
+	uint64_t fc = t2 * hd * hd + t2 * hd * 29;
+	uint64_t step = feat * hd + 2 * hd * hd + 6 * 3 * hd * hd;
+	assert_int_equal(m->nsegments, 3);
+	assert_int_equal(m->segments[0].kind, MDL_STATIC);
+	assert_int_equal(m->segments[1].kind, MDL_ENCODER);
+	assert_int_equal(m->segments[2].kind, MDL_STATIC);
+	assert_int_equal(m->segments[1].nnodes, 7);
+	uint64_t macs, weights;
+	test_totals(m, MDL_STATIC, &macs, &weights);
+	assert_int_equal(macs, conv + fc);
+	assert_int_equal(macs, UINT64_C(1328502880));
+	test_totals(m, MDL_ENCODER, &macs, &weights);
+	assert_int_equal(macs, step);
+	assert_int_equal(weights, step);
+	assert_int_equal(step, UINT64_C(66176000));
+	/* the RNN runs once per conv2 output frame, and the FC layers see them all */
+	assert_int_equal(feat, m->nodes[mdl_node_index(m, "rnn_l1")].gemms[0].k);
+	assert_string_equal(m->input_len_spec, "fixed:177");
+	assert_int_equal(t2, 177);
+	assert_int_equal(m->nodes[mdl_node_index(m, "fc1")].gemms[0].m_per_sample, t2);
+	assert_int_equal(m->nodes[mdl_node_index(m, "conv2")].gemms[0].conv.out_h, t2);
+	assert_int_equal(mdl_chain_length(m, 177, 0), 2 + 7 * 177 + 2);
+	mdl_free(m);
+}
+
 int main(void)
 {
 	const char *env = getenv("SIMBATCH_MODELS");
@@ -670,6 +1041,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_segments),
 		cmocka_unit_test(test_unroll),
+		cmocka_unit_test(test_tree_levels),
 		cmocka_unit_test(test_static_only),
 		cmocka_unit_test(test_terms_and_weights),
 		cmocka_unit_test(test_errors_kinds_and_directives),
@@ -684,6 +1056,14 @@ int main(void)
 		cmocka_unit_test(test_builtin_transformer),
 		cmocka_unit_test(test_builtin_lstm),
 		cmocka_unit_test(test_builtin_seq2seq),
+		cmocka_unit_test(test_conv_terms),
+		cmocka_unit_test(test_conv_errors),
+		cmocka_unit_test(test_steps_terms),
+		cmocka_unit_test(test_vgg16),
+		cmocka_unit_test(test_mobilenet),
+		cmocka_unit_test(test_bert_base),
+		cmocka_unit_test(test_las),
+		cmocka_unit_test(test_deepspeech2),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,12 @@
 /* tests/test_npu.c: the systolic-array NPU timing model (hwmodels/npu_systolic.c)
- * against cycle counts worked out by hand from SCALE-Sim's analytical formula
- * (per fold 2R + C + T - 2, folds ceil(Sr/R) * ceil(Sc/C)) and from the
- * memory model in the file comment of npu_systolic.c. The arithmetic is in
- * the comments next to each expectation.
+ * against cycle counts worked out by hand from the formulas in its file
+ * comment:
+ *   compute, serialized (SCALE-Sim):  F * (2R + C + T - 2)
+ *   compute, double-buffered:         2R + C + T - 2 + (F - 1) * max(R, T)
+ *   with F = ceil(Sr/R) * ceil(Sc/C) folds;
+ *   a step that moves D transfer cycles: L + max(P + d, D + c) with
+ *   d = ceil(D / F), c = ceil(P / F), P the step's compute.
+ * The arithmetic is in the comments next to each expectation.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,16 +16,20 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "hwmodels/npu_config.h"
 #include "hwmodels/npu_systolic.h"
 
 /* cmocka 1.1 has no double comparison; float_equal would round to float */
 #define assert_dbl_near(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
 
 /* A 4x4 array at 1 GHz with 4 bytes/cycle of DRAM bandwidth (4e9 B/s / 1e9
- * Hz), a 10-cycle access latency, int8, roomy SRAMs: 2R + C - 2 = 10, so a
- * fold costs 10 + T cycles. */
+ * Hz), a 10-cycle access latency L, int8, roomy SRAMs, weights
+ * double-buffered in the PEs: 2R + C - 2 = 10, so one fold costs 10 + T
+ * cycles and each further fold max(4, T). */
 static void small_config(struct npu_config *c)
 {
 	c->rows = 4;
@@ -35,6 +43,7 @@ static void small_config(struct npu_config *c)
 	c->elem_bytes = 1;
 	c->vector_lanes = 4;
 	c->dataflow = HW_DF_WS;
+	c->weight_double_buffer = 1;
 }
 
 static struct hw_gemm_cost gemm(const struct npu_config *c, uint64_t m, uint64_t k, uint64_t n,
@@ -46,6 +55,21 @@ static struct hw_gemm_cost gemm(const struct npu_config *c, uint64_t m, uint64_t
 	assert_int_equal(npu_gemm(c, m, k, n, weight, df, &g, err, sizeof err), 0);
 	assert_string_equal(err, "");
 	return g;
+}
+
+/* runs back-to-back products of `steps` steps each (npu_gemm_runs) */
+static int gemm_runs(const struct npu_config *c, uint64_t m, uint64_t k, uint64_t n, uint32_t steps,
+                     uint64_t runs, struct hw_gemm_cost *g, struct npu_gemm_detail *d)
+{
+	const struct npu_gemm_req r = {
+		.m = m, .k = k, .n = n, .steps = steps, .runs = runs, .weight_operand = 1, .df = HW_DF_WS,
+	};
+	char err[256] = "";
+	int rc = npu_gemm_runs(c, &r, g, d, err, sizeof err);
+
+	if (rc)
+		print_error("npu_gemm_runs: %s\n", err);
+	return rc;
 }
 
 static void test_defaults_table_one(void **state)
@@ -67,6 +91,7 @@ static void test_defaults_table_one(void **state)
 	assert_int_equal(c.elem_bytes, 1);
 	assert_int_equal(c.vector_lanes, 128);
 	assert_int_equal(c.dataflow, HW_DF_WS);
+	assert_int_equal(c.weight_double_buffer, 1);
 	assert_int_equal(npu_config_check(&c, err, sizeof err), 0);
 }
 
@@ -81,28 +106,60 @@ static void test_partial_folds_all_dataflows(void **state)
 	(void)state;
 	small_config(&c);
 
-	/* WS: Sr=K=6 -> 2 folds, Sc=N=7 -> 2 folds, T=M=5: 4 * (10 + 5) = 60 */
+	/* WS: Sr=K=6 -> 2 folds, Sc=N=7 -> 2 folds, F = 4, T=M=5.
+	 * Double-buffered: 10 + 5 + 3 * max(4, 5) = 30.
+	 * Weights 6*7 = 42 B fit in weight SRAM, activations 5*(6+7) = 65 B fit
+	 * in activation SRAM: only the weights move: D = ceil(42/4) = 11,
+	 * memory 11 + 10 = 21. Pipeline over 4 folds: d = ceil(11/4) = 3,
+	 * c = ceil(30/4) = 8: max(10 + 30 + 3, 10 + 11 + 8) = max(43, 29) = 43. */
+	g = gemm(&c, 5, 6, 7, 1, HW_DF_WS);
+	assert_int_equal(g.compute_cycles, 30);
+	assert_int_equal(g.memory_cycles, 21);
+	assert_int_equal(g.cycles, 43);
+	assert_int_equal(g.bound, HW_COMPUTE_BOUND);
+	assert_dbl_near(g.seconds, 43e-9, 1e-20);
+	/* 5*6*7 = 210 MACs / (16 PEs * 43 cycles) */
+	assert_dbl_near(g.utilization, 210.0 / (16.0 * 43.0), 1e-15);
+
+	/* OS: Sr=M=5 -> 2, Sc=N=7 -> 2, T=K=6: 10 + 6 + 3 * 6 = 34;
+	 * c = ceil(34/4) = 9: max(10 + 34 + 3, 10 + 11 + 9) = 47 */
+	g = gemm(&c, 5, 6, 7, 1, HW_DF_OS);
+	assert_int_equal(g.compute_cycles, 34);
+	assert_int_equal(g.cycles, 47);
+
+	/* IS: Sr=K=6 -> 2, Sc=M=5 -> 2, T=N=7: 10 + 7 + 3 * 7 = 38;
+	 * c = ceil(38/4) = 10: max(10 + 38 + 3, 10 + 11 + 10) = 51 */
+	g = gemm(&c, 5, 6, 7, 1, HW_DF_IS);
+	assert_int_equal(g.compute_cycles, 38);
+	assert_int_equal(g.memory_cycles, 21);  /* memory does not depend on dataflow */
+	assert_int_equal(g.cycles, 51);
+	assert_dbl_near(g.utilization, 210.0 / (16.0 * 51.0), 1e-15);
+
+	/* Serialized (SCALE-Sim): every fold pays 10 + T.
+	 * WS 4 * (10 + 5) = 60, c = 15: max(10 + 60 + 3, 10 + 11 + 15) = 73.
+	 * OS 4 * (10 + 6) = 64.   IS 4 * (10 + 7) = 68. */
+	c.weight_double_buffer = 0;
 	g = gemm(&c, 5, 6, 7, 1, HW_DF_WS);
 	assert_int_equal(g.compute_cycles, 60);
-	/* weights 6*7 = 42 B fit in weight SRAM, activations 5*(6+7) = 65 B fit
-	 * in activation SRAM: only the weights move: ceil(42/4) = 11, +10 = 21 */
-	assert_int_equal(g.memory_cycles, 21);
-	assert_int_equal(g.cycles, 60);
-	assert_int_equal(g.bound, HW_COMPUTE_BOUND);
-	assert_dbl_near(g.seconds, 60e-9, 1e-20);
-	/* 5*6*7 = 210 MACs / (16 PEs * 60 cycles) = 0.21875 */
-	assert_dbl_near(g.utilization, 0.21875, 1e-15);
+	assert_int_equal(g.cycles, 73);
+	assert_int_equal(gemm(&c, 5, 6, 7, 1, HW_DF_OS).compute_cycles, 64);
+	assert_int_equal(gemm(&c, 5, 6, 7, 1, HW_DF_IS).compute_cycles, 68);
+}
 
-	/* OS: Sr=M=5 -> 2, Sc=N=7 -> 2, T=K=6: 4 * (10 + 6) = 64 */
-	g = gemm(&c, 5, 6, 7, 1, HW_DF_OS);
-	assert_int_equal(g.compute_cycles, 64);
-	assert_int_equal(g.cycles, 64);
+/* T < R: in steady state a double-buffered fold waits for its weights. */
+static void test_weight_load_bound_folds(void **state)
+{
+	struct npu_config c;
 
-	/* IS: Sr=K=6 -> 2, Sc=M=5 -> 2, T=N=7: 4 * (10 + 7) = 68 */
-	g = gemm(&c, 5, 6, 7, 1, HW_DF_IS);
-	assert_int_equal(g.compute_cycles, 68);
-	assert_int_equal(g.memory_cycles, 21);  /* memory does not depend on dataflow */
-	assert_dbl_near(g.utilization, 210.0 / (16.0 * 68.0), 1e-15);
+	(void)state;
+	small_config(&c);
+	/* WS M=2, K=6, N=7: F = 4, T = 2 < R = 4: 10 + 2 + 3 * max(4, 2) = 24;
+	 * serialized 4 * (10 + 2) = 48 */
+	assert_int_equal(gemm(&c, 2, 6, 7, 1, HW_DF_WS).compute_cycles, 24);
+	/* OS M=7, K=2, N=6: Sr=7 -> 2, Sc=6 -> 2, T = 2: also 24 */
+	assert_int_equal(gemm(&c, 7, 2, 6, 1, HW_DF_OS).compute_cycles, 24);
+	c.weight_double_buffer = 0;
+	assert_int_equal(gemm(&c, 2, 6, 7, 1, HW_DF_WS).compute_cycles, 48);
 }
 
 static void test_single_fold(void **state)
@@ -112,22 +169,34 @@ static void test_single_fold(void **state)
 
 	(void)state;
 	small_config(&c);
-	/* 4x4x4 fills the array exactly once in every dataflow: 10 + 4 = 14 */
-	assert_int_equal(gemm(&c, 4, 4, 4, 1, HW_DF_WS).compute_cycles, 14);
-	assert_int_equal(gemm(&c, 4, 4, 4, 1, HW_DF_OS).compute_cycles, 14);
-	assert_int_equal(gemm(&c, 4, 4, 4, 1, HW_DF_IS).compute_cycles, 14);
+	/* 4x4x4 fills the array exactly once in every dataflow: 10 + 4 = 14,
+	 * with or without double buffering (one fold has nothing to overlap) */
+	for (int db = 0; db <= 1; db++) {
+		c.weight_double_buffer = (uint32_t)db;
+		assert_int_equal(gemm(&c, 4, 4, 4, 1, HW_DF_WS).compute_cycles, 14);
+		assert_int_equal(gemm(&c, 4, 4, 4, 1, HW_DF_OS).compute_cycles, 14);
+		assert_int_equal(gemm(&c, 4, 4, 4, 1, HW_DF_IS).compute_cycles, 14);
+		/* a 1x1x1 GEMM still pays the whole pipeline: 10 + 1 = 11 */
+		assert_int_equal(gemm(&c, 1, 1, 1, 1, HW_DF_WS).compute_cycles, 11);
+	}
 
-	/* M=8, K=N=4: WS keeps one fold and streams 8 rows: 10 + 8 = 18;
-	 * OS and IS put M in space: 2 folds * (10 + 4) = 28 */
+	/* M=8, K=N=4: WS keeps one fold and streams 8 rows: 10 + 8 = 18.
+	 * OS and IS put M in space: 2 folds of T = 4: serialized 2 * 14 = 28,
+	 * double-buffered 10 + 4 + 1 * max(4, 4) = 18 */
+	c.weight_double_buffer = 0;
 	g = gemm(&c, 8, 4, 4, 1, HW_DF_WS);
 	assert_int_equal(g.compute_cycles, 18);
-	/* 8*4*4 = 128 MACs / (16 * 18) */
-	assert_dbl_near(g.utilization, 128.0 / 288.0, 1e-15);
 	assert_int_equal(gemm(&c, 8, 4, 4, 1, HW_DF_OS).compute_cycles, 28);
 	assert_int_equal(gemm(&c, 8, 4, 4, 1, HW_DF_IS).compute_cycles, 28);
-
-	/* a 1x1x1 GEMM still pays the whole pipeline: 10 + 1 = 11 */
-	assert_int_equal(gemm(&c, 1, 1, 1, 1, HW_DF_WS).compute_cycles, 11);
+	c.weight_double_buffer = 1;
+	assert_int_equal(gemm(&c, 8, 4, 4, 1, HW_DF_OS).compute_cycles, 18);
+	assert_int_equal(gemm(&c, 8, 4, 4, 1, HW_DF_IS).compute_cycles, 18);
+	/* one fold, one pipeline unit: 16 B of weights, D = 4, d = 4, c = 18:
+	 * max(10 + 18 + 4, 10 + 4 + 18) = 32: nothing overlaps */
+	g = gemm(&c, 8, 4, 4, 1, HW_DF_WS);
+	assert_int_equal(g.cycles, 32);
+	/* 8*4*4 = 128 MACs / (16 * 32) */
+	assert_dbl_near(g.utilization, 128.0 / 512.0, 1e-15);
 }
 
 static void test_memory_bound(void **state)
@@ -139,52 +208,172 @@ static void test_memory_bound(void **state)
 	small_config(&c);
 	c.mem_bw_bytes_s = 1e9;  /* 1 byte per cycle */
 	c.elem_bytes = 2;
-	/* M=1, K=N=64, WS: 16 * 16 folds * (10 + 1) = 2816 compute cycles;
-	 * weights 64*64*2 = 8192 B at 1 B/cycle = 8192, +10 latency = 8202 */
+	/* M=1, K=N=64, WS: F = 16 * 16 = 256 folds, T = 1:
+	 * 10 + 1 + 255 * max(4, 1) = 1031 compute cycles.
+	 * Weights 64*64*2 = 8192 B at 1 B/cycle: D = 8192, memory 8202.
+	 * d = 8192 / 256 = 32, c = ceil(1031 / 256) = 5:
+	 * max(10 + 1031 + 32, 10 + 8192 + 5) = max(1073, 8207) = 8207. */
+	g = gemm(&c, 1, 64, 64, 1, HW_DF_WS);
+	assert_int_equal(g.compute_cycles, 1031);
+	assert_int_equal(g.memory_cycles, 8202);
+	assert_int_equal(g.cycles, 8207);
+	assert_int_equal(g.bound, HW_MEMORY_BOUND);
+	assert_dbl_near(g.seconds, 8207e-9, 1e-20);
+	/* 4096 MACs / (16 * 8207) */
+	assert_dbl_near(g.utilization, 4096.0 / (16.0 * 8207.0), 1e-15);
+
+	/* serialized: 256 * 11 = 2816 compute, c = 11: 10 + 8192 + 11 = 8213 */
+	c.weight_double_buffer = 0;
 	g = gemm(&c, 1, 64, 64, 1, HW_DF_WS);
 	assert_int_equal(g.compute_cycles, 2816);
-	assert_int_equal(g.memory_cycles, 8202);
-	assert_int_equal(g.cycles, 8202);
-	assert_int_equal(g.bound, HW_MEMORY_BOUND);
-	assert_dbl_near(g.seconds, 8202e-9, 1e-20);
-	/* 4096 MACs / (16 * 8202) */
-	assert_dbl_near(g.utilization, 4096.0 / (16.0 * 8202.0), 1e-15);
+	assert_int_equal(g.cycles, 8213);
 }
 
+/* Weights that do not fit the weight SRAM are re-fetched for every batch
+ * tile of M rows; activation tiles are double-buffered, so a tile may use
+ * only half of the activation SRAM. */
 static void test_weight_sram_overflow(void **state)
 {
 	struct npu_config c;
 	struct hw_gemm_cost g;
+	struct npu_gemm_detail d;
 
 	(void)state;
 	small_config(&c);
-	c.weight_sram_bytes = 64;
+	c.weight_sram_bytes = 64;   /* >= 2 folds of weights: 2 * 4 * 4 * 1 = 32 */
 	c.act_sram_bytes = 100;
 	/* M=10, K=8, N=16: weights 8*16 = 128 B > 64 B of weight SRAM.
-	 * A tile row needs K + N = 24 B of activation SRAM: 100 / 24 = 4 rows per
-	 * tile, ceil(10 / 4) = 3 tiles, so the weights cross 3 times: 384 B.
-	 * Activations 10 * 24 = 240 B > 100 B: in and out once more, 240 B.
-	 * 624 B / 4 B/cycle = 156, + 10 = 166 memory cycles.
-	 * Compute WS: Sr=8 -> 2, Sc=16 -> 4, 8 folds * (10 + 10) = 160. */
-	g = gemm(&c, 10, 8, 16, 1, HW_DF_WS);
-	assert_int_equal(g.compute_cycles, 160);
-	assert_int_equal(g.memory_cycles, 166);
-	assert_int_equal(g.cycles, 166);
+	 * Activations 10 * (8 + 16) = 240 B > 100 B: they spill, and a
+	 * double-buffered tile holds floor(100 / (2 * 24)) = 2 rows: ceil(10/2) =
+	 * 5 tiles, so the weights cross 5 times: 640 B, plus the activations
+	 * once, 240 B: 880 B, D = 220, memory 230.
+	 * Compute WS: Sr=8 -> 2, Sc=16 -> 4, F = 8, T = 10:
+	 * 10 + 10 + 7 * 10 = 90. d = ceil(220/8) = 28, c = ceil(90/8) = 12:
+	 * max(10 + 90 + 28, 10 + 220 + 12) = max(128, 242) = 242. */
+	assert_int_equal(gemm_runs(&c, 10, 8, 16, 1, 1, &g, &d), 0);
+	assert_int_equal(d.folds, 8);
+	assert_int_equal(d.stream_cycles, 10);
+	assert_int_equal(d.tiles, 5);
+	assert_int_equal(d.dram_bytes, 880);
+	assert_int_equal(d.weights_resident, 0);
+	assert_int_equal(d.activations_spill, 1);
+	assert_int_equal(g.compute_cycles, 90);
+	assert_int_equal(g.memory_cycles, 230);
+	assert_int_equal(g.cycles, 242);
 	assert_int_equal(g.bound, HW_MEMORY_BOUND);
 
-	/* The same GEMM with weights that fit: 128 + 240 = 368 B -> 92 + 10 = 102 */
+	/* serialized: 8 * (10 + 10) = 160, c = 20:
+	 * max(10 + 160 + 28, 10 + 220 + 20) = 250 */
+	c.weight_double_buffer = 0;
+	g = gemm(&c, 10, 8, 16, 1, HW_DF_WS);
+	assert_int_equal(g.compute_cycles, 160);
+	assert_int_equal(g.cycles, 250);
+
+	/* The same GEMM with weights that fit (128 B): they cross once.
+	 * 128 + 240 = 368 B, D = 92, d = ceil(92/8) = 12.
+	 * Serialized: max(10 + 160 + 12, 10 + 92 + 20) = 182, compute-bound.
+	 * Double-buffered: max(10 + 90 + 12, 10 + 92 + 12) = 114, memory-bound:
+	 * hiding the weight loads moves the bound. */
 	c.weight_sram_bytes = 128;
 	g = gemm(&c, 10, 8, 16, 1, HW_DF_WS);
 	assert_int_equal(g.memory_cycles, 102);
-	assert_int_equal(g.cycles, 160);
+	assert_int_equal(g.cycles, 182);
 	assert_int_equal(g.bound, HW_COMPUTE_BOUND);
+	c.weight_double_buffer = 1;
+	g = gemm(&c, 10, 8, 16, 1, HW_DF_WS);
+	assert_int_equal(g.cycles, 114);
+	assert_int_equal(g.bound, HW_MEMORY_BOUND);
 
-	/* Weights that do not fit but activations that do (act SRAM 1 KiB,
-	 * 1024 / 24 = 42 rows >= 10): one tile, weights stream once: 128 B ->
-	 * 32 + 10 = 42 */
+	/* Weights that do not fit but activations that do (act SRAM 1 KiB >=
+	 * 240 B): one tile, the weights stream once: 128 B, D = 32, d = 4:
+	 * max(10 + 90 + 4, 10 + 32 + 12) = 104 */
 	c.weight_sram_bytes = 64;
 	c.act_sram_bytes = 1024;
-	assert_int_equal(gemm(&c, 10, 8, 16, 1, HW_DF_WS).memory_cycles, 42);
+	assert_int_equal(gemm_runs(&c, 10, 8, 16, 1, 1, &g, &d), 0);
+	assert_int_equal(d.tiles, 1);
+	assert_int_equal(g.memory_cycles, 42);
+	assert_int_equal(g.cycles, 104);
+
+	/* Not even one double-buffered row fits (act SRAM 40 < 2 * 24): the
+	 * weights stream once per row: 10 tiles, 1280 + 240 = 1520 B, D = 380 */
+	c.act_sram_bytes = 40;
+	assert_int_equal(gemm_runs(&c, 10, 8, 16, 1, 1, &g, &d), 0);
+	assert_int_equal(d.tiles, 10);
+	assert_int_equal(g.memory_cycles, 390);
+}
+
+/* A multi-step task (RNN timesteps): resident weights are fetched once. */
+static void test_steps(void **state)
+{
+	struct npu_config c;
+	struct hw_gemm_cost g;
+	struct npu_gemm_detail d;
+
+	(void)state;
+	small_config(&c);
+	/* M=1, K=8, N=16, 3 steps, WS: F = 2 * 4 = 8, T = 1: one step computes
+	 * 10 + 1 + 7 * 4 = 39. Step 1 fetches the 128 B of weights: D = 32,
+	 * d = 4, c = ceil(39/8) = 5: max(10 + 39 + 4, 10 + 32 + 5) = 53.
+	 * Steps 2 and 3 move nothing: 39 each. Total 53 + 78 = 131. */
+	assert_int_equal(gemm_runs(&c, 1, 8, 16, 3, 1, &g, &d), 0);
+	assert_int_equal(g.compute_cycles, 117);
+	assert_int_equal(g.memory_cycles, 42);
+	assert_int_equal(g.cycles, 131);
+	assert_int_equal(g.bound, HW_COMPUTE_BOUND);
+	assert_int_equal(d.dram_bytes, 128);
+	assert_int_equal(d.weights_resident, 1);
+	/* 3 * 128 MACs / (16 * 131) */
+	assert_dbl_near(g.utilization, 384.0 / (16.0 * 131.0), 1e-15);
+
+	/* Weights that do not fit (64 B SRAM) are fetched by every step:
+	 * 3 * 53 = 159 cycles, 3 * 42 = 126 memory cycles, 384 B */
+	c.weight_sram_bytes = 64;
+	assert_int_equal(gemm_runs(&c, 1, 8, 16, 3, 1, &g, &d), 0);
+	assert_int_equal(g.cycles, 159);
+	assert_int_equal(g.memory_cycles, 126);
+	assert_int_equal(d.dram_bytes, 384);
+
+	/* one step is npu_gemm */
+	c.weight_sram_bytes = 1 << 20;
+	assert_int_equal(gemm_runs(&c, 1, 8, 16, 1, 1, &g, NULL), 0);
+	assert_int_equal(g.cycles, gemm(&c, 1, 8, 16, 1, HW_DF_WS).cycles);
+	assert_int_equal(g.cycles, 53);
+}
+
+/* Independent runs of one term share one pipeline: the latency and the
+ * first fetch are exposed once. */
+static void test_runs(void **state)
+{
+	struct npu_config c;
+	struct hw_gemm_cost g;
+	struct npu_gemm_detail d;
+
+	(void)state;
+	small_config(&c);
+	c.mem_bw_bytes_s = 1e9;
+	c.elem_bytes = 2;
+	/* two runs of test_memory_bound's GEMM (256 folds, 8192 B each): the
+	 * 512 folds chain, 10 + 1 + 511 * 4 = 2055; 512 units, D = 16384,
+	 * memory 16394; d = 32, c = ceil(2055/512) = 5:
+	 * max(10 + 2055 + 32, 10 + 16384 + 5) = 16399, against 2 * 8207 = 16414
+	 * had each run exposed its own first fetch. */
+	assert_int_equal(gemm_runs(&c, 1, 64, 64, 1, 2, &g, &d), 0);
+	assert_int_equal(g.compute_cycles, 2055);
+	assert_int_equal(g.memory_cycles, 16394);
+	assert_int_equal(g.cycles, 16399);
+	assert_int_equal(g.bound, HW_MEMORY_BOUND);
+	assert_int_equal(d.dram_bytes, 16384);
+	assert_int_equal(d.folds, 256);
+	/* 2 * 4096 MACs / (16 * 16399) */
+	assert_dbl_near(g.utilization, 8192.0 / (16.0 * 16399.0), 1e-15);
+
+	/* two runs of two steps, resident weights: first steps as above, then
+	 * two later steps of 1031 each, alone, with nothing to fetch:
+	 * 16399 + 2062 = 18461; compute 2055 + 2062 = 4117 */
+	assert_int_equal(gemm_runs(&c, 1, 64, 64, 2, 2, &g, &d), 0);
+	assert_int_equal(g.cycles, 18461);
+	assert_int_equal(g.compute_cycles, 4117);
+	assert_int_equal(d.dram_bytes, 16384);
 }
 
 static void test_activation_operands(void **state)
@@ -194,15 +383,18 @@ static void test_activation_operands(void **state)
 
 	(void)state;
 	small_config(&c);
-	/* both operands activations and everything fits: no DRAM traffic */
+	/* both operands activations and everything fits: no DRAM traffic, the
+	 * WS compute of test_partial_folds_all_dataflows alone: 30 */
 	g = gemm(&c, 5, 6, 7, 0, HW_DF_WS);
 	assert_int_equal(g.memory_cycles, 0);
-	assert_int_equal(g.cycles, 60);
+	assert_int_equal(g.cycles, 30);
 	/* act SRAM 100 B < 5*6 + 6*7 + 5*7 = 107 B: all three move:
-	 * ceil(107 / 4) = 27, + 10 = 37 */
+	 * D = ceil(107 / 4) = 27, memory 37; d = ceil(27/4) = 7, c = 8:
+	 * max(10 + 30 + 7, 10 + 27 + 8) = max(47, 45) = 47 */
 	c.act_sram_bytes = 100;
 	g = gemm(&c, 5, 6, 7, 0, HW_DF_WS);
 	assert_int_equal(g.memory_cycles, 37);
+	assert_int_equal(g.cycles, 47);
 }
 
 static void test_table_one_gemm(void **state)
@@ -212,18 +404,28 @@ static void test_table_one_gemm(void **state)
 
 	(void)state;
 	npu_config_default(&c);
-	/* 64x1024x4096 WS on 128x128: folds ceil(1024/128) * ceil(4096/128) =
-	 * 8 * 32 = 256, each 2*128 + 128 + 64 - 2 = 446 cycles: 114176.
+	/* 64x1024x4096 WS on 128x128: F = ceil(1024/128) * ceil(4096/128) =
+	 * 8 * 32 = 256 folds, T = 64 < R = 128, 2R + C - 2 = 382:
+	 * 382 + 64 + 255 * 128 = 33086 compute cycles.
 	 * Weights 1024*4096*1 B = 4 MiB fit the 4 MiB weight SRAM exactly:
-	 * 4194304 * 700e6 / 360e9 = 8155.59 -> 8156, + 100 = 8256.
-	 * Activations 64 * (1024 + 4096) = 320 KiB stay on chip. */
+	 * 4194304 * 700e6 / 360e9 = 8155.59 -> D = 8156, memory 8256.
+	 * Activations 64 * (1024 + 4096) = 320 KiB stay on chip.
+	 * d = ceil(8156/256) = 32, c = ceil(33086/256) = 130:
+	 * max(100 + 33086 + 32, 100 + 8156 + 130) = 33218. */
+	g = gemm(&c, 64, 1024, 4096, 1, HW_DF_WS);
+	assert_int_equal(g.compute_cycles, 33086);
+	assert_int_equal(g.memory_cycles, 8256);
+	assert_int_equal(g.cycles, 33218);
+	assert_dbl_near(g.seconds, 33218.0 / 700e6, 1e-18);
+	/* 64*1024*4096 = 268435456 MACs / (16384 * 33218) */
+	assert_dbl_near(g.utilization, 268435456.0 / (16384.0 * 33218.0), 1e-15);
+
+	/* serialized, SCALE-Sim: 256 * (382 + 64) = 114176;
+	 * c = 446: 100 + 114176 + 32 = 114308 */
+	c.weight_double_buffer = 0;
 	g = gemm(&c, 64, 1024, 4096, 1, HW_DF_WS);
 	assert_int_equal(g.compute_cycles, 114176);
-	assert_int_equal(g.memory_cycles, 8256);
-	assert_int_equal(g.cycles, 114176);
-	assert_dbl_near(g.seconds, 114176.0 / 700e6, 1e-18);
-	/* 64*1024*4096 / (16384 * 114176) = 268435456 / 1870659584 */
-	assert_dbl_near(g.utilization, 268435456.0 / 1870659584.0, 1e-15);
+	assert_int_equal(g.cycles, 114308);
 }
 
 static void test_errors(void **state)
@@ -239,6 +441,15 @@ static void test_errors(void **state)
 	assert_int_equal(npu_gemm(&c, 0, 4, 4, 1, HW_DF_WS, &g, err, sizeof err), -1);
 	assert_non_null(strstr(err, "zero dimension"));
 	assert_int_equal(g.cycles, 0);
+	{
+		struct npu_gemm_req r = { .m = 4, .k = 4, .n = 4, .steps = 0, .runs = 1, .weight_operand = 1 };
+		assert_int_equal(npu_gemm_runs(&c, &r, &g, NULL, err, sizeof err), -1);
+		assert_non_null(strstr(err, "zero dimension"));
+		r.steps = 1;
+		r.runs = 0;
+		assert_int_equal(npu_gemm_runs(&c, &r, &g, NULL, err, sizeof err), -1);
+		assert_non_null(strstr(err, "zero dimension"));
+	}
 	/* IS: ceil(2^42/4) * ceil(2^42/4) = 2^80 folds do not fit in 64 bits */
 	assert_int_equal(npu_gemm(&c, 1ull << 42, 1ull << 42, 1, 1, HW_DF_IS, &g, err, sizeof err), -1);
 	assert_non_null(strstr(err, "too large"));
@@ -250,6 +461,17 @@ static void test_errors(void **state)
 	c.mem_bw_bytes_s = NAN;
 	assert_int_equal(npu_config_check(&c, err, sizeof err), -1);
 	assert_non_null(strstr(err, "mem_bw_bytes_s"));
+	small_config(&c);
+	c.weight_double_buffer = 2;
+	assert_int_equal(npu_config_check(&c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "weight_double_buffer"));
+	/* two folds of weights: 2 * 4 * 4 * 1 = 32 B; 31 is one byte short */
+	small_config(&c);
+	c.weight_sram_bytes = 31;
+	assert_int_equal(npu_config_check(&c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "needs 2 * rows * cols * elem_bytes = 32"));
+	c.weight_sram_bytes = 32;
+	assert_int_equal(npu_config_check(&c, err, sizeof err), 0);
 
 	assert_int_equal(npu_dataflow_parse("os", &df, err, sizeof err), 0);
 	assert_int_equal(df, HW_DF_OS);
@@ -264,6 +486,7 @@ static void test_node_cost_sum(void **state)
 	struct npu_config c;
 	struct mdl_node node;
 	struct hw_node_cost nc;
+	struct npu_term_cost t[2];
 	char err[256];
 
 	(void)state;
@@ -276,17 +499,49 @@ static void test_node_cost_sum(void **state)
 	                                   .weight_shared = 1 };
 	node.elementwise_per_sample = 10;
 
-	/* gemm0: M = 3*1 = 3, WS 2*2 folds * (10 + 3) = 52 compute; 64 B of
-	 * weights -> 16 + 10 = 26 memory; 52 cycles; twice: 104 / 52.
-	 * gemm1 (attention, per request): M = 3, K = 4, N = 3: 1 fold,
-	 * 10 + 3 = 13 cycles, all on chip; 3 requests * count 1: 39.
+	/* gemm0: M = 3*1 = 3, WS 2*2 = 4 folds, T = 3: one run alone would take
+	 * 10 + 3 + 3 * max(4, 3) = 25 compute cycles, with 64 B of weights.
+	 * Its two runs (count 2) go back to back: their 8 folds chain,
+	 * 10 + 3 + 7 * 4 = 41, and form one pipeline of 8 units: 128 B, D = 32,
+	 * memory 42; d = ceil(32/8) = 4, c = ceil(41/8) = 6:
+	 * max(10 + 41 + 4, 10 + 32 + 6) = 55 cycles.
+	 * gemm1 (attention, per request): M = 3, K = 4, N = 3: 1 fold each, 3
+	 * requests * count 1 = 3 runs chained: 10 + 3 + 2 * 4 = 21, all on chip.
 	 * element-wise: 3 * 10 = 30 ops / 4 lanes -> 8 cycles.
-	 * total 104 + 39 + 8 = 151 cycles at 1 GHz; compute 151; memory 52. */
+	 * total 55 + 21 + 8 = 84 cycles at 1 GHz; compute 41 + 21 + 8 = 70;
+	 * memory 42. */
+	assert_int_equal(npu_node_terms(&c, &node, 3, t, err, sizeof err), 0);
+	assert_int_equal(t[0].req.m, 3);
+	assert_int_equal(t[0].req.runs, 2);
+	assert_int_equal(t[0].req.steps, 1);
+	assert_int_equal(t[0].req.weight_operand, 1);
+	assert_int_equal(t[0].detail.folds, 4);
+	assert_int_equal(t[0].cost.compute_cycles, 41);
+	assert_int_equal(t[0].cost.cycles, 55);
+	assert_int_equal(t[1].req.m, 3);
+	assert_int_equal(t[1].req.runs, 3);
+	assert_int_equal(t[1].req.weight_operand, 0);
+	assert_int_equal(t[1].cost.cycles, 21);
 	assert_int_equal(npu_node_cost(&c, &node, 3, &nc, err, sizeof err), 0);
-	assert_dbl_near(nc.seconds, 151e-9, 1e-18);
-	assert_dbl_near(nc.compute_seconds, 151e-9, 1e-18);
-	assert_dbl_near(nc.memory_seconds, 52e-9, 1e-18);
+	assert_dbl_near(nc.seconds, 84e-9, 1e-18);
+	assert_dbl_near(nc.compute_seconds, 70e-9, 1e-18);
+	assert_dbl_near(nc.memory_seconds, 42e-9, 1e-18);
 	assert_int_equal(nc.bound, HW_COMPUTE_BOUND);
+
+	/* steps on a term multiply its compute, not its resident weights:
+	 * gemm0 with 2 steps: the first steps as above, 55; then each run's
+	 * second step alone, 25 each, no bytes: 105. Total 105 + 21 + 8 = 134 */
+	node.gemms[0].steps = 2;
+	assert_int_equal(npu_node_cost(&c, &node, 3, &nc, err, sizeof err), 0);
+	assert_dbl_near(nc.seconds, 134e-9, 1e-18);
+
+	/* serialized, every run pays its folds: gemm0 2 * 4 * (10 + 3) = 104,
+	 * c = 13: max(10 + 104 + 4, 10 + 32 + 13) = 118; gemm1 3 * 13 = 39;
+	 * total 118 + 39 + 8 = 165 */
+	node.gemms[0].steps = 1;
+	c.weight_double_buffer = 0;
+	assert_int_equal(npu_node_cost(&c, &node, 3, &nc, err, sizeof err), 0);
+	assert_dbl_near(nc.seconds, 165e-9, 1e-18);
 
 	assert_int_equal(npu_node_cost(&c, &node, 0, &nc, err, sizeof err), -1);
 	assert_non_null(strstr(err, "batch"));
@@ -308,11 +563,11 @@ static void test_node_cost_memory_bound(void **state)
 	node.ngemms = 1;
 	node.gemms[0] = (struct mdl_gemm){ .m_per_sample = 1, .k = 64, .n = 64, .count = 1 };
 	node.elementwise_per_sample = 100;
-	/* the GEMM of test_memory_bound: 2816 compute, 8202 memory (bound);
-	 * element-wise 100 / 4 = 25. Total 8202 + 25 = 8227. */
+	/* the GEMM of test_memory_bound: 1031 compute, 8202 memory, 8207 cycles
+	 * (memory-bound); element-wise 100 / 4 = 25. Total 8207 + 25 = 8232. */
 	assert_int_equal(npu_node_cost(&c, &node, 1, &nc, err, sizeof err), 0);
-	assert_dbl_near(nc.seconds, 8227e-9, 1e-18);
-	assert_dbl_near(nc.compute_seconds, (2816 + 25) * 1e-9, 1e-18);
+	assert_dbl_near(nc.seconds, 8232e-9, 1e-18);
+	assert_dbl_near(nc.compute_seconds, (1031 + 25) * 1e-9, 1e-18);
 	assert_dbl_near(nc.memory_seconds, 8202e-9, 1e-18);
 	assert_int_equal(nc.bound, HW_MEMORY_BOUND);
 }
@@ -327,6 +582,7 @@ static void test_hw_ops_lstm_cell(void **state)
 	struct hw_model *hw = NULL;
 	struct hw_node_cost nc;
 	struct hw_gemm_cost g;
+	struct npu_config cfg;
 	char err[256];
 
 	(void)state;
@@ -348,34 +604,57 @@ static void test_hw_ops_lstm_cell(void **state)
 	assert_string_equal(hw->label, "npu");
 	assert_ptr_equal(hw->model, &model);
 	assert_int_equal(hw_max_batch(hw), 0);
+	assert_non_null(npu_hw_config(hw));
+	assert_int_equal(npu_hw_config(hw)->rows, 128);
 
-	/* batch 1: WS folds 16 * 32 = 512, each 2*128 + 128 + 1 - 2 = 383:
-	 * 196096 compute cycles. Weights 8 MiB > 4 MiB weight SRAM, but a tile
-	 * row needs 6144 B so 8 MiB of act SRAM holds 1365 rows >= 1: one pass,
-	 * 8388608 * 700e6 / 360e9 = 16311.2 -> 16312 + 100 = 16412 memory.
-	 * Element-wise 10240 / 128 = 80. Total 196176 cycles / 700 MHz. */
+	/* batch 1: WS F = 16 * 32 = 512 folds, T = 1:
+	 * 382 + 1 + 511 * 128 = 65791 compute cycles: the array waits for
+	 * weights to shift in, 128 per fold. Weights 8 MiB > 4 MiB weight SRAM,
+	 * but the activations (6 KiB) fit, so they stream once:
+	 * 8388608 * 700e6 / 360e9 = 16311.2 -> D = 16312, memory 16412.
+	 * d = ceil(16312/512) = 32, c = ceil(65791/512) = 129:
+	 * max(100 + 65791 + 32, 100 + 16312 + 129) = 65923.
+	 * Element-wise 10240 / 128 = 80. Total 66003 cycles / 700 MHz. */
 	assert_int_equal(hw_node_cost(hw, 0, 1, &nc, err, sizeof err), 0);
-	assert_dbl_near(nc.seconds, 196176.0 / 700e6, 1e-15);
-	assert_dbl_near(nc.compute_seconds, 196176.0 / 700e6, 1e-15);
+	assert_dbl_near(nc.seconds, 66003.0 / 700e6, 1e-15);
+	assert_dbl_near(nc.compute_seconds, 65871.0 / 700e6, 1e-15);
 	assert_dbl_near(nc.memory_seconds, 16412.0 / 700e6, 1e-15);
 	assert_int_equal(nc.bound, HW_COMPUTE_BOUND);
 
-	/* batch 64: 512 * (382 + 64) = 228352; element-wise 64 * 80 = 5120 */
+	/* batch 64: T = 64 < 128, so folds still cost 128:
+	 * 382 + 64 + 511 * 128 = 65854, c = ceil(65854/512) = 129:
+	 * 100 + 65854 + 32 = 65986; element-wise 64 * 80 = 5120: 71106 */
 	assert_int_equal(hw_node_cost(hw, 0, 64, &nc, err, sizeof err), 0);
-	assert_dbl_near(nc.seconds, 233472.0 / 700e6, 1e-15);
+	assert_dbl_near(nc.seconds, 71106.0 / 700e6, 1e-15);
+
+	/* batch 256: T = 256 > 128: 382 + 256 + 511 * 256 = 131454; c = 257:
+	 * 100 + 131454 + 32 = 131586; element-wise 256 * 80 = 20480: 152066 */
+	assert_int_equal(hw_node_cost(hw, 0, 256, &nc, err, sizeof err), 0);
+	assert_dbl_near(nc.seconds, 152066.0 / 700e6, 1e-15);
 
 	assert_int_equal(hw_node_cost(hw, 1, 1, &nc, err, sizeof err), -1);
 	assert_non_null(strstr(err, "out of range"));
 
 	/* gemm_cost passes through to npu_gemm with Table I (test_table_one_gemm) */
 	assert_int_equal(hw->ops->gemm_cost(hw, 64, 1024, 4096, HW_DF_WS, 1, &g, err, sizeof err), 0);
-	assert_int_equal(g.cycles, 114176);
+	assert_int_equal(g.cycles, 33218);
 	assert_int_equal(g.memory_cycles, 8256);
 	/* as activation x activation: 4 MiB + 64 KiB + 256 KiB fit the 8 MiB act
-	 * SRAM, so nothing moves */
+	 * SRAM, so nothing moves and the compute is all */
 	assert_int_equal(hw->ops->gemm_cost(hw, 64, 1024, 4096, HW_DF_WS, 0, &g, err, sizeof err), 0);
 	assert_int_equal(g.memory_cycles, 0);
+	assert_int_equal(g.cycles, 33086);
 	hw->ops->close(hw);
+
+	/* serialized, as SCALE-Sim: 512 * (382 + 1) = 196096 compute;
+	 * c = 383: 100 + 196096 + 32 = 196228; + 80 element-wise = 196308 */
+	npu_config_default(&cfg);
+	cfg.weight_double_buffer = 0;
+	assert_int_equal(npu_hw_create(&cfg, "scalesim", &model, &hw, err, sizeof err), 0);
+	assert_string_equal(hw->label, "scalesim");
+	assert_int_equal(hw_node_cost(hw, 0, 1, &nc, err, sizeof err), 0);
+	assert_dbl_near(nc.seconds, 196308.0 / 700e6, 1e-15);
+	hw_close(hw);
 
 	/* hw-info opens the NPU without a model: GEMMs work, nodes do not */
 	assert_int_equal(npu_hw_ops.open("npu", NULL, &hw, err, sizeof err), 0);
@@ -385,6 +664,218 @@ static void test_hw_ops_lstm_cell(void **state)
 	assert_int_equal(hw_node_cost(hw, 0, 1, &nc, err, sizeof err), -1);
 	assert_non_null(strstr(err, "no model"));
 	hw->ops->close(hw);
+
+	/* a bad configuration is refused at creation */
+	cfg.rows = 0;
+	assert_int_equal(npu_hw_create(&cfg, "bad", NULL, &hw, err, sizeof err), -1);
+	assert_null(hw);
+	assert_non_null(strstr(err, "rows"));
+	assert_null(npu_hw_config(NULL));
+}
+
+/* ---- configuration files (hwmodels/npu_config.c) ---- */
+
+#ifndef SB_MODELS_DIR
+#define SB_MODELS_DIR "models"
+#endif
+/* the shipped example configurations sit beside the timing model */
+#define TEST_HW_DIR SB_MODELS_DIR "/../hwmodels"
+
+/* Writes text to a fresh temporary file; returns its path (caller frees and
+ * unlinks). */
+static char *tmp_config(const char *text)
+{
+	char tmpl[] = "/tmp/test_npu_XXXXXX";
+	int fd = mkstemp(tmpl);
+	size_t len = strlen(text);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	assert_int_equal(close(fd), 0);
+	char *path = strdup(tmpl);
+	assert_non_null(path);
+	return path;
+}
+
+static void load_ok(const char *text, struct npu_config *c)
+{
+	char *path = tmp_config(text);
+	char err[512] = "";
+	int rc = npu_config_load(path, c, err, sizeof err);
+
+	if (rc)
+		print_error("unexpected error: %s\n", err);
+	assert_int_equal(rc, 0);
+	unlink(path);
+	free(path);
+}
+
+/* The load must fail with "PATH:LINE: ...what..." on one line. */
+static void load_err(const char *text, unsigned line, const char *what)
+{
+	char *path = tmp_config(text);
+	char err[512] = "", prefix[600];
+	struct npu_config c;
+	int rc = npu_config_load(path, &c, err, sizeof err);
+
+	snprintf(prefix, sizeof prefix, "%s:%u: ", path, line);
+	if (rc != -1 || strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, what))
+		print_error("input:\n%s\nwant prefix '%s' and '%s'\ngot rc %d: '%s'\n",
+		            text, prefix, what, rc, err);
+	assert_int_equal(rc, -1);
+	assert_int_equal(strncmp(err, prefix, strlen(prefix)), 0);
+	assert_non_null(strstr(err, what));
+	assert_null(strchr(err, '\n'));
+	unlink(path);
+	free(path);
+}
+
+/* Field by field: padding bytes, were there any, would not compare. */
+static void assert_config_equal(const struct npu_config *a, const struct npu_config *b)
+{
+	assert_int_equal(a->rows, b->rows);
+	assert_int_equal(a->cols, b->cols);
+	assert_true(a->freq_hz == b->freq_hz);
+	assert_int_equal(a->act_sram_bytes, b->act_sram_bytes);
+	assert_int_equal(a->weight_sram_bytes, b->weight_sram_bytes);
+	assert_int_equal(a->mem_channels, b->mem_channels);
+	assert_int_equal(a->mem_latency_cycles, b->mem_latency_cycles);
+	assert_true(a->mem_bw_bytes_s == b->mem_bw_bytes_s);
+	assert_int_equal(a->elem_bytes, b->elem_bytes);
+	assert_int_equal(a->vector_lanes, b->vector_lanes);
+	assert_int_equal(a->dataflow, b->dataflow);
+	assert_int_equal(a->weight_double_buffer, b->weight_double_buffer);
+}
+
+static void test_config_files(void **state)
+{
+	struct npu_config c, want;
+	char err[512];
+
+	(void)state;
+	/* Table I written out is exactly the built-in npu */
+	npu_config_default(&want);
+	assert_int_equal(npu_config_load(TEST_HW_DIR "/table1.npu", &c, err, sizeof err), 0);
+	assert_config_equal(&c, &want);
+	/* kind alone: every key takes its Table I value */
+	load_ok("kind = npu\n", &c);
+	assert_config_equal(&c, &want);
+
+	/* the TPU v1-like example (Jouppi et al. 2017) */
+	assert_int_equal(npu_config_load(TEST_HW_DIR "/tpu_v1_like.npu", &c, err, sizeof err), 0);
+	assert_int_equal(c.rows, 256);
+	assert_int_equal(c.cols, 256);
+	assert_true(c.freq_hz == 700e6);
+	assert_int_equal(c.act_sram_bytes, 24u << 20);
+	assert_int_equal(c.weight_sram_bytes, 256u << 10);
+	assert_int_equal(c.mem_channels, 2);
+	assert_true(c.mem_bw_bytes_s == 34e9);
+	assert_int_equal(c.vector_lanes, 256);   /* follows cols */
+
+	/* comments, blanks, spacing, and every key */
+	load_ok("# a part of my own\n\n  kind=npu   # first\n"
+	        "rows = 4\ncols\t=\t8\nfreq_mhz = 1000.5\nact_sram_kib = 3\nweight_sram_kib = 2\n"
+	        "mem_channels = 1\nmem_latency_cycles = 0\nmem_bw_gbs = 4.5\nelem_bytes = 2\n"
+	        "vector_lanes = 3\ndataflow = is\nweight_double_buffer = 0   # SCALE-Sim\n", &c);
+	assert_int_equal(c.rows, 4);
+	assert_int_equal(c.cols, 8);
+	assert_true(c.freq_hz == 1000.5e6);
+	assert_int_equal(c.act_sram_bytes, 3 * 1024);
+	assert_int_equal(c.weight_sram_bytes, 2 * 1024);
+	assert_int_equal(c.mem_channels, 1);
+	assert_int_equal(c.mem_latency_cycles, 0);
+	assert_true(c.mem_bw_bytes_s == 4.5e9);
+	assert_int_equal(c.elem_bytes, 2);
+	assert_int_equal(c.vector_lanes, 3);
+	assert_int_equal(c.dataflow, HW_DF_IS);
+	assert_int_equal(c.weight_double_buffer, 0);
+	load_ok("kind = npu\ncols = 64\n", &c);
+	assert_int_equal(c.vector_lanes, 64);
+
+	load_err("rows = 128\n", 1, "key 'rows' before 'kind = npu'");
+	load_err("kind = gpu\n", 1, "key 'kind': unknown hardware kind 'gpu' (expected npu)");
+	load_err("kind = npu\nkind = npu\n", 2, "key 'kind' given twice (first on line 1)");
+	load_err("kind = npu\nrows = abc\n", 2, "key 'rows': expected an integer in [1, 65536] PEs, got 'abc'");
+	load_err("kind = npu\n\nrows = 0\n", 3, "key 'rows': expected an integer in [1, 65536]");
+	load_err("kind = npu\nrows = -4\n", 2, "got '-4'");
+	load_err("kind = npu\nrows = 65537\n", 2, "key 'rows'");
+	load_err("kind = npu\nrows = 12 8\n", 2, "got '12 8'");
+	load_err("kind = npu\nelem_bytes = 99999999999999999999999\n", 2, "key 'elem_bytes'");
+	load_err("kind = npu\nrows = 4\nrows = 8\n", 3, "key 'rows' given twice (first on line 2)");
+	load_err("kind = npu\nrows\n", 2, "expected KEY = VALUE, got 'rows'");
+	load_err("kind = npu\n = 4\n", 2, "expected KEY = VALUE");
+	load_err("kind = npu\nrows =   # nothing\n", 2, "key 'rows' has no value");
+	load_err("kind = npu\nrow = 4\n", 2, "unknown key 'row' (known: kind, rows, cols,");
+	load_err("kind = npu\nfreq_mhz = 0\n", 2, "key 'freq_mhz': expected a number > 0");
+	load_err("kind = npu\nfreq_mhz = nan\n", 2, "key 'freq_mhz'");
+	load_err("kind = npu\nfreq_mhz = 700MHz\n", 2, "got '700MHz'");
+	load_err("kind = npu\nmem_bw_gbs = 1e400\n", 2, "key 'mem_bw_gbs'");
+	load_err("kind = npu\nmem_bw_gbs = -1\n", 2, "key 'mem_bw_gbs'");
+	load_err("kind = npu\ndataflow = rs\n", 2, "key 'dataflow': expected ws, os or is, got 'rs'");
+	load_err("kind = npu\nweight_double_buffer = 2\n", 2, "key 'weight_double_buffer': expected an integer in [0, 1]");
+	load_err("# only comments\n\n", 2, "no settings (the first must be kind = npu)");
+	load_err("", 1, "no settings");
+	/* 2 * 512 * 512 * 1 = 524288 B > 256 KiB: blamed on the last key involved */
+	load_err("kind = npu\nweight_sram_kib = 256\nrows = 512\ncols = 512\n", 4,
+	         "key 'weight_sram_kib': 256 KiB cannot double-buffer one fold of weights "
+	         "(needs 2 * rows * cols * elem_bytes = 524288 bytes)");
+
+	assert_int_equal(npu_config_load("/nonexistent/x.npu", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/nonexistent/x.npu: cannot open: No such file or directory");
+}
+
+/* --hw=FILE goes through hw_open, which tells a configuration from a node
+ * latency table by its first setting, and the file's values drive the cost. */
+static void test_config_hw_open(void **state)
+{
+	struct hw_model *hw = NULL;
+	struct hw_gemm_cost g;
+	char err[512];
+
+	(void)state;
+	/* the small config of the tests above, written as a file */
+	char *path = tmp_config("kind = npu\nrows = 4\ncols = 4\nfreq_mhz = 1000\nact_sram_kib = 1024\n"
+	                        "weight_sram_kib = 1024\nmem_channels = 1\nmem_latency_cycles = 10\n"
+	                        "mem_bw_gbs = 4\nelem_bytes = 1\n");
+	assert_int_equal(hw_open(path, NULL, &hw, err, sizeof err), 0);
+	assert_string_equal(hw->label, strrchr(path, '/') + 1);
+	assert_non_null(npu_hw_config(hw));
+	assert_int_equal(npu_hw_config(hw)->vector_lanes, 4);
+	/* test_partial_folds_all_dataflows: WS 5x6x7 takes 43 cycles */
+	assert_int_equal(hw->ops->gemm_cost(hw, 5, 6, 7, HW_DF_WS, 1, &g, err, sizeof err), 0);
+	assert_int_equal(g.cycles, 43);
+	assert_dbl_near(g.seconds, 43e-9, 1e-20);
+	hw_close(hw);
+	unlink(path);
+	free(path);
+
+	/* serialized, as SCALE-Sim: 73 */
+	path = tmp_config("kind = npu\nrows = 4\ncols = 4\nfreq_mhz = 1000\nmem_latency_cycles = 10\n"
+	                  "mem_bw_gbs = 4\nweight_double_buffer = 0\n");
+	assert_int_equal(hw_open(path, NULL, &hw, err, sizeof err), 0);
+	assert_int_equal(hw->ops->gemm_cost(hw, 5, 6, 7, HW_DF_WS, 1, &g, err, sizeof err), 0);
+	assert_int_equal(g.cycles, 73);
+	hw_close(hw);
+	unlink(path);
+	free(path);
+
+	/* a malformed configuration reaches the caller with its line */
+	path = tmp_config("kind = npu\n\ncols = many\n");
+	assert_int_equal(hw_open(path, NULL, &hw, err, sizeof err), -1);
+	assert_null(hw);
+	char want[600];
+	snprintf(want, sizeof want, "%s:3: key 'cols'", path);
+	assert_int_equal(strncmp(err, want, strlen(want)), 0);
+	unlink(path);
+	free(path);
+
+	/* neither a configuration nor a table */
+	path = tmp_config("rows = 4\n");
+	assert_int_equal(hw_open(path, NULL, &hw, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not a simbatch hardware file"));
+	assert_non_null(strstr(err, "kind = npu"));
+	unlink(path);
+	free(path);
 }
 
 int main(void)
@@ -392,15 +883,20 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults_table_one),
 		cmocka_unit_test(test_partial_folds_all_dataflows),
+		cmocka_unit_test(test_weight_load_bound_folds),
 		cmocka_unit_test(test_single_fold),
 		cmocka_unit_test(test_memory_bound),
 		cmocka_unit_test(test_weight_sram_overflow),
+		cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_runs),
 		cmocka_unit_test(test_activation_operands),
 		cmocka_unit_test(test_table_one_gemm),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_node_cost_sum),
 		cmocka_unit_test(test_node_cost_memory_bound),
 		cmocka_unit_test(test_hw_ops_lstm_cell),
+		cmocka_unit_test(test_config_files),
+		cmocka_unit_test(test_config_hw_open),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,593 @@
+/* calib/calib_cpu.c: the calib-cpu program (run as `simbatch calibrate
+ * --device=cpu`): measures the GEMMs and element-wise work of the chosen
+ * models' nodes on this CPU with OpenBLAS and writes a calibration table
+ * (CSV, hwmodels/calibrated_table.h) and its copy in SQLite (store.h).
+ *
+ * Kernel set: OpenBLAS reads OPENBLAS_CORETYPE once, when the library is
+ * loaded, which is before main. So the program decides the kernel set first
+ * (--coretype, else OPENBLAS_CORETYPE from the environment, else from the
+ * CPU's flags, cpu_select.h), and when the environment does not say it yet,
+ * sets it and executes itself again (/proc/self/exe, same arguments). It then
+ * checks that OpenBLAS runs the kernels it asked for and records which ones
+ * ran, and why, in the table header.
+ *
+ * Exit status: 0 done, 1 failure (I/O, memory, BLAS), 2 bad option.
+ */
+#include "cpu_bench.h"
+#include "cpu_select.h"
+#include "plan.h"
+#include "store.h"
+#include "../hwmodels/calibrated_table.h"
+#include "../models/model.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cblas.h>
+#include <gsl/gsl_errno.h>
+
+#define CC_WHY_ENV "SIMBATCH_CALIB_CORETYPE_WHY"  /* carries the choice's reason across the re-exec */
+#define CC_MAX_MODELS 32
+#define CC_DEFAULT_OUT "results/calib-cpu.csv"
+#define CC_DEFAULT_DB "results/calibration.db"
+
+struct cc_args {
+	const char *models[CC_MAX_MODELS];  /* not owned: argv, or the default list */
+	size_t nmodels;
+	char *model_lists[CC_MAX_MODELS];   /* owned copies of the --model values, cut at commas */
+	size_t nlists;
+	const char *batches;
+	uint32_t max_batch;
+	uint32_t hidden;
+	struct calbench_opts bench;
+	double max_gflop, max_mib;
+	const char *coretype;               /* NULL: choose automatically */
+	uint32_t threads;
+	const char *out, *db;
+	int no_db, dry_run, quiet, help;
+	int clock_given;                    /* --clock was given */
+	uint32_t rounds;                    /* interleaved rounds over a shape's batches */
+};
+
+static void cc_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: simbatch calibrate --device=cpu [options]     (or: calib-cpu [options])\n"
+	        "Times the GEMMs and element-wise work of the models' nodes with OpenBLAS over batch sizes and\n"
+	        "writes a calibration table (CSV + SQLite) for --hw=FILE; calib/tables/cpu.csv is --hw=cpu.\n"
+	        "  --model=M[,M...]   models (names or .model files; repeatable)\n"
+	        "                     (default " CALPLAN_DEFAULT_MODELS ")\n"
+	        "  --batches=LIST     batch sizes, increasing (default " CALPLAN_DEFAULT_BATCHES ")\n"
+	        "  --max-batch=B      drop listed batches above B\n"
+	        "  --hidden=H         hidden size of the LSTM cell whose element-wise work is timed (default 1024)\n"
+	        "  --warmup=N         untimed calls per point (default 2)\n"
+	        "  --reps=N           timed samples per point, at least (default 5)\n"
+	        "  --max-reps=N       timed samples per point, at most (default 41)\n"
+	        "  --min-time=S       keep timing a point until S seconds were timed (default 0.2)\n"
+	        "  --rounds=R         spread each shape's samples over R interleaved rounds (default 3)\n"
+	        "  --max-gflop=G      skip points whose one call exceeds G GFLOP (default 160)\n"
+	        "  --max-mib=M        skip points whose operands exceed M MiB (default 2048)\n"
+	        "  --coretype=NAME    OpenBLAS kernel set (OPENBLAS_CORETYPE), e.g. SkylakeX, Haswell;\n"
+	        "                     'library' leaves it to OpenBLAS; default: from the CPU's flags\n"
+	        "  --threads=N        BLAS threads (default 1)\n"
+	        "  --m1-kernel=K      gemv (default) or gemm: what runs a product with M = 1\n"
+	        "  --clock=C          cpu: the thread's CPU time, so time preempted by other jobs does not\n"
+	        "                     count (default with one thread); wall: CLOCK_MONOTONIC (needed for > 1)\n"
+	        "  --out=FILE         CSV table (default " CC_DEFAULT_OUT ")\n"
+	        "  --db=FILE          SQLite copy (default " CC_DEFAULT_DB ")   --no-db  skip it\n"
+	        "  --dry-run          print the plan (points, GFLOP) and exit\n"
+	        "  --quiet            no progress lines\n");
+}
+
+static int cc_uint(const char *name, const char *text, uint64_t lo, uint64_t hi, uint32_t *out, char *err,
+                   size_t errlen)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = (text[0] >= '0' && text[0] <= '9') ? strtoull(text, &end, 10) : 0;
+	if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+		snprintf(err, errlen, "--%s=%s: expected an integer in %llu..%llu", name, text, (unsigned long long)lo,
+		         (unsigned long long)hi);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int cc_double(const char *name, const char *text, double lo, double hi, double *out, char *err,
+                     size_t errlen)
+{
+	char *end;
+	double v = strtod(text, &end);
+
+	if (text[0] == '\0' || *end != '\0' || !(v > lo) || v > hi) {
+		snprintf(err, errlen, "--%s=%s: expected a number above %g, at most %g", name, text, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int cc_add_models(struct cc_args *a, const char *value, char *err, size_t errlen)
+{
+	char *copy, *save = NULL;
+
+	if (a->nlists == CC_MAX_MODELS || !(copy = strdup(value))) {
+		snprintf(err, errlen, "--model: too many values");
+		return -1;
+	}
+	a->model_lists[a->nlists++] = copy;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (a->nmodels == CC_MAX_MODELS) {
+			snprintf(err, errlen, "--model: at most %d models", CC_MAX_MODELS);
+			return -1;
+		}
+		a->models[a->nmodels++] = tok;
+	}
+	if (a->nmodels == 0) {
+		snprintf(err, errlen, "--model=%s: no model named", value);
+		return -1;
+	}
+	return 0;
+}
+
+static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t errlen)
+{
+	enum { O_MODEL = 1, O_BATCHES, O_MAXB, O_HIDDEN, O_WARMUP, O_REPS, O_MAXREPS, O_MINTIME, O_GFLOP, O_MIB,
+	       O_CORE, O_THREADS, O_M1, O_OUT, O_DB, O_NODB, O_DRY, O_QUIET, O_HELP, O_CLOCK, O_ROUNDS };
+	static const struct option opts[] = {
+		{ "model", required_argument, NULL, O_MODEL }, { "batches", required_argument, NULL, O_BATCHES },
+		{ "max-batch", required_argument, NULL, O_MAXB }, { "hidden", required_argument, NULL, O_HIDDEN },
+		{ "warmup", required_argument, NULL, O_WARMUP }, { "reps", required_argument, NULL, O_REPS },
+		{ "max-reps", required_argument, NULL, O_MAXREPS }, { "min-time", required_argument, NULL, O_MINTIME },
+		{ "max-gflop", required_argument, NULL, O_GFLOP }, { "max-mib", required_argument, NULL, O_MIB },
+		{ "coretype", required_argument, NULL, O_CORE }, { "threads", required_argument, NULL, O_THREADS },
+		{ "m1-kernel", required_argument, NULL, O_M1 }, { "out", required_argument, NULL, O_OUT },
+		{ "db", required_argument, NULL, O_DB }, { "no-db", no_argument, NULL, O_NODB },
+		{ "dry-run", no_argument, NULL, O_DRY }, { "quiet", no_argument, NULL, O_QUIET },
+		{ "help", no_argument, NULL, O_HELP }, { "clock", required_argument, NULL, O_CLOCK },
+		{ "rounds", required_argument, NULL, O_ROUNDS },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, rc = 0;
+
+	memset(a, 0, sizeof *a);
+	a->batches = CALPLAN_DEFAULT_BATCHES;
+	a->max_batch = UINT32_MAX;
+	a->hidden = 1024;
+	a->bench = (struct calbench_opts){ .warmup = 2, .min_reps = 5, .max_reps = 41, .min_time_s = 0.2,
+	                                   .m1_gemv = 1 };
+	a->max_gflop = 160;
+	a->max_mib = 2048;
+	a->threads = 1;
+	a->rounds = 3;
+	a->out = CC_DEFAULT_OUT;
+	a->db = CC_DEFAULT_DB;
+	opterr = 0;
+	optind = 1;
+	while (rc == 0 && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_MODEL: rc = cc_add_models(a, optarg, err, errlen); break;
+		case O_BATCHES: a->batches = optarg; break;
+		case O_MAXB: rc = cc_uint("max-batch", optarg, 1, 65536, &a->max_batch, err, errlen); break;
+		case O_HIDDEN: rc = cc_uint("hidden", optarg, 1, 1 << 20, &a->hidden, err, errlen); break;
+		case O_WARMUP: rc = cc_uint("warmup", optarg, 0, 1000, &a->bench.warmup, err, errlen); break;
+		case O_REPS: rc = cc_uint("reps", optarg, 1, 10000, &a->bench.min_reps, err, errlen); break;
+		case O_MAXREPS: rc = cc_uint("max-reps", optarg, 1, 10000, &a->bench.max_reps, err, errlen); break;
+		case O_MINTIME: rc = cc_double("min-time", optarg, -1e-300, 3600, &a->bench.min_time_s, err, errlen); break;
+		case O_GFLOP: rc = cc_double("max-gflop", optarg, 0, 1e6, &a->max_gflop, err, errlen); break;
+		case O_MIB: rc = cc_double("max-mib", optarg, 0, 1e7, &a->max_mib, err, errlen); break;
+		case O_CORE: a->coretype = optarg; break;
+		case O_THREADS: rc = cc_uint("threads", optarg, 1, 256, &a->threads, err, errlen); break;
+		case O_M1:
+			if (strcmp(optarg, "gemv") == 0 || strcmp(optarg, "gemm") == 0)
+				a->bench.m1_gemv = strcmp(optarg, "gemv") == 0;
+			else {
+				snprintf(err, errlen, "--m1-kernel=%s: expected gemv or gemm", optarg);
+				rc = -1;
+			}
+			break;
+		case O_CLOCK:
+			if (strcmp(optarg, "cpu") == 0 || strcmp(optarg, "wall") == 0) {
+				a->bench.thread_cpu_clock = strcmp(optarg, "cpu") == 0;
+				a->clock_given = 1;
+			} else {
+				snprintf(err, errlen, "--clock=%s: expected cpu or wall", optarg);
+				rc = -1;
+			}
+			break;
+		case O_ROUNDS: rc = cc_uint("rounds", optarg, 1, 100, &a->rounds, err, errlen); break;
+		case O_OUT: a->out = optarg; break;
+		case O_DB: a->db = optarg; break;
+		case O_NODB: a->no_db = 1; break;
+		case O_DRY: a->dry_run = 1; break;
+		case O_QUIET: a->quiet = 1; break;
+		case O_HELP: a->help = 1; break;
+		default:
+			snprintf(err, errlen, "unknown or malformed option '%s' (options are --key=value; see --help)",
+			         argv[optind - 1]);
+			rc = -1;
+		}
+	}
+	if (rc == 0 && optind < argc) {
+		snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
+		rc = -1;
+	}
+	if (rc == 0 && a->bench.max_reps < a->bench.min_reps) {
+		snprintf(err, errlen, "--max-reps=%u is below --reps=%u", a->bench.max_reps, a->bench.min_reps);
+		rc = -1;
+	}
+	if (rc == 0 && a->rounds > a->bench.max_reps) {
+		snprintf(err, errlen, "--rounds=%u exceeds --max-reps=%u (one sample per round at least)", a->rounds,
+		         a->bench.max_reps);
+		rc = -1;
+	}
+	if (rc == 0 && !a->clock_given)
+		a->bench.thread_cpu_clock = a->threads == 1;
+	if (rc == 0 && a->bench.thread_cpu_clock && a->threads > 1) {
+		snprintf(err, errlen, "--clock=cpu times the calling thread only: with --threads=%u use --clock=wall",
+		         a->threads);
+		rc = -1;
+	}
+	if (rc == 0 && a->coretype && (!*a->coretype || strlen(a->coretype) > 32)) {
+		snprintf(err, errlen, "--coretype='%s': expected an OpenBLAS core name or 'library'", a->coretype);
+		rc = -1;
+	}
+	if (rc == 0 && a->nmodels == 0)
+		rc = cc_add_models(a, CALPLAN_DEFAULT_MODELS, err, errlen);
+	return rc;
+}
+
+static void cc_free_args(struct cc_args *a)
+{
+	for (size_t i = 0; i < a->nlists; i++)
+		free(a->model_lists[i]);
+}
+
+/* Decides the kernel set; re-executes the program when OpenBLAS must be
+ * loaded with another OPENBLAS_CORETYPE. Returns 0 with *want (NULL: the
+ * library's own choice) and why, or -1 with err (the exec failed). */
+static int cc_kernels(const struct cc_args *a, const struct calsel_cpu *cpu, char **argv, const char **want,
+                      char *why, size_t whylen, char *err, size_t errlen)
+{
+	const char *env = getenv("OPENBLAS_CORETYPE"), *carried = getenv(CC_WHY_ENV);
+	int library = a->coretype && strcmp(a->coretype, "library") == 0;
+	char pick_why[160];
+
+	if (env && !*env)
+		env = NULL;
+	if (library) {
+		*want = NULL;
+		snprintf(why, whylen, "OpenBLAS's own CPUID detection (--coretype=library)");
+	} else if (a->coretype) {
+		*want = a->coretype;
+		snprintf(why, whylen, "--coretype=%s", a->coretype);
+	} else if (env && !carried) {
+		*want = env;
+		snprintf(why, whylen, "OPENBLAS_CORETYPE=%s from the environment", env);
+	} else if (carried) {
+		*want = env;
+		snprintf(why, whylen, "%s", carried);
+	} else {
+		*want = calsel_pick_coretype(cpu, pick_why, sizeof pick_why);
+		snprintf(why, whylen, "picked from /proc/cpuinfo (%s)", pick_why);
+	}
+	int same = (*want == NULL) ? env == NULL : env && strcmp(env, *want) == 0;
+	if (same) {
+		unsetenv(CC_WHY_ENV);
+		return 0;
+	}
+	if (carried) {
+		snprintf(err, errlen, "re-executed with OPENBLAS_CORETYPE=%s but still not the wanted '%s'",
+		         env ? env : "(unset)", *want ? *want : "(unset)");
+		return -1;
+	}
+	if ((*want ? setenv("OPENBLAS_CORETYPE", *want, 1) : unsetenv("OPENBLAS_CORETYPE")) != 0 ||
+	    setenv(CC_WHY_ENV, why, 1) != 0) {
+		snprintf(err, errlen, "cannot set the environment: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	execv("/proc/self/exe", argv);
+	snprintf(err, errlen, "cannot re-execute /proc/self/exe with OPENBLAS_CORETYPE set: %s", strerror(errno));
+	return -1;
+}
+
+static void cc_shape_text(const struct calplan_shape *s, char *buf, size_t len)
+{
+	if (s->op == CALTAB_ELEMENTWISE)
+		snprintf(buf, len, "elementwise %llu ops/sample", (unsigned long long)s->m);
+	else
+		snprintf(buf, len, "%s %llux%llux%llu", caltab_op_name(s->op), (unsigned long long)s->m,
+		         (unsigned long long)s->k, (unsigned long long)s->n);
+}
+
+static int cc_field(struct caltab *t, const char *key, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int cc_field(struct caltab *t, const char *key, char *err, size_t errlen, const char *fmt, ...)
+{
+	char value[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(value, sizeof value, fmt, ap);
+	va_end(ap);
+	return caltab_set_field(t, key, value, err, errlen);
+}
+
+/* The header of the table: what ran, where, when and how. */
+static int cc_header(struct caltab *t, const struct cc_args *a, const struct calsel_cpu *cpu, const char *blas_path,
+                     const char *kernels_why,
+                     const struct calplan *p, size_t lowered, double load0, double wall_s, int argc, char **argv,
+                     char *err, size_t errlen)
+{
+	char date[32], models[512] = "", command[1024] = "";
+	time_t now = time(NULL);
+	double load1 = 0;
+	size_t used = 0;
+
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	getloadavg(&load1, 1);
+	for (size_t i = 0; i < a->nmodels && used < sizeof models; i++)
+		used += (size_t)snprintf(models + used, sizeof models - used, "%s%s", i ? ", " : "", a->models[i]);
+	used = 0;
+	for (int i = 0; i < argc && used < sizeof command; i++)
+		used += (size_t)snprintf(command + used, sizeof command - used, "%s%s", i ? " " : "", argv[i]);
+	if (cc_field(t, "device", err, errlen, "cpu (%s; %u BLAS thread%s of %u online CPUs)", cpu->model_name, a->threads,
+	             a->threads == 1 ? "" : "s", cpu->online_cpus) ||
+	    cc_field(t, "date", err, errlen, "%s", date) ||
+	    cc_field(t, "cpu-flags", err, errlen, "avx %d, avx2 %d, fma %d, avx512f %d, avx512cd %d, avx512bw %d, "
+	             "avx512dq %d, avx512vl %d; nominal %.0f MHz", cpu->avx, cpu->avx2, cpu->fma, cpu->avx512f,
+	             cpu->avx512cd, cpu->avx512bw, cpu->avx512dq, cpu->avx512vl, cpu->mhz) ||
+	    cc_field(t, "library", err, errlen, "%s (openblas_get_config; cblas_sgemm from %s)", openblas_get_config(),
+	             blas_path) ||
+	    cc_field(t, "kernels", err, errlen, "%s (openblas_get_corename); %s", openblas_get_corename(), kernels_why) ||
+	    cc_field(t, "threads", err, errlen, "%u (openblas_set_num_threads; the element-wise kernel runs on one)",
+	             a->threads) ||
+	    cc_field(t, "gemm", err, errlen, "cblas_sgemm, fp32, row-major: (batch*m_per_sample x k) times a shared "
+	             "(k x n) weight%s", a->bench.m1_gemv ? "; M = 1 runs cblas_sgemv (--m1-kernel=gemv)" : "") ||
+	    cc_field(t, "attn", err, errlen, "batch independent (m_per_sample x k) by (k x n) products, own operands per "
+	             "sample, one gemm call each") ||
+	    cc_field(t, "elementwise", err, errlen, "LSTM cell, hidden %u, %d ops per unit (4 bias adds, 3 sigmoid, "
+	             "2 tanh, c = f*c + i*g, h = o*tanh(c)); plain C with expf/tanhf", a->hidden,
+	             CALBENCH_LSTM_OPS_PER_UNIT) ||
+	    cc_field(t, "timing", err, errlen, "%s; each shape's batches in %u interleaved rounds (ascending, descending, "
+	             "...), %u warm-up calls in the first round and 1 in later ones, samples until at least %u per point "
+	             "and %.3g s timed, at most %u (calls under 20 us timed in groups); median of a point's samples; "
+	             "operands stay resident (warm caches, as a serving loop reusing its weights)",
+	             a->bench.thread_cpu_clock ? "CLOCK_THREAD_CPUTIME_ID (the thread's CPU time: time preempted by "
+	             "other jobs on this shared machine does not count)" : "CLOCK_MONOTONIC (wall)", a->rounds,
+	             a->bench.warmup, ((a->bench.min_reps + a->rounds - 1) / a->rounds) * a->rounds,
+	             a->bench.min_time_s, a->bench.max_reps) ||
+	    cc_field(t, "budget", err, errlen, "points above %.4g GFLOP per call or %.4g MiB of operands not measured; "
+	             "a shape's curve ends at its largest batch within budget", p->max_gflop, a->max_mib) ||
+	    cc_field(t, "monotone", err, errlen, "latency_s = smallest measured_s at this or a larger batch of the "
+	             "shape (a batch can be padded up); %zu of %zu rows lowered", lowered, t->nrows) ||
+	    cc_field(t, "models", err, errlen, "%s", models) ||
+	    cc_field(t, "conditions", err, errlen, "load average %.2f at start, %.2f at end; %.0f s wall; machine "
+	             "shared with other jobs", load0, load1, wall_s) ||
+	    cc_field(t, "command", err, errlen, "%s", command))
+		return -1;
+	return 0;
+}
+
+/* Writes the CSV next to its final name and renames it into place, so a
+ * failed run never leaves half a table behind. */
+static int cc_write_csv(struct caltab *t, const char *path, char *err, size_t errlen)
+{
+	char tmp[512];
+	FILE *f;
+
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	if (!(f = fopen(tmp, "w"))) {
+		snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
+		return -1;
+	}
+	if (caltab_write(t, f, tmp, err, errlen) != 0) {
+		fclose(f);
+		remove(tmp);
+		return -1;
+	}
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+		remove(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Times every point of the plan into t. A shape's batches are measured in
+ * a->rounds interleaved rounds (ascending, then descending, ...), each
+ * taking its share of the samples, and each point's median is over all its
+ * samples: a burst of other jobs' load then spreads over every point of the
+ * curve rather than bending one. */
+static int cc_measure(const struct cc_args *a, const struct calplan *p, struct caltab *t, char *err, size_t errlen)
+{
+	uint32_t rounds = a->rounds, max = a->bench.max_reps;
+	uint32_t per_round = (a->bench.min_reps + rounds - 1) / rounds;
+	double *samples = malloc((size_t)p->nbatches * max * sizeof *samples);
+	uint32_t *count = calloc(p->nbatches, sizeof *count);
+	int rc = -1;
+
+	if (!samples || !count) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < p->nshapes; i++) {
+		const struct calplan_shape *s = &p->shapes[i];
+		struct calbench_buffers *buf = NULL;
+		size_t npts = 0;
+		char shape[128];
+
+		cc_shape_text(s, shape, sizeof shape);
+		if (s->max_batch == 0) {
+			fprintf(stderr, "calib-cpu: %s (%s) exceeds the budget even at batch %u: not measured\n", shape,
+			        s->user, p->batches[0]);
+			continue;
+		}
+		while (npts < p->nbatches && p->batches[npts] <= s->max_batch)
+			npts++;
+		if (calbench_buffers_create(s, s->max_batch, &buf, err, errlen) != 0)
+			goto out;
+		memset(count, 0, p->nbatches * sizeof *count);
+		for (uint32_t r = 0; r < rounds; r++) {
+			uint32_t cap = (uint32_t)(((uint64_t)max * (r + 1) + rounds - 1) / rounds);
+
+			for (size_t jj = 0; jj < npts; jj++) {
+				size_t j = r % 2 == 0 ? jj : npts - 1 - jj;
+
+				if (calbench_collect(s, buf, p->batches[j], &a->bench, r == 0 ? a->bench.warmup : 1, per_round,
+				                     a->bench.min_time_s / rounds, cap, samples + j * max, &count[j], err,
+				                     errlen) != 0) {
+					calbench_buffers_destroy(buf);
+					goto out;
+				}
+			}
+		}
+		calbench_buffers_destroy(buf);
+		for (size_t j = 0; j < npts; j++) {
+			struct calbench_result res;
+			struct caltab_row row = { .op = s->op, .m_per_sample = s->m, .k = s->k, .n = s->n,
+			                          .batch = p->batches[j] };
+
+			calbench_summarize(samples + j * max, count[j], &res);
+			if (!(res.median_s > 0)) {
+				snprintf(err, errlen, "%s batch %u took no measurable time", shape, row.batch);
+				goto out;
+			}
+			row.latency_s = row.measured_s = res.median_s;
+			row.reps = res.reps;
+			if (caltab_add_row(t, &row, err, errlen) != 0)
+				goto out;
+			if (!a->quiet)
+				fprintf(stderr, "%-36s b=%-5u %11.4f ms  %8.2f G%s/s  (median of %u, %.4f..%.4f ms)\n", shape,
+				        row.batch, res.median_s * 1e3, calplan_flops(s, row.batch) / res.median_s / 1e9,
+				        s->op == CALTAB_ELEMENTWISE ? "op" : "FLOP", res.reps, res.min_s * 1e3, res.max_s * 1e3);
+		}
+	}
+	rc = 0;
+out:
+	free(samples);
+	free(count);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct cc_args a;
+	struct calsel_cpu cpu;
+	struct calplan *plan = NULL;
+	struct caltab *t = NULL;
+	struct mdl_model *m = NULL;
+	const char *want = NULL;
+	char err[1024], why[256];
+	int rc = 2;
+	double t0 = calbench_now(), load0 = 0, gflop;
+
+	gsl_set_error_handler_off();
+	if (cc_parse(argc, argv, &a, err, sizeof err) != 0)
+		goto fail;
+	if (a.help) {
+		cc_usage(stdout);
+		cc_free_args(&a);
+		return 0;
+	}
+	if (calplan_create(&plan, err, sizeof err) != 0 || calplan_set_batches(plan, a.batches, err, sizeof err) != 0)
+		goto fail;
+	while (plan->nbatches > 0 && plan->batches[plan->nbatches - 1] > a.max_batch)
+		plan->nbatches--;
+	if (plan->nbatches == 0) {
+		snprintf(err, sizeof err, "--max-batch=%u leaves no batch size to measure", a.max_batch);
+		goto fail;
+	}
+	plan->max_gflop = a.max_gflop;
+	plan->max_bytes = a.max_mib * 1024 * 1024;
+	for (size_t i = 0; i < a.nmodels; i++) {
+		if (mdl_load(a.models[i], &m, err, sizeof err) != 0 || calplan_add_model(plan, m, err, sizeof err) != 0)
+			goto fail;
+		mdl_free(m);
+		m = NULL;
+	}
+	char ew_what[64];
+	snprintf(ew_what, sizeof ew_what, "LSTM cell, hidden %u", a.hidden);
+	if (calplan_add_elementwise(plan, (uint64_t)a.hidden * CALBENCH_LSTM_OPS_PER_UNIT, ew_what, err, sizeof err) != 0)
+		goto fail;
+	size_t points = calplan_apply_budget(plan, &gflop);
+	if (a.dry_run) {
+		for (size_t i = 0; i < plan->nshapes; i++) {
+			char shape[128];
+
+			cc_shape_text(&plan->shapes[i], shape, sizeof shape);
+			printf("%-40s up to batch %-5u (%s)\n", shape, plan->shapes[i].max_batch, plan->shapes[i].user);
+		}
+		printf("%zu shapes, %zu points, %.1f GFLOP per pass over the points\n", plan->nshapes, points, gflop);
+		rc = 0;
+		goto out;
+	}
+
+	rc = 1;
+	if (calsel_read_cpuinfo("/proc/cpuinfo", &cpu, err, sizeof err) != 0 ||
+	    cc_kernels(&a, &cpu, argv, &want, why, sizeof why, err, sizeof err) != 0)
+		goto fail;
+	/* The SGEMM that runs must be OpenBLAS's: a reference CBLAS linked
+	 * first (GSL's libgslcblas) takes the symbol silently, 50x slower. */
+	Dl_info dl;
+	if (!dladdr((void *)cblas_sgemm, &dl) || !dl.dli_fname || !strstr(dl.dli_fname, "openblas")) {
+		snprintf(err, sizeof err, "cblas_sgemm resolves to %s, not OpenBLAS: fix the link order",
+		         dl.dli_fname ? dl.dli_fname : "an unknown library");
+		goto fail;
+	}
+	openblas_set_num_threads((int)a.threads);
+	if (want && strcasecmp(openblas_get_corename(), want) != 0) {
+		snprintf(err, sizeof err, "OpenBLAS ignored OPENBLAS_CORETYPE=%s and runs its '%s' kernels: not a core "
+		         "name this OpenBLAS knows (e.g. SkylakeX, Haswell, Sandybridge; --coretype=library to accept "
+		         "its own choice)", want, openblas_get_corename());
+		rc = 2;
+		goto fail;
+	}
+	if (!a.quiet)
+		fprintf(stderr, "calib-cpu: %s; kernels %s (%s); %u thread%s; %zu points, %.1f GFLOP\n",
+		        openblas_get_config(), openblas_get_corename(), why, a.threads, a.threads == 1 ? "" : "s", points,
+		        gflop);
+	getloadavg(&load0, 1);
+	if (caltab_create(&t) != 0) {
+		snprintf(err, sizeof err, "out of memory");
+		goto fail;
+	}
+	if (cc_measure(&a, plan, t, err, sizeof err) != 0)
+		goto fail;
+	size_t lowered = caltab_make_monotone(t);
+	if (cc_header(t, &a, &cpu, dl.dli_fname, why, plan, lowered, load0, calbench_now() - t0, argc, argv, err, sizeof err) != 0 ||
+	    caltab_validate(t, err, sizeof err) != 0 || cc_write_csv(t, a.out, err, sizeof err) != 0)
+		goto fail;
+	int64_t id = 0;
+	if (!a.no_db && calstore_write(a.db, t, a.out, &id, err, sizeof err) != 0)
+		goto fail;
+	if (!a.quiet)
+		fprintf(stderr, "calib-cpu: %zu rows (%zu lowered to a larger batch's latency) in %.1f s -> %s%s%s\n",
+		        t->nrows, lowered, calbench_now() - t0, a.out, a.no_db ? "" : " and ", a.no_db ? "" : a.db);
+	rc = 0;
+	goto out;
+fail:
+	fprintf(stderr, "calib-cpu: %s\n", err);
+out:
+	mdl_free(m);
+	caltab_destroy(t);
+	calplan_destroy(plan);
+	cc_free_args(&a);
+	return rc;
+}

@@ -1,0 +1,703 @@
+/* calib/cuda_calib.cu: the calib-cuda program (run as `simbatch calibrate
+ * --device=gpu`): times on one NVIDIA GPU, with cuBLAS, the GEMMs of the
+ * chosen models' nodes (op gemm: one GEMM of batch*m_per_sample rows against
+ * a shared weight; op attn: a strided batched GEMM of batch independent
+ * products), and the element-wise kernels of an LSTM and a GRU cell, over
+ * batch sizes; writes the same calibration table as calib-cpu (CSV + SQLite,
+ * hwmodels/calibrated_table.h) with "# device: gpu-NAME".
+ *
+ * Precision (--precision): fp16 (default) or bf16 run cublasGemmEx on
+ * tensor cores with fp32 accumulation and fp32 output; fp32 runs
+ * cublasSgemm on the CUDA cores (tensor-core TF32 math is not allowed).
+ * Timing: CUDA events around each timed sample on the default stream after
+ * warm-up calls; a call under 20 us is timed in groups of calls, so the
+ * event resolution (about 0.5 us) stays out; median sample.
+ *
+ * Built by meson only when nvcc and cuBLAS are found; it must build on a
+ * machine with no GPU, and there it says so and exits 1.
+ * Exit status: 0 done, 1 failure (no GPU, CUDA/cuBLAS error, I/O), 2 bad option.
+ */
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "plan.h"
+#include "store.h"
+#include "../hwmodels/calibrated_table.h"
+#include "../models/model.h"
+}
+
+#define CU_DEFAULT_OUT "results/calib-gpu.csv"
+#define CU_DEFAULT_DB "results/calibration.db"
+#define CU_MAX_MODELS 32
+#define CU_MIN_SAMPLE_S 20e-6       /* shortest timed sample */
+#define CU_MAX_GROUP 1000           /* most calls in one timed sample */
+#define CU_LSTM_OPS_PER_UNIT 13     /* 4 bias adds, 3 sigmoid, 2 tanh, c = f*c + i*g (3), h = o*tanh(c) (1) */
+#define CU_GRU_OPS_PER_UNIT 15      /* r, z: 2 adds + sigmoid each; n: 3 adds, 1 mul, tanh; h = (1-z)*n + z*h: 4 */
+
+enum cu_precision { CU_FP32, CU_FP16, CU_BF16 };
+
+struct cu_args {
+	const char *models[CU_MAX_MODELS];
+	size_t nmodels;
+	char *lists[CU_MAX_MODELS];
+	size_t nlists;
+	const char *batches, *name, *out, *db;
+	unsigned max_batch, hidden, warmup, min_reps, max_reps, device;
+	double min_time_s, max_gflop, max_mib;
+	enum cu_precision precision;
+	int no_db, quiet, help;
+};
+
+/* Whether a CUDA or cuBLAS call failed; fills err with where and why. */
+static int cu_fail_cuda(cudaError_t e, const char *what, char *err, size_t errlen)
+{
+	if (e == cudaSuccess)
+		return 0;
+	snprintf(err, errlen, "%s: %s", what, cudaGetErrorString(e));
+	return 1;
+}
+
+static int cu_fail_blas(cublasStatus_t s, const char *what, char *err, size_t errlen)
+{
+	if (s == CUBLAS_STATUS_SUCCESS)
+		return 0;
+	snprintf(err, errlen, "%s: cuBLAS status %d", what, (int)s);
+	return 1;
+}
+
+static void cu_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: simbatch calibrate --device=gpu [options]     (or: calib-cuda [options])\n"
+	        "Times the GEMMs of the models' nodes with cuBLAS and the element-wise kernels of an LSTM and a\n"
+	        "GRU cell over batch sizes on one GPU; writes a calibration table (CSV + SQLite). Commit it as\n"
+	        "calib/tables/gpu-NAME.csv for --hw=gpu-NAME.\n"
+	        "  --model=M[,M...]   models (default " CALPLAN_DEFAULT_MODELS ")\n"
+	        "  --batches=LIST     batch sizes (default " CALPLAN_DEFAULT_BATCHES ")\n"
+	        "  --max-batch=B      drop listed batches above B\n"
+	        "  --precision=P      fp16 (default) | bf16 (tensor cores, cublasGemmEx) | fp32 (cublasSgemm)\n"
+	        "  --hidden=H         hidden size of the LSTM/GRU cell kernels (default 1024)\n"
+	        "  --warmup=N --reps=N --max-reps=N --min-time=S   as calib-cpu (defaults 3, 11, 101, 0.05)\n"
+	        "  --max-gflop=G      skip points above G GFLOP per call (default 4000)\n"
+	        "  --max-mib=M        skip points above M MiB of operands (default 16384)\n"
+	        "  --gpu=I            CUDA device index (default 0)\n"
+	        "  --name=NAME        device name in the table: gpu-NAME (default from the GPU's name)\n"
+	        "  --out=FILE         CSV (default " CU_DEFAULT_OUT ")  --db=FILE (default " CU_DEFAULT_DB ")  --no-db\n"
+	        "  --quiet\n");
+}
+
+static int cu_uint(const char *name, const char *v, unsigned lo, unsigned hi, unsigned *out, char *err, size_t errlen)
+{
+	char *end;
+	unsigned long x = (v[0] >= '0' && v[0] <= '9') ? strtoul(v, &end, 10) : 0;
+
+	if (v[0] < '0' || v[0] > '9' || *end != '\0' || x < lo || x > hi) {
+		snprintf(err, errlen, "--%s=%s: expected an integer in %u..%u", name, v, lo, hi);
+		return -1;
+	}
+	*out = (unsigned)x;
+	return 0;
+}
+
+static int cu_double(const char *name, const char *v, double *out, char *err, size_t errlen)
+{
+	char *end;
+	double x = strtod(v, &end);
+
+	if (v[0] == '\0' || *end != '\0' || !(x >= 0) || !std::isfinite(x)) {
+		snprintf(err, errlen, "--%s=%s: expected a number >= 0", name, v);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+static int cu_add_models(cu_args *a, const char *value, char *err, size_t errlen)
+{
+	char *copy, *save = NULL;
+
+	if (a->nlists == CU_MAX_MODELS || !(copy = strdup(value))) {
+		snprintf(err, errlen, "--model: too many values");
+		return -1;
+	}
+	a->lists[a->nlists++] = copy;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (a->nmodels == CU_MAX_MODELS) {
+			snprintf(err, errlen, "--model: at most %d models", CU_MAX_MODELS);
+			return -1;
+		}
+		a->models[a->nmodels++] = tok;
+	}
+	return 0;
+}
+
+static int cu_parse(int argc, char **argv, cu_args *a, char *err, size_t errlen)
+{
+	memset(a, 0, sizeof *a);
+	a->batches = CALPLAN_DEFAULT_BATCHES;
+	a->out = CU_DEFAULT_OUT;
+	a->db = CU_DEFAULT_DB;
+	a->max_batch = 65536;
+	a->hidden = 1024;
+	a->warmup = 3;
+	a->min_reps = 11;
+	a->max_reps = 101;
+	a->min_time_s = 0.05;
+	a->max_gflop = 4000;
+	a->max_mib = 16384;
+	a->precision = CU_FP16;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *eq = strchr(arg, '=');
+		char key[32];
+		size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
+		const char *v = eq ? eq + 1 : NULL;
+		int rc = 0;
+
+		if (strncmp(arg, "--", 2) != 0 || klen - 2 >= sizeof key) {
+			snprintf(err, errlen, "unexpected argument '%s' (options are --key=value; see --help)", arg);
+			return -1;
+		}
+		memcpy(key, arg + 2, klen - 2);
+		key[klen - 2] = '\0';
+		if (!v && (strcmp(key, "no-db") == 0 || strcmp(key, "quiet") == 0 || strcmp(key, "help") == 0)) {
+			if (key[0] == 'n')
+				a->no_db = 1;
+			else if (key[0] == 'q')
+				a->quiet = 1;
+			else
+				a->help = 1;
+			continue;
+		}
+		if (!v) {
+			snprintf(err, errlen, "--%s needs a value (--%s=...)", key, key);
+			return -1;
+		}
+		if (strcmp(key, "model") == 0)
+			rc = cu_add_models(a, v, err, errlen);
+		else if (strcmp(key, "batches") == 0)
+			a->batches = v;
+		else if (strcmp(key, "max-batch") == 0)
+			rc = cu_uint(key, v, 1, 65536, &a->max_batch, err, errlen);
+		else if (strcmp(key, "hidden") == 0)
+			rc = cu_uint(key, v, 1, 1u << 20, &a->hidden, err, errlen);
+		else if (strcmp(key, "warmup") == 0)
+			rc = cu_uint(key, v, 0, 1000, &a->warmup, err, errlen);
+		else if (strcmp(key, "reps") == 0)
+			rc = cu_uint(key, v, 1, 100000, &a->min_reps, err, errlen);
+		else if (strcmp(key, "max-reps") == 0)
+			rc = cu_uint(key, v, 1, 100000, &a->max_reps, err, errlen);
+		else if (strcmp(key, "min-time") == 0)
+			rc = cu_double(key, v, &a->min_time_s, err, errlen);
+		else if (strcmp(key, "max-gflop") == 0)
+			rc = cu_double(key, v, &a->max_gflop, err, errlen);
+		else if (strcmp(key, "max-mib") == 0)
+			rc = cu_double(key, v, &a->max_mib, err, errlen);
+		else if (strcmp(key, "gpu") == 0)
+			rc = cu_uint(key, v, 0, 1024, &a->device, err, errlen);
+		else if (strcmp(key, "name") == 0)
+			a->name = v;
+		else if (strcmp(key, "out") == 0)
+			a->out = v;
+		else if (strcmp(key, "db") == 0)
+			a->db = v;
+		else if (strcmp(key, "precision") == 0) {
+			if (strcmp(v, "fp32") == 0)
+				a->precision = CU_FP32;
+			else if (strcmp(v, "fp16") == 0)
+				a->precision = CU_FP16;
+			else if (strcmp(v, "bf16") == 0)
+				a->precision = CU_BF16;
+			else {
+				snprintf(err, errlen, "--precision=%s: expected fp16, bf16 or fp32", v);
+				rc = -1;
+			}
+		} else {
+			snprintf(err, errlen, "unknown option '--%s' (see --help)", key);
+			rc = -1;
+		}
+		if (rc != 0)
+			return -1;
+	}
+	if (a->max_reps < a->min_reps) {
+		snprintf(err, errlen, "--max-reps=%u is below --reps=%u", a->max_reps, a->min_reps);
+		return -1;
+	}
+	if (a->nmodels == 0)
+		return cu_add_models(a, CALPLAN_DEFAULT_MODELS, err, errlen);
+	return 0;
+}
+
+/* ---- device kernels ---- */
+
+__global__ void cu_fill_f32(float *p, size_t n, unsigned salt)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		p[i] = (float)((int)((i * 7 + salt) % 13) - 6) * 0.01f;
+}
+
+__global__ void cu_fill_f16(__half *p, size_t n, unsigned salt)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		p[i] = __float2half((float)((int)((i * 7 + salt) % 13) - 6) * 0.01f);
+}
+
+__global__ void cu_fill_bf16(__nv_bfloat16 *p, size_t n, unsigned salt)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		p[i] = __float2bfloat16((float)((int)((i * 7 + salt) % 13) - 6) * 0.01f);
+}
+
+__device__ float cu_sigmoid(float x)
+{
+	return 1.0f / (1.0f + __expf(-x));
+}
+
+/* One LSTM step's element-wise work, fused: gates (batch x 4H: i, f, g, o
+ * from the GEMM), bias (4H), c (batch x H, updated), h (batch x H). */
+__global__ void cu_lstm_cell(unsigned batch, unsigned hidden, const float *gates, const float *bias, float *c,
+                             float *h)
+{
+	size_t total = (size_t)batch * hidden;
+
+	for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
+	     idx += (size_t)gridDim.x * blockDim.x) {
+		size_t r = idx / hidden, j = idx % hidden;
+		const float *g = gates + r * 4 * hidden;
+		float i = cu_sigmoid(g[j] + bias[j]);
+		float f = cu_sigmoid(g[hidden + j] + bias[hidden + j]);
+		float u = tanhf(g[2 * hidden + j] + bias[2 * hidden + j]);
+		float o = cu_sigmoid(g[3 * hidden + j] + bias[3 * hidden + j]);
+		float cn = f * c[idx] + i * u;
+
+		c[idx] = cn;
+		h[idx] = o * tanhf(cn);
+	}
+}
+
+/* One GRU step's element-wise work, fused: gx, gh (batch x 3H: r, z, n
+ * pre-activations of the input and the hidden side), bias (4H: r, z, n
+ * input side, n hidden side), h (batch x H, updated). */
+__global__ void cu_gru_cell(unsigned batch, unsigned hidden, const float *gx, const float *gh, const float *bias,
+                            float *h)
+{
+	size_t total = (size_t)batch * hidden;
+
+	for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
+	     idx += (size_t)gridDim.x * blockDim.x) {
+		size_t r0 = idx / hidden, j = idx % hidden;
+		const float *x = gx + r0 * 3 * hidden, *hh = gh + r0 * 3 * hidden;
+		float r = cu_sigmoid(x[j] + hh[j] + bias[j]);
+		float z = cu_sigmoid(x[hidden + j] + hh[hidden + j] + bias[hidden + j]);
+		float n = tanhf(x[2 * hidden + j] + bias[2 * hidden + j] + r * (hh[2 * hidden + j] + bias[3 * hidden + j]));
+
+		h[idx] = (1.0f - z) * n + z * h[idx];
+	}
+}
+
+/* ---- one shape's operands and one call ---- */
+
+struct cu_point {
+	const calplan_shape *s;
+	int kind;              /* 0 gemm/attn, 1 LSTM cell, 2 GRU cell */
+	enum cu_precision prec;
+	cublasHandle_t blas;
+	void *a, *b;           /* inputs: fp32, fp16 or bf16 by precision (GEMM); fp32 (cells) */
+	float *c;              /* fp32 output / cell state */
+	float *d, *e;          /* cells: bias, h (LSTM) or gh, bias (GRU) */
+	unsigned hidden;
+	int grid;
+};
+
+static size_t cu_elem_size(enum cu_precision p)
+{
+	return p == CU_FP32 ? 4 : 2;
+}
+
+static int cu_alloc_fill(void **p, size_t n, size_t elem, enum cu_precision prec, unsigned salt, char *err,
+                         size_t errlen)
+{
+	*p = NULL;
+	if (cu_fail_cuda(cudaMalloc(p, (n ? n : 1) * elem), "cudaMalloc", err, errlen))
+		return -1;
+	if (elem == 4)
+		cu_fill_f32<<<1024, 256>>>((float *)*p, n, salt);
+	else if (prec == CU_BF16)
+		cu_fill_bf16<<<1024, 256>>>((__nv_bfloat16 *)*p, n, salt);
+	else
+		cu_fill_f16<<<1024, 256>>>((__half *)*p, n, salt);
+	return cu_fail_cuda(cudaGetLastError(), "fill kernel", err, errlen) ? -1 : 0;
+}
+
+static void cu_point_free(cu_point *p)
+{
+	cudaFree(p->a);
+	cudaFree(p->b);
+	cudaFree(p->c);
+	cudaFree(p->d);
+	cudaFree(p->e);
+	p->a = p->b = NULL;
+	p->c = p->d = p->e = NULL;
+}
+
+static int cu_point_alloc(cu_point *p, unsigned max_batch, char *err, size_t errlen)
+{
+	const calplan_shape *s = p->s;
+	size_t mb = max_batch, es = cu_elem_size(p->prec);
+
+	if (s->op == CALTAB_ELEMENTWISE) {
+		size_t h = p->hidden;
+
+		if (p->kind == 1)
+			return cu_alloc_fill(&p->a, mb * 4 * h, 4, CU_FP32, 1, err, errlen) ||
+			       cu_alloc_fill(&p->b, 1, 4, CU_FP32, 2, err, errlen) ||
+			       cu_alloc_fill((void **)&p->c, mb * h, 4, CU_FP32, 3, err, errlen) ||
+			       cu_alloc_fill((void **)&p->d, 4 * h, 4, CU_FP32, 4, err, errlen) ||
+			       cu_alloc_fill((void **)&p->e, mb * h, 4, CU_FP32, 5, err, errlen) ? -1 : 0;
+		return cu_alloc_fill(&p->a, mb * 3 * h, 4, CU_FP32, 1, err, errlen) ||
+		       cu_alloc_fill(&p->b, mb * 3 * h, 4, CU_FP32, 2, err, errlen) ||
+		       cu_alloc_fill((void **)&p->c, mb * h, 4, CU_FP32, 3, err, errlen) ||
+		       cu_alloc_fill((void **)&p->d, 4 * h, 4, CU_FP32, 4, err, errlen) ||
+		       cu_alloc_fill((void **)&p->e, 1, 4, CU_FP32, 5, err, errlen) ? -1 : 0;
+	}
+	size_t bcount = s->op == CALTAB_ATTN ? mb : 1;
+	return cu_alloc_fill(&p->a, mb * s->m * s->k, es, p->prec, 1, err, errlen) ||
+	       cu_alloc_fill(&p->b, bcount * s->k * s->n, es, p->prec, 2, err, errlen) ||
+	       cu_alloc_fill((void **)&p->c, mb * s->m * s->n, 4, CU_FP32, 3, err, errlen) ? -1 : 0;
+}
+
+/* Issues one call on the default stream. Row-major C (M x N) = A (M x K) B
+ * (K x N) is column-major C^T = B^T A^T: cuBLAS gets (N, M, K) with B first. */
+static cublasStatus_t cu_issue(const cu_point *p, unsigned batch)
+{
+	const calplan_shape *s = p->s;
+	const float one = 1.0f, zero = 0.0f;
+
+	if (s->op == CALTAB_ELEMENTWISE) {
+		if (p->kind == 1)
+			cu_lstm_cell<<<p->grid, 256>>>(batch, p->hidden, (const float *)p->a, p->d, p->c, p->e);
+		else
+			cu_gru_cell<<<p->grid, 256>>>(batch, p->hidden, (const float *)p->a, (const float *)p->b, p->d, p->c);
+		return cudaGetLastError() == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
+	}
+	int n = (int)s->n, k = (int)s->k;
+	if (s->op == CALTAB_GEMM) {
+		int m = (int)((uint64_t)batch * s->m);
+
+		if (p->prec == CU_FP32)
+			return cublasSgemm(p->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, (const float *)p->b, n,
+			                   (const float *)p->a, k, &zero, p->c, n);
+		cudaDataType_t t = p->prec == CU_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+		return cublasGemmEx(p->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, p->b, t, n, p->a, t, k, &zero, p->c,
+		                    CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+	}
+	int m = (int)s->m;
+	long long sa = (long long)s->m * s->k, sb = (long long)s->k * s->n, sc = (long long)s->m * s->n;
+	if (p->prec == CU_FP32)
+		return cublasSgemmStridedBatched(p->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, (const float *)p->b, n,
+		                                 sb, (const float *)p->a, k, sa, &zero, p->c, n, sc, (int)batch);
+	cudaDataType_t t = p->prec == CU_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+	return cublasGemmStridedBatchedEx(p->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, p->b, t, n, sb, p->a, t,
+	                                  k, sa, &zero, p->c, CUDA_R_32F, n, sc, (int)batch, CUBLAS_COMPUTE_32F,
+	                                  CUBLAS_GEMM_DEFAULT);
+}
+
+/* Times group calls between two events; returns seconds per call. */
+static int cu_sample(const cu_point *p, unsigned batch, unsigned group, cudaEvent_t e0, cudaEvent_t e1,
+                     double *per_call, char *err, size_t errlen)
+{
+	float ms = 0;
+
+	if (cu_fail_cuda(cudaEventRecord(e0, 0), "cudaEventRecord", err, errlen))
+		return -1;
+	for (unsigned i = 0; i < group; i++)
+		if (cu_fail_blas(cu_issue(p, batch), "kernel launch", err, errlen))
+			return -1;
+	if (cu_fail_cuda(cudaEventRecord(e1, 0), "cudaEventRecord", err, errlen) ||
+	    cu_fail_cuda(cudaEventSynchronize(e1), "kernel execution", err, errlen) ||
+	    cu_fail_cuda(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime", err, errlen))
+		return -1;
+	*per_call = ms * 1e-3 / group;
+	return 0;
+}
+
+static int cu_time(const cu_args *a, const cu_point *p, unsigned batch, double *median, unsigned *reps, char *err,
+                   size_t errlen)
+{
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	std::vector<double> t;
+	double once = 0, timed = 0;
+	unsigned group;
+	int rc = -1;
+
+	if (cu_fail_cuda(cudaEventCreate(&e0), "cudaEventCreate", err, errlen) ||
+	    cu_fail_cuda(cudaEventCreate(&e1), "cudaEventCreate", err, errlen))
+		goto out;
+	for (unsigned i = 0; i < a->warmup; i++)
+		if (cu_sample(p, batch, 1, e0, e1, &once, err, errlen) != 0)
+			goto out;
+	if (cu_sample(p, batch, 1, e0, e1, &once, err, errlen) != 0)
+		goto out;
+	group = once >= CU_MIN_SAMPLE_S ? 1 : once * CU_MAX_GROUP <= CU_MIN_SAMPLE_S ? CU_MAX_GROUP :
+	        (unsigned)std::ceil(CU_MIN_SAMPLE_S / once);
+	while (t.size() < a->max_reps && (t.size() < a->min_reps || timed < a->min_time_s)) {
+		double s;
+
+		if (cu_sample(p, batch, group, e0, e1, &s, err, errlen) != 0)
+			goto out;
+		t.push_back(s);
+		timed += s * group;
+	}
+	std::sort(t.begin(), t.end());
+	*median = t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+	*reps = (unsigned)t.size();
+	if (!(*median > 0)) {
+		snprintf(err, errlen, "a point took no measurable time");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (e0)
+		cudaEventDestroy(e0);
+	if (e1)
+		cudaEventDestroy(e1);
+	return rc;
+}
+
+/* "NVIDIA H100 80GB HBM3" -> "h100-80gb-hbm3": lower case, blanks to '-',
+ * other characters dropped, the vendor word dropped. */
+static void cu_device_name(const char *prop_name, char *out, size_t len)
+{
+	const char *p = strncmp(prop_name, "NVIDIA ", 7) == 0 ? prop_name + 7 : prop_name;
+	size_t j = 0;
+
+	for (; *p && j + 1 < len && j < 47; p++) {
+		char ch = *p;
+
+		if (ch >= 'A' && ch <= 'Z')
+			ch = (char)(ch - 'A' + 'a');
+		if (ch == ' ' || ch == '_')
+			ch = '-';
+		if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')
+			out[j++] = ch;
+	}
+	out[j] = '\0';
+}
+
+static int cu_field(caltab *t, const char *key, char *err, size_t errlen, const char *fmt, ...)
+{
+	char value[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(value, sizeof value, fmt, ap);
+	va_end(ap);
+	return caltab_set_field(t, key, value, err, errlen);
+}
+
+int main(int argc, char **argv)
+{
+	cu_args a;
+	calplan *plan = NULL;
+	caltab *t = NULL;
+	mdl_model *m = NULL;
+	cublasHandle_t blas = NULL;
+	cudaDeviceProp prop;
+	char err[1024], name[64], device[72];
+	int rc = 2, ndev = 0, rt = 0, drv = 0, blas_ver = 0;
+	double gflop = 0;
+	time_t start = time(NULL);
+
+	memset(&prop, 0, sizeof prop);
+	if (cu_parse(argc, argv, &a, err, sizeof err) != 0)
+		goto fail;
+	if (a.help) {
+		cu_usage(stdout);
+		rc = 0;
+		goto out;
+	}
+	if (calplan_create(&plan, err, sizeof err) != 0 || calplan_set_batches(plan, a.batches, err, sizeof err) != 0)
+		goto fail;
+	while (plan->nbatches > 0 && plan->batches[plan->nbatches - 1] > a.max_batch)
+		plan->nbatches--;
+	if (plan->nbatches == 0) {
+		snprintf(err, sizeof err, "--max-batch=%u leaves no batch size", a.max_batch);
+		goto fail;
+	}
+	plan->max_gflop = a.max_gflop;
+	plan->max_bytes = a.max_mib * 1024 * 1024;
+	for (size_t i = 0; i < a.nmodels; i++) {
+		if (mdl_load(a.models[i], &m, err, sizeof err) != 0 || calplan_add_model(plan, m, err, sizeof err) != 0)
+			goto fail;
+		mdl_free(m);
+		m = NULL;
+	}
+	if (calplan_add_elementwise(plan, (uint64_t)a.hidden * CU_LSTM_OPS_PER_UNIT, "LSTM cell", err, sizeof err) ||
+	    calplan_add_elementwise(plan, (uint64_t)a.hidden * CU_GRU_OPS_PER_UNIT, "GRU cell", err, sizeof err))
+		goto fail;
+	calplan_apply_budget(plan, &gflop);
+
+	rc = 1;
+	{
+		cudaError_t e = cudaGetDeviceCount(&ndev);
+
+		if (e != cudaSuccess || ndev == 0) {
+			snprintf(err, sizeof err, "no CUDA GPU to calibrate: %s",
+			         e != cudaSuccess ? cudaGetErrorString(e) : "no device found");
+			goto fail;
+		}
+	}
+	if ((int)a.device >= ndev) {
+		snprintf(err, sizeof err, "--gpu=%u: the machine has %d CUDA device(s)", a.device, ndev);
+		rc = 2;
+		goto fail;
+	}
+	if (cu_fail_cuda(cudaSetDevice((int)a.device), "cudaSetDevice", err, sizeof err) ||
+	    cu_fail_cuda(cudaGetDeviceProperties(&prop, (int)a.device), "cudaGetDeviceProperties", err, sizeof err) ||
+	    cu_fail_blas(cublasCreate(&blas), "cublasCreate", err, sizeof err) ||
+	    cu_fail_blas(cublasSetMathMode(blas, a.precision == CU_FP32 ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH),
+	                 "cublasSetMathMode", err, sizeof err))
+		goto fail;
+	cudaRuntimeGetVersion(&rt);
+	cudaDriverGetVersion(&drv);
+	cublasGetVersion(blas, &blas_ver);
+	if (a.name)
+		snprintf(name, sizeof name, "%s", a.name);
+	else
+		cu_device_name(prop.name, name, sizeof name);
+	snprintf(device, sizeof device, "gpu-%s", name);
+	if (caltab_check_device(device) != 0) {
+		snprintf(err, sizeof err, "device name '%s' is not gpu-NAME with NAME of a-z 0-9 _ - (use --name=)", device);
+		rc = 2;
+		goto fail;
+	}
+	if (caltab_create(&t) != 0) {
+		snprintf(err, sizeof err, "out of memory");
+		goto fail;
+	}
+	if (!a.quiet)
+		fprintf(stderr, "calib-cuda: %s (%s), cuBLAS %d, %.1f GFLOP\n", prop.name, device, blas_ver, gflop);
+	for (size_t i = 0; i < plan->nshapes; i++) {
+		const calplan_shape *s = &plan->shapes[i];
+		cu_point p;
+
+		memset(&p, 0, sizeof p);
+		p.s = s;
+		p.prec = a.precision;
+		p.blas = blas;
+		p.hidden = a.hidden;
+		p.grid = 2 * prop.multiProcessorCount * 8;
+		p.kind = s->op != CALTAB_ELEMENTWISE ? 0 : s->m == (uint64_t)a.hidden * CU_LSTM_OPS_PER_UNIT ? 1 : 2;
+		if (s->max_batch == 0) {
+			fprintf(stderr, "calib-cuda: shape of %s exceeds the budget at batch %u: not measured\n", s->user,
+			        plan->batches[0]);
+			continue;
+		}
+		if (cu_point_alloc(&p, s->max_batch, err, sizeof err) != 0) {
+			cu_point_free(&p);
+			goto fail;
+		}
+		for (size_t j = 0; j < plan->nbatches && plan->batches[j] <= s->max_batch; j++) {
+			caltab_row row;
+			double med = 0;
+			unsigned reps = 0;
+
+			memset(&row, 0, sizeof row);
+			if (cu_time(&a, &p, plan->batches[j], &med, &reps, err, sizeof err) != 0) {
+				cu_point_free(&p);
+				goto fail;
+			}
+			row.op = s->op;
+			row.m_per_sample = s->m;
+			row.k = s->k;
+			row.n = s->n;
+			row.batch = plan->batches[j];
+			row.latency_s = row.measured_s = med;
+			row.reps = reps;
+			if (caltab_add_row(t, &row, err, sizeof err) != 0) {
+				cu_point_free(&p);
+				goto fail;
+			}
+			if (!a.quiet)
+				fprintf(stderr, "%-10s %llux%llux%llu b=%-5u %10.4f ms  %9.1f G/s\n", caltab_op_name(s->op),
+				        (unsigned long long)s->m, (unsigned long long)s->k, (unsigned long long)s->n, row.batch,
+				        med * 1e3, calplan_flops(s, row.batch) / med / 1e9);
+		}
+		cu_point_free(&p);
+	}
+	{
+		size_t lowered = caltab_make_monotone(t);
+		char date[32];
+		time_t now = time(NULL);
+		FILE *f;
+		int64_t id;
+
+		strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+		if (cu_field(t, "device", err, sizeof err, "%s (%s, sm_%d%d, %d SMs, %.1f GiB)", device, prop.name,
+		             prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0) ||
+		    cu_field(t, "date", err, sizeof err, "%s", date) ||
+		    cu_field(t, "library", err, sizeof err, "cuBLAS %d, CUDA runtime %d, driver %d", blas_ver, rt, drv) ||
+		    cu_field(t, "gemm", err, sizeof err, "%s, row-major via the transposed column-major call; "
+		             "attn rows: strided batched GEMM of batch products",
+		             a.precision == CU_FP32 ? "cublasSgemm fp32 (CUDA cores, pedantic math: no TF32)" :
+		             a.precision == CU_FP16 ? "cublasGemmEx fp16 inputs, fp32 accumulate and output (tensor cores)" :
+		                                      "cublasGemmEx bf16 inputs, fp32 accumulate and output (tensor cores)") ||
+		    cu_field(t, "precision", err, sizeof err, "%s",
+		             a.precision == CU_FP32 ? "fp32" : a.precision == CU_FP16 ? "fp16" : "bf16") ||
+		    cu_field(t, "elementwise", err, sizeof err, "fused fp32 kernels: LSTM cell (%d ops per unit) and GRU "
+		             "cell (%d ops per unit), hidden %u, grid %d x 256", CU_LSTM_OPS_PER_UNIT, CU_GRU_OPS_PER_UNIT,
+		             a.hidden, 2 * prop.multiProcessorCount * 8) ||
+		    cu_field(t, "timing", err, sizeof err, "CUDA events on the default stream; %u warm-up calls, then %u to %u "
+		             "samples until %.3g s timed (calls under 20 us timed in groups); median sample", a.warmup,
+		             a.min_reps, a.max_reps, a.min_time_s) ||
+		    cu_field(t, "budget", err, sizeof err, "points above %.4g GFLOP per call or %.4g MiB of operands not "
+		             "measured", a.max_gflop, a.max_mib) ||
+		    cu_field(t, "monotone", err, sizeof err, "latency_s = smallest measured_s at this or a larger batch; %zu "
+		             "of %zu rows lowered", lowered, t->nrows) ||
+		    cu_field(t, "conditions", err, sizeof err, "%.0f s wall", difftime(now, start)))
+			goto fail;
+		if (caltab_validate(t, err, sizeof err) != 0)
+			goto fail;
+		if (!(f = fopen(a.out, "w"))) {
+			snprintf(err, sizeof err, "%s: cannot write: %s", a.out, strerror(errno));
+			goto fail;
+		}
+		if (caltab_write(t, f, a.out, err, sizeof err) != 0) {
+			fclose(f);
+			goto fail;
+		}
+		if (fclose(f) != 0) {
+			snprintf(err, sizeof err, "%s: cannot write: %s", a.out, strerror(errno));
+			goto fail;
+		}
+		if (!a.no_db && calstore_write(a.db, t, a.out, &id, err, sizeof err) != 0)
+			goto fail;
+		if (!a.quiet)
+			fprintf(stderr, "calib-cuda: %zu rows -> %s\n", t->nrows, a.out);
+	}
+	rc = 0;
+	goto out;
+fail:
+	fprintf(stderr, "calib-cuda: %s\n", err);
+out:
+	if (blas)
+		cublasDestroy(blas);
+	mdl_free(m);
+	caltab_destroy(t);
+	calplan_destroy(plan);
+	for (size_t i = 0; i < a.nlists; i++)
+		free(a.lists[i]);
+	return rc;
+}

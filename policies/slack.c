@@ -1,0 +1,221 @@
+/* policies/slack.c: LazyBatching's slack predictor (Sec. IV-C, Algorithm 1,
+ * Eq. 1-2) and the oracle's exact estimate (Sec. VI); see slack.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "slack.h"
+
+int slk_init(struct slk_table *t, const struct mdl_model *m, const struct pol_latency *lat,
+             uint32_t dec_timesteps, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof *t);
+	t->model = m;
+	t->lat = *lat;
+	t->dec_timesteps = dec_timesteps;
+	t->node_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof *t->node_ns);
+	if (!t->node_ns) {
+		snprintf(err, errlen, "slack predictor: out of memory");
+		return -1;
+	}
+	/* Profile once (the paper's NodeLatency lookup table), then Algorithm 1
+	 * only multiplies the per-kind sums by the step counts. */
+	for (uint32_t n = 0; n < m->nnodes; n++) {
+		int64_t ns = lat->node_ns(lat->ctx, n, 1);
+		t->node_ns[n] = ns;
+		switch (m->nodes[n].kind) {
+		case MDL_STATIC: t->static_ns += ns; break;
+		case MDL_ENCODER: t->encoder_ns += ns; break;
+		case MDL_DECODER: t->decoder_ns += ns; break;
+		default: break;  /* tree cells: priced per level, see slk_single_exec_ns */
+		}
+	}
+	return 0;
+}
+
+void slk_fini(struct slk_table *t)
+{
+	free(t->node_ns);
+	t->node_ns = NULL;
+}
+
+int64_t slk_single_exec_ns(const struct slk_table *t, uint32_t enc_timesteps)
+{
+	if (t->model->is_tree)
+		return t->lat.graph_ns(t->lat.ctx, 1, enc_timesteps, 0);
+	return t->static_ns + t->encoder_ns * (int64_t)enc_timesteps +
+	       t->decoder_ns * (int64_t)t->dec_timesteps;
+}
+
+int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t cells)
+{
+	if (cells <= 1)
+		return t->node_ns[node_type];
+	return t->lat.node_ns(t->lat.ctx, node_type, cells);
+}
+
+/* ---- the oracle's exact drain time ---- */
+
+int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct pol_latency *lat,
+                   uint32_t max_cells, char *err, size_t errlen)
+{
+	memset(x, 0, sizeof *x);
+	x->model = m;
+	x->lat = *lat;
+	x->max_cells = max_cells;
+	size_t n = m->nnodes ? m->nnodes : 1;
+	x->rems = calloc(n, sizeof *x->rems);
+	x->nrems = calloc(n, sizeof *x->nrems);
+	x->rem_cap = calloc(n, sizeof *x->rem_cap);
+	x->cells = calloc(n, sizeof *x->cells);
+	x->cap = calloc(n, sizeof *x->cap);
+	x->runs = calloc(n, sizeof *x->runs);
+	if (!x->rems || !x->nrems || !x->rem_cap || !x->cells || !x->cap || !x->runs) {
+		slk_exact_fini(x);
+		snprintf(err, errlen, "oracle: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+void slk_exact_fini(struct slk_exact *x)
+{
+	if (!x->model)
+		return;       /* never initialized */
+	for (uint32_t t = 0; t < x->model->nnodes; t++) {
+		if (x->rems)
+			free(x->rems[t]);
+		if (x->cells)
+			free(x->cells[t]);
+	}
+	free(x->rems);
+	free(x->nrems);
+	free(x->rem_cap);
+	free(x->cells);
+	free(x->cap);
+	free(x->runs);
+	x->rems = NULL;
+	x->cells = NULL;
+	x->nrems = x->rem_cap = x->cap = x->runs = NULL;
+}
+
+/* Records that one request has runs remaining runs of type t, a cell each. */
+static int slk_exact_add_runs(struct slk_exact *x, uint32_t t, uint32_t runs)
+{
+	if (x->nrems[t] == x->rem_cap[t]) {
+		uint32_t cap = x->rem_cap[t] ? 2 * x->rem_cap[t] : 64;
+		uint32_t *a = realloc(x->rems[t], (size_t)cap * sizeof *a);
+		if (!a)
+			return -1;
+		x->rems[t] = a;
+		x->rem_cap[t] = cap;
+	}
+	x->rems[t][x->nrems[t]++] = runs;
+	return 0;
+}
+
+/* Adds c cells to runs [from, to) of tree type t (difference form). */
+static int slk_exact_add(struct slk_exact *x, uint32_t t, uint32_t from, uint32_t to, int64_t c)
+{
+	if (to + 1 > x->cap[t]) {
+		uint32_t cap = x->cap[t] ? x->cap[t] : 16;
+		while (cap < to + 1)
+			cap *= 2;
+		int64_t *a = realloc(x->cells[t], (size_t)cap * sizeof *a);
+		if (!a)
+			return -1;
+		memset(a + x->cap[t], 0, (size_t)(cap - x->cap[t]) * sizeof *a);
+		x->cells[t] = a;
+		x->cap[t] = cap;
+	}
+	x->cells[t][from] += c;
+	x->cells[t][to] -= c;
+	if (to > x->runs[t])
+		x->runs[t] = to;
+	return 0;
+}
+
+/* One request's remaining runs of every node type, from its position. */
+static int slk_exact_add_request(struct slk_exact *x, const struct pol_request *r)
+{
+	const struct mdl_model *m = x->model;
+	uint64_t pos = r->next_node, seg_start = 0;
+	for (uint32_t s = 0; s < m->nsegments; s++) {
+		const struct mdl_segment *seg = &m->segments[s];
+		uint64_t reps = mdl_node_repeats(m, seg->first_node, r->input_len, r->output_len);
+		uint64_t span = (uint64_t)seg->nnodes * reps;
+		if (pos >= span) {          /* a segment already run (or never run) */
+			pos -= span;
+			seg_start += span;
+			continue;
+		}
+		uint64_t pass = pos / seg->nnodes, idx = pos % seg->nnodes;
+		int tree = seg->kind == MDL_LEAF || seg->kind == MDL_INTERNAL;
+		for (uint32_t j = 0; j < seg->nnodes; j++) {
+			uint64_t from = pass + (j < idx ? 1 : 0);   /* first repetition still to run */
+			uint32_t t = seg->first_node + j;
+			if (from >= reps)
+				continue;
+			if (!tree) {
+				if (slk_exact_add_runs(x, t, (uint32_t)(reps - from)) != 0)
+					return -1;
+				continue;
+			}
+			for (uint64_t q = from; q < reps; q++) {
+				uint32_t c = mdl_cells_at(m, seg_start + q * seg->nnodes + j, r->input_len, r->output_len);
+				if (slk_exact_add(x, t, (uint32_t)(q - from), (uint32_t)(q - from + 1), c) != 0)
+					return -1;
+			}
+		}
+		pos = 0;                    /* later segments run from their start */
+		seg_start += span;
+	}
+	return 0;
+}
+
+static int64_t slk_exact_price(const struct slk_exact *x, uint32_t t, int64_t cells)
+{
+	int64_t full = cells / x->max_cells, rest = cells % x->max_cells, ns = 0;
+	if (full)
+		ns += full * x->lat.node_ns(x->lat.ctx, t, x->max_cells);
+	if (rest)
+		ns += x->lat.node_ns(x->lat.ctx, t, (uint32_t)rest);
+	return ns;
+}
+
+int64_t slk_exact_drain_ns(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n)
+{
+	int rc = 0;
+	for (uint32_t i = 0; i < n && rc == 0; i++)
+		rc = slk_exact_add_request(x, reqs[i]);
+	int64_t total = 0;
+	for (uint32_t t = 0; t < x->model->nnodes; t++) {
+		/* One cell a run: the k-th run batches every request with more than
+		 * k runs left. With the counts sorted in decreasing order r1 >= r2
+		 * >= ... >= rm (r(m+1) = 0), runs r(j+1)+1 .. r(j) hold j cells. */
+		uint32_t m = x->nrems[t], *r = x->rems[t];
+		for (uint32_t i = 1; i < m; i++) {
+			uint32_t v = r[i], j = i;
+			for (; j > 0 && r[j - 1] < v; j--)
+				r[j] = r[j - 1];
+			r[j] = v;
+		}
+		for (uint32_t j = 1; j <= m; j++) {
+			uint32_t next = j < m ? r[j] : 0;
+			if (r[j - 1] > next)
+				total += (int64_t)(r[j - 1] - next) * slk_exact_price(x, t, j);
+		}
+		x->nrems[t] = 0;
+		if (!x->runs[t])
+			continue;
+		int64_t cells = 0;
+		for (uint32_t k = 0; k < x->runs[t]; k++) {
+			cells += x->cells[t][k];
+			if (cells > 0)
+				total += slk_exact_price(x, t, cells);
+		}
+		/* clear for the next call: runs[t] + 1 slots were touched */
+		memset(x->cells[t], 0, (size_t)(x->runs[t] + 1) * sizeof *x->cells[t]);
+		x->runs[t] = 0;
+	}
+	return rc == 0 ? total : -1;
+}

@@ -1,0 +1,112 @@
+/* runtime/kernels.c: the list of kernel families (explicit, in the order
+ * they are tried), the pseudo-random numbers they share, and the unrolled
+ * position helper. */
+#include "kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const struct rt_model_ops rt_kern_rnn;
+extern const struct rt_model_ops rt_kern_transformer;
+extern const struct rt_model_ops rt_kern_mlp;
+
+static const struct rt_model_ops *const kern_families[] = {
+	&rt_kern_rnn,
+	&rt_kern_transformer,
+	&rt_kern_mlp,
+};
+
+/* Built-in model files these families run (for the error message; any other
+ * file of the same structure runs too). */
+#define KERN_LIVE_MODELS "lstm, gru, seq2seq, transformer, mlp"
+
+const struct rt_model_ops *rt_kernels_find(const struct mdl_model *m, char *err, size_t errlen)
+{
+	char why[3][200];
+	for (size_t i = 0; i < sizeof kern_families / sizeof kern_families[0]; i++) {
+		why[i][0] = '\0';
+		if (kern_families[i]->match(m, why[i], sizeof why[i]))
+			return kern_families[i];
+	}
+	snprintf(err, errlen, "model %s has no live kernels (live models: " KERN_LIVE_MODELS
+	         "; rnn: %s; transformer: %s; mlp: %s)", m->name, why[0], why[1], why[2]);
+	return NULL;
+}
+
+/* splitmix64 (Steele, Lea, Flood 2014): a counter-based generator, so value
+ * i of a stream needs no state and any order of filling gives the same. */
+static uint64_t kern_mix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+uint64_t rt_rand_u64(uint64_t seed, uint64_t tag, uint64_t i)
+{
+	uint64_t stream = kern_mix(kern_mix(seed + 0x9e3779b97f4a7c15ULL) ^ (tag * 0xd1b54a32d192ed03ULL));
+	return kern_mix(stream + (i + 1) * 0x9e3779b97f4a7c15ULL);
+}
+
+void rt_rand_fill(float *v, size_t n, float scale, uint64_t seed, uint64_t tag)
+{
+	uint64_t stream = kern_mix(kern_mix(seed + 0x9e3779b97f4a7c15ULL) ^ (tag * 0xd1b54a32d192ed03ULL));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = kern_mix(stream + (i + 1) * 0x9e3779b97f4a7c15ULL);
+		/* 24 random bits: uniform on [0, 1) exactly representable */
+		float u = (float)(r >> 40) * (1.0f / 16777216.0f);
+		v[i] = (2.0f * u - 1.0f) * scale;
+	}
+}
+
+uint32_t rt_step_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)
+{
+	for (uint32_t s = 0; s < m->nsegments; s++) {
+		const struct mdl_segment *seg = &m->segments[s];
+		uint64_t reps = seg->kind == MDL_ENCODER ? input_len : seg->kind == MDL_DECODER ? output_len : 1;
+		uint64_t span = (uint64_t)seg->nnodes * reps;
+		if (pos < span)
+			return (uint32_t)(pos / seg->nnodes);
+		pos -= span;
+	}
+	return 0;
+}
+
+int rt_kern_weight(const struct rt_backend_ops *be, struct rt_dev *dev, uint32_t k, uint32_t n, float scale,
+                   uint64_t seed, uint64_t tag, struct rt_weight **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	float *host = malloc((size_t)k * n * sizeof(float));
+	if (!host) {
+		snprintf(err, errlen, "out of memory for a %u x %u weight matrix", k, n);
+		return -1;
+	}
+	rt_rand_fill(host, (size_t)k * n, scale, seed, tag);
+	int rc = be->weight_create(dev, k, n, host, out, err, errlen);
+	free(host);
+	return rc;
+}
+
+float *rt_kern_table(const struct rt_backend_ops *be, struct rt_dev *dev, size_t n, float offset, float scale, uint64_t seed,
+                     uint64_t tag, char *err, size_t errlen)
+{
+	float *host = malloc(n * sizeof(float));
+	float *d = be->alloc(dev, n * sizeof(float));
+	if (!host || !d) {
+		snprintf(err, errlen, "out of memory for a table of %zu floats", n);
+		goto fail;
+	}
+	rt_rand_fill(host, n, scale, seed, tag);
+	for (size_t i = 0; i < n; i++)
+		host[i] += offset;
+	if (be->upload(dev, d, host, n * sizeof(float), err, errlen) != 0)
+		goto fail;
+	free(host);
+	return d;
+fail:
+	free(host);
+	if (d)
+		be->free(dev, d);
+	return NULL;
+}

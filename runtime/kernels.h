@@ -1,0 +1,115 @@
+/* runtime/kernels.h: the real computation behind a model file's nodes,
+ * written once on the backend operations of backend.h. A kernel family
+ * recognises the models it can run from their node kinds and shapes:
+ *
+ *  - rnn (kern_rnn.c): one encoder cell, and optionally a decoder cell and
+ *    an output projection. A cell node is an LSTM (one product [x, h] times
+ *    E+H x 4H: the four gates fused into one GEMM, DeepCPU Sec. 5) or a GRU
+ *    (two products, x times E x 3H and h times H x 3H, each fusing the three
+ *    gates; the reset gate multiplies the hidden product, so the two cannot
+ *    be summed inside one GEMM without zero blocks). The decoder is fed its
+ *    previous output (greedy: bias + argmax fused, Amun Algorithm 4).
+ *    Models: lstm, gru, seq2seq.
+ *  - transformer (kern_transformer.c): encoder layers, a cross key/value
+ *    node, decoder layers and an output projection, unrolled per token as in
+ *    models/transformer.model; every request keeps its own key/value caches.
+ *  - mlp (kern_mlp.c): static dense layers with ReLU between them (the
+ *    static case). Model: mlp.
+ *
+ * Weights, embeddings and each request's input are deterministic
+ * pseudo-random numbers from the seed (rt_rand_*), so two runs with the same
+ * seed compute the same thing.
+ *
+ * Contract:
+ *  - A model's weights are created once (create) and shared by all
+ *    workers, read-only. Each worker has its own work buffers (work_create),
+ *    sized for max_rows rows.
+ *  - A request's state (state_bytes, in device memory) is owned by the
+ *    request: state_init fills it before its first node; run_node advances
+ *    the members' states by one node each; nothing else writes it.
+ *  - run_node runs node type `node` for n members, each at its own unrolled
+ *    position (pos, whose node type must be `node`). Members with active = 0
+ *    are padding (a padded graph batch): computed with the others, written
+ *    nowhere. A member's results are the same whatever the other members.
+ *  - outputs reads a finished request's results: the emitted tokens (models
+ *    with a decoder) and the final vector (the last hidden state, or the
+ *    last layer's output).
+ */
+#ifndef SB_RT_KERNELS_H
+#define SB_RT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../models/model.h"
+#include "backend.h"
+
+struct rt_model;
+
+struct rt_member {
+	uint64_t id;                 /* request id: its inputs derive from (seed, id) */
+	uint32_t input_len, output_len;
+	uint64_t pos;                /* unrolled position of the node it runs */
+	int active;                  /* 0: padding row */
+	void *state;                 /* device memory of state_bytes */
+};
+
+struct rt_outputs {
+	uint32_t ntokens;            /* emitted tokens (output_len for models with a decoder, else 0) */
+	int32_t *tokens;             /* caller-allocated, output_len entries */
+	uint32_t nvalues;            /* final vector length (rt_model_info.output_floats) */
+	float *values;               /* caller-allocated */
+};
+
+struct rt_model_info {
+	const char *family;          /* "rnn", "transformer", "mlp" */
+	uint32_t output_floats;      /* length of the final vector */
+	uint32_t max_k;              /* widest product input (stream scratch) */
+	uint64_t weight_bytes;       /* bytes of weights and tables */
+	char detail[160];            /* e.g. "LSTM encoder H=1024 E=1024, LSTM decoder, vocab 30000" */
+};
+
+struct rt_model_ops {
+	const char *family;
+	/* 1 when the family runs model m; else 0 with why. */
+	int (*match)(const struct mdl_model *m, char *why, size_t len);
+	int (*create)(const struct mdl_model *m, const struct rt_backend_ops *be, struct rt_dev *dev, uint64_t seed,
+	              struct rt_model **out, char *err, size_t errlen);
+	void (*destroy)(struct rt_model *km);
+	void (*info)(const struct rt_model *km, struct rt_model_info *out);
+	size_t (*state_bytes)(const struct rt_model *km, uint32_t input_len, uint32_t output_len);
+	int (*state_init)(const struct rt_model *km, void *state, uint64_t id, uint32_t input_len,
+	                  uint32_t output_len, char *err, size_t errlen);
+	int (*work_create)(const struct rt_model *km, uint32_t max_rows, void **work, char *err, size_t errlen);
+	void (*work_destroy)(const struct rt_model *km, void *work);
+	void (*run_node)(const struct rt_model *km, void *work, struct rt_stream *s, uint32_t node, uint32_t n,
+	                 const struct rt_member *members);
+	/* Call after the stream finished the request's last node. */
+	int (*outputs)(const struct rt_model *km, const void *state, uint32_t input_len, uint32_t output_len,
+	               struct rt_outputs *out, char *err, size_t errlen);
+};
+
+/* The family that runs m, or NULL with err listing the built-in models that
+ * have kernels and why m fits none. */
+const struct rt_model_ops *rt_kernels_find(const struct mdl_model *m, char *err, size_t errlen);
+
+/* ---- deterministic pseudo-random numbers (splitmix64), shared by the families ---- */
+
+/* The i-th 64-bit value of the stream (seed, tag): a pure function. */
+uint64_t rt_rand_u64(uint64_t seed, uint64_t tag, uint64_t i);
+/* Fills v[0..n) with uniform values in [-scale, scale) from stream (seed, tag). */
+void rt_rand_fill(float *v, size_t n, float scale, uint64_t seed, uint64_t tag);
+
+/* Helpers for the families: a k x n weight of uniform [-scale, scale)
+ * values from stream (seed, tag), and a device table of n floats offset +
+ * such values.
+ * 0 / a pointer, or -1 / NULL with err. */
+int rt_kern_weight(const struct rt_backend_ops *be, struct rt_dev *dev, uint32_t k, uint32_t n, float scale,
+                   uint64_t seed, uint64_t tag, struct rt_weight **out, char *err, size_t errlen);
+float *rt_kern_table(const struct rt_backend_ops *be, struct rt_dev *dev, size_t n, float offset, float scale, uint64_t seed,
+                     uint64_t tag, char *err, size_t errlen);
+
+/* Which repetition of its segment unrolled position pos is (the encoder
+ * step, the decoder step; 0 for static nodes). */
+uint32_t rt_step_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
+
+#endif

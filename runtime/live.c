@@ -1,0 +1,744 @@
+/* runtime/live.c: the live run of live.h: a load generator thread, the
+ * scheduler on the calling thread, one worker thread per device.
+ *
+ * All shared state is guarded by one mutex: the generator's issue counter,
+ * the count of admitted unfinished requests, and each worker's hand-off
+ * flags. The scheduler owns the policy and the pol_request fields; a worker
+ * reads only the snapshot of its task's members made at dispatch, and owns
+ * the members' device state while they are in flight. */
+#include "live.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "kernels.h"
+
+#define LIVE_POLL_NS 20000000   /* 20 ms: how often a waiting thread looks at the stop flag */
+
+struct live_req_rt {             /* the runtime's request: the policy's view first */
+	struct pol_request pr;
+	void *state;                 /* device state; NULL before its first node and after its last */
+};
+
+struct live_member {             /* a member as handed to a worker: a snapshot taken at dispatch */
+	struct live_req_rt *req;
+	uint64_t pos;                /* its next_node when the task started */
+	uint64_t chain_len;
+	uint32_t input_len, output_len;
+};
+
+struct live;
+
+struct live_worker {
+	struct live *L;
+	uint32_t index;
+	pthread_t thread;
+	int started;
+	pthread_cond_t cv;               /* a job is ready, or quit */
+	struct rt_stream *stream;
+	void *work;                      /* the kernel family's batch buffers */
+	/* scheduler side */
+	struct pol_task task;            /* the running task; reqs has max_batch slots */
+	int busy;
+	/* the job: written by the scheduler before job_ready, read by the worker */
+	struct live_member *members;     /* max_batch */
+	struct rt_member *rtm;           /* worker scratch, max_batch */
+	uint64_t *graph_base;            /* worker scratch, max_batch */
+	uint32_t nmembers;
+	enum pol_task_kind kind;
+	uint32_t node;
+	/* under mu */
+	int job_ready, job_done, job_rc;
+	char job_err[256];
+	int64_t end_ns, exec_ns;         /* end on the device; worker time for the task */
+	double move_ns;                  /* this task's data movement (backend move_ns) */
+	uint64_t move_seen;              /* worker only: last move_ns total read */
+};
+
+struct live {
+	const struct live_config *c;
+	struct live_result *res;
+	const struct rt_backend_ops *be;
+	struct rt_dev *dev;
+	const struct rt_model_ops *kops;
+	struct rt_model *km;
+	struct pol_state *pol;
+	struct live_req_rt *reqs;        /* c->n */
+	struct live_worker *workers;
+	uint32_t rows;                   /* batch rows the buffers hold (max batch) */
+	int64_t t0_ns;                   /* CLOCK_MONOTONIC at the start */
+	pthread_mutex_t mu;
+	pthread_cond_t sched_cv;         /* an arrival, a finished task, the generator finished */
+	pthread_t gen_thread;
+	int gen_started;
+	atomic_int gen_stop;             /* the generator must stop issuing */
+	/* under mu */
+	uint64_t issued_upto;            /* requests [0, issued_upto) have been issued (or dropped) */
+	int gen_done;
+	uint32_t outstanding;            /* admitted and unfinished */
+	int quit;                        /* workers must exit */
+	/* scheduler only */
+	uint64_t delivered;              /* arrivals given to the policy (or skipped as dropped) */
+	size_t log_cap, ids_cap, ids_used;
+};
+
+static int64_t live_mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static struct timespec live_ts(int64_t abs_ns)
+{
+	return (struct timespec){ .tv_sec = abs_ns / 1000000000, .tv_nsec = abs_ns % 1000000000 };
+}
+
+static int live_stop_asked(const struct live *L)
+{
+	return L->c->stop && *L->c->stop;
+}
+
+/* Real-time priority (SCHED_FIFO, the lowest level) for the threads that
+ * keep time, the generator and the scheduler: they sleep almost always, and
+ * when they wake they must not wait behind a worker computing on the same
+ * core. Best effort: without the privilege the thread keeps its priority
+ * (live_result.realtime says which). */
+static int live_raise_priority(void)
+{
+	struct sched_param sp = { .sched_priority = sched_get_priority_min(SCHED_FIFO) };
+	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+}
+
+/* ---- the load generator ---- */
+
+static void *live_generator(void *arg)
+{
+	struct live *L = arg;
+	const struct live_config *c = L->c;
+	/* wake at the asked time, not up to the default 50 us timer slack later */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	live_raise_priority();
+	for (uint64_t i = 0; i < c->n; i++) {
+		int64_t target = L->t0_ns + c->arrival_ns[i];
+		for (;;) {
+			if (atomic_load(&L->gen_stop) || live_stop_asked(L))
+				goto out;
+			int64_t now = live_mono_ns();
+			if (now >= target)
+				break;
+			struct timespec ts = live_ts(target - now > LIVE_POLL_NS ? now + LIVE_POLL_NS : target);
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);   /* EINTR: look again */
+		}
+		int64_t issue = live_mono_ns() - L->t0_ns;
+		pthread_mutex_lock(&L->mu);
+		struct live_request *rec = &L->res->reqs[i];
+		rec->issue_ns = issue;
+		if (L->outstanding >= c->max_queue) {
+			rec->status = LIVE_DROPPED;
+			L->res->dropped++;
+		} else if (++L->outstanding > L->res->max_outstanding) {
+			L->res->max_outstanding = L->outstanding;
+		}
+		L->res->issued++;
+		L->issued_upto = i + 1;
+		pthread_cond_signal(&L->sched_cv);
+		pthread_mutex_unlock(&L->mu);
+	}
+out:
+	pthread_mutex_lock(&L->mu);
+	L->gen_done = 1;
+	pthread_cond_signal(&L->sched_cv);
+	pthread_mutex_unlock(&L->mu);
+	return NULL;
+}
+
+/* ---- a worker ---- */
+
+/* A whole-graph task padded to the longest member (graph batching): every
+ * node of every segment runs for all members as many times as the longest
+ * member needs; a member past its own length is a padding row. */
+static void live_run_graph(struct live *L, struct live_worker *w)
+{
+	const struct mdl_model *m = L->c->model;
+	uint32_t n = w->nmembers;
+	for (uint32_t i = 0; i < n; i++)
+		w->graph_base[i] = 0;
+	for (uint32_t s = 0; s < m->nsegments; s++) {
+		const struct mdl_segment *seg = &m->segments[s];
+		uint32_t reps_max = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t r = mdl_node_repeats(m, seg->first_node, w->members[i].input_len, w->members[i].output_len);
+			reps_max = r > reps_max ? r : reps_max;
+		}
+		for (uint32_t rep = 0; rep < reps_max; rep++)
+			for (uint32_t k = 0; k < seg->nnodes; k++) {
+				int any = 0;
+				for (uint32_t i = 0; i < n; i++) {
+					const struct live_member *mb = &w->members[i];
+					uint32_t reps = mdl_node_repeats(m, seg->first_node, mb->input_len, mb->output_len);
+					uint32_t r = rep < reps ? rep : reps ? reps - 1 : 0;
+					uint64_t pos = w->graph_base[i] + (uint64_t)r * seg->nnodes + k;
+					int active = rep < reps && pos >= mb->pos;
+					w->rtm[i] = (struct rt_member){ .id = mb->req->pr.id, .input_len = mb->input_len,
+					                                .output_len = mb->output_len, .pos = pos,
+					                                .active = active, .state = mb->req->state };
+					any |= active;
+				}
+				if (any)
+					L->kops->run_node(L->km, w->work, w->stream, seg->first_node + k, n, w->rtm);
+			}
+		for (uint32_t i = 0; i < n; i++)
+			w->graph_base[i] += (uint64_t)seg->nnodes *
+			                    mdl_node_repeats(m, seg->first_node, w->members[i].input_len,
+			                                     w->members[i].output_len);
+	}
+}
+
+/* Runs the job: states for new members, the node(s), the wait for the
+ * device, then outputs and state release for members that finished. */
+static int live_execute(struct live *L, struct live_worker *w, char *err, size_t errlen)
+{
+	const struct rt_backend_ops *be = L->be;
+	for (uint32_t i = 0; i < w->nmembers; i++) {
+		struct live_member *mb = &w->members[i];
+		struct live_req_rt *r = mb->req;
+		if (r->state)
+			continue;
+		size_t bytes = L->kops->state_bytes(L->km, mb->input_len, mb->output_len);
+		r->state = be->alloc(L->dev, bytes);
+		if (!r->state) {
+			snprintf(err, errlen, "out of device memory for request %llu's state (%zu bytes)",
+			         (unsigned long long)r->pr.id, bytes);
+			return -1;
+		}
+		if (L->kops->state_init(L->km, r->state, r->pr.id, mb->input_len, mb->output_len, err, errlen) != 0)
+			return -1;
+	}
+	if (w->kind == POL_TASK_GRAPH) {
+		live_run_graph(L, w);
+	} else {
+		for (uint32_t i = 0; i < w->nmembers; i++) {
+			const struct live_member *mb = &w->members[i];
+			w->rtm[i] = (struct rt_member){ .id = mb->req->pr.id, .input_len = mb->input_len,
+			                                .output_len = mb->output_len, .pos = mb->pos, .active = 1,
+			                                .state = mb->req->state };
+		}
+		L->kops->run_node(L->km, w->work, w->stream, w->node, w->nmembers, w->rtm);
+	}
+	if (be->finish(w->stream, err, errlen) != 0)
+		return -1;
+	if (be->move_ns) {
+		uint64_t total = be->move_ns(w->stream);
+		w->move_ns = (double)(total - w->move_seen);
+		w->move_seen = total;
+	}
+	for (uint32_t i = 0; i < w->nmembers; i++) {
+		struct live_member *mb = &w->members[i];
+		struct live_req_rt *r = mb->req;
+		if (w->kind != POL_TASK_GRAPH && mb->pos + 1 < mb->chain_len)
+			continue;
+		if (L->c->keep_outputs) {
+			struct live_request *rec = &L->res->reqs[r->pr.id];
+			struct rt_model_info info;
+			L->kops->info(L->km, &info);
+			rec->tokens = malloc(((size_t)mb->output_len + 1) * sizeof(int32_t));
+			rec->values = malloc((size_t)info.output_floats * sizeof(float));
+			if (!rec->tokens || !rec->values) {
+				snprintf(err, errlen, "out of memory for request %llu's outputs", (unsigned long long)r->pr.id);
+				return -1;
+			}
+			struct rt_outputs o = { .tokens = rec->tokens, .values = rec->values };
+			if (L->kops->outputs(L->km, r->state, mb->input_len, mb->output_len, &o, err, errlen) != 0)
+				return -1;
+			rec->nvalues = o.nvalues;
+			rec->ntokens = o.ntokens;
+		}
+		be->free(L->dev, r->state);
+		r->state = NULL;
+	}
+	return 0;
+}
+
+static void *live_worker_main(void *arg)
+{
+	struct live_worker *w = arg;
+	struct live *L = w->L;
+	pthread_mutex_lock(&L->mu);
+	for (;;) {
+		while (!w->job_ready && !L->quit)
+			pthread_cond_wait(&w->cv, &L->mu);
+		if (!w->job_ready)
+			break;
+		w->job_ready = 0;
+		pthread_mutex_unlock(&L->mu);
+		char err[256] = "";
+		int64_t start = live_mono_ns();
+		int rc = live_execute(L, w, err, sizeof err);
+		int64_t end = live_mono_ns();
+		pthread_mutex_lock(&L->mu);
+		w->end_ns = end - L->t0_ns;
+		w->exec_ns = end - start;
+		w->job_rc = rc;
+		snprintf(w->job_err, sizeof w->job_err, "%s", err);
+		w->job_done = 1;
+		pthread_cond_signal(&L->sched_cv);
+	}
+	pthread_mutex_unlock(&L->mu);
+	return NULL;
+}
+
+/* ---- the scheduler ---- */
+
+static int live_log_task(struct live *L, const struct pol_task *t)
+{
+	struct live_result *res = L->res;
+	if (res->ntasks_logged == L->log_cap) {
+		size_t cap = L->log_cap ? 2 * L->log_cap : 1024;
+		struct live_task *g = realloc(res->task_log, cap * sizeof *g);
+		if (!g)
+			return -1;
+		res->task_log = g;
+		L->log_cap = cap;
+	}
+	if (L->ids_used + t->nreq > L->ids_cap) {
+		size_t cap = L->ids_cap ? 2 * L->ids_cap : 4096;
+		while (cap < L->ids_used + t->nreq)
+			cap *= 2;
+		uint64_t *g = realloc(res->task_ids, cap * sizeof *g);
+		if (!g)
+			return -1;
+		res->task_ids = g;
+		L->ids_cap = cap;
+	}
+	res->task_log[res->ntasks_logged++] = (struct live_task){
+		.kind = t->kind, .node_type = t->node_type, .device = t->device, .nreq = t->nreq, .cells = t->cells,
+		.start_ns = t->start_ns, .end_ns = t->end_ns, .first_id = L->ids_used,
+	};
+	for (uint32_t i = 0; i < t->nreq; i++)
+		res->task_ids[L->ids_used++] = t->reqs[i]->id;
+	return 0;
+}
+
+/* A worker's task finished: the caller's bookkeeping (as the engine's),
+ * then the policy hears of it. Returns how many requests finished, or -1
+ * (out of memory for the task log). */
+static int live_complete(struct live *L, struct live_worker *w, int64_t now)
+{
+	const struct live_config *c = L->c;
+	struct live_result *res = L->res;
+	struct pol_task *t = &w->task;
+	int64_t t0 = live_mono_ns();
+	pol_task_advance(t, c->model);
+	w->busy = 0;
+	t->end_ns = w->end_ns;
+	res->busy_ns += t->end_ns - t->start_ns;
+	res->device_ns += (double)w->exec_ns;
+	res->move_ns += w->move_ns;
+	res->events++;
+	if (c->keep_tasks && live_log_task(L, t) != 0)
+		return -1;
+	c->policy->on_task_done(L->pol, t, now);
+	int finished = 0;
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		const struct pol_request *r = t->reqs[i];
+		if (!pol_req_done(r))
+			continue;
+		struct live_request *rec = &res->reqs[r->id];
+		rec->status = LIVE_DONE;
+		rec->start_ns = r->first_start_ns;
+		rec->finish_ns = t->end_ns;
+		res->completed++;
+		finished++;
+	}
+	res->complete_ns += (double)(live_mono_ns() - t0);
+	return finished;
+}
+
+/* Starts the task the policy put in w->task: the engine's bookkeeping, a
+ * snapshot of the members for the worker, and the hand-off. */
+static int live_dispatch(struct live *L, struct live_worker *w, int64_t now, char *err, size_t errlen)
+{
+	const struct live_config *c = L->c;
+	struct live_result *res = L->res;
+	struct pol_task *t = &w->task;
+	uint32_t cells = 0;
+	if (t->nreq < 1 || t->nreq > L->rows) {
+		snprintf(err, errlen, "policy %s returned a task of %u requests (max batch %u)", c->policy->name,
+		         t->nreq, L->rows);
+		return -1;
+	}
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		struct pol_request *r = t->reqs[i];
+		if (r->in_flight || pol_req_done(r) || (t->kind == POL_TASK_NODE && pol_req_node(r) != t->node_type)) {
+			snprintf(err, errlen, "policy %s broke its contract: request %llu in a task it cannot join",
+			         c->policy->name, (unsigned long long)r->id);
+			return -1;
+		}
+		r->in_flight = 1;
+		if (r->first_start_ns < 0)
+			r->first_start_ns = now;
+		cells += pol_req_cells(r);
+		w->members[i] = (struct live_member){ .req = (struct live_req_rt *)r, .pos = r->next_node,
+		                                      .chain_len = r->chain_len, .input_len = r->input_len,
+		                                      .output_len = r->output_len };
+	}
+	if (t->kind == POL_TASK_GRAPH) {
+		t->cells = t->nreq;
+		res->graph_tasks++;
+		res->graph_members += t->nreq;
+	} else {
+		t->cells = cells;
+		res->node_tasks[t->node_type]++;
+		res->node_cells[t->node_type] += cells;
+	}
+	t->device = w->index;
+	t->start_ns = now;
+	t->end_ns = now;
+	res->tasks++;
+	res->task_members += t->nreq;
+	w->nmembers = t->nreq;
+	w->kind = t->kind;
+	w->node = t->node_type;
+	w->busy = 1;
+	pthread_mutex_lock(&L->mu);
+	w->job_ready = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&L->mu);
+	return 0;
+}
+
+static int live_any_done(const struct live *L)
+{
+	for (uint32_t i = 0; i < L->c->workers; i++)
+		if (L->workers[i].job_done)
+			return 1;
+	return 0;
+}
+
+static int live_schedule(struct live *L, char *err, size_t errlen)
+{
+	const struct live_config *c = L->c;
+	struct live_result *res = L->res;
+	int64_t wake_ns = INT64_MAX;     /* the policy's earliest pending wake-up */
+	int stopping = 0, failed = 0;
+	uint32_t nbusy = 0;
+	struct live_worker **done = calloc(c->workers, sizeof *done);
+	if (!done) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	pthread_mutex_lock(&L->mu);
+	for (;;) {
+		/* wait for news: an arrival, a finished task, a wake-up, a stop */
+		for (;;) {
+			if (L->delivered < L->issued_upto || live_any_done(L))
+				break;
+			if (!stopping && live_stop_asked(L))
+				break;
+			if (nbusy == 0 && L->gen_done && (stopping || L->outstanding == 0 || wake_ns == INT64_MAX))
+				break;
+			int64_t now = live_mono_ns() - L->t0_ns;
+			if (now >= wake_ns)
+				break;
+			int64_t until = wake_ns - now < LIVE_POLL_NS ? wake_ns : now + LIVE_POLL_NS;
+			struct timespec ts = live_ts(L->t0_ns + until);
+			pthread_cond_timedwait(&L->sched_cv, &L->mu, &ts);
+		}
+		uint32_t ndone = 0;
+		for (uint32_t i = 0; i < c->workers; i++)
+			if (L->workers[i].job_done) {
+				L->workers[i].job_done = 0;
+				done[ndone++] = &L->workers[i];
+			}
+		uint64_t a = L->delivered, b = L->issued_upto;
+		L->delivered = b;
+		pthread_mutex_unlock(&L->mu);
+
+		int64_t now = live_mono_ns() - L->t0_ns;
+		uint32_t finished = 0;
+		/* completions in the order they ended, then arrivals in id order */
+		for (uint32_t i = 1; i < ndone; i++)
+			for (uint32_t j = i; j > 0 && done[j]->end_ns < done[j - 1]->end_ns; j--) {
+				struct live_worker *x = done[j];
+				done[j] = done[j - 1];
+				done[j - 1] = x;
+			}
+		for (uint32_t i = 0; i < ndone; i++) {
+			struct live_worker *w = done[i];
+			nbusy--;
+			if (w->job_rc != 0) {
+				if (!failed)
+					snprintf(err, errlen, "%s", w->job_err);
+				failed = 1;
+				w->busy = 0;
+				continue;
+			}
+			if (failed) {
+				w->busy = 0;
+				continue;
+			}
+			int f = live_complete(L, w, now);
+			if (f < 0) {
+				snprintf(err, errlen, "out of memory for the task log");
+				failed = 1;
+				continue;
+			}
+			finished += (uint32_t)f;
+		}
+		for (uint64_t id = a; id < b && !failed; id++) {
+			struct live_request *rec = &res->reqs[id];
+			if (rec->status == LIVE_DROPPED)
+				continue;
+			struct pol_request *r = &L->reqs[id].pr;
+			r->id = id;
+			r->arrival_ns = c->arrival_ns[id];
+			r->first_start_ns = -1;
+			r->input_len = c->input_len[id];
+			r->output_len = c->output_len[id];
+			pol_req_start(r, c->model);
+			res->events++;
+			c->policy->on_arrival(L->pol, r, now);
+		}
+		if (!stopping && (failed || live_stop_asked(L))) {
+			stopping = 1;
+			res->partial = !failed;
+			atomic_store(&L->gen_stop, 1);
+		}
+		if (wake_ns != INT64_MAX && now >= wake_ns) {
+			wake_ns = INT64_MAX;
+			res->events++;
+		}
+		if (!stopping) {
+			int64_t want = INT64_MAX;
+			for (uint32_t i = 0; i < c->workers; i++) {
+				struct live_worker *w = &L->workers[i];
+				if (w->busy)
+					continue;
+				int64_t t1 = live_mono_ns();
+				w->task.nreq = 0;
+				int got = c->policy->next_task(L->pol, i, now, &w->task, &want);
+				if (got && live_dispatch(L, w, now, err, errlen) != 0) {
+					failed = stopping = 1;
+					atomic_store(&L->gen_stop, 1);
+					break;
+				}
+				nbusy += got ? 1 : 0;
+				res->decide_ns += (double)(live_mono_ns() - t1);
+			}
+			if (want != INT64_MAX && want > now && want < wake_ns)
+				wake_ns = want;
+		}
+		pthread_mutex_lock(&L->mu);
+		L->outstanding -= finished;
+		if (nbusy == 0 && stopping && L->gen_done)
+			break;
+		if (nbusy == 0 && L->gen_done && L->delivered == L->issued_upto && !live_any_done(L)) {
+			if (L->outstanding == 0)
+				break;
+			if (wake_ns == INT64_MAX) {
+				snprintf(err, errlen, "policy %s stopped with %u requests unfinished (no task offered, no "
+				         "wake-up asked)", c->policy->name, L->outstanding);
+				failed = 1;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&L->mu);
+	free(done);
+	return failed ? -1 : 0;
+}
+
+/* ---- setup and teardown ---- */
+
+static void live_teardown(struct live *L)
+{
+	if (L->workers) {
+		pthread_mutex_lock(&L->mu);
+		L->quit = 1;
+		for (uint32_t i = 0; i < L->c->workers; i++)
+			pthread_cond_signal(&L->workers[i].cv);
+		pthread_mutex_unlock(&L->mu);
+	}
+	atomic_store(&L->gen_stop, 1);
+	if (L->gen_started)
+		pthread_join(L->gen_thread, NULL);
+	for (uint32_t i = 0; L->workers && i < L->c->workers; i++) {
+		struct live_worker *w = &L->workers[i];
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		pthread_cond_destroy(&w->cv);
+		if (w->work)
+			L->kops->work_destroy(L->km, w->work);
+		if (w->stream)
+			L->be->stream_destroy(w->stream);
+		free(w->task.reqs);
+		free(w->members);
+		free(w->rtm);
+		free(w->graph_base);
+	}
+	free(L->workers);
+	if (L->reqs) {
+		for (uint64_t i = 0; i < L->c->n; i++)
+			if (L->reqs[i].state)
+				L->be->free(L->dev, L->reqs[i].state);
+		free(L->reqs);
+	}
+	if (L->pol && L->c->policy->fini)
+		L->c->policy->fini(L->pol);
+	free(L->pol);
+	if (L->km)
+		L->kops->destroy(L->km);
+	if (L->dev)
+		L->be->close(L->dev);
+	pthread_cond_destroy(&L->sched_cv);
+	pthread_mutex_destroy(&L->mu);
+}
+
+static int live_setup(struct live *L, char *err, size_t errlen)
+{
+	const struct live_config *c = L->c;
+	struct live_result *res = L->res;
+	struct rt_model_info info;
+	if (!(L->kops = rt_kernels_find(c->model, err, errlen)))
+		return -1;
+	L->be = c->backend ? c->backend : rt_backend_find(c->device, err, errlen);
+	if (!L->be)
+		return -1;
+	struct rt_backend_cfg bc = { .gemm = c->gemm, .workers = c->workers };
+	if (L->be->open(&bc, &L->dev, err, errlen) != 0)
+		return -1;
+	L->be->describe(L->dev, res->device_desc, sizeof res->device_desc);
+	if (L->kops->create(c->model, L->be, L->dev, c->seed, &L->km, err, errlen) != 0)
+		return -1;
+	L->kops->info(L->km, &info);
+	snprintf(res->model_desc, sizeof res->model_desc, "%s: %s", info.family, info.detail);
+	res->weight_bytes = info.weight_bytes;
+	L->rows = c->env.max_batch;
+	L->reqs = calloc(c->n ? c->n : 1, sizeof *L->reqs);
+	L->workers = calloc(c->workers, sizeof *L->workers);
+	L->pol = calloc(1, c->policy->state_size ? c->policy->state_size : 1);
+	if (!L->reqs || !L->workers || !L->pol)
+		goto oom;
+	for (uint32_t i = 0; i < c->workers; i++) {
+		struct live_worker *w = &L->workers[i];
+		w->L = L;
+		w->index = i;
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&w->cv, &ca);
+		pthread_condattr_destroy(&ca);
+		w->task.reqs = calloc(L->rows, sizeof *w->task.reqs);
+		w->members = calloc(L->rows, sizeof *w->members);
+		w->rtm = calloc(L->rows, sizeof *w->rtm);
+		w->graph_base = calloc(L->rows, sizeof *w->graph_base);
+		if (!w->task.reqs || !w->members || !w->rtm || !w->graph_base)
+			goto oom;
+		if (L->be->stream_create(L->dev, i, L->rows, info.max_k, &w->stream, err, errlen) != 0 ||
+		    L->kops->work_create(L->km, L->rows, &w->work, err, errlen) != 0)
+			return -1;
+	}
+	if (c->policy->init(L->pol, &c->env, err, errlen) != 0) {
+		free(L->pol);
+		L->pol = NULL;
+		return -1;
+	}
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory setting up the live run");
+	return -1;
+}
+
+int live_run(const struct live_config *c, struct live_result *res, char *err, size_t errlen)
+{
+	struct live L = { .c = c, .res = res };
+	memset(res, 0, sizeof *res);
+	pthread_mutex_init(&L.mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&L.sched_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_init(&L.gen_stop, 0);
+	if (c->workers < 1 || c->env.max_batch < 1) {
+		snprintf(err, errlen, "workers and max batch must be at least 1");
+		goto fail;
+	}
+	res->n = c->n;
+	res->nnodes = c->model->nnodes;
+	res->reqs = calloc(c->n ? c->n : 1, sizeof *res->reqs);
+	res->node_tasks = calloc(c->model->nnodes, sizeof *res->node_tasks);
+	res->node_cells = calloc(c->model->nnodes, sizeof *res->node_cells);
+	if (!res->reqs || !res->node_tasks || !res->node_cells) {
+		snprintf(err, errlen, "out of memory setting up the live run");
+		goto fail;
+	}
+	for (uint64_t i = 0; i < c->n; i++)
+		res->reqs[i] = (struct live_request){ .arrival_ns = c->arrival_ns[i], .issue_ns = -1, .start_ns = -1,
+		                                      .finish_ns = -1, .input_len = c->input_len[i],
+		                                      .output_len = c->output_len[i] };
+	int64_t s0 = live_mono_ns();
+	if (live_setup(&L, err, errlen) != 0)
+		goto fail;
+	for (uint32_t i = 0; i < c->workers; i++) {
+		if (pthread_create(&L.workers[i].thread, NULL, live_worker_main, &L.workers[i]) != 0) {
+			snprintf(err, errlen, "cannot start worker thread %u", i);
+			goto fail;
+		}
+		L.workers[i].started = 1;
+	}
+	L.t0_ns = live_mono_ns();
+	res->setup_s = (L.t0_ns - s0) * 1e-9;
+	if (pthread_create(&L.gen_thread, NULL, live_generator, &L) != 0) {
+		snprintf(err, errlen, "cannot start the load generator thread");
+		goto fail;
+	}
+	L.gen_started = 1;
+	int policy_before;
+	struct sched_param param_before;
+	pthread_getschedparam(pthread_self(), &policy_before, &param_before);
+	res->realtime = live_raise_priority();
+	int src = live_schedule(&L, err, errlen);
+	pthread_setschedparam(pthread_self(), policy_before, &param_before);
+	if (src != 0)
+		goto fail;
+	res->end_ns = live_mono_ns() - L.t0_ns;
+	for (uint64_t i = 0; i < c->n; i++) {
+		struct live_request *rec = &res->reqs[i];
+		if (i < L.issued_upto && rec->status != LIVE_DONE && rec->status != LIVE_DROPPED) {
+			rec->status = LIVE_ABANDONED;
+			res->abandoned++;
+		}
+	}
+	if (c->policy->stats)
+		res->npolicy_stats = c->policy->stats(L.pol, res->policy_stats, POL_MAX_STATS);
+	live_teardown(&L);
+	return 0;
+fail:
+	live_teardown(&L);
+	live_result_free(res);
+	return -1;
+}
+
+void live_result_free(struct live_result *res)
+{
+	if (res->reqs)
+		for (uint64_t i = 0; i < res->n; i++) {
+			free(res->reqs[i].tokens);
+			free(res->reqs[i].values);
+		}
+	free(res->reqs);
+	free(res->node_tasks);
+	free(res->node_cells);
+	free(res->task_log);
+	free(res->task_ids);
+	memset(res, 0, sizeof *res);
+}

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `simbatch live` (runtime/, sim/cmd_live.c):
+ - a short live run per policy and per live model family (small models of
+   the built-in models' structure), on a bursty trace: every request
+   completes, and its outputs (emitted tokens, final vector) equal those of
+   the same request served alone (serial policy), to 1e-5 relative;
+ - the issue schedule is the simulator's (same seed: same arrival times and
+   lengths), no request is issued early, and the median lateness is under a
+   generous sanity bound (the measured figures are printed, not asserted);
+ - the run is stored marked live, its JSON has the contract's keys;
+ - bad input exits 2 with one line and no database row; saturation drops
+   and counts; SIGINT stores a partial run and exits 130; --profile-out
+   writes a table `simbatch run --hw` accepts.
+Usage: test_live.py PATH/TO/simbatch"""
+import csv
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+SB = sys.argv[1]
+failures = []
+
+
+def sb(*args, timeout=300):
+    return subprocess.run([SB, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(detail)[:400]))
+    if not cond:
+        failures.append(name)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def runs(db, where=""):
+    if not os.path.exists(db):
+        return []
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("select run_id, live, completed, requests from runs " + where).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        con.close()
+
+
+def outputs(path):
+    """id -> (tokens, values) from --outputs-out."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            head, toks, vals = line.split("|")
+            out[int(head.split()[0])] = ([int(t) for t in toks.split()], [float(v) for v in vals.split()])
+    return out
+
+
+td = tempfile.mkdtemp(prefix="simbatch-live-")
+MODELS = {
+    "t_lstm": "model t_lstm\nsource test\ninput_len uniform:1:12\nnode lstm_cell encoder gemm=1,96,128\n",
+    "t_gru": "model t_gru\nsource test\ninput_len uniform:1:12\nnode gru_cell encoder gemm=1,24,96 gemm=1,32,96\n",
+    "t_s2s": "model t_s2s\nsource test\ninput_len uniform:1:9\noutput_len uniform:1:9\n"
+             "node enc_cell encoder gemm=1,80,192\nnode dec_cell decoder gemm=1,64,192\n"
+             "node dec_proj decoder gemm=1,48,301\n",
+    "t_tf": "model t_tf\nsource test\ninput_len uniform:1:7\noutput_len uniform:1:7\n"
+            + "".join(f"node enc_l{i} encoder gemm=1,32,96 gemm=1,32,32 gemm=1,32,80 gemm=1,80,32 "
+                      "attn=1,8,5,x4 attn=1,5,8,x4\n" for i in (1, 2))
+            + "node cross_kv encoder gemm=1,32,64,x2\n"
+            + "".join(f"node dec_l{i} decoder gemm=1,32,96 gemm=1,32,32,x3 gemm=1,32,80 gemm=1,80,32 "
+                      "attn=1,8,3,x4 attn=1,3,8,x4 attn=1,8,5,x4 attn=1,5,8,x4\n" for i in (1, 2))
+            + "node proj decoder gemm=1,32,70\n",
+    "t_mlp": "model t_mlp\nsource test\nnode fc1 static gemm=1,40,72\nnode fc2 static gemm=1,72,72\n"
+             "node fc3 static gemm=1,72,11\n",
+}
+paths = {}
+for name, text in MODELS.items():
+    paths[name] = os.path.join(td, name + ".model")
+    write(paths[name], text)
+hw = os.path.join(td, "est.csv")   # the policy's estimates: 50 us + 5 us a batch row, any node
+write(hw, "node,batch,latency_s\n*,1,0.000055\n*,64,0.00037\n")
+
+# A bursty trace: groups of 1..6 requests together, 1 ms apart.
+rnd = random.Random(5)
+trace = os.path.join(td, "trace.csv")
+t, rows = 0.0, []
+for i in range(40):
+    if rnd.random() > 0.6:
+        t += 0.001
+    rows.append(f"{t:.6f},{rnd.randint(1, 9)},{rnd.randint(1, 9)}")
+write(trace, "arrival_s,input_len,output_len\n" + "\n".join(rows) + "\n")
+
+policies = [line.split()[0] for line in sb("list", "policies").stdout.splitlines() if line.strip()]
+policies = [p for p in policies if p in ("serial", "graph", "cellular", "lazy", "oracle", "topup")]
+check("policies listed", "serial" in policies and "graph" in policies, policies)
+COMMON = ["--hw=" + hw, "--trace=" + trace, "--max-batch=8", "--window=0.5", "--no-db", "--json", "--seed=3"]
+
+# ---- every model family x every policy: completes, outputs equal served alone ----
+for name in MODELS:
+    ref_path = os.path.join(td, f"{name}-serial.out")
+    r = sb("live", "--model=" + paths[name], "--policy=serial", "--outputs-out=" + ref_path, *COMMON)
+    check(f"{name} serial runs", r.returncode == 0, r.stderr)
+    if r.returncode != 0:
+        continue
+    ref = outputs(ref_path)
+    check(f"{name} serial: 40 outputs", len(ref) == 40, len(ref))
+    for pol in policies:
+        if pol == "serial":
+            continue
+        out_path = os.path.join(td, f"{name}-{pol}.out")
+        r = sb("live", "--model=" + paths[name], "--policy=" + pol, "--outputs-out=" + out_path, *COMMON)
+        if r.returncode == 2 and pol in r.stderr and "model" in r.stderr:
+            print(f"ok   {name} {pol}: refused by the policy ({r.stderr.strip()[:100]})")
+            continue
+        check(f"{name} {pol} runs", r.returncode == 0, r.stderr)
+        if r.returncode != 0:
+            continue
+        j = json.loads(r.stdout)
+        check(f"{name} {pol} all completed", j["completed"] == 40 == j["requests"], (j["completed"], j["requests"]))
+        got = outputs(out_path)
+        same = len(got) == len(ref)
+        for rid, (toks, vals) in ref.items():
+            g = got.get(rid)
+            scale = max((abs(v) for v in vals), default=0.0)   # 1e-5 relative, in the max norm
+            if g is None or g[0] != toks or len(g[1]) != len(vals) or \
+               any(abs(a - b) > 1e-5 * scale for a, b in zip(g[1], vals)):
+                same = False
+                break
+        check(f"{name} {pol} outputs equal served alone (mean batch {j['mean_batch']:.2f})", same)
+
+# ---- the issue schedule: the simulator's, never early ----
+sim_csv, live_csv, issue_csv = (os.path.join(td, f) for f in ("sim.csv", "live.csv", "issue.csv"))
+args = ["--model=" + paths["t_s2s"], "--hw=" + hw, "--policy=cellular", "--rate=400", "--requests=200",
+        "--seed=4", "--max-batch=8", "--no-db"]
+r1 = sb("run", *args, "--requests-out=" + sim_csv, "--quiet")
+r2 = sb("live", *args, "--requests-out=" + live_csv, "--issue-out=" + issue_csv, "--json")
+check("sim and live run", r1.returncode == 0 and r2.returncode == 0, r1.stderr + r2.stderr)
+if r1.returncode == 0 and r2.returncode == 0:
+    key = lambda p: sorted((row["id"], row["arrival_s"], row["input_len"], row["output_len"])
+                           for row in csv.DictReader(open(p)))
+    check("live requests = simulated requests (arrivals, lengths)", key(sim_csv) == key(live_csv))
+    late = sorted(float(row["late_us"]) for row in csv.DictReader(open(issue_csv)))
+    check("issue log has every request", len(late) == 200, len(late))
+    check("no request issued early", late and late[0] >= 0, late[:3])
+    p50, p99 = late[len(late) // 2], late[int(0.99 * len(late)) - 1]
+    print(f"     issue lateness measured: p50 {p50:.1f} us, p99 {p99:.1f} us, max {late[-1]:.1f} us")
+    check("median issue lateness under 2 ms (sanity bound)", p50 < 2000, p50)
+    j = json.loads(r2.stdout)
+    for k in ["policy", "model", "hw", "rate_rps", "seed", "requests", "completed", "throughput_rps", "latency_ms",
+              "queue_ms", "sla_ms", "sla_violation_rate", "mean_batch", "events", "wall_s", "run_id", "live",
+              "partial", "dropped", "issue_late_us", "overhead_us", "device", "kernels"]:
+        check(f"live json has {k}", k in j)
+    check("live json: live true, not partial", j.get("live") is True and j.get("partial") is False)
+    lat = j.get("latency_ms", {})
+    check("percentiles ordered", lat and lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"])
+
+# ---- stored as live ----
+db = os.path.join(td, "r.db")
+r = sb("live", "--model=" + paths["t_lstm"], "--hw=" + hw, "--rate=300", "--requests=60", "--db=" + db,
+       "--max-batch=8", "--quiet")
+check("stored live run exits 0", r.returncode == 0 and r.stdout == "", r.stderr)
+check("one run, marked live", [x[1] for x in runs(db)] == [1], runs(db))
+if runs(db):
+    con = sqlite3.connect(db)
+    cfg = dict(con.execute("select key, value from run_config"))
+    con.close()
+    check("run_config: live.partial = 0, device recorded", cfg.get("live.partial") == "0" and
+          cfg.get("live.device", "").startswith("cpu"), cfg.get("live.partial"))
+
+# ---- bad input: exit 2, one line, nothing stored ----
+bad_db = os.path.join(td, "bad.db")
+for label, extra in [("unknown device", ["--device=tpu"]), ("model without kernels", ["--model=resnet50"]),
+                     ("unknown gemm", ["--gemm=fast"]), ("zero queue", ["--max-queue=0"]),
+                     ("unwritable outputs", ["--outputs-out=" + os.path.join(td, "no", "such", "dir")]),
+                     ("unknown policy", ["--policy=nope"])]:
+    a = ["live", "--model=" + paths["t_lstm"], "--hw=" + hw, "--requests=10", "--db=" + bad_db, *extra]
+    if extra[0].startswith("--model="):
+        a = ["live", *extra, "--hw=" + hw, "--requests=10", "--db=" + bad_db]
+    r = sb(*a)
+    check(f"bad input ({label}): exit 2, one line", r.returncode == 2 and r.stderr.count("\n") == 1 and
+          r.stdout == "", (r.returncode, r.stderr))
+check("bad input: no run stored", runs(bad_db) == [])
+r = sb("live", "--model=resnet50", "--hw=" + hw, "--requests=10", "--no-db")
+check("no-kernel error lists the live models", "lstm" in r.stderr and "seq2seq" in r.stderr, r.stderr)
+r = sb("live", "--model=" + paths["t_lstm"], "--hw=" + hw, "--requests=10", "--no-db", "--device=gpu")
+check("--device=gpu without a usable GPU: one line, nonzero", r.returncode != 0 and r.stderr.count("\n") == 1,
+      r.stderr)
+
+# ---- saturation: a rate nothing sustains ends, drops counted ----
+r = sb("live", "--model=" + paths["t_s2s"], "--hw=" + hw, "--policy=serial", "--rate=1000000", "--requests=300",
+       "--max-queue=4", "--no-db", "--json", timeout=120)
+check("saturated run exits 0", r.returncode == 0, r.stderr)
+if r.returncode == 0:
+    j = json.loads(r.stdout)
+    check("drops counted", j["dropped"] > 0 and j["saturated"] is True and
+          j["completed"] + j["dropped"] == j["requests"] == 300, (j["dropped"], j["completed"]))
+    check("queue bound held", j["max_outstanding"] <= 4, j["max_outstanding"])
+
+# ---- SIGINT: partial run stored, exit 130 ----
+sig_db = os.path.join(td, "sig.db")
+p = subprocess.Popen([SB, "live", "--model=" + paths["t_s2s"], "--hw=" + hw, "--rate=20", "--requests=2000",
+                      "--db=" + sig_db, "--json", "--max-batch=8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     text=True)
+time.sleep(1.5)
+p.send_signal(signal.SIGINT)
+out, errs = p.communicate(timeout=60)
+check("SIGINT: exit 130", p.returncode == 130, (p.returncode, errs))
+if out.strip():
+    j = json.loads(out)
+    check("SIGINT: JSON partial", j.get("partial") is True and j["completed"] < 2000, j.get("partial"))
+stored = runs(sig_db)
+check("SIGINT: the partial run is stored", len(stored) == 1 and stored[0][1] == 1, stored)
+if stored:
+    con = sqlite3.connect(sig_db)
+    part = con.execute("select value from run_config where key = 'live.partial'").fetchone()
+    con.close()
+    check("SIGINT: live.partial = 1", part == ("1",), part)
+
+# ---- the kernels' own latency table calibrates the simulator ----
+prof = os.path.join(td, "prof.csv")
+r = sb("live", "--model=" + paths["t_s2s"], "--profile-out=" + prof, "--max-batch=8", "--profile-reps=3")
+check("--profile-out exits 0", r.returncode == 0, r.stderr)
+if r.returncode == 0:
+    rows = [l for l in open(prof) if l.strip() and not l.startswith("#")]
+    check("profile: header + 3 nodes x 4 batches", rows[0].strip() == "node,batch,latency_s" and len(rows) == 13,
+          len(rows))
+    r = sb("run", "--model=" + paths["t_s2s"], "--hw=" + prof, "--max-batch=8", "--rate=200", "--requests=100",
+           "--no-db", "--quiet")
+    check("simbatch run accepts the profile as --hw", r.returncode == 0, r.stderr)
+
+# ---- timeline ----
+tl = os.path.join(td, "tl.json")
+r = sb("live", "--model=" + paths["t_tf"], "--hw=" + hw, "--policy=cellular", "--rate=500", "--requests=30",
+       "--max-batch=8", "--no-db", "--quiet", "--timeline-out=" + tl)
+check("live --timeline-out exits 0", r.returncode == 0, r.stderr)
+if r.returncode == 0:
+    ev = json.load(open(tl))
+    ev = ev.get("traceEvents", ev) if isinstance(ev, dict) else ev
+    check("timeline has tasks", len([e for e in ev if e.get("ph") == "X"]) > 0)
+
+print(f"{len(failures)} failures")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Tests of scripts/plot: every figure command writes a non-empty PNG (and a
+PDF) whose data file holds the expected points, checked against numbers this
+script reads from the database (or from `simbatch model-info`, or the
+timeline JSON) itself; a selection with no data exits 2 with one line on
+stderr and draws nothing.
+Usage: test_plot.py PATH/TO/simbatch PATH/TO/scripts/plot"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+SB, PLOT = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(detail)))
+    if not cond:
+        failures.append(name)
+
+
+def sb(*args):
+    r = subprocess.run([SB, *args], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        sys.exit(f"setup failed: simbatch {' '.join(args)}: {r.stderr}")
+    return r.stdout
+
+
+def plot(*args):
+    return subprocess.run([sys.executable, PLOT, *args], capture_output=True, text=True, timeout=120)
+
+
+def read_dat(path):
+    """[(label, [row, ...])] from a figure's data file."""
+    blocks = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("# series "):
+                blocks.append((line.split(": ", 1)[1], []))
+            elif line and not line.startswith("#"):
+                blocks[-1][1].append([float(x) if x[0].isdigit() or x[0] == "-" else x for x in line.split()])
+    return blocks
+
+
+def png_ok(prefix):
+    try:
+        with open(prefix + ".png", "rb") as f:
+            head = f.read(8)
+        return head == b"\x89PNG\r\n\x1a\n" and os.path.getsize(prefix + ".png") > 2000 \
+            and os.path.getsize(prefix + ".pdf") > 1000
+    except OSError:
+        return False
+
+
+def close(a, b, tol=1e-9):
+    return abs(a - b) <= tol * max(1.0, abs(b))
+
+
+td = tempfile.mkdtemp(prefix="simbatch-plot-")
+db = os.path.join(td, "r.db")
+RATES = [200, 1200]
+# serial (one seed), graph --window=0 (two seeds) and graph --window=2 (one seed):
+# three series; --sla=5 so the stored violation rate is a number to check the SLA figure against
+for rate in RATES:
+    common = ["--model=resnet50", "--hw=npu", f"--rate={rate}", "--requests=600", "--sla=5", f"--db={db}", "--quiet"]
+    sb("--policy=serial", *common)
+    sb("--policy=graph", "--window=0", "--seed=1", *common)
+    sb("--policy=graph", "--window=0", "--seed=2", *common)
+    sb("--policy=graph", "--window=2", *common)
+# another model, which the figures below select away
+sb("--policy=serial", "--model=lstm", "--rate=100", "--requests=200", f"--db={db}", "--quiet")
+
+con = sqlite3.connect(db)
+runs = con.execute("select r.run_id, r.policy, c.value, r.rate_rps, r.seed, r.throughput_rps, m.mean_ms, m.p50_ms,"
+                   " m.p90_ms, m.p99_ms, m.sla_violation_rate from runs r join run_metrics m using (run_id)"
+                   " join run_config c on c.run_id = r.run_id and c.key = 'window' where r.model = 'resnet50'").fetchall()
+
+
+def series_of(policy, window):
+    return "serial" if policy == "serial" else f"graph window={window}"
+
+
+expect = {}   # (series, rate) -> list of runs
+for row in runs:
+    expect.setdefault((series_of(row[1], row[2]), row[3]), []).append(row)
+SERIES = ["serial", "graph window=0", "graph window=2"]
+
+
+def mean(v):
+    return sum(v) / len(v)
+
+
+sel = [f"--db={db}", "--model=resnet50"]
+
+# ---- latency-vs-rate and throughput-vs-rate ----
+for fig, col in (("latency-vs-rate", 6), ("throughput-vs-rate", 5)):
+    out = os.path.join(td, fig)
+    r = plot(fig, *sel, f"--out={out}")
+    check(f"{fig}: exit 0", r.returncode == 0, r.stderr)
+    check(f"{fig}: PNG and PDF", png_ok(out))
+    blocks = read_dat(out + ".dat")
+    check(f"{fig}: series", [b[0] for b in blocks] == SERIES, [b[0] for b in blocks])
+    check(f"{fig}: rates x series points", sum(len(b[1]) for b in blocks) == len(RATES) * len(SERIES))
+    ok = all(len(rows) == len(RATES) and all(
+        close(row[1], mean([x[col] for x in expect[(label, row[0])]])) and row[4] == len(expect[(label, row[0])])
+        for row in rows) for label, rows in blocks)
+    check(f"{fig}: values are the mean over seeds", ok, blocks)
+    two = [row for label, rows in blocks if label == "graph window=0" for row in rows]
+    check(f"{fig}: p25 <= mean <= p75 across seeds", all(row[2] <= row[1] <= row[3] for row in two), two)
+
+# ---- cdf at one rate ----
+out = os.path.join(td, "cdf")
+r = plot("cdf", *sel, "--rate=1200", f"--out={out}")
+check("cdf: exit 0", r.returncode == 0, r.stderr)
+check("cdf: PNG and PDF", png_ok(out))
+blocks = read_dat(out + ".dat")
+check("cdf: 1000 points per series", [len(b[1]) for b in blocks] == [1000] * 3, [len(b[1]) for b in blocks])
+serial_id = expect[("serial", 1200)][0][0]
+stored = [x[0] for x in con.execute("select latency_ms from run_cdf where run_id = ? order by quantile", (serial_id,))]
+check("cdf: serial points are the stored CDF",
+      all(close(a[0], b) and close(a[1], (i + 1) / 1000) for i, (a, b) in enumerate(zip(blocks[0][1], stored))))
+
+# ---- SLA violation rate vs deadline: at the runs' own --sla=5 it is their stored rate ----
+out = os.path.join(td, "sla")
+r = plot("sla", *sel, "--rate=1200", "--deadlines=1:10:1", f"--out={out}")
+check("sla: exit 0", r.returncode == 0, r.stderr)
+check("sla: PNG and PDF", png_ok(out))
+blocks = read_dat(out + ".dat")
+check("sla: 10 deadlines per series", [len(b[1]) for b in blocks] == [10] * 3)
+at5 = {label: [row for row in rows if row[0] == 5][0][1] for label, rows in blocks}
+# The figure counts the 1000 stored quantiles above the deadline; the run
+# counted its n = 600 samples. Quantile i sits at position (n-1)*i/1000 among
+# the order statistics (interpolated), so the two fractions differ by at most
+# 1/n (the n-1 vs n scale) + 2/1000 (the quantile grid and interpolation).
+SLA_TOL_PCT = 100 * (1 / 600 + 2 / 1000)
+check("sla: at 5 ms equals the stored violation rate within 1/n + 2/1000",
+      all(abs(at5[s] - 100 * mean([x[10] for x in expect[(s, 1200)]])) <= SLA_TOL_PCT + 1e-9 for s in SERIES),
+      (at5, {s: [x[10] for x in expect[(s, 1200)]] for s in SERIES}))
+check("sla: non-increasing in the deadline",
+      all(all(a[1] >= b[1] for a, b in zip(rows, rows[1:])) for _, rows in blocks))
+
+# ---- p90 vs throughput with p50/p99 bars ----
+out = os.path.join(td, "p90")
+r = plot("p90-vs-throughput", *sel, f"--out={out}")
+check("p90-vs-throughput: exit 0", r.returncode == 0, r.stderr)
+check("p90-vs-throughput: PNG and PDF", png_ok(out))
+blocks = read_dat(out + ".dat")
+check("p90-vs-throughput: rates x series points", sum(len(b[1]) for b in blocks) == len(RATES) * len(SERIES))
+ok = all(close(row[0], mean([x[5] for x in expect[(label, row[4])]]))
+         and close(row[1], mean([x[8] for x in expect[(label, row[4])]]))
+         and close(row[2], mean([x[7] for x in expect[(label, row[4])]]))
+         and close(row[3], mean([x[9] for x in expect[(label, row[4])]]))
+         for label, rows in blocks for row in rows)
+check("p90-vs-throughput: throughput, p90, p50, p99 from the database", ok, blocks)
+
+# ---- batch size on the hardware model ----
+out = os.path.join(td, "hw")
+r = plot("batch-size-hw", "--model=resnet50", "--hw=npu", "--batches=1,4,16", f"--simbatch={SB}", f"--out={out}")
+check("batch-size-hw: exit 0", r.returncode == 0, r.stderr)
+check("batch-size-hw: PNG and PDF", png_ok(out))
+rows = read_dat(out + ".dat")[0][1]
+want = []
+for b in (1, 4, 16):
+    total = json.loads(sb("model-info", "--model=resnet50", "--hw=npu", f"--batch={b}", "--json"))["total_ms"]
+    want.append((b, total, total / b, b * 1000 / total))
+check("batch-size-hw: one point per batch size", len(rows) == 3)
+check("batch-size-hw: latency and throughput = B / latency",
+      all(all(close(x, y) for x, y in zip(row, w)) for row, w in zip(rows, want)), (rows, want))
+
+# ---- batch size over time from a timeline ----
+tl = os.path.join(td, "tl.json")
+sb("--policy=graph", "--model=seq2seq", "--rate=200", "--requests=150", f"--timeline-out={tl}", "--no-db", "--quiet")
+with open(tl) as f:
+    events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+out = os.path.join(td, "timeline")
+r = plot("batch-timeline", f"--timeline={tl}", f"--out={out}")
+check("batch-timeline: exit 0", r.returncode == 0, r.stderr)
+check("batch-timeline: PNG and PDF", png_ok(out))
+rows = read_dat(out + ".dat")[0][1]
+check("batch-timeline: one point per task", len(rows) == len(events) > 0, (len(rows), len(events)))
+by_start = sorted((e["ts"] / 1e3, len(e["args"]["requests"]), (e["ts"] + e["dur"]) / 1e3) for e in events)
+check("batch-timeline: step, start, batch = requests of the task, end",
+      all(row[0] == k + 1 and close(row[1], s) and row[2] == n and close(row[3], end)
+          for k, (row, (s, n, end)) in enumerate(zip(rows, by_start))))
+check("batch-timeline: requests served = 150", sum(row[2] for row in rows) == 150)
+# a node-level policy: one task per cell step; the decoder cell's tasks per decoding step
+tl2 = os.path.join(td, "tl2.json")
+sb("--policy=cellular", "--model=seq2seq", "--rate=200", "--requests=60", f"--timeline-out={tl2}", "--no-db", "--quiet")
+with open(tl2) as f:
+    dec = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e["name"] == "dec_cell"]
+out = os.path.join(td, "timeline-dec")
+r = plot("batch-timeline", f"--timeline={tl2}", "--node=dec_cell", "--per-step", f"--out={out}")
+check("batch-timeline per decoding step: exit 0", r.returncode == 0, r.stderr)
+check("batch-timeline per decoding step: PNG and PDF", png_ok(out))
+rows = read_dat(out + ".dat")[0][1]
+check("batch-timeline per decoding step: one point per decoder-cell task",
+      len(rows) == len(dec) > 0 and all(row[4] == "dec_cell" for row in rows), (len(rows), len(dec)))
+check("batch-timeline per decoding step: the batches of those tasks",
+      [row[2] for row in rows] == [len(e["args"]["requests"]) for e in sorted(dec, key=lambda e: e["ts"])])
+
+# ---- no data: exit 2, one line, no figure ----
+def empty(name, args, needle):
+    out = os.path.join(td, "empty-" + name)
+    r = plot(*args, f"--out={out}")
+    lines = r.stderr.strip().splitlines()
+    check(name, r.returncode == 2 and len(lines) == 1 and needle in lines[0]
+          and not any(os.path.exists(out + ext) for ext in (".png", ".pdf", ".dat")), (r.returncode, r.stderr))
+
+
+empty("empty selection (model)", ["latency-vs-rate", f"--db={db}", "--model=gnmt"], "no run")
+empty("empty selection (where)", ["p90-vs-throughput", f"--db={db}", "--where=window=77"], "no run")
+empty("rate with no run", ["cdf", *sel, "--rate=333"], "no run at rate 333")
+empty("timeline with no task of a node", ["batch-timeline", f"--timeline={tl}", "--node=nosuch"], "no task")
+empty("missing database", ["cdf", f"--db={os.path.join(td, 'none.db')}"], "does not exist")
+notdb = os.path.join(td, "notdb.db")
+with open(notdb, "w") as f:
+    f.write("not a database\n")
+empty("not a simbatch database", ["sla", f"--db={notdb}"], "not a simbatch results database")
+
+print(f"{len(failures)} failed" if failures else "all passed")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,402 @@
+#!/usr/bin/env python3
+"""End-to-end tests of experiments at scale: `simbatch sweep` (every point once,
+resumable after SIGKILL / SIGTERM, two sweeps sharing a database, bad input,
+--part, --summary against statistics recomputed here), `simbatch merge`
+(union without duplicates, refused schema versions), the GNU parallel and
+Slurm exports run locally, and `simbatch capacity` against M/D/1 theory.
+Usage: test_sweep_cli.py PATH/TO/simbatch"""
+import json
+import math
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+SB = os.path.abspath(sys.argv[1])
+failures = []
+td = tempfile.mkdtemp(prefix="simbatch-sweep-")
+
+
+def sb(*args, timeout=300, **kw):
+    return subprocess.run([SB, *args], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(detail)))
+    if not cond:
+        failures.append(name)
+
+
+def write(name, text):
+    path = os.path.join(td, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def points(db):
+    """sweep-point key -> number of runs holding it."""
+    if not os.path.exists(db):
+        return {}
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("select value, count(*) from run_config where key='sweep-point' group by value").fetchall()
+    except sqlite3.OperationalError:
+        rows = []
+    con.close()
+    return dict(rows)
+
+
+def run_count(db):
+    if not os.path.exists(db):
+        return 0
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("select count(*) from runs").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        con.close()
+
+
+def runs_complete(db):
+    """Every run has its metrics row and its 1000-point CDF (no half-written run)."""
+    con = sqlite3.connect(db)
+    bad = con.execute("select count(*) from runs r where (select count(*) from run_metrics m where m.run_id=r.run_id) != 1"
+                      " or (select count(*) from run_cdf c where c.run_id=r.run_id) != 1000").fetchone()[0]
+    con.close()
+    return bad == 0
+
+
+def keys_of(sweep_file):
+    r = sb("sweep", sweep_file, "--list")
+    return r.stdout.split("\n")[:-1] if r.returncode == 0 else None
+
+
+# ---- a small sweep: every point once, a rerun runs nothing ----
+small = write("small.sweep", """# two variants, two rates, three seeds
+fixed --model=resnet50 --requests=400
+axis rate = 100 400
+variant serial = --policy=serial
+variant graph5 = --policy=graph --window=5 --max-batch=16
+seeds 1..3
+""")
+keys = keys_of(small)
+check("list gives 12 distinct keys", keys is not None and len(keys) == 12 and len(set(keys)) == 12, keys)
+db = os.path.join(td, "small.db")
+r = sb("sweep", small, f"--db={db}", "--jobs=2")
+check("sweep exits 0", r.returncode == 0, r.stderr)
+check("sweep prints nothing on stdout", r.stdout == "", r.stdout)
+check("sweep reports progress on stderr", "sweep [" in r.stderr and "12/12" in r.stderr, r.stderr)
+got = points(db)
+check("every point stored exactly once", sorted(got) == sorted(keys) and set(got.values()) == {1}, got)
+check("runs complete", runs_complete(db))
+r = sb("sweep", small, f"--db={db}")
+check("rerun exits 0", r.returncode == 0, r.stderr)
+check("rerun skips every point", run_count(db) == 12 and "12 stored already, 0 to run" in r.stderr, r.stderr)
+
+# the stored run is the run the key describes
+con = sqlite3.connect(db)
+rid = con.execute("select run_id from run_config where key='sweep-point' and value=?",
+                  ("max-batch=16 model=resnet50 policy=graph rate=400 requests=400 seed=2 window=5",)).fetchone()[0]
+cfg = dict(con.execute("select key, value from run_config where run_id=?", (rid,)).fetchall())
+con.close()
+check("stored options match the key", cfg.get("policy") == "graph" and cfg.get("window") == "5" and
+      cfg.get("seed") == "2" and cfg.get("rate") == "400" and cfg.get("max-batch") == "16", cfg)
+direct = sb("--policy=graph", "--window=5", "--max-batch=16", "--model=resnet50", "--requests=400", "--rate=400",
+            "--seed=2", "--no-db", "--json")
+con = sqlite3.connect(db)
+stored = json.loads(con.execute("select summary_json from runs where run_id=?", (rid,)).fetchone()[0])
+con.close()
+dj = json.loads(direct.stdout) if direct.returncode == 0 else {}
+check("stored point equals a direct run", stored.get("latency_ms") == dj.get("latency_ms"), (stored, dj))
+
+# ---- summary: recomputed here from the stored rows ----
+r = sb("sweep", small, f"--db={db}", "--summary", "--csv", "--metrics=mean_ms,p99_ms,throughput_rps")
+check("summary csv exits 0", r.returncode == 0, r.stderr)
+lines = r.stdout.strip().split("\n")
+head = lines[0].split(",") if lines else []
+check("summary header", head[:3] == ["rate", "variant", "n"] and "p99_ms_ci95_hi" in head, head)
+check("summary has one row per configuration", len(lines) == 5, lines)
+rows = [dict(zip(head, ln.split(","))) for ln in lines[1:]]
+con = sqlite3.connect(db)
+
+
+def stored_metric(key, col):
+    return con.execute("select m." + col + " from run_config c join run_metrics m on m.run_id=c.run_id "
+                       "where c.key='sweep-point' and c.value=?", (key,)).fetchone()[0]
+
+
+def quantile(sorted_v, q):  # linear interpolation between order statistics
+    h = (len(sorted_v) - 1) * q
+    lo = math.floor(h)
+    return sorted_v[lo] + (h - lo) * (sorted_v[min(lo + 1, len(sorted_v) - 1)] - sorted_v[lo])
+
+
+T975_DF2 = 4.302653  # Student t, 97.5% quantile, 2 degrees of freedom (printed tables)
+row = next((x for x in rows if x.get("rate") == "400" and x.get("variant") == "serial"), {})
+vals = sorted(stored_metric(f"model=resnet50 policy=serial rate=400 requests=400 seed={s}", "p99_ms") for s in (1, 2, 3))
+con.close()
+mean = sum(vals) / 3
+sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / 2)
+check("summary n", row.get("n") == "3", row)
+check("summary mean", abs(float(row.get("p99_ms_mean", "nan")) - mean) < 1e-6 * mean, (row, vals))
+check("summary p25/p75", abs(float(row.get("p99_ms_p25", "nan")) - quantile(vals, 0.25)) < 1e-6 * mean and
+      abs(float(row.get("p99_ms_p75", "nan")) - quantile(vals, 0.75)) < 1e-6 * mean, (row, vals))
+check("summary 95% CI", abs(float(row.get("p99_ms_ci95_hi", "nan")) - (mean + T975_DF2 * sd / math.sqrt(3))) < 1e-5 * mean,
+      (row, vals))
+r = sb("sweep", small, f"--db={db}", "--summary")
+check("summary text", r.returncode == 0 and "p99_ms" in r.stdout and "graph5" in r.stdout, r.stderr)
+r = sb("sweep", small, f"--db={db}", "--summary", "--metrics=nope")
+check("summary unknown metric -> exit 2", r.returncode == 2 and "nope" in r.stderr, r.stderr)
+r = sb("sweep", small, f"--db={os.path.join(td, 'missing.db')}", "--summary")
+check("summary of a missing database -> exit 2, nothing created", r.returncode == 2 and
+      not os.path.exists(os.path.join(td, "missing.db")), r.stderr)
+
+# ---- bad input: the line is named, nothing runs ----
+bad_cases = {
+    "unknown directive": ("fixed --model=resnet50\nvariant a = --policy=serial\nbogus 1 2\n", ":3:"),
+    "bad option value": ("fixed --model=resnet50\naxis rate = 100 fast\n", ":2:"),
+    "seed in fixed": ("fixed --seed=4\n", ":1:"),
+    "option set twice": ("fixed --rate=5\naxis rate = 1 2\n", ":2:"),
+}
+bad_db = os.path.join(td, "bad.db")
+for name, (text, where) in bad_cases.items():
+    f = write("bad.sweep", text)
+    r = sb("sweep", f, f"--db={bad_db}")
+    lines_err = r.stderr.strip().splitlines()
+    check(f"malformed sweep file ({name}) -> exit 2, one line naming it", r.returncode == 2 and len(lines_err) == 1 and
+          (f + where) in r.stderr, r.stderr)
+check("malformed sweep files store nothing", run_count(bad_db) == 0)
+# a value only the run can judge (an unknown policy): every configuration is checked before any runs
+f = write("badpol.sweep", "fixed --model=resnet50 --requests=200\nvariant ok = --policy=serial\nvariant typo = --policy=graf\n")
+r = sb("sweep", f, f"--db={bad_db}")
+check("unknown policy in a variant -> exit 2 naming the configuration", r.returncode == 2 and "graf" in r.stderr and
+      "configuration" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+check("a sweep with a bad configuration stores nothing", run_count(bad_db) == 0, run_count(bad_db))
+r = sb("sweep", small, "--part=3/2")
+check("bad --part -> exit 2", r.returncode == 2, r.stderr)
+r = sb("sweep", os.path.join(td, "nope.sweep"))
+check("missing sweep file -> exit 2", r.returncode == 2 and "nope.sweep" in r.stderr, r.stderr)
+
+# ---- killed midway (SIGKILL to the whole process group), then restarted ----
+big = write("big.sweep", """fixed --model=gnmt --policy=graph --window=2 --requests=6000
+axis rate = 300 600 900 1200 1500 1800
+seeds 1..6
+""")
+big_keys = keys_of(big)
+kdb = os.path.join(td, "killed.db")
+p = subprocess.Popen([SB, "sweep", big, f"--db={kdb}", "--jobs=2", "--quiet"], start_new_session=True,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+deadline = time.time() + 120
+while time.time() < deadline and run_count(kdb) < 4 and p.poll() is None:
+    time.sleep(0.005)
+os.killpg(p.pid, signal.SIGKILL)
+p.wait()
+p.stderr.close()
+for _ in range(2000):  # the group's runs die too; wait until none is left before counting
+    try:
+        os.killpg(p.pid, 0)
+        time.sleep(0.005)
+    except ProcessLookupError:
+        break
+at_kill = run_count(kdb)
+check("killed midway (some runs stored, not all)", 0 < at_kill < len(big_keys), f"{at_kill} of {len(big_keys)}")
+check("killed sweep left only complete runs", runs_complete(kdb))
+r = sb("sweep", big, f"--db={kdb}", "--jobs=2")
+check("restarted sweep exits 0", r.returncode == 0, r.stderr)
+got = points(kdb)
+check("after restart every point present exactly once", sorted(got) == sorted(big_keys) and set(got.values()) == {1},
+      {k: v for k, v in got.items() if v != 1} or f"{len(got)} of {len(big_keys)}")
+check("restart skipped what was stored", f"{at_kill} stored already" in r.stderr or at_kill == 0, r.stderr)
+
+# ---- SIGTERM to the sweep alone: it stops its runs and says how to continue ----
+tdb = os.path.join(td, "term.db")
+p = subprocess.Popen([SB, "sweep", big, f"--db={tdb}", "--jobs=2"], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.PIPE, text=True)
+deadline = time.time() + 120
+while time.time() < deadline and run_count(tdb) < 3 and p.poll() is None:
+    time.sleep(0.005)
+p.send_signal(signal.SIGTERM)
+err = p.communicate(timeout=120)[1]
+check("SIGTERM: exit 128+15 with a resume hint", p.returncode == 128 + signal.SIGTERM and "again to continue" in err,
+      (p.returncode, err))
+check("SIGTERM: only complete runs", runs_complete(tdb) and run_count(tdb) < len(big_keys))
+r = sb("sweep", big, f"--db={tdb}", "--quiet")
+got = points(tdb)
+check("SIGTERM: restart completes every point once", r.returncode == 0 and len(got) == len(big_keys) and
+      set(got.values()) == {1}, r.stderr)
+
+# ---- two processes sweeping into one database lose no run ----
+other = write("other.sweep", """fixed --model=transformer --policy=serial --requests=3000
+axis rate = 100 200 300 400
+seeds 1..4
+""")
+cdb = os.path.join(td, "concurrent.db")
+procs = [subprocess.Popen([SB, "sweep", f, f"--db={cdb}", "--jobs=2", "--quiet"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) for f in (big, other, big)]
+outs = [q.communicate(timeout=300) for q in procs]
+check("concurrent sweeps exit 0", all(q.returncode == 0 for q in procs), [o[1] for o in outs])
+got = points(cdb)
+want = sorted(big_keys + keys_of(other))
+check("concurrent sweeps: the union, every point exactly once", sorted(got) == want and set(got.values()) == {1},
+      {k: v for k, v in got.items() if v != 1} or f"{len(got)} of {len(want)}")
+check("concurrent sweeps: runs complete", runs_complete(cdb))
+
+# ---- parts: two halves in two databases, merged ----
+p1, p2, pm = (os.path.join(td, n) for n in ("part1.db", "part2.db", "parts.db"))
+r1 = sb("sweep", small, f"--db={p1}", "--part=1/2", "--quiet")
+r2 = sb("sweep", small, f"--db={p2}", "--part=2/2", "--quiet")
+check("parts run", r1.returncode == 0 and r2.returncode == 0, r1.stderr + r2.stderr)
+check("parts split the points", len(points(p1)) == 6 and len(points(p2)) == 6 and not set(points(p1)) & set(points(p2)))
+
+# ---- merge: union without duplicates; schema version refused ----
+r = sb("merge", pm, p1, p2, p1)
+check("merge exits 0", r.returncode == 0, r.stderr)
+got = points(pm)
+check("merge: union, each point once", sorted(got) == sorted(keys) and set(got.values()) == {1}, got)
+check("merge: runs complete (CDF, metrics moved with their run)", runs_complete(pm))
+r = sb("merge", pm, p1, p2)
+check("merge again adds nothing", r.returncode == 0 and run_count(pm) == 12 and " 0 added" in r.stdout, r.stdout + r.stderr)
+con1, con2 = sqlite3.connect(db), sqlite3.connect(pm)
+q = ("select c.value, r.summary_json, m.p99_ms from runs r join run_config c on c.run_id=r.run_id and c.key='sweep-point' "
+     "join run_metrics m on m.run_id=r.run_id order by c.value")
+check("merged rows equal the single-database sweep", con1.execute(q).fetchall() == con2.execute(q).fetchall())
+con1.close()
+con2.close()
+v2 = os.path.join(td, "v2.db")
+shutil.copy(p1, v2)
+for ext in ("-wal", "-shm"):
+    if os.path.exists(p1 + ext):
+        shutil.copy(p1 + ext, v2 + ext)
+con = sqlite3.connect(v2)
+con.execute("update simbatch_meta set value='2' where key='schema_version'")
+con.commit()
+con.close()
+before = run_count(pm)
+fresh = os.path.join(td, "fresh.db")
+r = sb("merge", fresh, p2, v2)
+check("merge refuses another schema version (exit 2, one line)", r.returncode == 2 and "schema version" in r.stderr and
+      len(r.stderr.strip().splitlines()) == 1, r.stderr)
+check("refused merge writes nothing", run_count(fresh) == 0 and run_count(pm) == before)
+not_db = write("notes.txt", "not a database\n" * 50)
+r = sb("merge", pm, not_db)
+check("merge refuses a non-database", r.returncode == 2 and "notes.txt" in r.stderr, r.stderr)
+r = sb("merge", pm, os.path.join(td, "absent.db"))
+check("merge refuses a missing shard", r.returncode == 2 and "absent.db" in r.stderr, r.stderr)
+r = sb("merge", pm, pm)
+check("merge refuses OUT as its own shard", r.returncode == 2, r.stderr)
+
+# ---- beyond one machine: GNU parallel job list, run locally ----
+if shutil.which("parallel"):
+    work = os.path.join(td, "par")
+    os.mkdir(work)
+    r = sb("sweep", small, "--export=parallel", "--shards=3", "--shard-dir=shards", cwd=work)
+    jobs = r.stdout.strip().split("\n")
+    check("parallel export: one command per shard", r.returncode == 0 and len(jobs) == 3 and
+          all("--db=shards/shard-%d.db" % (i + 1) in j and "--part=%d/3" % (i + 1) in j for i, j in enumerate(jobs)), r.stdout)
+    with open(os.path.join(work, "jobs.txt"), "w") as f:
+        f.write(r.stdout)
+    par = subprocess.run("parallel -j2 --halt now,fail=1 < jobs.txt", shell=True, cwd=work, capture_output=True,
+                         text=True, timeout=300)
+    check("parallel -j2 runs the jobs", par.returncode == 0, par.stderr)
+    shards = sorted(os.path.join(work, "shards", n) for n in os.listdir(os.path.join(work, "shards")) if n.endswith(".db"))
+    check("each job wrote its own shard", len(shards) == 3, shards)
+    out = os.path.join(work, "all.db")
+    r = sb("merge", out, *shards)
+    got = points(out)
+    check("parallel shards merge to every point once", r.returncode == 0 and sorted(got) == sorted(keys) and
+          set(got.values()) == {1}, r.stderr)
+else:
+    print("skip GNU parallel export: `parallel` is not installed (scripts/install-deps installs it)")
+    failures.append("GNU parallel missing")
+
+# ---- the Slurm array script, run as Slurm would (one task id at a time) ----
+work = os.path.join(td, "slurm")
+os.mkdir(work)
+r = sb("sweep", small, "--export=slurm", "--shards=2", cwd=work)
+script = r.stdout
+check("slurm export: an sbatch array script", r.returncode == 0 and "#SBATCH --array=1-2" in script and
+      "SLURM_ARRAY_TASK_ID" in script, script)
+with open(os.path.join(work, "sweep.sbatch"), "w") as f:
+    f.write(script)
+os.mkdir(os.path.join(work, "shards"))
+ok = True
+for task in (1, 2):
+    env = dict(os.environ, SLURM_ARRAY_TASK_ID=str(task))
+    t = subprocess.run(["bash", "sweep.sbatch"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    ok = ok and t.returncode == 0
+check("slurm script tasks run", ok)
+out = os.path.join(work, "all.db")
+r = sb("merge", out, os.path.join(work, "shards", "shard-1.db"), os.path.join(work, "shards", "shard-2.db"))
+got = points(out)
+check("slurm shards merge to every point once", r.returncode == 0 and sorted(got) == sorted(keys) and
+      set(got.values()) == {1}, r.stderr)
+t = subprocess.run(["bash", "sweep.sbatch"], cwd=work, capture_output=True, text=True, timeout=60)
+check("slurm script refuses to run without a task id", t.returncode != 0 and "SLURM_ARRAY_TASK_ID" in t.stderr, t.stderr)
+
+# ---- capacity: serial policy, deterministic 1 ms service, Poisson arrivals = M/D/1 ----
+model = write("one.model", "model one\nsource test: one static node\nnode a static gemm=1,16,16\n")
+table = write("d1.csv", "node,batch,latency_s\n*,1,0.001\n")
+D, SLA = 1e-3, 10e-3
+
+
+def md1_wait_cdf(lam, t):
+    """P(W <= t) for the M/D/1 queue's waiting time (Erlang's formula)."""
+    s = 0.0
+    for k in range(int(math.floor(t / D)) + 1):
+        x = lam * (k * D - t)
+        s += x ** k / math.factorial(k) * math.exp(-x)
+    return (1 - lam * D) * s
+
+
+lo_t, hi_t = 1.0, 1 / D * (1 - 1e-12)
+for _ in range(200):  # the rate whose sojourn-time p99 is exactly the SLA
+    mid = (lo_t + hi_t) / 2
+    lo_t, hi_t = (mid, hi_t) if md1_wait_cdf(mid, SLA - D) >= 0.99 else (lo_t, mid)
+theory = lo_t
+r = sb("capacity", "--policy=serial", f"--model={model}", f"--hw={table}", "--sla=10", "--seeds=3", "--json")
+cap = json.loads(r.stdout) if r.returncode == 0 else {}
+check("capacity exits 0 with one JSON object", r.returncode == 0 and r.stdout.count("\n") == 1, r.stderr)
+lo, hi = cap.get("bracket_rps", [0, 0])
+check("capacity bracket within the tolerance", lo > 0 and hi > lo and (hi - lo) <= 0.02 * lo and cap["capacity_rps"] == lo,
+      cap)
+check("capacity p99 meets the SLA at lo and misses it at hi", cap and cap["p99_ms_at_bracket"][0] <= 10 <
+      cap["p99_ms_at_bracket"][1], cap)
+check("capacity agrees with M/D/1 theory within 5%", abs(lo - theory) / theory < 0.05, f"found {lo}, theory {theory:.1f}")
+
+
+def p99_at(rate, seed):
+    out = sb("--policy=serial", f"--model={model}", f"--hw={table}", "--sla=10", f"--rate={rate:.10g}",
+             f"--requests={cap['requests']}", f"--warmup={cap['warmup']}", f"--seed={seed}", "--no-db", "--json")
+    return json.loads(out.stdout)["latency_ms"]["p99"]
+
+
+if cap:
+    p_lo = sum(p99_at(lo, s) for s in (1, 2, 3)) / 3
+    p_hi = sum(p99_at(hi, s) for s in (1, 2, 3)) / 3
+    check("runs at the bracket reproduce it: p99(lo) <= SLA < p99(hi)", p_lo <= 10 < p_hi, (p_lo, p_hi))
+r = sb("capacity", "--policy=serial", f"--model={model}", f"--hw={table}", "--sla=10")
+check("capacity text names the rate and bracket", r.returncode == 0 and r.stdout.startswith("capacity ") and
+      "req/s" in r.stdout, r.stdout + r.stderr)
+r = sb("capacity", "--policy=serial", f"--model={model}", f"--hw={table}", "--sla=0.5")
+check("capacity: an SLA below the service time has no rate (exit 1)", r.returncode == 1 and "no rate" in r.stderr, r.stderr)
+r = sb("capacity", "--policy=nope", "--sla=10")
+check("capacity: unknown policy -> exit 2", r.returncode == 2 and "nope" in r.stderr, r.stderr)
+r = sb("capacity", "--rate=5", "--sla=10")
+check("capacity: --rate refused -> exit 2", r.returncode == 2 and "--rate" in r.stderr, r.stderr)
+r = sb("capacity", "--policy=graph", f"--model={model}", f"--hw={table}", "--max-batch=8", "--sla=10")
+check("capacity: a run's own bad input comes back as exit 2", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+      r.stderr)
+
+for sub in (["sweep"], ["merge"], ["capacity"]):
+    r = sb(*sub, "--help")
+    check(f"{sub[0]} --help", r.returncode == 0 and "usage" in r.stdout)
+
+shutil.rmtree(td, ignore_errors=True)
+print(f"{len(failures)} failed")
+sys.exit(1 if failures else 0)
