@@ -2,8 +2,10 @@
 """Simulator speed and memory on the reference workload of the core issue:
 resnet50 on npu, Poisson at 70% of the serial capacity, every latency kept.
 Runs each configuration REPS times and reports the median simulated requests
-per wall second (completed / the run's own wall_s) and the peak resident
-memory of the process (ru_maxrss from wait4).
+per wall second (completed / the run's own wall_s, the simulation proper),
+per CPU-second of the whole process (user + system time from wait4: start-up,
+simulation, sorting, output; steadier than wall time on a shared machine) and
+the peak resident memory of the process (ru_maxrss from wait4).
 Usage: bench/speed.py [BUILD_DIR] [REQUESTS] [REPS]"""
 import json
 import os
@@ -30,18 +32,21 @@ def one(args):
     if status != 0:
         sys.exit(f"{sb} {' '.join(args)} failed with status {status}")
     j = json.loads(out)
-    return j["completed"] / j["wall_s"], ru.ru_maxrss, j
+    cpu_s = ru.ru_utime + ru.ru_stime
+    return j["completed"] / j["wall_s"], ru.ru_maxrss, j, j["completed"] / cpu_s
 
 
 for label, extra in (("serial", ["--policy=serial"]), ("graph", ["--policy=graph", "--max-batch=64"]),
                      ("graph window 5 ms", ["--policy=graph", "--max-batch=64", "--window=5"])):
     args = [*extra, "--model=resnet50", "--hw=npu", f"--rate={rate}", f"--requests={n}", "--no-db", "--json"]
-    speeds, rss, last = [], [], None
+    speeds, rss, cpu_speeds, last = [], [], [], None
     for _ in range(reps):
-        s, r, last = one(args)
+        s, r, last, c = one(args)
         speeds.append(s)
+        cpu_speeds.append(c)
         rss.append(r)
     peak = max(rss) / 1024
     print(f"{label:18s} median {statistics.median(speeds) / 1e6:6.2f} M req/s (min {min(speeds) / 1e6:.2f}, "
-          f"max {max(speeds) / 1e6:.2f}), peak RSS {peak:.0f} MiB = {peak * 1048576 / n:.1f} B/request, "
+          f"max {max(speeds) / 1e6:.2f}); per CPU-second (whole process) median "
+          f"{statistics.median(cpu_speeds) / 1e6:.2f} M; peak RSS {peak:.0f} MiB = {peak * 1048576 / n:.1f} B/request, "
           f"mean latency {last['latency_ms']['mean']:.3f} ms, mean batch {last['mean_batch']:.2f}")

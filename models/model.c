@@ -251,7 +251,7 @@ static int mdl_parse_conv(struct mdl_parser *p, const char *term, char *value, s
 	if (node->ngemms >= MDL_MAX_GEMMS)
 		return mdl_parse_fail(p, "node '%s' has more than %d gemm/attn terms (conv= terms count too)",
 		                      node->name, MDL_MAX_GEMMS);
-	char *field[9];
+	char *field[9] = { 0 };
 	int nfields = mdl_split_fields(value, field, 9);
 	if (nfields < 8 || nfields > 9)
 		return mdl_parse_fail(p, "malformed conv term '%s' (expected conv=H,W,C,R,S,K,STRIDE,PAD[,gGROUPS])",
@@ -796,33 +796,38 @@ uint64_t mdl_chain_length(const struct mdl_model *m, uint32_t input_len, uint32_
 	return total;
 }
 
-uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)
-{
-	for (uint32_t s = 0; s < m->nsegments; s++) {
-		const struct mdl_segment *seg = &m->segments[s];
-		uint64_t span = (uint64_t)seg->nnodes * mdl_segment_repeats(seg->kind, input_len, output_len);
-		if (pos < span)
-			return seg->first_node + (uint32_t)(pos % seg->nnodes);
-		pos -= span;
-	}
-	return UINT32_MAX;
-}
-
-uint32_t mdl_cells_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)
+uint32_t mdl_locate(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len,
+                    uint32_t *cells)
 {
 	for (uint32_t s = 0; s < m->nsegments; s++) {
 		const struct mdl_segment *seg = &m->segments[s];
 		uint64_t span = (uint64_t)seg->nnodes * mdl_segment_repeats(seg->kind, input_len, output_len);
 		if (pos < span) {
 			if (seg->kind == MDL_LEAF)
-				return input_len;
-			if (seg->kind == MDL_INTERNAL)
-				return mdl_tree_width(input_len, (uint32_t)(pos / seg->nnodes) + 1);
-			return 1;
+				*cells = input_len;
+			else if (seg->kind == MDL_INTERNAL)
+				*cells = mdl_tree_width(input_len, (uint32_t)(pos / seg->nnodes) + 1);
+			else
+				*cells = 1;
+			return seg->first_node + (uint32_t)(pos % seg->nnodes);
 		}
 		pos -= span;
 	}
-	return 0;
+	*cells = 0;
+	return UINT32_MAX;
+}
+
+uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)
+{
+	uint32_t cells;
+	return mdl_locate(m, pos, input_len, output_len, &cells);
+}
+
+uint32_t mdl_cells_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)
+{
+	uint32_t cells;
+	mdl_locate(m, pos, input_len, output_len, &cells);
+	return cells;
 }
 
 uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_len, uint32_t output_len)

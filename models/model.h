@@ -121,6 +121,11 @@ uint64_t mdl_chain_length(const struct mdl_model *m, uint32_t input_len, uint32_
  * when pos is past the end. Costs O(number of segments). */
 uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
 
+/* Both of the above in one walk of the segments: returns the node type at
+ * pos and sets *cells (UINT32_MAX and 0 past the end). */
+uint32_t mdl_locate(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len,
+                    uint32_t *cells);
+
 /* Cells the node at unrolled position pos runs: 1, except for tree levels. */
 uint32_t mdl_cells_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
 

@@ -137,10 +137,8 @@ static inline void pol_req_start(struct pol_request *r, const struct mdl_model *
 {
 	r->next_node = 0;
 	r->chain_len = mdl_chain_length(m, r->input_len, r->output_len);
-	if (r->chain_len) {
-		r->node_type_cache = mdl_node_at(m, 0, r->input_len, r->output_len);
-		r->cells_cache = mdl_cells_at(m, 0, r->input_len, r->output_len);
-	}
+	if (r->chain_len)
+		r->node_type_cache = mdl_locate(m, 0, r->input_len, r->output_len, &r->cells_cache);
 }
 
 /* When a task has finished, before on_task_done: each member leaves flight
@@ -154,10 +152,8 @@ static inline void pol_task_advance(const struct pol_task *t, const struct mdl_m
 			r->next_node = r->chain_len;
 		else
 			r->next_node++;
-		if (!pol_req_done(r)) {
-			r->node_type_cache = mdl_node_at(m, r->next_node, r->input_len, r->output_len);
-			r->cells_cache = mdl_cells_at(m, r->next_node, r->input_len, r->output_len);
-		}
+		if (!pol_req_done(r))
+			r->node_type_cache = mdl_locate(m, r->next_node, r->input_len, r->output_len, &r->cells_cache);
 	}
 }
 

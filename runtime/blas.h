@@ -36,7 +36,7 @@ struct rt_blas {
 	char library[256];      /* the file dlopen found */
 	char corename[32];      /* openblas_get_corename(): the kernel set that runs */
 	char config[128];       /* openblas_get_config() */
-	char why[192];          /* how the kernel set was chosen */
+	char why[320];          /* how the kernel set was chosen */
 };
 
 /* The loaded library. Returns it, or NULL with err (no OpenBLAS found, or

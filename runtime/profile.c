@@ -2,7 +2,6 @@
 #include "profile.h"
 
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "kernels.h"
@@ -12,12 +11,6 @@ static double prof_now_s(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int prof_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 /* Unrolled position of node type t at the middle step of its segment. */
@@ -94,12 +87,13 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 					goto out;
 				t[r] = prof_now_s() - t0;
 			}
-			qsort(t, c->reps, sizeof *t, prof_cmp);
-			double med = c->reps % 2 ? t[c->reps / 2] : 0.5 * (t[c->reps / 2 - 1] + t[c->reps / 2]);
-			if (med < floor_s)
-				med = floor_s;
-			floor_s = med;
-			fprintf(f, "%s,%u,%.9g\n", m->nodes[node].name, b, med);
+			double v = 0;
+			for (uint32_t r = 0; r < c->reps; r++)
+				v += t[r] / c->reps;
+			if (v < floor_s)
+				v = floor_s;
+			floor_s = v;
+			fprintf(f, "%s,%u,%.9g\n", m->nodes[node].name, b, v);
 		}
 	}
 	if (fflush(f) != 0 || ferror(f)) {

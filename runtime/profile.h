@@ -7,8 +7,11 @@
  * each at the middle step of the node's segment (a representative attention
  * length); one untimed call, then reps timed calls of run_node followed by
  * the device's finish (wall clock, CLOCK_MONOTONIC, as a live task is
- * timed); the median is written. A measured latency smaller than one at a
- * smaller batch is raised to it: a batch can always be padded up.
+ * timed); the mean is written, not the median: the simulator adds node
+ * latencies up, and the expected time of a chain of nodes is the sum of
+ * their means (on a shared machine the median misses the slow calls a live
+ * run also pays). A latency smaller than one at a smaller batch is raised
+ * to it: a batch can always be padded up.
  *
  * Contract: returns 0 with every row written, or -1 with err (the file may
  * hold some rows; the caller removes it).

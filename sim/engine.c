@@ -80,7 +80,12 @@ static struct pol_request *eng_req_alloc(struct eng *e)
 	}
 	struct pol_request *r = e->free_reqs;
 	e->free_reqs = r->pol_next;
-	memset(r, 0, sizeof *r);
+	/* field by field: a memset of the struct compiles to `rep stos`, whose
+	 * start-up cost was measured at a tenth of the whole loop */
+	r->next_node = 0;
+	r->in_flight = 0;
+	r->pol_next = NULL;
+	r->pol_word[0] = r->pol_word[1] = 0;
 	return r;
 }
 
@@ -271,8 +276,7 @@ static int eng_start_task(struct eng *e, uint32_t dev, int64_t now_ns)
 		snprintf(e->err, e->errlen, "error writing the timeline");
 		return -1;
 	}
-	struct event ev = { .time_ns = t->end_ns, .key = key, .kind = EV_TASK_DONE, .aux = dev };
-	if (evq_push(e->q, ev) != 0) {
+	if (evq_add(e->q, t->end_ns, key, EV_TASK_DONE, dev) != 0) {
 		snprintf(e->err, e->errlen, "out of memory in the event queue");
 		return -1;
 	}
@@ -294,8 +298,7 @@ static int eng_dispatch(struct eng *e, int64_t now_ns)
 			return -1;
 	}
 	if (wake_ns != INT64_MAX && wake_ns > now_ns && wake_ns < e->wake_pending_ns) {
-		struct event ev = { .time_ns = wake_ns, .key = 0, .kind = EV_WAKEUP };
-		if (evq_push(e->q, ev) != 0) {
+		if (evq_add(e->q, wake_ns, 0, EV_WAKEUP, 0) != 0) {
 			snprintf(e->err, e->errlen, "out of memory in the event queue");
 			return -1;
 		}

@@ -297,6 +297,12 @@ static void ph_pop(struct evq *q, struct event *out)
 
 int evq_push(struct evq *q, struct event ev)
 {
+	return evq_add(q, ev.time_ns, ev.key, ev.kind, ev.aux);
+}
+
+int evq_add(struct evq *q, int64_t time_ns, uint64_t key, uint32_t kind, uint32_t aux)
+{
+	struct event ev = { .time_ns = time_ns, .key = key, .kind = kind, .aux = aux };
 	/* the pairing heap reuses freed slots, so it only needs new ones when
 	 * every slot handed out so far is live */
 	size_t needed = q->impl == EVQ_PAIRING_HEAP

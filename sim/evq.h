@@ -76,6 +76,11 @@ struct evq *evq_create_alloc(enum evq_impl impl, size_t initial_capacity,
 
 void evq_destroy(struct evq *q);                   /* NULL is a no-op */
 int evq_push(struct evq *q, struct event ev);      /* 0 or -1 (out of memory) */
+/* evq_push with the fields as arguments: the engine's hot path uses it,
+ * because a caller that builds a struct event on the stack and passes it by
+ * value makes the CPU reload freshly written narrow fields as one wide copy
+ * (a store-forwarding stall measured at a quarter of the engine loop). */
+int evq_add(struct evq *q, int64_t time_ns, uint64_t key, uint32_t kind, uint32_t aux);
 int evq_pop(struct evq *q, struct event *out);     /* 1 popped, 0 empty (then *out is zeroed) */
 const struct event *evq_peek(const struct evq *q); /* NULL when empty; valid until the next push or pop */
 size_t evq_size(const struct evq *q);

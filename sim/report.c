@@ -6,6 +6,13 @@
 #include "json.h"
 #include "report.h"
 
+/* Overloaded: the devices never idled and served clearly less than offered. */
+static int report_saturated(const struct report_run *r)
+{
+	const struct eng_result *res = r->res;
+	return res->busy_fraction > 0.99 && r->rate_rps > 0 && res->throughput_rps < 0.95 * r->rate_rps;
+}
+
 char *report_json(const struct report_run *r, int with_run_fields)
 {
 	char *buf = NULL;
@@ -33,6 +40,7 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	        "\"sla_violation_rate\":%.10g,\"mean_batch\":%.10g,\"events\":%llu,\"tasks\":%llu,",
 	        s->queue_mean_ms, s->queue_p99_ms, r->sla_ms, s->sla_violation_rate, res->mean_batch,
 	        (unsigned long long)res->events, (unsigned long long)res->tasks);
+	fprintf(f, "\"saturated\":%s,", report_saturated(r) ? "true" : "false");
 	fprintf(f, "\"workers\":%u,\"max_batch\":%u,\"arrival_cv\":%.10g,\"sim_time_s\":%.10g,"
 	        "\"busy_fraction\":%.10g",
 	        r->workers, r->max_batch, r->arrival_cv, res->sim_end_s, res->busy_fraction);
@@ -99,6 +107,11 @@ void report_text(FILE *f, const struct report_run *r)
 	fprintf(f, "  throughput %.1f req/s   device busy %.1f%%   mean batch %.2f (max %u)\n",
 	        res->throughput_rps, 100.0 * res->busy_fraction, res->mean_batch, r->max_batch);
 	fprintf(f, "  SLA %.6g ms: %.2f%% of requests late\n", r->sla_ms, 100.0 * s->sla_violation_rate);
+	/* an overloaded run's percentiles describe a growing queue, not a steady state */
+	if (report_saturated(r))
+		fprintf(f, "  SATURATED: served %.1f of %.6g req/s offered; the queue grew for the whole run, "
+		        "so latencies depend on its length (lower --rate or add --workers)\n",
+		        res->throughput_rps, r->rate_rps);
 	fprintf(f, "  %llu events in %.3f s wall (%.2f M requests/s)", (unsigned long long)res->events,
 	        r->wall_s, r->wall_s > 0 ? res->completed / r->wall_s / 1e6 : 0.0);
 	if (r->run_id >= 0)

@@ -192,9 +192,11 @@ for label, extra in [("unknown device", ["--device=tpu"]), ("model without kerne
 check("bad input: no run stored", runs(bad_db) == [])
 r = sb("live", "--model=resnet50", "--hw=" + hw, "--requests=10", "--no-db")
 check("no-kernel error lists the live models", "lstm" in r.stderr and "seq2seq" in r.stderr, r.stderr)
-r = sb("live", "--model=" + paths["t_lstm"], "--hw=" + hw, "--requests=10", "--no-db", "--device=gpu")
-check("--device=gpu without a usable GPU: one line, nonzero", r.returncode != 0 and r.stderr.count("\n") == 1,
-      r.stderr)
+r = sb("live", "--model=" + paths["t_lstm"], "--hw=" + hw, "--requests=10", "--no-db", "--device=gpu", "--json")
+if r.returncode == 0:   # a GPU and the CUDA backend: the run must complete
+    check("--device=gpu runs on the GPU", json.loads(r.stdout)["completed"] == 10, r.stdout[:200])
+else:                   # no GPU, or no CUDA backend built: one clear line
+    check("--device=gpu without a usable GPU: one line", r.stderr.count("\n") == 1, r.stderr)
 
 # ---- saturation: a rate nothing sustains ends, drops counted ----
 r = sb("live", "--model=" + paths["t_s2s"], "--hw=" + hw, "--policy=serial", "--rate=1000000", "--requests=300",
@@ -202,8 +204,8 @@ r = sb("live", "--model=" + paths["t_s2s"], "--hw=" + hw, "--policy=serial", "--
 check("saturated run exits 0", r.returncode == 0, r.stderr)
 if r.returncode == 0:
     j = json.loads(r.stdout)
-    check("drops counted", j["dropped"] > 0 and j["saturated"] is True and
-          j["completed"] + j["dropped"] == j["requests"] == 300, (j["dropped"], j["completed"]))
+    check("drops counted", j["dropped"] > 0 and j["completed"] + j["dropped"] == j["requests"] == 300,
+          (j["dropped"], j["completed"]))
     check("queue bound held", j["max_outstanding"] <= 4, j["max_outstanding"])
 
 # ---- SIGINT: partial run stored, exit 130 ----
