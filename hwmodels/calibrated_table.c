@@ -3,6 +3,7 @@
  * is reported once, as "FILE:LINE: field F: ..." so a person can go straight
  * to the cell that is wrong.
  */
+#include "../traces/parse.h"
 #include "calibrated_table.h"
 
 #include <ctype.h>
@@ -171,38 +172,6 @@ int caltab_add_row(struct caltab *t, const struct caltab_row *row, char *err, si
 	return 0;
 }
 
-static char *caltab_trim(char *s)
-{
-	size_t len;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	len = strlen(s);
-	while (len > 0 && strchr(" \t\r\n", s[len - 1]))
-		s[--len] = '\0';
-	return s;
-}
-
-/* Splits s at commas in place into at most max trimmed fields; returns how
- * many fields the line has (which may exceed max). */
-static int caltab_split(char *s, char **fields, int max)
-{
-	int n = 0;
-
-	for (;;) {
-		char *comma = strchr(s, ',');
-
-		if (comma)
-			*comma = '\0';
-		if (n < max)
-			fields[n] = caltab_trim(s);
-		n++;
-		if (!comma)
-			return n;
-		s = comma + 1;
-	}
-}
-
 /* A "# key: value" header comment: returns 1 and points key and value into
  * s (trampled), or 0 for a plain comment. Keys are [A-Za-z0-9_-]+. */
 static int caltab_header_field(char *s, char **key, char **value)
@@ -218,7 +187,7 @@ static int caltab_header_field(char *s, char **key, char **value)
 		return 0;
 	*p = '\0';
 	*key = k;
-	*value = caltab_trim(p + 1);
+	*value = trc_trim(p + 1);
 	return 1;
 }
 
@@ -256,7 +225,7 @@ static int caltab_parse_columns(const struct caltab *t, unsigned long line, char
                                 char *err, size_t errlen)
 {
 	char *f[COL_COUNT + 1], where[600];
-	int n = caltab_split(s, f, COL_COUNT + 1), seen[COL_COUNT] = { 0 };
+	int n = (int)trc_split(s, ',', f, COL_COUNT + 1), seen[COL_COUNT] = { 0 };
 
 	caltab_where(t, line, where, sizeof where);
 	if (n > COL_COUNT) {
@@ -296,7 +265,7 @@ static int caltab_parse_row(const struct caltab *t, unsigned long line, char *s,
                             struct caltab_row *row, char *err, size_t errlen)
 {
 	char *f[COL_COUNT + 1], where[600];
-	int n = caltab_split(s, f, COL_COUNT + 1), have_measured = 0;
+	int n = (int)trc_split(s, ',', f, COL_COUNT + 1), have_measured = 0;
 
 	caltab_where(t, line, where, sizeof where);
 	memset(row, 0, sizeof *row);
@@ -566,7 +535,7 @@ int caltab_sniff(const char *path, char *err, size_t errlen)
 		return -1;
 	}
 	while (getline(&line, &cap, f) >= 0) {
-		char *s = caltab_trim(line), *fields[1];
+		char *s = trc_trim(line), *fields[1];
 
 		if (first && strcmp(s, CALTAB_MAGIC) == 0) {
 			rc = 1;
@@ -575,7 +544,7 @@ int caltab_sniff(const char *path, char *err, size_t errlen)
 		first = 0;
 		if (*s == '\0' || *s == '#')
 			continue;
-		caltab_split(s, fields, 1);
+		trc_split(s, ',', fields, 1);
 		rc = strcmp(fields[0], "op") == 0;
 		break;
 	}
@@ -608,7 +577,7 @@ int caltab_read(const char *path, struct caltab **out, char *err, size_t errlen)
 		goto fail;
 	}
 	while (getline(&line, &cap, f) >= 0) {
-		char *s = caltab_trim(line), *key, *value;
+		char *s = trc_trim(line), *key, *value;
 
 		lineno++;
 		if (!in_rows) {
@@ -634,7 +603,7 @@ int caltab_read(const char *path, struct caltab **out, char *err, size_t errlen)
 		char *hash = strchr(s, '#');
 		if (hash)
 			*hash = '\0';
-		s = caltab_trim(s);
+		s = trc_trim(s);
 		if (*s == '\0')
 			continue;
 		struct caltab_row row;

@@ -21,6 +21,7 @@
  * GSL's error handler is never reached: points are strictly increasing and
  * queries are range-checked before any GSL call.
  */
+#include "../traces/parse.h"
 #include "table.h"
 
 #include <errno.h>
@@ -71,44 +72,12 @@ static char *hwtable_clean(char *s)
 	return s;
 }
 
-static char *hwtable_trim(char *s)
-{
-	size_t len;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	len = strlen(s);
-	while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
-		s[--len] = '\0';
-	return s;
-}
-
-/* Splits s at commas in place into at most max trimmed fields; returns the
- * number of fields the line has (which may exceed max). */
-static int hwtable_split(char *s, char **fields, int max)
-{
-	int n = 0;
-
-	for (;;) {
-		char *comma = strchr(s, ',');
-
-		if (comma)
-			*comma = '\0';
-		if (n < max)
-			fields[n] = hwtable_trim(s);
-		n++;
-		if (!comma)
-			return n;
-		s = comma + 1;
-	}
-}
-
 /* Whether a cleaned line is the header; tramples the line. */
 static int hwtable_is_header(char *line)
 {
 	char *f[3];
 
-	return hwtable_split(line, f, 3) == 3 && strcmp(f[0], "node") == 0 &&
+	return (int)trc_split(line, ',', f, 3) == 3 && strcmp(f[0], "node") == 0 &&
 	       strcmp(f[1], "batch") == 0 && strcmp(f[2], "latency_s") == 0;
 }
 
@@ -166,7 +135,7 @@ static int hwtable_parse_row(const char *path, unsigned long lineno, char *s,
                              char *err, size_t errlen)
 {
 	char *f[3], *end;
-	int nf = hwtable_split(s, f, 3);
+	int nf = (int)trc_split(s, ',', f, 3);
 	unsigned long long batch;
 	double lat;
 

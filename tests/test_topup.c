@@ -14,35 +14,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "sim/engine.h"
+#include "fixed_hw.h"
 #include "policy_check.h"
 
 extern const struct pol_ops topup_policy_ops;
 
-struct fixed_hw {
-	struct hw_model base;
-	double seconds;
-	double growth;
-};
-
-static int fixed_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out,
-                           char *err, size_t errlen)
-{
-	(void)t;
-	(void)err;
-	(void)errlen;
-	const struct fixed_hw *f = (const struct fixed_hw *)hw;
-	*out = (struct hw_node_cost){ .seconds = f->seconds * (1 + f->growth * (b - 1)) };
-	return 0;
-}
-
-static const struct hw_ops fixed_hw_ops = { .name = "fixed", .node_cost = fixed_node_cost };
-
-static struct fixed_hw fixed_hw(const struct mdl_model *m, double seconds, double growth)
-{
-	struct fixed_hw f = { .base = { .ops = &fixed_hw_ops, .model = m }, .seconds = seconds, .growth = growth };
-	strcpy(f.base.label, "fixed");
-	return f;
-}
 
 static struct mdl_node ed_nodes[2];
 static struct mdl_segment ed_segs[2];

@@ -2,7 +2,8 @@
  * (length files, trace CSV) and the traces/ tools. Strict means the whole
  * field must be the number: "12abc", " 3", "+4" and "0x10" are all refused,
  * so a typo in a hand-edited file is reported instead of silently read.
- * Internal to traces/: nothing outside this folder should need it.
+ * Also used by the hardware-file readers of hwmodels/ (node latency and
+ * calibration tables), which sit a floor above traces/.
  */
 #ifndef SB_TRC_PARSE_H
 #define SB_TRC_PARSE_H

@@ -1,0 +1,37 @@
+/* tests/fixed_hw.h: a hardware model for timeline tests whose node latency is
+ * base * (1 + growth * (b - 1)) for every node type, so expected timelines can
+ * be worked out by hand, independent of the NPU model and the model files.
+ * Header-only: each test program includes it once. */
+#ifndef SB_TEST_FIXED_HW_H
+#define SB_TEST_FIXED_HW_H
+
+#include <string.h>
+#include "hwmodels/hwmodel.h"
+
+struct fixed_hw {
+	struct hw_model base;
+	double seconds;      /* latency at batch 1 */
+	double growth;       /* added fraction of it per extra batch member */
+};
+
+static int fixed_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out,
+                           char *err, size_t errlen)
+{
+	(void)t;
+	(void)err;
+	(void)errlen;
+	const struct fixed_hw *f = (const struct fixed_hw *)hw;
+	*out = (struct hw_node_cost){ .seconds = f->seconds * (1 + f->growth * (b - 1)) };
+	return 0;
+}
+
+static const struct hw_ops fixed_hw_ops = { .name = "fixed", .node_cost = fixed_node_cost };
+
+static inline struct fixed_hw fixed_hw(const struct mdl_model *m, double seconds, double growth)
+{
+	struct fixed_hw f = { .base = { .ops = &fixed_hw_ops, .model = m }, .seconds = seconds, .growth = growth };
+	strcpy(f.base.label, "fixed");
+	return f;
+}
+
+#endif
