@@ -13,6 +13,7 @@
  *
  * Exit status: 0 done, 1 failure (I/O, memory, BLAS), 2 bad option.
  */
+#include "../runtime/fpu.h"
 #include "cpu_bench.h"
 #include "cpu_select.h"
 #include "plan.h"
@@ -499,6 +500,7 @@ int main(int argc, char **argv)
 	double t0 = calbench_now(), load0 = 0, gflop;
 
 	gsl_set_error_handler_off();
+	fpu_flush_denormals();   /* as the live workers do (runtime/cpu_cells.h) */
 	if (cc_parse(argc, argv, &a, err, sizeof err) != 0)
 		goto fail;
 	if (a.help) {

@@ -12,6 +12,8 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
+#include "../runtime/cpu_cells.h"   /* the live runtime's cell kernels: time what `live` runs */
+
 #define CALBENCH_MIN_SAMPLE_S 20e-6   /* shortest timed sample */
 #define CALBENCH_MAX_GROUP 1000       /* most calls in one timed sample */
 
@@ -48,28 +50,11 @@ void calbench_gemm(int m1_gemv, uint64_t M, uint64_t K, uint64_t N, const float 
 		            0.0f, C, (int)N);
 }
 
-static float calbench_sigmoid(float x)
+CPU_EW void calbench_lstm_cell(uint32_t batch, uint32_t hidden, const float *gates, const float *bias, float *c,
+                               float *h)
 {
-	return 1.0f / (1.0f + expf(-x));
-}
-
-void calbench_lstm_cell(uint32_t batch, uint32_t hidden, const float *gates, const float *bias, float *c, float *h)
-{
-	for (uint32_t r = 0; r < batch; r++) {
-		const float *g = gates + (size_t)r * 4 * hidden;
-		float *cr = c + (size_t)r * hidden, *hr = h + (size_t)r * hidden;
-
-		for (uint32_t j = 0; j < hidden; j++) {
-			float i = calbench_sigmoid(g[j] + bias[j]);
-			float f = calbench_sigmoid(g[hidden + j] + bias[hidden + j]);
-			float u = tanhf(g[2 * hidden + j] + bias[2 * hidden + j]);
-			float o = calbench_sigmoid(g[3 * hidden + j] + bias[3 * hidden + j]);
-			float cn = f * cr[j] + i * u;
-
-			cr[j] = cn;
-			hr[j] = o * tanhf(cn);
-		}
-	}
+	for (size_t r = 0; r < batch; r++)
+		cpu_lstm_row(hidden, gates + r * 4 * hidden, bias, c + r * hidden, h + r * hidden);
 }
 
 /* Small values of both signs, never denormal, the same on every run. */

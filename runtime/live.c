@@ -6,6 +6,7 @@
  * flags. The scheduler owns the policy and the pol_request fields; a worker
  * reads only the snapshot of its task's members made at dispatch, and owns
  * the members' device state while they are in flight. */
+#include "fpu.h"
 #include "live.h"
 
 #include <errno.h>
@@ -271,6 +272,7 @@ static void *live_worker_main(void *arg)
 {
 	struct live_worker *w = arg;
 	struct live *L = w->L;
+	fpu_flush_denormals();   /* the arithmetic the calibration timed (runtime/cpu_cells.h) */
 	pthread_mutex_lock(&L->mu);
 	for (;;) {
 		while (!w->job_ready && !L->quit)
