@@ -493,7 +493,6 @@ int main(int argc, char **argv)
 	struct calsel_cpu cpu;
 	struct calplan *plan = NULL;
 	struct caltab *t = NULL;
-	struct mdl_model *m = NULL;
 	const char *want = NULL;
 	char err[1024], why[256];
 	int rc = 2;
@@ -508,22 +507,9 @@ int main(int argc, char **argv)
 		cc_free_args(&a);
 		return 0;
 	}
-	if (calplan_create(&plan, err, sizeof err) != 0 || calplan_set_batches(plan, a.batches, err, sizeof err) != 0)
+	if (calplan_build(&plan, a.batches, a.max_batch, a.max_gflop, a.max_mib, a.models, a.nmodels,
+	                  err, sizeof err) != 0)
 		goto fail;
-	while (plan->nbatches > 0 && plan->batches[plan->nbatches - 1] > a.max_batch)
-		plan->nbatches--;
-	if (plan->nbatches == 0) {
-		snprintf(err, sizeof err, "--max-batch=%u leaves no batch size to measure", a.max_batch);
-		goto fail;
-	}
-	plan->max_gflop = a.max_gflop;
-	plan->max_bytes = a.max_mib * 1024 * 1024;
-	for (size_t i = 0; i < a.nmodels; i++) {
-		if (mdl_load(a.models[i], &m, err, sizeof err) != 0 || calplan_add_model(plan, m, err, sizeof err) != 0)
-			goto fail;
-		mdl_free(m);
-		m = NULL;
-	}
 	char ew_what[64];
 	snprintf(ew_what, sizeof ew_what, "LSTM cell, hidden %u", a.hidden);
 	if (calplan_add_elementwise(plan, (uint64_t)a.hidden * CALBENCH_LSTM_OPS_PER_UNIT, ew_what, err, sizeof err) != 0)
@@ -587,7 +573,6 @@ int main(int argc, char **argv)
 fail:
 	fprintf(stderr, "calib-cpu: %s\n", err);
 out:
-	mdl_free(m);
 	caltab_destroy(t);
 	calplan_destroy(plan);
 	cc_free_args(&a);

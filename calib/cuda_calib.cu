@@ -512,7 +512,6 @@ int main(int argc, char **argv)
 	cu_args a;
 	calplan *plan = NULL;
 	caltab *t = NULL;
-	mdl_model *m = NULL;
 	cublasHandle_t blas = NULL;
 	cudaDeviceProp prop;
 	char err[1024], name[64], device[72];
@@ -528,22 +527,9 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	if (calplan_create(&plan, err, sizeof err) != 0 || calplan_set_batches(plan, a.batches, err, sizeof err) != 0)
+	if (calplan_build(&plan, a.batches, a.max_batch, a.max_gflop, a.max_mib, a.models, a.nmodels,
+	                  err, sizeof err) != 0)
 		goto fail;
-	while (plan->nbatches > 0 && plan->batches[plan->nbatches - 1] > a.max_batch)
-		plan->nbatches--;
-	if (plan->nbatches == 0) {
-		snprintf(err, sizeof err, "--max-batch=%u leaves no batch size", a.max_batch);
-		goto fail;
-	}
-	plan->max_gflop = a.max_gflop;
-	plan->max_bytes = a.max_mib * 1024 * 1024;
-	for (size_t i = 0; i < a.nmodels; i++) {
-		if (mdl_load(a.models[i], &m, err, sizeof err) != 0 || calplan_add_model(plan, m, err, sizeof err) != 0)
-			goto fail;
-		mdl_free(m);
-		m = NULL;
-	}
 	if (calplan_add_elementwise(plan, (uint64_t)a.hidden * CU_LSTM_OPS_PER_UNIT, "LSTM cell", err, sizeof err) ||
 	    calplan_add_elementwise(plan, (uint64_t)a.hidden * CU_GRU_OPS_PER_UNIT, "GRU cell", err, sizeof err))
 		goto fail;
@@ -694,7 +680,6 @@ fail:
 out:
 	if (blas)
 		cublasDestroy(blas);
-	mdl_free(m);
 	caltab_destroy(t);
 	calplan_destroy(plan);
 	for (size_t i = 0; i < a.nlists; i++)

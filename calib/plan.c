@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../models/model.h"
+
 #define CALPLAN_BATCH_MAX 65536
 
 int calplan_create(struct calplan **out, char *err, size_t errlen)
@@ -194,4 +196,34 @@ size_t calplan_apply_budget(struct calplan *p, double *gflop)
 		}
 	}
 	return points;
+}
+
+int calplan_build(struct calplan **out, const char *batches, uint32_t max_batch, double max_gflop,
+                  double max_mib, const char *const *models, size_t nmodels, char *err, size_t errlen)
+{
+	struct calplan *plan = NULL;
+	struct mdl_model *m = NULL;
+	*out = NULL;
+	if (calplan_create(&plan, err, errlen) != 0 || calplan_set_batches(plan, batches, err, errlen) != 0)
+		goto fail;
+	while (plan->nbatches > 0 && plan->batches[plan->nbatches - 1] > max_batch)
+		plan->nbatches--;
+	if (plan->nbatches == 0) {
+		snprintf(err, errlen, "--max-batch=%u leaves no batch size to measure", max_batch);
+		goto fail;
+	}
+	plan->max_gflop = max_gflop;
+	plan->max_bytes = max_mib * 1024 * 1024;
+	for (size_t i = 0; i < nmodels; i++) {
+		if (mdl_load(models[i], &m, err, errlen) != 0 || calplan_add_model(plan, m, err, errlen) != 0)
+			goto fail;
+		mdl_free(m);
+		m = NULL;
+	}
+	*out = plan;
+	return 0;
+fail:
+	mdl_free(m);
+	calplan_destroy(plan);
+	return -1;
 }

@@ -52,6 +52,12 @@ int calplan_set_batches(struct calplan *p, const char *list, char *err, size_t e
  * needs. Returns 0, or -1 (memory, more than CALPLAN_MAX_MODELS models). */
 int calplan_add_model(struct calplan *p, const struct mdl_model *m, char *err, size_t errlen);
 
+/* The plan both calibrators start from: the batch list cut at max_batch, the
+ * per-call budgets, and the GEMM shapes of the named models (built-in names
+ * or .model paths). Returns 0 and *out (caller destroys), or -1 with err. */
+int calplan_build(struct calplan **out, const char *batches, uint32_t max_batch, double max_gflop,
+                  double max_mib, const char *const *models, size_t nmodels, char *err, size_t errlen);
+
 /* Adds the element-wise kernel shape (ops per sample). */
 int calplan_add_elementwise(struct calplan *p, uint64_t ops_per_sample, const char *what, char *err, size_t errlen);
 

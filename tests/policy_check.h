@@ -14,6 +14,7 @@
 #ifndef SB_TEST_POLICY_CHECK_H
 #define SB_TEST_POLICY_CHECK_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +192,32 @@ static void pchk_release(void)
 	free(pchk.first_dev);
 	free(pchk.moved);
 	memset(&pchk, 0, sizeof pchk);
+}
+
+/* ---- helpers of the every-model contract tests ---- */
+
+/* mdl_list callback: appends a model name to a char[64][MDL_NAME_MAX] array. */
+static inline void name_cb(const char *name, void *ctx)
+{
+	char (*names)[MDL_NAME_MAX] = ctx;
+	for (int i = 0; i < 64; i++)
+		if (!names[i][0]) {
+			snprintf(names[i], MDL_NAME_MAX, "%s", name);
+			return;
+		}
+}
+
+/* Isolated latency of a request on an idle device with the fixed hardware (tests/fixed_hw.h):
+ * every position alone, at its own cells, rounded to ns as the engine does. */
+static inline int64_t isolated_ns(const struct mdl_model *m, double s, double g, uint32_t in, uint32_t out)
+{
+	int64_t ns = 0;
+	uint64_t n = mdl_chain_length(m, in, out);
+	for (uint64_t p = 0; p < n; p++) {
+		double v = nearbyint(s * (1 + g * (mdl_cells_at(m, p, in, out) - 1)) * 1e9);
+		ns += v < 1 ? 1 : (int64_t)v;
+	}
+	return ns;
 }
 
 #endif

@@ -206,27 +206,6 @@ static void test_share_is_time(void **state)
 
 /* ---- the contract on random traces of every built-in model ----
  * topup runs the encoder-decoder models and refuses the others at init. */
-static void name_cb(const char *name, void *ctx)
-{
-	char (*names)[MDL_NAME_MAX] = ctx;
-	for (int i = 0; i < 64; i++)
-		if (!names[i][0]) {
-			snprintf(names[i], MDL_NAME_MAX, "%s", name);
-			return;
-		}
-}
-
-static int64_t isolated_ns(const struct mdl_model *m, double s, double g, uint32_t in, uint32_t out)
-{
-	int64_t ns = 0;
-	uint64_t n = mdl_chain_length(m, in, out);
-	for (uint64_t p = 0; p < n; p++) {
-		double v = nearbyint(s * (1 + g * (mdl_cells_at(m, p, in, out) - 1)) * 1e9);
-		ns += v < 1 ? 1 : (int64_t)v;
-	}
-	return ns;
-}
-
 static void test_contract_every_model(void **state)
 {
 	(void)state;
