@@ -82,6 +82,8 @@ static void cc_usage(FILE *f)
 	        "  --m1-kernel=K      gemv (default) or gemm: what runs a product with M = 1\n"
 	        "  --clock=C          cpu: the thread's CPU time, so time preempted by other jobs does not\n"
 	        "                     count (default with one thread); wall: CLOCK_MONOTONIC (needed for > 1)\n"
+	        "  --statistic=S      median (default): a point's typical time; mean: what a serving loop pays\n"
+	        "                     on average, the larger where the machine's speed wanders\n"
 	        "  --out=FILE         CSV table (default " CC_DEFAULT_OUT ")\n"
 	        "  --db=FILE          SQLite copy (default " CC_DEFAULT_DB ")   --no-db  skip it\n"
 	        "  --dry-run          print the plan (points, GFLOP) and exit\n"
@@ -145,7 +147,7 @@ static int cc_add_models(struct cc_args *a, const char *value, char *err, size_t
 static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t errlen)
 {
 	enum { O_MODEL = 1, O_BATCHES, O_MAXB, O_HIDDEN, O_WARMUP, O_REPS, O_MAXREPS, O_MINTIME, O_GFLOP, O_MIB,
-	       O_CORE, O_THREADS, O_M1, O_OUT, O_DB, O_NODB, O_DRY, O_QUIET, O_HELP, O_CLOCK, O_ROUNDS };
+	       O_CORE, O_THREADS, O_M1, O_OUT, O_DB, O_NODB, O_DRY, O_QUIET, O_HELP, O_CLOCK, O_ROUNDS, O_STAT };
 	static const struct option opts[] = {
 		{ "model", required_argument, NULL, O_MODEL }, { "batches", required_argument, NULL, O_BATCHES },
 		{ "max-batch", required_argument, NULL, O_MAXB }, { "hidden", required_argument, NULL, O_HIDDEN },
@@ -157,7 +159,7 @@ static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t 
 		{ "db", required_argument, NULL, O_DB }, { "no-db", no_argument, NULL, O_NODB },
 		{ "dry-run", no_argument, NULL, O_DRY }, { "quiet", no_argument, NULL, O_QUIET },
 		{ "help", no_argument, NULL, O_HELP }, { "clock", required_argument, NULL, O_CLOCK },
-		{ "rounds", required_argument, NULL, O_ROUNDS },
+		{ "rounds", required_argument, NULL, O_ROUNDS }, { "statistic", required_argument, NULL, O_STAT },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, rc = 0;
@@ -208,6 +210,14 @@ static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t 
 			}
 			break;
 		case O_ROUNDS: rc = cc_uint("rounds", optarg, 1, 100, &a->rounds, err, errlen); break;
+		case O_STAT:
+			if (strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0)
+				a->bench.mean = strcmp(optarg, "mean") == 0;
+			else {
+				snprintf(err, errlen, "--statistic=%s: expected median or mean", optarg);
+				rc = -1;
+			}
+			break;
 		case O_OUT: a->out = optarg; break;
 		case O_DB: a->db = optarg; break;
 		case O_NODB: a->no_db = 1; break;
@@ -361,16 +371,17 @@ static int cc_header(struct caltab *t, const struct cc_args *a, const struct cal
 	    cc_field(t, "attn", err, errlen, "batch independent (m_per_sample x k) by (k x n) products, own operands per "
 	             "sample, one gemm call each") ||
 	    cc_field(t, "elementwise", err, errlen, "LSTM cell, hidden %u, %d ops per unit (4 bias adds, 3 sigmoid, "
-	             "2 tanh, c = f*c + i*g, h = o*tanh(c)); plain C with expf/tanhf", a->hidden,
+	             "2 tanh, c = f*c + i*g, h = o*tanh(c)); the live runtime's own vectorized cell (runtime/cpu_cells.h), "
+	             "denormals flushed", a->hidden,
 	             CALBENCH_LSTM_OPS_PER_UNIT) ||
 	    cc_field(t, "timing", err, errlen, "%s; each shape's batches in %u interleaved rounds (ascending, descending, "
 	             "...), %u warm-up calls in the first round and 1 in later ones, samples until at least %u per point "
-	             "and %.3g s timed, at most %u (calls under 20 us timed in groups); median of a point's samples; "
+	             "and %.3g s timed, at most %u (calls under 20 us timed in groups); %s of a point's samples; "
 	             "operands stay resident (warm caches, as a serving loop reusing its weights)",
 	             a->bench.thread_cpu_clock ? "CLOCK_THREAD_CPUTIME_ID (the thread's CPU time: time preempted by "
 	             "other jobs on this shared machine does not count)" : "CLOCK_MONOTONIC (wall)", a->rounds,
 	             a->bench.warmup, ((a->bench.min_reps + a->rounds - 1) / a->rounds) * a->rounds,
-	             a->bench.min_time_s, a->bench.max_reps) ||
+	             a->bench.min_time_s, a->bench.max_reps, a->bench.mean ? "mean" : "median") ||
 	    cc_field(t, "budget", err, errlen, "points above %.4g GFLOP per call or %.4g MiB of operands not measured; "
 	             "a shape's curve ends at its largest batch within budget", p->max_gflop, a->max_mib) ||
 	    cc_field(t, "monotone", err, errlen, "latency_s = smallest measured_s at this or a larger batch of the "
@@ -465,19 +476,20 @@ static int cc_measure(const struct cc_args *a, const struct calplan *p, struct c
 			struct caltab_row row = { .op = s->op, .m_per_sample = s->m, .k = s->k, .n = s->n,
 			                          .batch = p->batches[j] };
 
-			calbench_summarize(samples + j * max, count[j], &res);
-			if (!(res.median_s > 0)) {
+			calbench_summarize(samples + j * max, count[j], a->bench.mean, &res);
+			if (!(res.value_s > 0)) {
 				snprintf(err, errlen, "%s batch %u took no measurable time", shape, row.batch);
 				goto out;
 			}
-			row.latency_s = row.measured_s = res.median_s;
+			row.latency_s = row.measured_s = res.value_s;
 			row.reps = res.reps;
 			if (caltab_add_row(t, &row, err, errlen) != 0)
 				goto out;
 			if (!a->quiet)
-				fprintf(stderr, "%-36s b=%-5u %11.4f ms  %8.2f G%s/s  (median of %u, %.4f..%.4f ms)\n", shape,
-				        row.batch, res.median_s * 1e3, calplan_flops(s, row.batch) / res.median_s / 1e9,
-				        s->op == CALTAB_ELEMENTWISE ? "op" : "FLOP", res.reps, res.min_s * 1e3, res.max_s * 1e3);
+				fprintf(stderr, "%-36s b=%-5u %11.4f ms  %8.2f G%s/s  (%s of %u, %.4f..%.4f ms)\n", shape,
+				        row.batch, res.value_s * 1e3, calplan_flops(s, row.batch) / res.value_s / 1e9,
+				        s->op == CALTAB_ELEMENTWISE ? "op" : "FLOP", a->bench.mean ? "mean" : "median", res.reps,
+				        res.min_s * 1e3, res.max_s * 1e3);
 		}
 	}
 	rc = 0;

@@ -181,13 +181,15 @@ int calbench_collect(const struct calplan_shape *s, struct calbench_buffers *buf
 	return 0;
 }
 
-void calbench_summarize(double *samples, uint32_t n, struct calbench_result *r)
+void calbench_summarize(double *samples, uint32_t n, int use_mean, struct calbench_result *r)
 {
 	memset(r, 0, sizeof *r);
 	if (n == 0)
 		return;
 	gsl_sort(samples, 1, n);
 	r->median_s = gsl_stats_median_from_sorted_data(samples, 1, n);
+	r->mean_s = gsl_stats_mean(samples, 1, n);
+	r->value_s = use_mean ? r->mean_s : r->median_s;
 	r->min_s = samples[0];
 	r->max_s = samples[n - 1];
 	r->reps = n;
@@ -212,8 +214,8 @@ int calbench_time(const struct calplan_shape *s, struct calbench_buffers *buf, u
 	if (calbench_collect(s, buf, batch, o, o->warmup, o->min_reps, o->min_time_s, o->max_reps, t, &n, err,
 	                     errlen) != 0)
 		goto out;
-	calbench_summarize(t, n, r);
-	if (!(r->median_s > 0)) {
+	calbench_summarize(t, n, o->mean, r);
+	if (!(r->value_s > 0)) {
 		snprintf(err, errlen, "a calibration point took no measurable time (clock resolution)");
 		goto out;
 	}

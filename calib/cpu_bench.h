@@ -29,12 +29,14 @@ struct calbench_opts {
 	double min_time_s;     /* time calls until this much was timed (bounded by max_reps) */
 	int m1_gemv;           /* 1: a product with M = 1 runs cblas_sgemv (see calbench_gemm) */
 	int thread_cpu_clock;  /* 1: time with the calling thread's CPU clock (see calbench_time) */
+	int mean;              /* 1: a point's number is its samples' mean, not their median (calbench_summarize) */
 };
 
 struct calbench_result {
-	double median_s;       /* the number the table records */
+	double median_s, mean_s;
+	double value_s;        /* the number the table records: the median, or the mean with opts.mean */
 	double min_s, max_s;   /* spread, for the progress line */
-	uint32_t reps;         /* timed calls behind the median */
+	uint32_t reps;         /* timed samples behind it */
 };
 
 /* C (M x N) = A (M x K) * B (K x N), fp32 row-major. With m1_gemv and M = 1
@@ -77,8 +79,12 @@ int calbench_collect(const struct calplan_shape *s, struct calbench_buffers *buf
                      const struct calbench_opts *o, uint32_t warmup, uint32_t min_samples, double min_time_s,
                      uint32_t max_samples, double *samples, uint32_t *n, char *err, size_t errlen);
 
-/* The median, smallest and largest of n samples (sorted in place). */
-void calbench_summarize(double *samples, uint32_t n, struct calbench_result *r);
+/* The median, mean, smallest and largest of n samples (sorted in place),
+ * and value_s: the mean when use_mean, else the median. The median is the
+ * kernel's typical speed, robust to a stray slow sample; the mean is what a
+ * serving loop pays on average (the simulator adds task times up), and on a
+ * shared machine whose speed wanders it is the larger by a few percent. */
+void calbench_summarize(double *samples, uint32_t n, int use_mean, struct calbench_result *r);
 
 /* Seconds on CLOCK_MONOTONIC. */
 double calbench_now(void);

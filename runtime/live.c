@@ -371,7 +371,7 @@ static int live_dispatch(struct live *L, struct live_worker *w, int64_t now, cha
 	const struct live_config *c = L->c;
 	struct live_result *res = L->res;
 	struct pol_task *t = &w->task;
-	uint32_t cells = 0;
+	uint32_t cells = 0, max_in = 0, max_out = 0;
 	if (t->nreq < 1 || t->nreq > L->rows) {
 		snprintf(err, errlen, "policy %s returned a task of %u requests (max batch %u)", c->policy->name,
 		         t->nreq, L->rows);
@@ -388,6 +388,10 @@ static int live_dispatch(struct live *L, struct live_worker *w, int64_t now, cha
 		if (r->first_start_ns < 0)
 			r->first_start_ns = now;
 		cells += pol_req_cells(r);
+		if (r->input_len > max_in)
+			max_in = r->input_len;
+		if (r->output_len > max_out)
+			max_out = r->output_len;
 		w->members[i] = (struct live_member){ .req = (struct live_req_rt *)r, .pos = r->next_node,
 		                                      .chain_len = r->chain_len, .input_len = r->input_len,
 		                                      .output_len = r->output_len };
@@ -396,10 +400,16 @@ static int live_dispatch(struct live *L, struct live_worker *w, int64_t now, cha
 		t->cells = t->nreq;
 		res->graph_tasks++;
 		res->graph_members += t->nreq;
+		res->estimate_ns += c->env.lat.graph_ns(c->env.lat.ctx, t->nreq, max_in, max_out);
+		res->estimated_tasks++;
 	} else {
 		t->cells = cells;
 		res->node_tasks[t->node_type]++;
 		res->node_cells[t->node_type] += cells;
+		if (cells <= c->env.max_batch) {
+			res->estimate_ns += c->env.lat.node_ns(c->env.lat.ctx, t->node_type, cells);
+			res->estimated_tasks++;
+		}
 	}
 	t->device = w->index;
 	t->start_ns = now;

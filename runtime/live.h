@@ -96,6 +96,8 @@ struct live_result {
 	uint64_t *node_tasks, *node_cells;  /* per node type (owned) */
 	uint64_t graph_tasks, graph_members;
 	int64_t busy_ns;                    /* sum over tasks of end - dispatch */
+	int64_t estimate_ns;                /* the same tasks priced by env.lat (--hw), as the simulator prices them */
+	uint64_t estimated_tasks;           /* tasks in estimate_ns (a lone tree wider than the max batch is not) */
 	int64_t end_ns;                     /* when the run ended */
 	struct pol_stat policy_stats[POL_MAX_STATS];
 	size_t npolicy_stats;

@@ -8,9 +8,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "calib/cpu_bench.h"
 #include "calib/cpu_select.h"
 #include "calib/plan.h"
 
@@ -128,11 +130,27 @@ static void test_plan_shapes_and_budget(void **state)
 	calplan_destroy(p);
 }
 
+/* A point's number: the median by default, the mean on request (hand-computed). */
+static void test_summarize(void **state)
+{
+	(void)state;
+	double samples[] = { 3e-3, 1e-3, 10e-3, 2e-3 };
+	struct calbench_result r;
+
+	calbench_summarize(samples, 4, 0, &r);
+	assert_true(r.median_s == 2.5e-3 && r.value_s == r.median_s);
+	assert_true(fabs(r.mean_s - 4e-3) < 1e-15);
+	assert_true(r.min_s == 1e-3 && r.max_s == 10e-3 && r.reps == 4);
+	calbench_summarize(samples, 4, 1, &r);
+	assert_true(fabs(r.value_s - 4e-3) < 1e-15 && r.median_s == 2.5e-3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pick_coretype),
 		cmocka_unit_test(test_plan_shapes_and_budget),
+		cmocka_unit_test(test_summarize),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -126,6 +126,13 @@ with open(out) as f:
     text = f.read()
 check("--coretype=Haswell runs and records Haswell", r.returncode == 0 and "# kernels: Haswell (" in text
       and "--coretype=Haswell" in text, r.stderr)
+check("the header names the statistic (median by default)", "; median of a point's samples;" in text)
+r = sb("calibrate", "--device=cpu", f"--model={model}", "--batches=1", "--hidden=20", "--reps=3", "--max-reps=3",
+       "--rounds=1", "--min-time=0", "--statistic=mean", f"--out={out}", "--no-db")
+with open(out) as f:
+    text = f.read()
+check("--statistic=mean records the mean", r.returncode == 0 and "; mean of a point's samples;" in text
+      and "(mean of 3," in r.stderr, r.stderr)
 r = sb("calibrate", "--device=cpu", f"--model={model}", "--batches=1", "--coretype=NoSuchCore", "--no-db",
        f"--out={os.path.join(td, 'x.csv')}", "--quiet")
 check("an unknown core type is refused", r.returncode == 2 and "ignored OPENBLAS_CORETYPE=NoSuchCore" in r.stderr,
@@ -138,6 +145,7 @@ for args, needle in [(["calibrate"], "needs --device"), (["calibrate", "--device
                      (["calibrate", "--device=cpu", "--reps=0"], "--reps=0"),
                      (["calibrate", "--device=cpu", "--reps=1", "--max-reps=2"], "--rounds=3 exceeds --max-reps=2"),
                      (["calibrate", "--device=cpu", "--bogus=1"], "unknown or malformed option"),
+                     (["calibrate", "--device=cpu", "--statistic=mode"], "--statistic=mode: expected median or mean"),
                      (["calibrate", "--device=cpu", "--model=nosuchmodel"], "unknown model 'nosuchmodel'")]:
     r = sb(*args)
     check("bad option " + " ".join(args[1:]), one_line_error(r, needle), r.stderr)

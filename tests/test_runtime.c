@@ -652,6 +652,7 @@ static void test_live_every_policy(void **state)
 				if (policy_refuses(pols[pi], &c))
 					continue;
 				c.policy = pchk_wrap(pols[pi], s.n);
+				c.keep_tasks = 1;
 				struct live_result r;
 				if (live_run(&c, &r, err, sizeof err) != 0)
 					fail_msg("%s on %s: %s", pols[pi]->name, m->name, err);
@@ -675,6 +676,22 @@ static void test_live_every_policy(void **state)
 				for (uint32_t t = 0; t < r.nnodes; t++)
 					members += r.node_cells[t];
 				assert_int_equal(members + r.graph_members, r.task_members);
+				/* the --hw estimate of the tasks it ran, priced here from the task log */
+				int64_t estimate = 0;
+				for (size_t k = 0; k < r.ntasks_logged; k++) {
+					const struct live_task *t = &r.task_log[k];
+					uint32_t in = 0, out = 0;
+					for (uint32_t j = 0; j < t->nreq; j++) {
+						const struct live_request *q = &r.reqs[r.task_ids[t->first_id + j]];
+						in = q->input_len > in ? q->input_len : in;
+						out = q->output_len > out ? q->output_len : out;
+					}
+					estimate += t->kind == POL_TASK_GRAPH ? lat_graph(NULL, t->nreq, in, out)
+					                                      : lat_node(NULL, t->node_type, t->cells);
+				}
+				assert_int_equal(r.ntasks_logged, r.tasks);
+				assert_int_equal(r.estimated_tasks, r.tasks);
+				assert_int_equal(r.estimate_ns, estimate);
 				live_result_free(&r);
 			}
 		mdl_free(m);

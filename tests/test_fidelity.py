@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Tests of scripts/fidelity (the simulation-vs-live report):
+ - its table arithmetic: the mean of a calibration table and the same table
+   with every time tripled prices every node at exactly twice the original
+   (the calibrated model is linear in the table's times: interpolation and
+   a least-squares line), and a table scaled by s prices nodes at s times;
+   tables with different rows are refused;
+ - a tiny end-to-end report (serial, one load, a few requests, one live
+   run): it exits 0, and its CSV's errors are (simulated - live) / live of
+   its own columns, the drift and speed columns are finite.
+Usage: test_fidelity.py PATH/TO/simbatch PATH/TO/scripts/fidelity"""
+import csv
+import importlib.machinery
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+SB, FIDELITY = sys.argv[1], sys.argv[2]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(FIDELITY)))
+TABLE = os.path.join(ROOT, "calib", "tables", "cpu.csv")
+failures = []
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(detail)[:400]))
+    if not cond:
+        failures.append(name)
+
+
+def load_script(path):
+    loader = importlib.machinery.SourceFileLoader("fidelity", path)
+    spec = importlib.util.spec_from_loader("fidelity", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def node_ms(hw, batch):
+    r = subprocess.run([SB, "model-info", "--model=lstm", f"--hw={hw}", f"--batch={batch}", "--json"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        return float("nan")
+    return json.loads(r.stdout)["nodes"][0]["ms"]
+
+
+fid = load_script(FIDELITY)
+td = tempfile.mkdtemp(prefix="simbatch-fidelity-")
+
+# ---- table arithmetic ----
+comments, header, rows = fid.read_table(TABLE)
+lat = header.index("latency_s")
+tripled = os.path.join(td, "tripled.csv")
+fid.write_table(tripled, comments, header,
+                [[("%.9e" % (3 * float(v)) if h in fid.TABLE_TIMES else v) for h, v in zip(header, r)] for r in rows],
+                "every time tripled (test)")
+mean = os.path.join(td, "mean.csv")
+fid.combine_tables([TABLE, tripled], mean, "mean (test)")
+scaled = os.path.join(td, "scaled.csv")
+fid.combine_tables([TABLE], scaled, "scaled (test)", scale=0.8)
+for b in (1, 3, 64, 200):
+    base = node_ms(TABLE, b)
+    check(f"mean of x1 and x3 tables prices the LSTM step at 2x, batch {b}",
+          abs(node_ms(mean, b) / base - 2) < 1e-5, (node_ms(mean, b), base))
+    check(f"a table scaled by 0.8 prices it at 0.8x, batch {b}", abs(node_ms(scaled, b) / base - 0.8) < 1e-5,
+          (node_ms(scaled, b), base))
+check("drift of the x3 table over the x1 one is +200%", abs(fid.table_drift(TABLE, tripled) - 2) < 1e-6,
+      fid.table_drift(TABLE, tripled))
+short = os.path.join(td, "short.csv")
+fid.write_table(short, comments, header, rows[:-1], "one row fewer (test)")
+try:
+    fid.combine_tables([TABLE, short], os.path.join(td, "bad.csv"), "bad")
+    check("tables with different rows are refused", False, "combined")
+except RuntimeError as e:
+    check("tables with different rows are refused", "not the same rows" in str(e), e)
+check("a calibration table is recognized", fid.is_calibration_table(TABLE))
+
+# ---- a tiny end-to-end report ----
+out_csv = os.path.join(td, "fid.csv")
+r = subprocess.run([sys.executable, FIDELITY, f"--simbatch={SB}", "--model=lstm", "--policies=serial,nosuch",
+                    "--loads=0.5", "--requests=12", "--warmup-frac=0", "--live-repeats=1", "--max-batch=4",
+                    f"--work={td}/work", f"--csv={out_csv}"], capture_output=True, text=True, timeout=300)
+check("fidelity exits 0", r.returncode == 0, r.stderr[-400:])
+check("fidelity names the policy it skipped", "skipped: nosuch" in r.stdout, r.stdout[-400:])
+rows = list(csv.DictReader(open(out_csv))) if os.path.exists(out_csv) else []
+check("one row, serial at 50%", len(rows) == 1 and rows[0]["policy"] == "serial" and float(rows[0]["load"]) == 0.5,
+      rows)
+for row in rows:
+    for q in ("p50", "p90", "p99"):
+        sim, live = float(row[f"sim_{q}"]), float(row[f"live_{q}"])
+        check(f"{q} error is (sim - live) / live", abs(float(row[f"{q}_err"]) - (sim - live) / live) < 1e-9, row)
+    check("rate is the load times the device capacity",
+          abs(float(row["rate_rps"]) - 0.5 * float(row["capacity_rps"])) < 1e-9, row)
+    check("drift and live/table speed are finite",
+          math.isfinite(float(row["drift"])) and float(row["live_vs_table"]) > 0, row)
+    check("the live runs served every request", float(row["live_tput"]) > 0 and int(row["dropped"]) == 0, row)
+r = subprocess.run([sys.executable, FIDELITY, "--capacity=half"], capture_output=True, text=True, timeout=60)
+check("a bad --capacity exits non-zero with one line", r.returncode != 0 and len(r.stderr.strip().split("\n")) == 1,
+      r.stderr)
+
+print(f"{len(failures)} failed" if failures else "all passed")
+sys.exit(1 if failures else 0)
