@@ -56,6 +56,7 @@ struct cc_args {
 	int no_db, dry_run, quiet, help;
 	int clock_given;                    /* --clock was given */
 	uint32_t rounds;                    /* interleaved rounds over a shape's batches */
+	int cold_start;                     /* measure the cold-start field (cc_cold_start) */
 };
 
 static void cc_usage(FILE *f)
@@ -82,6 +83,8 @@ static void cc_usage(FILE *f)
 	        "  --m1-kernel=K      gemv (default) or gemm: what runs a product with M = 1\n"
 	        "  --clock=C          cpu: the thread's CPU time, so time preempted by other jobs does not\n"
 	        "                     count (default with one thread); wall: CLOCK_MONOTONIC (needed for > 1)\n"
+	        "  --cold-start=on    also measure what the largest weight costs to refill after the thread\n"
+	        "                     slept 0.5 to 200 ms (the table's cold-start field; off: skip it)\n"
 	        "  --statistic=S      median (default): a point's typical time; mean: what a serving loop pays\n"
 	        "                     on average, the larger where the machine's speed wanders\n"
 	        "  --out=FILE         CSV table (default " CC_DEFAULT_OUT ")\n"
@@ -147,7 +150,7 @@ static int cc_add_models(struct cc_args *a, const char *value, char *err, size_t
 static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t errlen)
 {
 	enum { O_MODEL = 1, O_BATCHES, O_MAXB, O_HIDDEN, O_WARMUP, O_REPS, O_MAXREPS, O_MINTIME, O_GFLOP, O_MIB,
-	       O_CORE, O_THREADS, O_M1, O_OUT, O_DB, O_NODB, O_DRY, O_QUIET, O_HELP, O_CLOCK, O_ROUNDS, O_STAT };
+	       O_CORE, O_THREADS, O_M1, O_OUT, O_DB, O_NODB, O_DRY, O_QUIET, O_HELP, O_CLOCK, O_ROUNDS, O_STAT, O_COLD };
 	static const struct option opts[] = {
 		{ "model", required_argument, NULL, O_MODEL }, { "batches", required_argument, NULL, O_BATCHES },
 		{ "max-batch", required_argument, NULL, O_MAXB }, { "hidden", required_argument, NULL, O_HIDDEN },
@@ -160,6 +163,7 @@ static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t 
 		{ "dry-run", no_argument, NULL, O_DRY }, { "quiet", no_argument, NULL, O_QUIET },
 		{ "help", no_argument, NULL, O_HELP }, { "clock", required_argument, NULL, O_CLOCK },
 		{ "rounds", required_argument, NULL, O_ROUNDS }, { "statistic", required_argument, NULL, O_STAT },
+		{ "cold-start", required_argument, NULL, O_COLD },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, rc = 0;
@@ -174,6 +178,7 @@ static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t 
 	a->max_mib = 2048;
 	a->threads = 1;
 	a->rounds = 3;
+	a->cold_start = 1;
 	a->out = CC_DEFAULT_OUT;
 	a->db = CC_DEFAULT_DB;
 	opterr = 0;
@@ -210,6 +215,14 @@ static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t 
 			}
 			break;
 		case O_ROUNDS: rc = cc_uint("rounds", optarg, 1, 100, &a->rounds, err, errlen); break;
+		case O_COLD:
+			if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0)
+				a->cold_start = strcmp(optarg, "on") == 0;
+			else {
+				snprintf(err, errlen, "--cold-start=%s: expected on or off", optarg);
+				rc = -1;
+			}
+			break;
 		case O_STAT:
 			if (strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0)
 				a->bench.mean = strcmp(optarg, "mean") == 0;
@@ -422,6 +435,55 @@ static int cc_write_csv(struct caltab *t, const char *path, char *err, size_t er
 	return 0;
 }
 
+/* The cold-start field (hwmodels/calibrated_table.h): the refill after idle
+ * measured on the plan's largest weight (a GEMM at batch 1, the case where
+ * a step reads all of it), at idle times from half a millisecond to 200 ms,
+ * as seconds per weight byte (the simulator scales it by each node's
+ * weights and interpolates between the idle times). */
+static int cc_cold_start(const struct cc_args *a, const struct calplan *p, struct caltab *t, char *err, size_t errlen)
+{
+	static const double idle_ms[] = { 0.5, 1, 2, 5, 10, 20, 50, 100, 200 };
+	enum { NIDLE = sizeof idle_ms / sizeof idle_ms[0], COLD_REPS = 7 };
+	const struct calplan_shape *big = NULL;
+	struct calbench_buffers *buf = NULL;
+	double extra[NIDLE];
+	char curve[512] = "", raw[512] = "";
+	size_t used = 0, rused = 0;
+
+	for (size_t i = 0; i < p->nshapes; i++) {
+		const struct calplan_shape *s = &p->shapes[i];
+		if (s->op == CALTAB_GEMM && s->max_batch >= 1 && (!big || s->k * s->n > big->k * big->n))
+			big = s;
+	}
+	if (!big)
+		return 0;
+	if (calbench_buffers_create(big, 1, &buf, err, errlen) != 0)
+		return -1;
+	double bytes = (double)big->k * big->n * sizeof(float), level = 0;
+	for (size_t i = 0; i < NIDLE; i++) {
+		if (calbench_cold_extra(big, buf, a->bench.m1_gemv, idle_ms[i] * 1e-3, COLD_REPS, &extra[i], err,
+		                        errlen) != 0) {
+			calbench_buffers_destroy(buf);
+			return -1;
+		}
+		/* the field is non-decreasing and >= 0 (a longer idle loses at least as much): a running maximum */
+		level = extra[i] > level ? extra[i] : level;
+		used += (size_t)snprintf(curve + used, sizeof curve - used, " %g:%.4e", idle_ms[i], level / bytes);
+		rused += (size_t)snprintf(raw + rused, sizeof raw - rused, "%s%g ms %.3f", i ? ", " : "", idle_ms[i],
+		                          extra[i] * 1e3);
+	}
+	calbench_buffers_destroy(buf);
+	if (!a->quiet)
+		fprintf(stderr, "calib-cpu: cold start on gemm %llux%llux%llu: ms more after idle: %s\n",
+		        (unsigned long long)big->m, (unsigned long long)big->k, (unsigned long long)big->n, raw);
+	return cc_field(t, CALTAB_COLD_START_FIELD, err, errlen,
+	                "per weight byte after idle:%s; seconds per weight byte after MS ms idle, a running maximum of "
+	                "gemm %llux%llux%llu at batch 1 (%.1f MiB of weights): %d calls right after a sleep less the %d "
+	                "right before it, median of %d (ms: %s)", curve, (unsigned long long)big->m,
+	                (unsigned long long)big->k, (unsigned long long)big->n, bytes / 1048576.0, CALBENCH_COLD_CALLS,
+	                CALBENCH_COLD_CALLS, COLD_REPS, raw);
+}
+
 /* Times every point of the plan into t. A shape's batches are measured in
  * a->rounds interleaved rounds (ascending, then descending, ...), each
  * taking its share of the samples, and each point's median is over all its
@@ -568,7 +630,7 @@ int main(int argc, char **argv)
 		snprintf(err, sizeof err, "out of memory");
 		goto fail;
 	}
-	if (cc_measure(&a, plan, t, err, sizeof err) != 0)
+	if (cc_measure(&a, plan, t, err, sizeof err) != 0 || (a.cold_start && cc_cold_start(&a, plan, t, err, sizeof err) != 0))
 		goto fail;
 	size_t lowered = caltab_make_monotone(t);
 	if (cc_header(t, &a, &cpu, dl.dli_fname, why, plan, lowered, load0, calbench_now() - t0, argc, argv, err, sizeof err) != 0 ||

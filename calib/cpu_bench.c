@@ -2,6 +2,7 @@
  * cpu_bench.h). */
 #include "cpu_bench.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,4 +224,34 @@ int calbench_time(const struct calplan_shape *s, struct calbench_buffers *buf, u
 out:
 	free(t);
 	return rc;
+}
+
+int calbench_cold_extra(const struct calplan_shape *s, struct calbench_buffers *buf, int m1_gemv, double idle_s,
+                        uint32_t reps, double *extra_s, char *err, size_t errlen)
+{
+	double *d = malloc((reps ? reps : 1) * sizeof *d);
+
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (uint32_t r = 0; r < reps; r++) {
+		for (int i = 0; i < 2; i++)
+			calbench_run_once(s, buf, 1, m1_gemv);
+		double t0 = calbench_now();
+		for (int i = 0; i < CALBENCH_COLD_CALLS; i++)
+			calbench_run_once(s, buf, 1, m1_gemv);
+		double warm = calbench_now() - t0;
+		struct timespec ts = { .tv_sec = (time_t)idle_s, .tv_nsec = (long)((idle_s - (double)(time_t)idle_s) * 1e9) };
+		while (nanosleep(&ts, &ts) != 0)
+			;
+		t0 = calbench_now();
+		for (int i = 0; i < CALBENCH_COLD_CALLS; i++)
+			calbench_run_once(s, buf, 1, m1_gemv);
+		d[r] = calbench_now() - t0 - warm;
+	}
+	gsl_sort(d, 1, reps);
+	*extra_s = gsl_stats_median_from_sorted_data(d, 1, reps);
+	free(d);
+	return 0;
 }

@@ -86,6 +86,17 @@ int calbench_collect(const struct calplan_shape *s, struct calbench_buffers *buf
  * shared machine whose speed wanders it is the larger by a few percent. */
 void calbench_summarize(double *samples, uint32_t n, int use_mean, struct calbench_result *r);
 
+/* Coming back from idle: how much longer CALBENCH_COLD_CALLS calls of
+ * shape s at batch 1 take right after the thread slept idle_s than the same
+ * calls right before the sleep (wall clock; both after warm-up calls, so
+ * each pair sees the same machine). On a shared machine an idle core's
+ * caches fill with other tenants' data, and a serving loop pays to refill
+ * its weights; a live worker waiting for requests sleeps just so. Sets
+ * *extra_s to the median over reps pairs. */
+#define CALBENCH_COLD_CALLS 4
+int calbench_cold_extra(const struct calplan_shape *s, struct calbench_buffers *buf, int m1_gemv, double idle_s,
+                        uint32_t reps, double *extra_s, char *err, size_t errlen);
+
 /* Seconds on CLOCK_MONOTONIC. */
 double calbench_now(void);
 

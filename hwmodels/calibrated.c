@@ -59,6 +59,9 @@ struct calhw_hw {
 	struct calhw_ew_fit ew;        /* npoints 0 when the table has no elementwise rows */
 	uint32_t max_batch;            /* over the shapes the model needs; 0 without a model */
 	int gpu;                       /* the table was measured on a GPU (for the hint in messages) */
+	uint32_t ncold;                /* the table's cold-start field: refill cost per weight byte ... */
+	double cold_idle_s[CALTAB_COLD_MAX];        /* ... after this long idle (increasing) */
+	double cold_s_per_byte[CALTAB_COLD_MAX];    /* (non-decreasing; linear in between, flat after) */
 };
 
 int calhw_is_gpu_name(const char *arg)
@@ -289,6 +292,44 @@ static int calhw_bind_model(struct calhw_hw *h, const struct mdl_model *m, char 
 	return 0;
 }
 
+/* The optional header field written by calib-cpu (calib/calib_cpu.c):
+ * "per weight byte after idle: MS:S MS:S ...; how it was measured", idle in
+ * ms increasing, seconds per weight byte non-decreasing. */
+static int calhw_parse_cold_start(const struct caltab *t, struct calhw_hw *h, char *err, size_t errlen)
+{
+	static const char prefix[] = "per weight byte after idle:";
+	const char *v = caltab_field(t, CALTAB_COLD_START_FIELD), *p;
+	int used;
+
+	if (!v)
+		return 0;
+	if (strncmp(v, prefix, sizeof prefix - 1) != 0)
+		goto bad;
+	p = v + sizeof prefix - 1;
+	while (*p == ' ')
+		p++;
+	while (*p && *p != ';') {
+		double ms, spb;
+		if (h->ncold == CALTAB_COLD_MAX || sscanf(p, "%lg:%lg%n", &ms, &spb, &used) != 2 || !isfinite(ms) ||
+		    !isfinite(spb) || !(ms > 0) || spb < 0 ||
+		    (h->ncold && (ms <= h->cold_idle_s[h->ncold - 1] * 1e3 || spb < h->cold_s_per_byte[h->ncold - 1])))
+			goto bad;
+		h->cold_idle_s[h->ncold] = ms * 1e-3;
+		h->cold_s_per_byte[h->ncold++] = spb;
+		p += used;
+		while (*p == ' ')
+			p++;
+	}
+	if (h->ncold == 0)
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen, "%s: field %s: expected '%s MS:S MS:S ...' (at most %d pairs, idle ms increasing, "
+	         "seconds per byte >= 0 and non-decreasing), got '%s'", h->source, CALTAB_COLD_START_FIELD, prefix,
+	         CALTAB_COLD_MAX, v);
+	return -1;
+}
+
 int calhw_create(const struct caltab *t, const struct mdl_model *m, const char *label, struct hw_model **out,
                  char *err, size_t errlen)
 {
@@ -327,7 +368,7 @@ int calhw_create(const struct caltab *t, const struct mdl_model *m, const char *
 			break;
 		}
 	}
-	if (m && calhw_bind_model(h, m, err, errlen) != 0)
+	if (calhw_parse_cold_start(t, h, err, errlen) != 0 || (m && calhw_bind_model(h, m, err, errlen) != 0))
 		goto fail;
 	*out = &h->base;
 	return 0;
@@ -465,6 +506,32 @@ const struct calhw_ew_fit *calhw_elementwise(const struct hw_model *hw)
 	return &((const struct calhw_hw *)hw)->ew;
 }
 
+/* The node's weights (fp32, as calibrated) at the table's refill cost for
+ * this idle: linear between the measured idles (and from 0 at no idle),
+ * the longest one's beyond. */
+static double calhw_cold_start(const struct hw_model *hw, uint32_t node_type, double idle_s)
+{
+	const struct calhw_hw *h = (const struct calhw_hw *)hw;
+	double bytes = 0, spb;
+	uint32_t i = 0;
+
+	if (!hw->model || node_type >= hw->model->nnodes || h->ncold == 0 || !(idle_s > 0))
+		return 0;
+	const struct mdl_node *node = &hw->model->nodes[node_type];
+	for (uint32_t g = 0; g < node->ngemms; g++)
+		if (!node->gemms[g].weight_shared)
+			bytes += (double)node->gemms[g].k * (double)node->gemms[g].n * node->gemms[g].count * sizeof(float);
+	while (i < h->ncold && h->cold_idle_s[i] < idle_s)
+		i++;
+	if (i == h->ncold)
+		spb = h->cold_s_per_byte[h->ncold - 1];
+	else {
+		double x0 = i ? h->cold_idle_s[i - 1] : 0, y0 = i ? h->cold_s_per_byte[i - 1] : 0;
+		spb = y0 + (h->cold_s_per_byte[i] - y0) * (idle_s - x0) / (h->cold_idle_s[i] - x0);
+	}
+	return bytes * spb;
+}
+
 static uint32_t calhw_max_batch(const struct hw_model *hw)
 {
 	return ((const struct calhw_hw *)hw)->max_batch;
@@ -487,6 +554,7 @@ const struct hw_ops calhw_cpu_ops = {
 	.node_cost = calhw_node_cost,
 	.gemm_cost = NULL,
 	.max_batch = calhw_max_batch,
+	.cold_start = calhw_cold_start,
 };
 
 const struct hw_ops calhw_gpu_ops = {
@@ -497,6 +565,7 @@ const struct hw_ops calhw_gpu_ops = {
 	.node_cost = calhw_node_cost,
 	.gemm_cost = NULL,
 	.max_batch = calhw_max_batch,
+	.cold_start = calhw_cold_start,
 };
 
 const struct hw_ops calhw_file_ops = {
@@ -507,4 +576,5 @@ const struct hw_ops calhw_file_ops = {
 	.node_cost = calhw_node_cost,
 	.gemm_cost = NULL,
 	.max_batch = calhw_max_batch,
+	.cold_start = calhw_cold_start,
 };

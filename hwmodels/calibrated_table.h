@@ -45,6 +45,10 @@
 #include <stdio.h>
 
 #define CALTAB_MAGIC "# simbatch calibration table"
+/* Optional header field: what coming back from idle costs (calibrated.c
+ * parses it, calib-cpu measures it). */
+#define CALTAB_COLD_START_FIELD "cold-start"
+#define CALTAB_COLD_MAX 32   /* idle times in it, at most */
 #define CALTAB_COLUMNS "op,m_per_sample,k,n,batch,latency_s,measured_s,reps"
 
 enum caltab_op {

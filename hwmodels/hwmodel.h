@@ -59,6 +59,12 @@ struct hw_ops {
 	                 char *err, size_t errlen);
 	/* optional: largest batch the model can answer for (0 = unbounded) */
 	uint32_t (*max_batch)(const struct hw_model *hw);
+	/* optional: coming back from idle. While a device sits idle its caches
+	 * fill with other work, and the first task afterwards to run node type t
+	 * refills t's weights: the extra seconds after idle_s seconds idle
+	 * (non-decreasing in idle_s; 0 when not modelled). A pure function, like
+	 * node_cost. */
+	double (*cold_start)(const struct hw_model *hw, uint32_t node_type, double idle_s);
 };
 
 /* Every instance starts with this header. */
@@ -84,6 +90,11 @@ static inline int hw_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b
 static inline uint32_t hw_max_batch(const struct hw_model *hw)
 {
 	return hw->ops->max_batch ? hw->ops->max_batch(hw) : 0;
+}
+
+static inline double hw_cold_start(const struct hw_model *hw, uint32_t t, double idle_s)
+{
+	return hw->ops->cold_start ? hw->ops->cold_start(hw, t, idle_s) : 0.0;
 }
 
 #endif

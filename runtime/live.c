@@ -59,6 +59,8 @@ struct live_worker {
 	int job_ready, job_done, job_rc;
 	char job_err[256];
 	int64_t end_ns, exec_ns;         /* end on the device; worker time for the task */
+	int64_t last_end_ns;             /* scheduler side: end of its previous task, -1 before the first */
+	int64_t task_estimate_ns;        /* scheduler side: --hw's price of the running task, when warm; else -1 */
 	double move_ns;                  /* this task's data movement (backend move_ns) */
 	uint64_t move_seen;              /* worker only: last move_ns total read */
 };
@@ -342,6 +344,12 @@ static int live_complete(struct live *L, struct live_worker *w, int64_t now)
 	w->busy = 0;
 	t->end_ns = w->end_ns;
 	res->busy_ns += t->end_ns - t->start_ns;
+	if (w->task_estimate_ns >= 0) {
+		res->warm_busy_ns += t->end_ns - t->start_ns;
+		res->warm_estimate_ns += w->task_estimate_ns;
+		res->warm_tasks++;
+	}
+	w->last_end_ns = t->end_ns;
 	res->device_ns += (double)w->exec_ns;
 	res->move_ns += w->move_ns;
 	res->events++;
@@ -396,21 +404,25 @@ static int live_dispatch(struct live *L, struct live_worker *w, int64_t now, cha
 		                                      .chain_len = r->chain_len, .input_len = r->input_len,
 		                                      .output_len = r->output_len };
 	}
+	int64_t estimate = -1;
 	if (t->kind == POL_TASK_GRAPH) {
 		t->cells = t->nreq;
 		res->graph_tasks++;
 		res->graph_members += t->nreq;
-		res->estimate_ns += c->env.lat.graph_ns(c->env.lat.ctx, t->nreq, max_in, max_out);
-		res->estimated_tasks++;
+		estimate = c->env.lat.graph_ns(c->env.lat.ctx, t->nreq, max_in, max_out);
 	} else {
 		t->cells = cells;
 		res->node_tasks[t->node_type]++;
 		res->node_cells[t->node_type] += cells;
-		if (cells <= c->env.max_batch) {
-			res->estimate_ns += c->env.lat.node_ns(c->env.lat.ctx, t->node_type, cells);
-			res->estimated_tasks++;
-		}
+		if (cells <= c->env.max_batch)
+			estimate = c->env.lat.node_ns(c->env.lat.ctx, t->node_type, cells);
 	}
+	if (estimate >= 0) {
+		res->estimate_ns += estimate;
+		res->estimated_tasks++;
+	}
+	int warm = w->last_end_ns >= 0 && now - w->last_end_ns < LIVE_WARM_GAP_NS;
+	w->task_estimate_ns = warm ? estimate : -1;
 	t->device = w->index;
 	t->start_ns = now;
 	t->end_ns = now;
@@ -643,6 +655,7 @@ static int live_setup(struct live *L, char *err, size_t errlen)
 		struct live_worker *w = &L->workers[i];
 		w->L = L;
 		w->index = i;
+		w->last_end_ns = -1;
 		pthread_condattr_t ca;
 		pthread_condattr_init(&ca);
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -98,6 +98,8 @@ struct live_result {
 	int64_t busy_ns;                    /* sum over tasks of end - dispatch */
 	int64_t estimate_ns;                /* the same tasks priced by env.lat (--hw), as the simulator prices them */
 	uint64_t estimated_tasks;           /* tasks in estimate_ns (a lone tree wider than the max batch is not) */
+	int64_t warm_busy_ns, warm_estimate_ns;  /* the same over warm tasks: dispatched within LIVE_WARM_GAP_NS */
+	uint64_t warm_tasks;                     /* of their device's previous task's end (no refill after idle) */
 	int64_t end_ns;                     /* when the run ended */
 	struct pol_stat policy_stats[POL_MAX_STATS];
 	size_t npolicy_stats;
@@ -116,6 +118,8 @@ struct live_result {
 	struct live_task *task_log;         /* keep_tasks (owned) */
 	uint64_t *task_ids;                 /* members of the logged tasks (owned) */
 };
+
+#define LIVE_WARM_GAP_NS 500000   /* 0.5 ms: below the calibration's shortest idle (calib_cpu.c cc_cold_start) */
 
 int live_run(const struct live_config *c, struct live_result *res, char *err, size_t errlen);
 void live_result_free(struct live_result *res);

@@ -460,6 +460,7 @@ static int live_extra(const struct opt_set *o, const struct live_result *lr, str
 	 * calibration shows here, apart from any queueing effect */
 	double est_ms = (double)lr->estimate_ns * 1e-6, busy_ms = (double)lr->busy_ns * 1e-6;
 	double vs_hw = est_ms > 0 ? busy_ms / est_ms : 0;
+	double warm_vs_hw = lr->warm_estimate_ns > 0 ? (double)lr->warm_busy_ns / (double)lr->warm_estimate_ns : 0;
 	char dev[512], kern[400];
 	live_json_escape(lr->device_desc, dev, sizeof dev);
 	live_json_escape(lr->model_desc, kern, sizeof kern);
@@ -476,6 +477,7 @@ static int live_extra(const struct opt_set *o, const struct live_result *lr, str
 	live_cfg(x, "live.overhead-move-us", "%.3f", move_us);
 	live_cfg(x, "live.setup-s", "%.3f", lr->setup_s);
 	live_cfg(x, "live.busy-vs-hw", "%.6f", vs_hw);
+	live_cfg(x, "live.warm-busy-vs-hw", "%.6f", warm_vs_hw);
 	if (asprintf(&x->json,
 	             "\"live\":true,\"partial\":%s,\"dropped\":%llu,\"abandoned\":%llu,"
 	             "\"device\":\"%s\",\"kernels\":\"%s\",\"gemm\":\"%s\",\"weight_bytes\":%llu,\"setup_s\":%.6f,"
@@ -483,12 +485,14 @@ static int live_extra(const struct opt_set *o, const struct live_result *lr, str
 	             "\"issue_late_us\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
 	             "\"overhead_us\":{\"decide\":%.3f,\"complete\":%.3f,\"move\":%.3f,\"total\":%.3f},"
 	             "\"device_ms_per_task\":%.6f,"
-	             "\"hw_estimate\":{\"busy_ms\":%.6f,\"estimate_ms\":%.6f,\"tasks\":%llu,\"busy_vs_hw\":%.6f}",
+	             "\"hw_estimate\":{\"busy_ms\":%.6f,\"estimate_ms\":%.6f,\"tasks\":%llu,\"busy_vs_hw\":%.6f,"
+	             "\"warm_tasks\":%llu,\"warm_busy_vs_hw\":%.6f}",
 	             lr->partial ? "true" : "false", (unsigned long long)lr->dropped, (unsigned long long)lr->abandoned,
 	             dev, kern, opt_str(o, "gemm"), (unsigned long long)lr->weight_bytes,
 	             lr->setup_s, opt_str(o, "max-queue"), lr->max_outstanding, lr->realtime ? "true" : "false", late.p50_us, late.p99_us, late.max_us,
 	             dec_us, done_us, move_us, dec_us + done_us + move_us, dev_ms, busy_ms, est_ms,
-	             (unsigned long long)lr->estimated_tasks, vs_hw) < 0) {
+	             (unsigned long long)lr->estimated_tasks, vs_hw, (unsigned long long)lr->warm_tasks,
+	             warm_vs_hw) < 0) {
 		x->json = NULL;
 		goto oom;
 	}
@@ -496,11 +500,12 @@ static int live_extra(const struct opt_set *o, const struct live_result *lr, str
 	             "  live       %s; %s\n"
 	             "  issue      late p50 %.1f us, p99 %.1f us, max %.1f us; %llu dropped (max queue %s)%s\n"
 	             "  overhead   per task: policy %.1f us, completion %.1f us, gather/scatter %.1f us; device %.3f ms\n"
-	             "  vs --hw    tasks took %.3fx what --hw=%s gives for them (busy %.1f ms, estimated %.1f ms)\n",
+	             "  vs --hw    tasks took %.3fx what --hw=%s gives for them (busy %.1f ms, estimated %.1f ms); "
+	             "the %llu warm ones (started within 0.5 ms of the previous) %.3fx\n",
 	             lr->device_desc, lr->model_desc, late.p50_us, late.p99_us, late.max_us,
 	             (unsigned long long)lr->dropped, opt_str(o, "max-queue"),
 	             lr->partial ? "; STOPPED (partial run)" : "", dec_us, done_us, move_us, dev_ms, vs_hw,
-	             opt_str(o, "hw"), busy_ms, est_ms) < 0) {
+	             opt_str(o, "hw"), busy_ms, est_ms, (unsigned long long)lr->warm_tasks, warm_vs_hw) < 0) {
 		x->text = NULL;
 		goto oom;
 	}

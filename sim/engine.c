@@ -23,6 +23,8 @@
 struct eng_device {
 	int busy;
 	struct pol_task task;          /* the running task; reqs has env.max_batch slots */
+	int64_t idle_since_ns;         /* end of its last task */
+	int64_t *cold_owed_ns;         /* [node type]: refill the next task to run it pays (with a cold-start model) */
 };
 
 struct eng_pool_chunk {             /* requests are allocated in chunks and recycled */
@@ -57,6 +59,8 @@ struct eng {
 	uint64_t graph_tasks, graph_members;
 	int64_t busy_ns;
 	int64_t first_measured_arrival_ns, last_finish_ns, now_ns;
+	int has_cold;                   /* eng_latency_has_cold; 0: every task runs warm */
+	uint64_t cold_starts;           /* tasks that paid a refill */
 
 	struct timeline *timeline;      /* not owned; NULL unless --timeline-out */
 	struct results_request_row *rows;
@@ -204,6 +208,7 @@ static int eng_on_task_done(struct eng *e, const struct event *ev)
 	assert(d->busy);
 	pol_task_advance(t, m);
 	d->busy = 0;
+	d->idle_since_ns = ev->time_ns;
 	e->c->policy->on_task_done(e->pol, t, ev->time_ns);
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
@@ -228,6 +233,33 @@ static int eng_on_task_done(struct eng *e, const struct event *ev)
 		eng_req_release(e, r);
 	}
 	return 0;
+}
+
+/* What a task pays for weights its device lost while idle (hwmodel.h
+ * cold_start): an idle gap leaves every node type owing the refill for that
+ * gap (the larger of that and what it owed already), and a task pays what
+ * each type it runs owes, once; a graph task runs every type its lengths
+ * unroll. */
+static int64_t eng_cold_extra(struct eng *e, struct eng_device *d, const struct pol_task *t, int64_t now_ns,
+                              uint32_t max_in, uint32_t max_out)
+{
+	const struct mdl_model *m = e->c->model;
+	int64_t extra = 0, idle_ns = now_ns - d->idle_since_ns;
+	for (uint32_t type = 0; type < m->nnodes; type++) {
+		if (idle_ns > 0) {
+			int64_t owed = eng_latency_cold_ns(e->lat, type, idle_ns);
+			if (owed > d->cold_owed_ns[type])
+				d->cold_owed_ns[type] = owed;
+		}
+		int runs = t->kind == POL_TASK_GRAPH ? mdl_node_repeats(m, type, max_in, max_out) > 0
+		                                     : type == t->node_type;
+		if (runs) {
+			extra += d->cold_owed_ns[type];
+			d->cold_owed_ns[type] = 0;
+		}
+	}
+	e->cold_starts += extra > 0;
+	return extra;
 }
 
 static int eng_start_task(struct eng *e, uint32_t dev, int64_t now_ns)
@@ -265,6 +297,8 @@ static int eng_start_task(struct eng *e, uint32_t dev, int64_t now_ns)
 		e->node_tasks[t->node_type]++;
 		e->node_cells[t->node_type] += cells;
 	}
+	if (e->has_cold)
+		dur_ns += eng_cold_extra(e, d, t, now_ns, max_in, max_out);
 	t->device = dev;
 	t->start_ns = now_ns;
 	t->end_ns = now_ns + dur_ns;
@@ -358,8 +392,10 @@ static void eng_teardown(struct eng *e)
 		e->c->policy->fini(e->pol);
 	free(e->pol);
 	if (e->devices)
-		for (uint32_t i = 0; i < e->env.workers; i++)
+		for (uint32_t i = 0; i < e->env.workers; i++) {
 			free(e->devices[i].task.reqs);
+			free(e->devices[i].cold_owed_ns);
+		}
 	free(e->devices);
 	while (e->chunks) {
 		struct eng_pool_chunk *n = e->chunks->next;
@@ -431,12 +467,18 @@ int eng_run(const struct eng_config *c, struct eng_result *res, char *err, size_
 		snprintf(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
+	e.has_cold = eng_latency_has_cold(e.lat);
 	for (uint32_t i = 0; i < c->workers; i++) {
 		e.devices[i].task.reqs = calloc(c->env.max_batch, sizeof(struct pol_request *));
-		if (!e.devices[i].task.reqs) {
+		if (e.has_cold)
+			e.devices[i].cold_owed_ns = calloc(c->model->nnodes ? c->model->nnodes : 1, sizeof(int64_t));
+		if (!e.devices[i].task.reqs || (e.has_cold && !e.devices[i].cold_owed_ns)) {
 			snprintf(err, errlen, "out of memory setting up the run");
 			goto fail;
 		}
+		/* nothing has run on a device yet: every node type owes the longest idle's refill */
+		for (uint32_t type = 0; e.has_cold && type < c->model->nnodes; type++)
+			e.devices[i].cold_owed_ns[type] = eng_latency_cold_ns(e.lat, type, INT64_MAX);
 	}
 	if (c->policy->init((struct pol_state *)e.pol, &e.env, err, errlen) != 0) {
 		free(e.pol);
@@ -450,6 +492,7 @@ int eng_run(const struct eng_config *c, struct eng_result *res, char *err, size_
 	res->completed = e.completed;
 	res->events = e.events;
 	res->tasks = e.tasks;
+	res->cold_starts = e.cold_starts;
 	res->mean_batch = e.tasks ? (double)e.task_members / (double)e.tasks : 0.0;
 	res->sim_end_s = e.now_ns * 1e-9;
 	int64_t span_ns = e.last_finish_ns - e.first_measured_arrival_ns;

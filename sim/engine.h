@@ -50,6 +50,7 @@ struct eng_result {
 	uint64_t completed;         /* requests that finished */
 	uint64_t events;            /* events processed */
 	uint64_t tasks;             /* tasks run */
+	uint64_t cold_starts;       /* tasks that refilled weights lost while their device idled (hwmodel.h) */
 	double mean_batch;          /* requests per task */
 	double sim_end_s;           /* simulated time of the last event */
 	double throughput_rps;      /* measured completions / (last finish - first measured arrival) */

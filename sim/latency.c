@@ -15,7 +15,12 @@ struct eng_latency {
 	int64_t *static_ns;      /* [b]: every static node once */
 	int64_t *encoder_ns;     /* [b]: every encoder node once (one input step) */
 	int64_t *decoder_ns;     /* [b]: every decoder node once (one output step) */
+	int has_cold;
+	double *cold_ns;         /* [type * LAT_COLD_GRID + i]: hw_cold_start at lat_cold_grid_ms[i] */
 };
+
+#define LAT_COLD_GRID 11
+static const double lat_cold_grid_ms[LAT_COLD_GRID] = { 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000 };
 
 static int64_t lat_round_ns(double s)
 {
@@ -38,8 +43,22 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 	l->static_ns = calloc(stride, sizeof *l->static_ns);
 	l->encoder_ns = calloc(stride, sizeof *l->encoder_ns);
 	l->decoder_ns = calloc(stride, sizeof *l->decoder_ns);
-	if (!l->node_ns || !l->static_ns || !l->encoder_ns || !l->decoder_ns)
+	l->cold_ns = calloc((m->nnodes ? m->nnodes : 1) * (size_t)LAT_COLD_GRID, sizeof *l->cold_ns);
+	if (!l->node_ns || !l->static_ns || !l->encoder_ns || !l->decoder_ns || !l->cold_ns)
 		goto oom;
+	for (uint32_t t = 0; t < m->nnodes; t++)
+		for (uint32_t i = 0; i < LAT_COLD_GRID; i++) {
+			double extra_s = hw_cold_start(hw, t, lat_cold_grid_ms[i] * 1e-3);
+			double before = i ? l->cold_ns[t * LAT_COLD_GRID + i - 1] : 0;
+			if (!isfinite(extra_s) || extra_s * 1e9 < before) {
+				snprintf(err, errlen, "hardware model %s gave a cold start of %g s after %g ms idle for node %s "
+				         "(must be finite and non-decreasing in the idle time)", hw->label, extra_s,
+				         lat_cold_grid_ms[i], m->nodes[t].name);
+				goto fail;
+			}
+			l->cold_ns[t * LAT_COLD_GRID + i] = extra_s * 1e9;
+			l->has_cold |= extra_s > 0;
+		}
 	for (uint32_t t = 0; t < m->nnodes; t++) {
 		for (uint32_t b = 1; b <= max_batch; b++) {
 			struct hw_node_cost cost;
@@ -76,7 +95,32 @@ void eng_latency_destroy(struct eng_latency *l)
 	free(l->static_ns);
 	free(l->encoder_ns);
 	free(l->decoder_ns);
+	free(l->cold_ns);
 	free(l);
+}
+
+int eng_latency_has_cold(const struct eng_latency *l)
+{
+	return l->has_cold;
+}
+
+int64_t eng_latency_cold_ns(const struct eng_latency *l, uint32_t node_type, int64_t idle_ns)
+{
+	const double *y = &l->cold_ns[(size_t)node_type * LAT_COLD_GRID];
+	double ms = (double)idle_ns * 1e-6, v;
+	uint32_t i = 0;
+	assert(node_type < l->ntypes);
+	if (idle_ns <= 0)
+		return 0;
+	while (i < LAT_COLD_GRID && lat_cold_grid_ms[i] < ms)
+		i++;
+	if (i == LAT_COLD_GRID)
+		v = y[LAT_COLD_GRID - 1];
+	else {
+		double x0 = i ? lat_cold_grid_ms[i - 1] : 0, y0 = i ? y[i - 1] : 0;
+		v = y0 + (y[i] - y0) * (ms - x0) / (lat_cold_grid_ms[i] - x0);
+	}
+	return (int64_t)nearbyint(v);
 }
 
 uint32_t eng_latency_max_cells(const struct eng_latency *l)

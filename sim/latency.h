@@ -30,4 +30,12 @@ uint32_t eng_latency_max_cells(const struct eng_latency *l);
 int64_t eng_latency_node_ns(void *l, uint32_t node_type, uint32_t batch);
 int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32_t output_len);
 
+/* The hardware model's cold start (hwmodel.h): what the first task to run
+ * node_type pays after its device sat idle idle_ns. Sampled from the model
+ * at idle times of 0.5 ms to 1 s (1-2-5 steps) and linear in between, from
+ * 0 at no idle; flat beyond 1 s. eng_latency_has_cold: whether any node
+ * type pays anything (else the engine skips the bookkeeping). */
+int eng_latency_has_cold(const struct eng_latency *l);
+int64_t eng_latency_cold_ns(const struct eng_latency *l, uint32_t node_type, int64_t idle_ns);
+
 #endif

@@ -40,7 +40,8 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	        "\"sla_violation_rate\":%.10g,\"mean_batch\":%.10g,\"events\":%llu,\"tasks\":%llu,",
 	        s->queue_mean_ms, s->queue_p99_ms, r->sla_ms, s->sla_violation_rate, res->mean_batch,
 	        (unsigned long long)res->events, (unsigned long long)res->tasks);
-	fprintf(f, "\"saturated\":%s,", report_saturated(r) ? "true" : "false");
+	fprintf(f, "\"saturated\":%s,\"cold_starts\":%llu,", report_saturated(r) ? "true" : "false",
+	        (unsigned long long)res->cold_starts);
 	fprintf(f, "\"workers\":%u,\"max_batch\":%u,\"arrival_cv\":%.10g,\"sim_time_s\":%.10g,"
 	        "\"busy_fraction\":%.10g",
 	        r->workers, r->max_batch, r->arrival_cv, res->sim_end_s, res->busy_fraction);
@@ -107,6 +108,9 @@ void report_text(FILE *f, const struct report_run *r)
 	fprintf(f, "  throughput %.1f req/s   device busy %.1f%%   mean batch %.2f (max %u)\n",
 	        res->throughput_rps, 100.0 * res->busy_fraction, res->mean_batch, r->max_batch);
 	fprintf(f, "  SLA %.6g ms: %.2f%% of requests late\n", r->sla_ms, 100.0 * s->sla_violation_rate);
+	if (res->cold_starts)
+		fprintf(f, "  cold       %llu tasks refilled weights lost while their device idled (--hw cold-start)\n",
+		        (unsigned long long)res->cold_starts);
 	/* an overloaded run's percentiles describe a growing queue, not a steady state */
 	if (report_saturated(r))
 		fprintf(f, "  SATURATED: served %.1f of %.6g req/s offered; the queue grew for the whole run, "

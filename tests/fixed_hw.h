@@ -12,6 +12,8 @@ struct fixed_hw {
 	struct hw_model base;
 	double seconds;      /* latency at batch 1 */
 	double growth;       /* added fraction of it per extra batch member */
+	double cold_s;       /* fixed_hw_cold: refill after cold_full_s idle or more ... */
+	double cold_full_s;  /* ... and linear in the idle below it */
 };
 
 static int fixed_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out,
@@ -26,6 +28,26 @@ static int fixed_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, st
 }
 
 static const struct hw_ops fixed_hw_ops = { .name = "fixed", .node_cost = fixed_node_cost };
+
+static double fixed_cold_start(const struct hw_model *hw, uint32_t t, double idle_s)
+{
+	(void)t;
+	const struct fixed_hw *f = (const struct fixed_hw *)hw;
+	return idle_s >= f->cold_full_s ? f->cold_s : f->cold_s * idle_s / f->cold_full_s;
+}
+
+static const struct hw_ops fixed_cold_hw_ops = { .name = "fixed", .node_cost = fixed_node_cost,
+	                                             .cold_start = fixed_cold_start };
+
+/* fixed_hw with a cold start (hwmodel.h): cold_s after cold_full_s idle. */
+static inline struct fixed_hw fixed_hw_cold(const struct mdl_model *m, double seconds, double cold_s,
+                                            double cold_full_s)
+{
+	struct fixed_hw f = { .base = { .ops = &fixed_cold_hw_ops, .model = m }, .seconds = seconds,
+	                      .cold_s = cold_s, .cold_full_s = cold_full_s };
+	strcpy(f.base.label, "fixed");
+	return f;
+}
 
 static inline struct fixed_hw fixed_hw(const struct mdl_model *m, double seconds, double growth)
 {

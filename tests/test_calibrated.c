@@ -344,6 +344,40 @@ static void expect_bad(const char *text, unsigned line, const char *field, const
 	drop_tmp(path);
 }
 
+/* The cold-start field: seconds per weight byte, linear between the listed
+ * idle times and from 0 at no idle, flat after the last; a node pays for
+ * its weight GEMMs (count included), not for attention products. */
+static void test_cold_start(void **state)
+{
+	char buf[4096], *path;
+	struct hw_model *hw = NULL;
+	char err[512] = "";
+
+	(void)state;
+	snprintf(buf, sizeof buf, "%s# cold-start: per weight byte after idle: 1:0 10:2e-9 100:4e-9; test\n%s",
+	         HEAD, toy_table_text() + strlen(HEAD));
+	path = write_tmp(buf);
+	if (hw_open(path, &toy, &hw, err, sizeof err) != 0)
+		fail_msg("unexpected error: %s", err);
+	/* g: 8x16 fp32 = 512 bytes; gx3: 3 x 512 (the attention product has no weights); big: 8x32x4 = 1024 */
+	assert_true(hw_cold_start(hw, 0, 0) == 0);
+	assert_true(fabs(hw_cold_start(hw, 0, 0.5e-3)) < 1e-18);                /* before 1 ms: 0 to 0 */
+	assert_true(fabs(hw_cold_start(hw, 0, 5.5e-3) - 512 * 1e-9) < 1e-15);   /* halfway 1..10 ms */
+	assert_true(fabs(hw_cold_start(hw, 0, 10e-3) - 512 * 2e-9) < 1e-15);
+	assert_true(fabs(hw_cold_start(hw, 1, 55e-3) - 1536 * 3e-9) < 1e-15);
+	assert_true(fabs(hw_cold_start(hw, 3, 1.0) - 1024 * 4e-9) < 1e-15);     /* flat after 100 ms */
+	hw_close(hw);
+	drop_tmp(path);
+
+	static const char *bad[] = { "per weight byte after idle: 10:1e-9 5:2e-9", "per weight byte after idle: 1:2e-9 5:1e-9",
+	                             "per weight byte after idle: 1:-1e-9", "per weight byte after idle:",
+	                             "after idle: 1:1e-9", "per weight byte after idle: 1:x" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(buf, sizeof buf, "%s# cold-start: %s\n%s", HEAD, bad[i], toy_table_text() + strlen(HEAD));
+		expect_bad(buf, 0, NULL, "field cold-start: expected");
+	}
+}
+
 static void test_malformed_files(void **state)
 {
 	char buf[4096];
@@ -541,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_make_monotone),
 		cmocka_unit_test(test_write_read_roundtrip),
 		cmocka_unit_test(test_malformed_files),
+		cmocka_unit_test(test_cold_start),
 		cmocka_unit_test(test_named_tables),
 		cmocka_unit_test(test_held_out_committed_table),
 	};

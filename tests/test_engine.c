@@ -135,6 +135,42 @@ static void run_trace(uint32_t max_batch, double window_ms, uint32_t bucket_widt
 	eng_result_free(&r);
 }
 
+/* Cold start: 1 ms a cell, 2 ms of refill after 10 ms idle or more (linear
+ * below). r0 (0 ms, 2 cells) runs on a device that never ran: 0-4; r1 (1 ms,
+ * 1 cell) follows back to back: 4-5; r2 (8 ms) after 3 ms idle pays 0.6 ms:
+ * 8-9.6; r3 (30 ms) after 20.4 ms idle pays 2 ms: 30-33. */
+static void test_cold_start_timeline(void **state)
+{
+	(void)state;
+	static double arrival[4] = { 0, 0.001, 0.008, 0.030 };
+	static uint32_t len[4] = { 2, 1, 1, 1 }, zero[4] = { 0 };
+	const double start[4] = { 0, 4, 8, 30 }, finish[4] = { 4, 5, 9.6, 33 };
+	struct mdl_model m = one_node_model(MDL_ENCODER);
+	struct fixed_hw hw = fixed_hw_cold(&m, 1e-3, 2e-3, 10e-3);
+	struct trc_trace t = { .n = 4, .arrival_s = arrival, .input_len = len, .output_len = zero };
+	struct eng_config c = base_config(&serial_policy_ops, &m, &hw.base);
+	c.trace = &t;
+	c.requests = 0;
+	c.keep_request_rows = 1;
+	struct eng_result r;
+	char err[256];
+	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
+	assert_int_equal(r.nrows, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_true(fabs(r.rows[i].start_s * 1e3 - start[i]) < 1e-6);
+		assert_true(fabs(r.rows[i].finish_s * 1e3 - finish[i]) < 1e-6);
+	}
+	assert_int_equal(r.cold_starts, 3);
+	eng_result_free(&r);
+	/* the graph policy's whole-graph tasks pay the same way */
+	c.policy = &graph_policy_ops;
+	c.env.max_batch = 1;
+	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
+	for (int i = 0; i < 4; i++)
+		assert_true(fabs(r.rows[i].finish_s * 1e3 - finish[i]) < 1e-6);
+	eng_result_free(&r);
+}
+
 /* max batch 2, no window: {r0,r1} 0-5 (padded to 5), {r2,r3} 5-8 (padded to 3),
  * {r4,r5} 8-12 (padded to 4). Every member leaves when its batch ends. */
 static void test_graph_timeline_padding(void **state)
@@ -288,6 +324,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_md1),
 		cmocka_unit_test(test_mg1),
+		cmocka_unit_test(test_cold_start_timeline),
 		cmocka_unit_test(test_graph_timeline_padding),
 		cmocka_unit_test(test_graph_timeline_window),
 		cmocka_unit_test(test_graph_timeline_buckets),

@@ -77,6 +77,17 @@ try:
 except RuntimeError as e:
     check("tables with different rows are refused", "not the same rows" in str(e), e)
 check("a calibration table is recognized", fid.is_calibration_table(TABLE))
+cold1, cold3 = os.path.join(td, "cold1.csv"), os.path.join(td, "cold3.csv")
+plain = [c for c in comments if not c.startswith(fid.COLD)]
+fid.write_table(cold1, plain + [fid.COLD + " 1:0 10:2e-11 100:4e-11; test"], header, rows, "cold x1 (test)")
+fid.write_table(cold3, plain + [fid.COLD + " 1:0 10:6e-11 100:1.2e-10; test"], header, rows, "cold x3 (test)")
+fid.combine_tables([cold1, cold3], mean, "mean (test)")
+check("cold-start fields are averaged", fid.cold_curve(fid.read_table(mean)[0]) == [(1, 0), (10, 4e-11), (100, 8e-11)],
+      fid.cold_curve(fid.read_table(mean)[0]))
+r = subprocess.run([SB, "run", "--model=lstm", f"--hw={mean}", "--policy=serial", "--rate=5", "--requests=20",
+                    "--max-batch=8", "--no-db", "--json"], capture_output=True, text=True, timeout=60)
+check("the averaged table loads and pays cold starts", r.returncode == 0 and json.loads(r.stdout)["cold_starts"] > 0,
+      r.stderr)
 
 # ---- a tiny end-to-end report ----
 out_csv = os.path.join(td, "fid.csv")

@@ -692,6 +692,8 @@ static void test_live_every_policy(void **state)
 				assert_int_equal(r.ntasks_logged, r.tasks);
 				assert_int_equal(r.estimated_tasks, r.tasks);
 				assert_int_equal(r.estimate_ns, estimate);
+				assert_true(r.warm_tasks < r.tasks && r.warm_estimate_ns <= r.estimate_ns &&
+				            r.warm_busy_ns <= r.busy_ns);   /* the first task of a worker is never warm */
 				live_result_free(&r);
 			}
 		mdl_free(m);
