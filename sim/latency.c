@@ -50,13 +50,14 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 		for (uint32_t i = 0; i < LAT_COLD_GRID; i++) {
 			double extra_s = hw_cold_start(hw, t, lat_cold_grid_ms[i] * 1e-3);
 			double before = i ? l->cold_ns[t * LAT_COLD_GRID + i - 1] : 0;
-			if (!isfinite(extra_s) || extra_s * 1e9 < before) {
+			/* non-decreasing up to rounding (interpolation can land an ulp low) */
+			if (!isfinite(extra_s) || extra_s * 1e9 < before * (1 - 1e-9) - 1e-6) {
 				snprintf(err, errlen, "hardware model %s gave a cold start of %g s after %g ms idle for node %s "
 				         "(must be finite and non-decreasing in the idle time)", hw->label, extra_s,
 				         lat_cold_grid_ms[i], m->nodes[t].name);
 				goto fail;
 			}
-			l->cold_ns[t * LAT_COLD_GRID + i] = extra_s * 1e9;
+			l->cold_ns[t * LAT_COLD_GRID + i] = extra_s * 1e9 > before ? extra_s * 1e9 : before;
 			l->has_cold |= extra_s > 0;
 		}
 	for (uint32_t t = 0; t < m->nnodes; t++) {

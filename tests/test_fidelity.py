@@ -88,6 +88,13 @@ r = subprocess.run([SB, "run", "--model=lstm", f"--hw={mean}", "--policy=serial"
                     "--max-batch=8", "--no-db", "--json"], capture_output=True, text=True, timeout=60)
 check("the averaged table loads and pays cold starts", r.returncode == 0 and json.loads(r.stdout)["cold_starts"] > 0,
       r.stderr)
+# a measured field with a flat stretch, which once tripped the non-decreasing check by an ulp
+flat = os.path.join(td, "flat.csv")
+fid.write_table(flat, plain + [fid.COLD + " 0.5:0.0000e+00 1:1.5054e-12 2:6.2077e-12 5:6.2077e-12 10:2.8035e-11 "
+                "20:8.0934e-11 50:1.0225e-10 100:1.0986e-10 200:1.0986e-10; measured"], header, rows, "flat (test)")
+r = subprocess.run([SB, "run", "--model=lstm", f"--hw={flat}", "--policy=serial", "--rate=5", "--requests=20",
+                    "--max-batch=8", "--no-db", "--json"], capture_output=True, text=True, timeout=60)
+check("a cold-start field with a flat stretch loads", r.returncode == 0, r.stderr)
 
 # ---- a tiny end-to-end report ----
 out_csv = os.path.join(td, "fid.csv")
