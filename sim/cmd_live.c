@@ -292,6 +292,8 @@ static int live_to_result(const struct eng_config *c, struct live_result *lr, st
 	res->completed = lr->completed;
 	res->events = lr->events;
 	res->tasks = lr->tasks;
+	/* as the simulator counts them: tasks that began after their device idled (a refill was due) */
+	res->cold_starts = lr->tasks - lr->warm_tasks;
 	res->mean_batch = lr->tasks ? (double)lr->task_members / (double)lr->tasks : 0.0;
 	res->sim_end_s = lr->end_ns * 1e-9;
 	int64_t span = last_finish - first_arrival;

@@ -208,7 +208,8 @@ static int eng_on_task_done(struct eng *e, const struct event *ev)
 	assert(d->busy);
 	pol_task_advance(t, m);
 	d->busy = 0;
-	d->idle_since_ns = ev->time_ns;
+	if (e->has_cold)
+		d->idle_since_ns = ev->time_ns;
 	e->c->policy->on_task_done(e->pol, t, ev->time_ns);
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
