@@ -525,8 +525,6 @@ static double calhw_cold_start(const struct hw_model *hw, uint32_t node_type, do
 		i++;
 	if (i == h->ncold)
 		spb = h->cold_s_per_byte[h->ncold - 1];
-	else if (h->cold_idle_s[i] == idle_s)
-		spb = h->cold_s_per_byte[i];   /* a measured idle: its number itself */
 	else {
 		double x0 = i ? h->cold_idle_s[i - 1] : 0, y0 = i ? h->cold_s_per_byte[i - 1] : 0;
 		spb = y0 + (h->cold_s_per_byte[i] - y0) * (idle_s - x0) / (h->cold_idle_s[i] - x0);

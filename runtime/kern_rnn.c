@@ -269,18 +269,9 @@ static size_t rnn_state_bytes(const struct rt_model *km, uint32_t input_len, uin
 static int rnn_state_init(const struct rt_model *km, void *state, uint64_t id, uint32_t input_len,
                           uint32_t output_len, char *err, size_t errlen)
 {
-	size_t bytes = rnn_state_bytes(km, input_len, output_len);
-	unsigned char *host = calloc(1, bytes);
-	if (!host) {
-		snprintf(err, errlen, "out of memory for a request's state");
-		return -1;
-	}
-	int32_t *tok = (int32_t *)(host + rnn_tok_in_off(km));
-	for (uint32_t t = 0; t < input_len; t++)
-		tok[t] = (int32_t)(rt_rand_u64(km->seed, RNN_TAG_TOKENS + id, t) % km->enc.vocab);
-	int rc = km->be->upload(km->dev, state, host, bytes, err, errlen);
-	free(host);
-	return rc;
+	return rt_kern_token_state(km->be, km->dev, state, rnn_state_bytes(km, input_len, output_len),
+	                           rnn_tok_in_off(km), input_len, km->enc.vocab, km->seed, RNN_TAG_TOKENS + id, err,
+	                           errlen);
 }
 
 static void rnn_work_destroy(const struct rt_model *km, void *work)
@@ -289,9 +280,7 @@ static void rnn_work_destroy(const struct rt_model *km, void *work)
 	if (!w)
 		return;
 	float *bufs[] = { w->x, w->g, w->gh, w->c, w->hn, w->hp, w->logits };
-	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-		if (bufs[i])
-			km->be->free(km->dev, bufs[i]);
+	rt_kern_free_buffers(km->be, km->dev, bufs, sizeof bufs / sizeof bufs[0]);
 	free(w->src_h);
 	free(w->src_c);
 	free(w->dst_h);

@@ -335,18 +335,9 @@ static int tf_state_init(const struct rt_model *km, void *state, uint64_t id, ui
 		return -1;
 	}
 	struct tf_layout L = tf_layout(km, input_len, output_len);
-	unsigned char *host = calloc(1, L.bytes);
-	if (!host) {
-		snprintf(err, errlen, "out of memory for a request's state");
-		return -1;
-	}
-	int32_t *tok = (int32_t *)(host + L.tok_in_b);
 	uint32_t vin = km->vocab < TF_INPUT_VOCAB_MAX ? km->vocab : TF_INPUT_VOCAB_MAX;
-	for (uint32_t t = 0; t < input_len; t++)
-		tok[t] = (int32_t)(rt_rand_u64(km->seed, TF_TAG_TOKENS + id, t) % vin);
-	int rc = km->be->upload(km->dev, state, host, L.bytes, err, errlen);
-	free(host);
-	return rc;
+	return rt_kern_token_state(km->be, km->dev, state, L.bytes, L.tok_in_b, input_len, vin, km->seed,
+	                           TF_TAG_TOKENS + id, err, errlen);
 }
 
 /* ---- work buffers ---- */
@@ -357,9 +348,7 @@ static void tf_work_destroy(const struct rt_model *km, void *work)
 	if (!w)
 		return;
 	float *bufs[] = { w->x, w->qkv, w->a, w->o, w->f, w->kv, w->logits };
-	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-		if (bufs[i])
-			km->be->free(km->dev, bufs[i]);
+	rt_kern_free_buffers(km->be, km->dev, bufs, sizeof bufs / sizeof bufs[0]);
 	free(w->src);
 	free(w->dst);
 	free(w->dst2);

@@ -110,3 +110,27 @@ fail:
 		be->free(dev, d);
 	return NULL;
 }
+
+int rt_kern_token_state(const struct rt_backend_ops *be, struct rt_dev *dev, void *state, size_t bytes,
+                        size_t tok_off, uint32_t ntok, uint32_t vocab, uint64_t seed, uint64_t tag, char *err,
+                        size_t errlen)
+{
+	unsigned char *host = calloc(1, bytes);
+	if (!host) {
+		snprintf(err, errlen, "out of memory for a request's state");
+		return -1;
+	}
+	int32_t *tok = (int32_t *)(host + tok_off);
+	for (uint32_t t = 0; t < ntok; t++)
+		tok[t] = (int32_t)(rt_rand_u64(seed, tag, t) % vocab);
+	int rc = be->upload(dev, state, host, bytes, err, errlen);
+	free(host);
+	return rc;
+}
+
+void rt_kern_free_buffers(const struct rt_backend_ops *be, struct rt_dev *dev, float *const *bufs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (bufs[i])
+			be->free(dev, bufs[i]);
+}

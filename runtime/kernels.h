@@ -108,6 +108,15 @@ int rt_kern_weight(const struct rt_backend_ops *be, struct rt_dev *dev, uint32_t
 float *rt_kern_table(const struct rt_backend_ops *be, struct rt_dev *dev, size_t n, float offset, float scale, uint64_t seed,
                      uint64_t tag, char *err, size_t errlen);
 
+/* A request's initial device state: bytes of zeros with ntok token ids in
+ * [0, vocab) from stream (seed, tag) as int32 at byte offset tok_off,
+ * uploaded to state. 0, or -1 with err. */
+int rt_kern_token_state(const struct rt_backend_ops *be, struct rt_dev *dev, void *state, size_t bytes,
+                        size_t tok_off, uint32_t ntok, uint32_t vocab, uint64_t seed, uint64_t tag, char *err,
+                        size_t errlen);
+/* Frees the non-NULL device buffers among bufs[0..n). */
+void rt_kern_free_buffers(const struct rt_backend_ops *be, struct rt_dev *dev, float *const *bufs, size_t n);
+
 /* Which repetition of its segment unrolled position pos is (the encoder
  * step, the decoder step; 0 for static nodes). */
 uint32_t rt_step_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);

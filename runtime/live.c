@@ -404,7 +404,8 @@ static int live_dispatch(struct live *L, struct live_worker *w, int64_t now, cha
 		                                      .chain_len = r->chain_len, .input_len = r->input_len,
 		                                      .output_len = r->output_len };
 	}
-	int64_t estimate = -1;
+	/* live kernels serve no tree models: a task's cells are its members, within the max batch */
+	int64_t estimate;
 	if (t->kind == POL_TASK_GRAPH) {
 		t->cells = t->nreq;
 		res->graph_tasks++;
@@ -414,13 +415,9 @@ static int live_dispatch(struct live *L, struct live_worker *w, int64_t now, cha
 		t->cells = cells;
 		res->node_tasks[t->node_type]++;
 		res->node_cells[t->node_type] += cells;
-		if (cells <= c->env.max_batch)
-			estimate = c->env.lat.node_ns(c->env.lat.ctx, t->node_type, cells);
+		estimate = c->env.lat.node_ns(c->env.lat.ctx, t->node_type, cells);
 	}
-	if (estimate >= 0) {
-		res->estimate_ns += estimate;
-		res->estimated_tasks++;
-	}
+	res->estimate_ns += estimate;
 	int warm = w->last_end_ns >= 0 && now - w->last_end_ns < LIVE_WARM_GAP_NS;
 	w->task_estimate_ns = warm ? estimate : -1;
 	t->device = w->index;

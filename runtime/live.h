@@ -97,7 +97,6 @@ struct live_result {
 	uint64_t graph_tasks, graph_members;
 	int64_t busy_ns;                    /* sum over tasks of end - dispatch */
 	int64_t estimate_ns;                /* the same tasks priced by env.lat (--hw), as the simulator prices them */
-	uint64_t estimated_tasks;           /* tasks in estimate_ns (a lone tree wider than the max batch is not) */
 	int64_t warm_busy_ns, warm_estimate_ns;  /* the same over warm tasks: dispatched within LIVE_WARM_GAP_NS */
 	uint64_t warm_tasks;                     /* of their device's previous task's end (no refill after idle) */
 	int64_t end_ns;                     /* when the run ended */

@@ -487,13 +487,13 @@ static int live_extra(const struct opt_set *o, const struct live_result *lr, str
 	             "\"issue_late_us\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
 	             "\"overhead_us\":{\"decide\":%.3f,\"complete\":%.3f,\"move\":%.3f,\"total\":%.3f},"
 	             "\"device_ms_per_task\":%.6f,"
-	             "\"hw_estimate\":{\"busy_ms\":%.6f,\"estimate_ms\":%.6f,\"tasks\":%llu,\"busy_vs_hw\":%.6f,"
+	             "\"hw_estimate\":{\"busy_ms\":%.6f,\"estimate_ms\":%.6f,\"busy_vs_hw\":%.6f,"
 	             "\"warm_tasks\":%llu,\"warm_busy_vs_hw\":%.6f}",
 	             lr->partial ? "true" : "false", (unsigned long long)lr->dropped, (unsigned long long)lr->abandoned,
 	             dev, kern, opt_str(o, "gemm"), (unsigned long long)lr->weight_bytes,
 	             lr->setup_s, opt_str(o, "max-queue"), lr->max_outstanding, lr->realtime ? "true" : "false", late.p50_us, late.p99_us, late.max_us,
 	             dec_us, done_us, move_us, dec_us + done_us + move_us, dev_ms, busy_ms, est_ms,
-	             (unsigned long long)lr->estimated_tasks, vs_hw, (unsigned long long)lr->warm_tasks,
+	             vs_hw, (unsigned long long)lr->warm_tasks,
 	             warm_vs_hw) < 0) {
 		x->json = NULL;
 		goto oom;
