@@ -523,38 +523,24 @@ long caltab_find_shape(const struct caltab *t, enum caltab_op op, uint64_t m, ui
 	return (long)lo;
 }
 
+/* The magic first line, or a column header starting with "op" at the
+ * first line that is not blank or a comment. */
+static int caltab_judge(char *line, unsigned long lineno, void *ctx)
+{
+	char *s = trc_trim(line), *fields[1];
+
+	(void)ctx;
+	if (lineno == 1 && strcmp(s, CALTAB_MAGIC) == 0)
+		return 1;
+	if (*s == '\0' || *s == '#')
+		return -1;
+	trc_split(s, ',', fields, 1);
+	return strcmp(fields[0], "op") == 0;
+}
+
 int caltab_sniff(const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char *line = NULL;
-	size_t cap = 0;
-	int rc = 0, first = 1;
-
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		return -1;
-	}
-	while (getline(&line, &cap, f) >= 0) {
-		char *s = trc_trim(line), *fields[1];
-
-		if (first && strcmp(s, CALTAB_MAGIC) == 0) {
-			rc = 1;
-			break;
-		}
-		first = 0;
-		if (*s == '\0' || *s == '#')
-			continue;
-		trc_split(s, ',', fields, 1);
-		rc = strcmp(fields[0], "op") == 0;
-		break;
-	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
-		rc = -1;
-	}
-	free(line);
-	fclose(f);
-	return rc;
+	return trc_sniff_lines(path, caltab_judge, NULL, err, errlen);
 }
 
 int caltab_read(const char *path, struct caltab **out, char *err, size_t errlen)

@@ -3,6 +3,7 @@
  * bounds, so parsing, messages and the documentation cannot drift apart.
  */
 #include "npu_config.h"
+#include "../traces/parse.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -275,32 +276,21 @@ done:
 	return rc;
 }
 
+/* The first line with data must be "kind = npu". */
+static int npu_cfg_judge(char *line, unsigned long lineno, void *ctx)
+{
+	char *s = npu_cfg_clean(line), *key, *value;
+
+	(void)lineno;
+	(void)ctx;
+	if (*s == '\0')
+		return -1;
+	return npu_cfg_split(s, &key, &value) == 0 && strcmp(key, NPU_KIND_KEY) == 0;
+}
+
 int npu_config_sniff(const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char *line = NULL, *key, *value;
-	size_t cap = 0;
-	int rc = 0;
-
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		return -1;
-	}
-	while (getline(&line, &cap, f) >= 0) {
-		char *s = npu_cfg_clean(line);
-
-		if (*s == '\0')
-			continue;
-		rc = npu_cfg_split(s, &key, &value) == 0 && strcmp(key, NPU_KIND_KEY) == 0;
-		break;
-	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
-		rc = -1;
-	}
-	free(line);
-	fclose(f);
-	return rc;
+	return trc_sniff_lines(path, npu_cfg_judge, NULL, err, errlen);
 }
 
 int npu_config_open(const char *path, const struct mdl_model *m, struct hw_model **out,

@@ -81,36 +81,21 @@ static int hwtable_is_header(char *line)
 	       strcmp(f[1], "batch") == 0 && strcmp(f[2], "latency_s") == 0;
 }
 
+/* The first line with data, which must be the header; ctx records its number. */
+static int hwtable_judge(char *line, unsigned long lineno, void *ctx)
+{
+	char *s = hwtable_clean(line);
+
+	if (*s == '\0')
+		return -1;
+	*(unsigned long *)ctx = lineno;
+	return hwtable_is_header(s);
+}
+
 int hwtable_sniff(const char *path, unsigned long *lineno, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char *line = NULL;
-	size_t cap = 0;
-	unsigned long n = 0;
-	int rc = 0;
-
 	*lineno = 0;
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		return -1;
-	}
-	while (getline(&line, &cap, f) >= 0) {
-		char *s = hwtable_clean(line);
-
-		n++;
-		if (*s == '\0')
-			continue;
-		*lineno = n;
-		rc = hwtable_is_header(s);
-		break;
-	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
-		rc = -1;
-	}
-	free(line);
-	fclose(f);
-	return rc;
+	return trc_sniff_lines(path, hwtable_judge, lineno, err, errlen);
 }
 
 static int hwtable_row_cmp(const void *pa, const void *pb)

@@ -2,6 +2,7 @@
  * (see parse.h for why they refuse what strtod and strtoul would accept). */
 #include "parse.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,4 +88,33 @@ void trc_format_double(char *buf, size_t buflen, double x)
 		if (strtod(buf, NULL) == x)
 			return;
 	}
+}
+
+int trc_sniff_lines(const char *path, int (*judge)(char *line, unsigned long lineno, void *ctx), void *ctx,
+                    char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned long n = 0;
+	int rc = 0;
+
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	while (getline(&line, &cap, f) >= 0) {
+		int v = judge(line, ++n, ctx);
+		if (v >= 0) {
+			rc = v;
+			break;
+		}
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+		rc = -1;
+	}
+	free(line);
+	fclose(f);
+	return rc;
 }

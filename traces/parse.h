@@ -36,4 +36,12 @@ int trc_parse_double(const char *s, double *out);
  * different values the same way. */
 void trc_format_double(char *buf, size_t buflen, double x);
 
+/* What a file is, from its first lines: calls judge(line, lineno, ctx) on
+ * each raw line (writable, newline kept; lineno from 1) until it returns 0
+ * or 1, and returns that; 0 at the end of the file (judge returns -1 to go
+ * on), or -1 with err when the file cannot be opened or read. The kind
+ * sniffers of hwmodels/registry.c share it. */
+int trc_sniff_lines(const char *path, int (*judge)(char *line, unsigned long lineno, void *ctx), void *ctx,
+                    char *err, size_t errlen);
+
 #endif
