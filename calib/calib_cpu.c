@@ -36,15 +36,11 @@
 #include <gsl/gsl_errno.h>
 
 #define CC_WHY_ENV "SIMBATCH_CALIB_CORETYPE_WHY"  /* carries the choice's reason across the re-exec */
-#define CC_MAX_MODELS 32
 #define CC_DEFAULT_OUT "results/calib-cpu.csv"
 #define CC_DEFAULT_DB "results/calibration.db"
 
 struct cc_args {
-	const char *models[CC_MAX_MODELS];  /* not owned: argv, or the default list */
-	size_t nmodels;
-	char *model_lists[CC_MAX_MODELS];   /* owned copies of the --model values, cut at commas */
-	size_t nlists;
+	struct calplan_models models;       /* --model, or the default list */
 	const char *batches;
 	uint32_t max_batch;
 	uint32_t hidden;
@@ -136,29 +132,6 @@ static int cc_double(const char *name, const char *text, double lo, double hi, d
 	return 0;
 }
 
-static int cc_add_models(struct cc_args *a, const char *value, char *err, size_t errlen)
-{
-	char *copy, *save = NULL;
-
-	if (a->nlists == CC_MAX_MODELS || !(copy = strdup(value))) {
-		snprintf(err, errlen, "--model: too many values");
-		return -1;
-	}
-	a->model_lists[a->nlists++] = copy;
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (a->nmodels == CC_MAX_MODELS) {
-			snprintf(err, errlen, "--model: at most %d models", CC_MAX_MODELS);
-			return -1;
-		}
-		a->models[a->nmodels++] = tok;
-	}
-	if (a->nmodels == 0) {
-		snprintf(err, errlen, "--model=%s: no model named", value);
-		return -1;
-	}
-	return 0;
-}
-
 static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t errlen)
 {
 	enum { O_MODEL = 1, O_BATCHES, O_MAXB, O_HIDDEN, O_WARMUP, O_REPS, O_MAXREPS, O_MINTIME, O_GFLOP, O_MIB,
@@ -197,7 +170,7 @@ static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t 
 	optind = 1;
 	while (rc == 0 && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case O_MODEL: rc = cc_add_models(a, optarg, err, errlen); break;
+		case O_MODEL: rc = calplan_models_add(&a->models, optarg, err, errlen); break;
 		case O_BATCHES: a->batches = optarg; break;
 		case O_MAXB: rc = cc_uint("max-batch", optarg, 1, 65536, &a->max_batch, err, errlen); break;
 		case O_HIDDEN: rc = cc_uint("hidden", optarg, 1, 1 << 20, &a->hidden, err, errlen); break;
@@ -256,15 +229,14 @@ static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t 
 		snprintf(err, errlen, "--coretype='%s': expected an OpenBLAS core name or 'library'", a->coretype);
 		rc = -1;
 	}
-	if (rc == 0 && a->nmodels == 0)
-		rc = cc_add_models(a, CALPLAN_DEFAULT_MODELS, err, errlen);
+	if (rc == 0 && a->models.n == 0)
+		rc = calplan_models_add(&a->models, CALPLAN_DEFAULT_MODELS, err, errlen);
 	return rc;
 }
 
 static void cc_free_args(struct cc_args *a)
 {
-	for (size_t i = 0; i < a->nlists; i++)
-		free(a->model_lists[i]);
+	calplan_models_free(&a->models);
 }
 
 /* Decides the kernel set; re-executes the program when OpenBLAS must be
@@ -352,8 +324,8 @@ static int cc_header(struct caltab *t, const struct cc_args *a, const struct cal
 
 	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	getloadavg(&load1, 1);
-	for (size_t i = 0; i < a->nmodels && used < sizeof models; i++)
-		used += (size_t)snprintf(models + used, sizeof models - used, "%s%s", i ? ", " : "", a->models[i]);
+	for (size_t i = 0; i < a->models.n && used < sizeof models; i++)
+		used += (size_t)snprintf(models + used, sizeof models - used, "%s%s", i ? ", " : "", a->models.names[i]);
 	used = 0;
 	for (int i = 0; i < argc && used < sizeof command; i++)
 		used += (size_t)snprintf(command + used, sizeof command - used, "%s%s", i ? " " : "", argv[i]);
@@ -575,7 +547,7 @@ int main(int argc, char **argv)
 		cc_free_args(&a);
 		return 0;
 	}
-	if (calplan_build(&plan, a.batches, a.max_batch, a.max_gflop, a.max_mib, a.models, a.nmodels,
+	if (calplan_build(&plan, a.batches, a.max_batch, a.max_gflop, a.max_mib, a.models.names, a.models.n,
 	                  err, sizeof err) != 0)
 		goto fail;
 	char ew_what[64];

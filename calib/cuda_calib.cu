@@ -41,7 +41,6 @@ extern "C" {
 
 #define CU_DEFAULT_OUT "results/calib-gpu.csv"
 #define CU_DEFAULT_DB "results/calibration.db"
-#define CU_MAX_MODELS 32
 #define CU_MIN_SAMPLE_S 20e-6       /* shortest timed sample */
 #define CU_MAX_GROUP 1000           /* most calls in one timed sample */
 #define CU_LSTM_OPS_PER_UNIT 13     /* 4 bias adds, 3 sigmoid, 2 tanh, c = f*c + i*g (3), h = o*tanh(c) (1) */
@@ -50,10 +49,7 @@ extern "C" {
 enum cu_precision { CU_FP32, CU_FP16, CU_BF16 };
 
 struct cu_args {
-	const char *models[CU_MAX_MODELS];
-	size_t nmodels;
-	char *lists[CU_MAX_MODELS];
-	size_t nlists;
+	struct calplan_models models;   /* --model, or the default list */
 	const char *batches, *name, *out, *db;
 	unsigned max_batch, hidden, warmup, min_reps, max_reps, device;
 	double min_time_s, max_gflop, max_mib;
@@ -125,25 +121,6 @@ static int cu_double(const char *name, const char *v, double *out, char *err, si
 	return 0;
 }
 
-static int cu_add_models(cu_args *a, const char *value, char *err, size_t errlen)
-{
-	char *copy, *save = NULL;
-
-	if (a->nlists == CU_MAX_MODELS || !(copy = strdup(value))) {
-		snprintf(err, errlen, "--model: too many values");
-		return -1;
-	}
-	a->lists[a->nlists++] = copy;
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (a->nmodels == CU_MAX_MODELS) {
-			snprintf(err, errlen, "--model: at most %d models", CU_MAX_MODELS);
-			return -1;
-		}
-		a->models[a->nmodels++] = tok;
-	}
-	return 0;
-}
-
 static int cu_parse(int argc, char **argv, cu_args *a, char *err, size_t errlen)
 {
 	memset(a, 0, sizeof *a);
@@ -186,7 +163,7 @@ static int cu_parse(int argc, char **argv, cu_args *a, char *err, size_t errlen)
 			return -1;
 		}
 		if (strcmp(key, "model") == 0)
-			rc = cu_add_models(a, v, err, errlen);
+			rc = calplan_models_add(&a->models, v, err, errlen);
 		else if (strcmp(key, "batches") == 0)
 			a->batches = v;
 		else if (strcmp(key, "max-batch") == 0)
@@ -235,8 +212,8 @@ static int cu_parse(int argc, char **argv, cu_args *a, char *err, size_t errlen)
 		snprintf(err, errlen, "--max-reps=%u is below --reps=%u", a->max_reps, a->min_reps);
 		return -1;
 	}
-	if (a->nmodels == 0)
-		return cu_add_models(a, CALPLAN_DEFAULT_MODELS, err, errlen);
+	if (a->models.n == 0)
+		return calplan_models_add(&a->models, CALPLAN_DEFAULT_MODELS, err, errlen);
 	return 0;
 }
 
@@ -527,7 +504,7 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	if (calplan_build(&plan, a.batches, a.max_batch, a.max_gflop, a.max_mib, a.models, a.nmodels,
+	if (calplan_build(&plan, a.batches, a.max_batch, a.max_gflop, a.max_mib, a.models.names, a.models.n,
 	                  err, sizeof err) != 0)
 		goto fail;
 	if (calplan_add_elementwise(plan, (uint64_t)a.hidden * CU_LSTM_OPS_PER_UNIT, "LSTM cell", err, sizeof err) ||
@@ -682,7 +659,6 @@ out:
 		cublasDestroy(blas);
 	caltab_destroy(t);
 	calplan_destroy(plan);
-	for (size_t i = 0; i < a.nlists; i++)
-		free(a.lists[i]);
+	calplan_models_free(&a.models);
 	return rc;
 }

@@ -227,3 +227,33 @@ fail:
 	calplan_destroy(plan);
 	return -1;
 }
+
+int calplan_models_add(struct calplan_models *ms, const char *value, char *err, size_t errlen)
+{
+	char *copy, *save = NULL;
+
+	if (ms->nlists == CALPLAN_MAX_MODEL_ARGS || !(copy = strdup(value))) {
+		snprintf(err, errlen, "--model: too many values");
+		return -1;
+	}
+	ms->lists[ms->nlists++] = copy;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (ms->n == CALPLAN_MAX_MODEL_ARGS) {
+			snprintf(err, errlen, "--model: at most %d models", CALPLAN_MAX_MODEL_ARGS);
+			return -1;
+		}
+		ms->names[ms->n++] = tok;
+	}
+	if (ms->n == 0) {
+		snprintf(err, errlen, "--model=%s: no model named", value);
+		return -1;
+	}
+	return 0;
+}
+
+void calplan_models_free(struct calplan_models *ms)
+{
+	for (size_t i = 0; i < ms->nlists; i++)
+		free(ms->lists[i]);
+	ms->nlists = ms->n = 0;
+}

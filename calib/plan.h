@@ -52,6 +52,20 @@ int calplan_set_batches(struct calplan *p, const char *list, char *err, size_t e
  * needs. Returns 0, or -1 (memory, more than CALPLAN_MAX_MODELS models). */
 int calplan_add_model(struct calplan *p, const struct mdl_model *m, char *err, size_t errlen);
 
+/* A calibrator's --model values: each a comma list of built-in names or
+ * .model paths, cut in place in owned copies. */
+#define CALPLAN_MAX_MODEL_ARGS 32
+struct calplan_models {
+	const char *names[CALPLAN_MAX_MODEL_ARGS];  /* into lists */
+	size_t n;
+	char *lists[CALPLAN_MAX_MODEL_ARGS];        /* owned */
+	size_t nlists;
+};
+
+/* Adds one --model value. Returns 0, or -1 with err (too many, or none named). */
+int calplan_models_add(struct calplan_models *ms, const char *value, char *err, size_t errlen);
+void calplan_models_free(struct calplan_models *ms);
+
 /* The plan both calibrators start from: the batch list cut at max_batch, the
  * per-call budgets, and the GEMM shapes of the named models (built-in names
  * or .model paths). Returns 0 and *out (caller destroys), or -1 with err. */
