@@ -403,6 +403,24 @@ __global__ void k_bias_argmax(uint32_t n, const float *logits, size_t ld, const 
 		*tok[i] = arg[0];
 }
 
+/* The block-wide sum (or, with take_max, maximum) of every thread's v, to
+ * every thread; red is blockDim.x floats of shared memory, free again on
+ * return. Every thread of the block must call it. */
+__device__ float block_reduce(float v, float *red, bool take_max)
+{
+	red[threadIdx.x] = v;
+	__syncthreads();
+	for (uint32_t s = blockDim.x / 2; s > 0; s /= 2) {
+		if (threadIdx.x < s)
+			red[threadIdx.x] = take_max ? fmaxf(red[threadIdx.x], red[threadIdx.x + s])
+			                            : red[threadIdx.x] + red[threadIdx.x + s];
+		__syncthreads();
+	}
+	float r = red[0];
+	__syncthreads();
+	return r;
+}
+
 /* one block per row: x = layernorm(x + y) * gamma + beta */
 __global__ void k_add_layernorm(uint32_t d, float *x, size_t ldx, const float *y, size_t ldy, const float *g,
                                 const float *be)
@@ -415,26 +433,11 @@ __global__ void k_add_layernorm(uint32_t d, float *x, size_t ldx, const float *y
 		xi[j] += yi[j];
 		sum += xi[j];
 	}
-	red[threadIdx.x] = sum;
-	__syncthreads();
-	for (uint32_t s = blockDim.x / 2; s > 0; s /= 2) {
-		if (threadIdx.x < s)
-			red[threadIdx.x] += red[threadIdx.x + s];
-		__syncthreads();
-	}
-	float mean = red[0] / d;
-	__syncthreads();
+	float mean = block_reduce(sum, red, false) / d;
 	float var = 0.0f;
 	for (uint32_t j = threadIdx.x; j < d; j += blockDim.x)
 		var += (xi[j] - mean) * (xi[j] - mean);
-	red[threadIdx.x] = var;
-	__syncthreads();
-	for (uint32_t s = blockDim.x / 2; s > 0; s /= 2) {
-		if (threadIdx.x < s)
-			red[threadIdx.x] += red[threadIdx.x + s];
-		__syncthreads();
-	}
-	float inv = rsqrtf(red[0] / d + 1e-5f);
+	float inv = rsqrtf(block_reduce(var, red, false) / d + 1e-5f);
 	for (uint32_t j = threadIdx.x; j < d; j += blockDim.x)
 		xi[j] = (xi[j] - mean) * inv * g[j] + be[j];
 }
@@ -458,28 +461,13 @@ __global__ void k_attention(uint32_t heads, uint32_t dk, const float *q, size_t 
 		score[t] = dot * scale;
 		mx = fmaxf(mx, score[t]);
 	}
-	red[threadIdx.x] = mx;
-	__syncthreads();
-	for (uint32_t s = blockDim.x / 2; s > 0; s /= 2) {
-		if (threadIdx.x < s)
-			red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]);
-		__syncthreads();
-	}
-	mx = red[0];
-	__syncthreads();
+	mx = block_reduce(mx, red, true);
 	float sum = 0.0f;
 	for (uint32_t t = threadIdx.x; t < L; t += blockDim.x) {
 		score[t] = __expf(score[t] - mx);
 		sum += score[t];
 	}
-	red[threadIdx.x] = sum;
-	__syncthreads();
-	for (uint32_t s = blockDim.x / 2; s > 0; s /= 2) {
-		if (threadIdx.x < s)
-			red[threadIdx.x] += red[threadIdx.x + s];
-		__syncthreads();
-	}
-	float denom = red[0];
+	float denom = block_reduce(sum, red, false);
 	for (uint32_t j = threadIdx.x; j < dk; j += blockDim.x) {
 		float acc = 0.0f;
 		for (uint32_t t = 0; t < L; t++)
