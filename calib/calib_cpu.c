@@ -297,20 +297,6 @@ static void cc_shape_text(const struct calplan_shape *s, char *buf, size_t len)
 		         (unsigned long long)s->k, (unsigned long long)s->n);
 }
 
-static int cc_field(struct caltab *t, const char *key, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static int cc_field(struct caltab *t, const char *key, char *err, size_t errlen, const char *fmt, ...)
-{
-	char value[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(value, sizeof value, fmt, ap);
-	va_end(ap);
-	return caltab_set_field(t, key, value, err, errlen);
-}
-
 /* The header of the table: what ran, where, when and how. */
 static int cc_header(struct caltab *t, const struct cc_args *a, const struct calsel_cpu *cpu, const char *blas_path,
                      const char *kernels_why,
@@ -329,26 +315,26 @@ static int cc_header(struct caltab *t, const struct cc_args *a, const struct cal
 	used = 0;
 	for (int i = 0; i < argc && used < sizeof command; i++)
 		used += (size_t)snprintf(command + used, sizeof command - used, "%s%s", i ? " " : "", argv[i]);
-	if (cc_field(t, "device", err, errlen, "cpu (%s; %u BLAS thread%s of %u online CPUs)", cpu->model_name, a->threads,
+	if (caltab_set_fieldf(t, "device", err, errlen, "cpu (%s; %u BLAS thread%s of %u online CPUs)", cpu->model_name, a->threads,
 	             a->threads == 1 ? "" : "s", cpu->online_cpus) ||
-	    cc_field(t, "date", err, errlen, "%s", date) ||
-	    cc_field(t, "cpu-flags", err, errlen, "avx %d, avx2 %d, fma %d, avx512f %d, avx512cd %d, avx512bw %d, "
+	    caltab_set_fieldf(t, "date", err, errlen, "%s", date) ||
+	    caltab_set_fieldf(t, "cpu-flags", err, errlen, "avx %d, avx2 %d, fma %d, avx512f %d, avx512cd %d, avx512bw %d, "
 	             "avx512dq %d, avx512vl %d; nominal %.0f MHz", cpu->avx, cpu->avx2, cpu->fma, cpu->avx512f,
 	             cpu->avx512cd, cpu->avx512bw, cpu->avx512dq, cpu->avx512vl, cpu->mhz) ||
-	    cc_field(t, "library", err, errlen, "%s (openblas_get_config; cblas_sgemm from %s)", openblas_get_config(),
+	    caltab_set_fieldf(t, "library", err, errlen, "%s (openblas_get_config; cblas_sgemm from %s)", openblas_get_config(),
 	             blas_path) ||
-	    cc_field(t, "kernels", err, errlen, "%s (openblas_get_corename); %s", openblas_get_corename(), kernels_why) ||
-	    cc_field(t, "threads", err, errlen, "%u (openblas_set_num_threads; the element-wise kernel runs on one)",
+	    caltab_set_fieldf(t, "kernels", err, errlen, "%s (openblas_get_corename); %s", openblas_get_corename(), kernels_why) ||
+	    caltab_set_fieldf(t, "threads", err, errlen, "%u (openblas_set_num_threads; the element-wise kernel runs on one)",
 	             a->threads) ||
-	    cc_field(t, "gemm", err, errlen, "cblas_sgemm, fp32, row-major: (batch*m_per_sample x k) times a shared "
+	    caltab_set_fieldf(t, "gemm", err, errlen, "cblas_sgemm, fp32, row-major: (batch*m_per_sample x k) times a shared "
 	             "(k x n) weight%s", a->bench.m1_gemv ? "; M = 1 runs cblas_sgemv (--m1-kernel=gemv)" : "") ||
-	    cc_field(t, "attn", err, errlen, "batch independent (m_per_sample x k) by (k x n) products, own operands per "
+	    caltab_set_fieldf(t, "attn", err, errlen, "batch independent (m_per_sample x k) by (k x n) products, own operands per "
 	             "sample, one gemm call each") ||
-	    cc_field(t, "elementwise", err, errlen, "LSTM cell, hidden %u, %d ops per unit (4 bias adds, 3 sigmoid, "
+	    caltab_set_fieldf(t, "elementwise", err, errlen, "LSTM cell, hidden %u, %d ops per unit (4 bias adds, 3 sigmoid, "
 	             "2 tanh, c = f*c + i*g, h = o*tanh(c)); the live runtime's own vectorized cell (runtime/cpu_cells.h), "
 	             "denormals flushed", a->hidden,
 	             CALBENCH_LSTM_OPS_PER_UNIT) ||
-	    cc_field(t, "timing", err, errlen, "%s; each shape's batches in %u interleaved rounds (ascending, descending, "
+	    caltab_set_fieldf(t, "timing", err, errlen, "%s; each shape's batches in %u interleaved rounds (ascending, descending, "
 	             "...), %u warm-up calls in the first round and 1 in later ones, samples until at least %u per point "
 	             "and %.3g s timed, at most %u (calls under 20 us timed in groups); %s of a point's samples; "
 	             "operands stay resident (warm caches, as a serving loop reusing its weights)",
@@ -356,14 +342,14 @@ static int cc_header(struct caltab *t, const struct cc_args *a, const struct cal
 	             "other jobs on this shared machine does not count)" : "CLOCK_MONOTONIC (wall)", a->rounds,
 	             a->bench.warmup, ((a->bench.min_reps + a->rounds - 1) / a->rounds) * a->rounds,
 	             a->bench.min_time_s, a->bench.max_reps, a->bench.mean ? "mean" : "median") ||
-	    cc_field(t, "budget", err, errlen, "points above %.4g GFLOP per call or %.4g MiB of operands not measured; "
+	    caltab_set_fieldf(t, "budget", err, errlen, "points above %.4g GFLOP per call or %.4g MiB of operands not measured; "
 	             "a shape's curve ends at its largest batch within budget", p->max_gflop, a->max_mib) ||
-	    cc_field(t, "monotone", err, errlen, "latency_s = smallest measured_s at this or a larger batch of the "
+	    caltab_set_fieldf(t, "monotone", err, errlen, "latency_s = smallest measured_s at this or a larger batch of the "
 	             "shape (a batch can be padded up); %zu of %zu rows lowered", lowered, t->nrows) ||
-	    cc_field(t, "models", err, errlen, "%s", models) ||
-	    cc_field(t, "conditions", err, errlen, "load average %.2f at start, %.2f at end; %.0f s wall; machine "
+	    caltab_set_fieldf(t, "models", err, errlen, "%s", models) ||
+	    caltab_set_fieldf(t, "conditions", err, errlen, "load average %.2f at start, %.2f at end; %.0f s wall; machine "
 	             "shared with other jobs", load0, load1, wall_s) ||
-	    cc_field(t, "command", err, errlen, "%s", command))
+	    caltab_set_fieldf(t, "command", err, errlen, "%s", command))
 		return -1;
 	return 0;
 }
@@ -442,7 +428,7 @@ static int cc_cold_start(const struct cc_args *a, const struct calplan *p, struc
 	if (!a->quiet)
 		fprintf(stderr, "calib-cpu: cold start on gemm %llux%llux%llu: ms more after idle: %s\n",
 		        (unsigned long long)big->m, (unsigned long long)big->k, (unsigned long long)big->n, raw);
-	return cc_field(t, CALTAB_COLD_START_FIELD, err, errlen,
+	return caltab_set_fieldf(t, CALTAB_COLD_START_FIELD, err, errlen,
 	                "per weight byte after idle:%s; seconds per weight byte after MS ms idle, a running maximum of "
 	                "gemm %llux%llux%llu at batch 1 (%.1f MiB of weights): %d calls right after a sleep less the %d "
 	                "right before it, median of %d (ms: %s)", curve, (unsigned long long)big->m,

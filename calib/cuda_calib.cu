@@ -473,17 +473,6 @@ static void cu_device_name(const char *prop_name, char *out, size_t len)
 	out[j] = '\0';
 }
 
-static int cu_field(caltab *t, const char *key, char *err, size_t errlen, const char *fmt, ...)
-{
-	char value[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(value, sizeof value, fmt, ap);
-	va_end(ap);
-	return caltab_set_field(t, key, value, err, errlen);
-}
-
 int main(int argc, char **argv)
 {
 	cu_args a;
@@ -608,28 +597,28 @@ int main(int argc, char **argv)
 		int64_t id;
 
 		strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-		if (cu_field(t, "device", err, sizeof err, "%s (%s, sm_%d%d, %d SMs, %.1f GiB)", device, prop.name,
+		if (caltab_set_fieldf(t, "device", err, sizeof err, "%s (%s, sm_%d%d, %d SMs, %.1f GiB)", device, prop.name,
 		             prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0) ||
-		    cu_field(t, "date", err, sizeof err, "%s", date) ||
-		    cu_field(t, "library", err, sizeof err, "cuBLAS %d, CUDA runtime %d, driver %d", blas_ver, rt, drv) ||
-		    cu_field(t, "gemm", err, sizeof err, "%s, row-major via the transposed column-major call; "
+		    caltab_set_fieldf(t, "date", err, sizeof err, "%s", date) ||
+		    caltab_set_fieldf(t, "library", err, sizeof err, "cuBLAS %d, CUDA runtime %d, driver %d", blas_ver, rt, drv) ||
+		    caltab_set_fieldf(t, "gemm", err, sizeof err, "%s, row-major via the transposed column-major call; "
 		             "attn rows: strided batched GEMM of batch products",
 		             a.precision == CU_FP32 ? "cublasSgemm fp32 (CUDA cores, pedantic math: no TF32)" :
 		             a.precision == CU_FP16 ? "cublasGemmEx fp16 inputs, fp32 accumulate and output (tensor cores)" :
 		                                      "cublasGemmEx bf16 inputs, fp32 accumulate and output (tensor cores)") ||
-		    cu_field(t, "precision", err, sizeof err, "%s",
+		    caltab_set_fieldf(t, "precision", err, sizeof err, "%s",
 		             a.precision == CU_FP32 ? "fp32" : a.precision == CU_FP16 ? "fp16" : "bf16") ||
-		    cu_field(t, "elementwise", err, sizeof err, "fused fp32 kernels: LSTM cell (%d ops per unit) and GRU "
+		    caltab_set_fieldf(t, "elementwise", err, sizeof err, "fused fp32 kernels: LSTM cell (%d ops per unit) and GRU "
 		             "cell (%d ops per unit), hidden %u, grid %d x 256", CU_LSTM_OPS_PER_UNIT, CU_GRU_OPS_PER_UNIT,
 		             a.hidden, 2 * prop.multiProcessorCount * 8) ||
-		    cu_field(t, "timing", err, sizeof err, "CUDA events on the default stream; %u warm-up calls, then %u to %u "
+		    caltab_set_fieldf(t, "timing", err, sizeof err, "CUDA events on the default stream; %u warm-up calls, then %u to %u "
 		             "samples until %.3g s timed (calls under 20 us timed in groups); median sample", a.warmup,
 		             a.min_reps, a.max_reps, a.min_time_s) ||
-		    cu_field(t, "budget", err, sizeof err, "points above %.4g GFLOP per call or %.4g MiB of operands not "
+		    caltab_set_fieldf(t, "budget", err, sizeof err, "points above %.4g GFLOP per call or %.4g MiB of operands not "
 		             "measured", a.max_gflop, a.max_mib) ||
-		    cu_field(t, "monotone", err, sizeof err, "latency_s = smallest measured_s at this or a larger batch; %zu "
+		    caltab_set_fieldf(t, "monotone", err, sizeof err, "latency_s = smallest measured_s at this or a larger batch; %zu "
 		             "of %zu rows lowered", lowered, t->nrows) ||
-		    cu_field(t, "conditions", err, sizeof err, "%.0f s wall", difftime(now, start)))
+		    caltab_set_fieldf(t, "conditions", err, sizeof err, "%.0f s wall", difftime(now, start)))
 			goto fail;
 		if (caltab_validate(t, err, sizeof err) != 0)
 			goto fail;

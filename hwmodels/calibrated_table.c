@@ -9,6 +9,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +139,17 @@ oom:
 int caltab_set_field(struct caltab *t, const char *key, const char *value, char *err, size_t errlen)
 {
 	return caltab_put_field(t, key, value, 0, err, errlen);
+}
+
+int caltab_set_fieldf(struct caltab *t, const char *key, char *err, size_t errlen, const char *fmt, ...)
+{
+	char value[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(value, sizeof value, fmt, ap);
+	va_end(ap);
+	return caltab_set_field(t, key, value, err, errlen);
 }
 
 const char *caltab_field(const struct caltab *t, const char *key)

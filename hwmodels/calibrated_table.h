@@ -92,6 +92,9 @@ void caltab_destroy(struct caltab *t);
  * place). For key "device" the first word must pass caltab_check_device.
  * Returns 0, or -1 with err. */
 int caltab_set_field(struct caltab *t, const char *key, const char *value, char *err, size_t errlen);
+/* caltab_set_field with the value formatted (at most 2047 characters kept). */
+int caltab_set_fieldf(struct caltab *t, const char *key, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 
 /* The value of header field key, or NULL. Not owned by the caller. */
 const char *caltab_field(const struct caltab *t, const char *key);
