@@ -21,6 +21,7 @@ enum npu_key_kind {
 	NPU_KEY_KIB,       /* uint64_t byte field, integer KiB in the file */
 	NPU_KEY_SCALED,    /* double field = file value * scale */
 	NPU_KEY_DATAFLOW,  /* enum hw_dataflow field, ws | os | is */
+	NPU_KEY_RATE_OR_MEMORY, /* double field: a number in (min, max], or `memory` (stored as 0) */
 };
 
 struct npu_key {
@@ -48,6 +49,9 @@ static const struct npu_key npu_keys[] = {
 	{ "vector_lanes", NPU_KEY_U32, offsetof(struct npu_config, vector_lanes), 1, 1, 1 << 24, 0, "lanes" },
 	{ "dataflow", NPU_KEY_DATAFLOW, offsetof(struct npu_config, dataflow), 1, 0, 0, 0, "" },
 	{ "weight_double_buffer", NPU_KEY_U32, offsetof(struct npu_config, weight_double_buffer), 1, 0, 1, 0, "" },
+	{ "weight_load_bytes_per_cycle", NPU_KEY_RATE_OR_MEMORY,
+	  offsetof(struct npu_config, weight_load_bytes_per_cycle), 1, 0, 1e9, 1, "bytes per cycle" },
+	{ "vector_overlap", NPU_KEY_U32, offsetof(struct npu_config, vector_overlap), 1, 0, 1, 0, "" },
 };
 #define NPU_NKEYS (sizeof npu_keys / sizeof npu_keys[0])
 #define NPU_KIND_KEY "kind"
@@ -118,7 +122,12 @@ static int npu_cfg_value(struct npu_parser *p, const struct npu_key *k, const ch
 		memcpy(field, &df, sizeof df);
 		return 0;
 	}
-	if (k->kind == NPU_KEY_SCALED) {
+	if (k->kind == NPU_KEY_RATE_OR_MEMORY && strcmp(v, "memory") == 0) {
+		double as_memory = 0;
+		memcpy(field, &as_memory, sizeof as_memory);
+		return 0;
+	}
+	if (k->kind == NPU_KEY_SCALED || k->kind == NPU_KEY_RATE_OR_MEMORY) {
 		char *end;
 		double x;
 
@@ -126,8 +135,9 @@ static int npu_cfg_value(struct npu_parser *p, const struct npu_key *k, const ch
 		x = strtod(v, &end);
 		if (end == v || *end != '\0' || errno == ERANGE || !isfinite(x) ||
 		    (k->min_open ? !(x > k->min) : !(x >= k->min)) || x > k->max)
-			return npu_cfg_fail(p, "key '%s': expected a number %s %g and <= %g %s, got '%s'",
-			                    k->name, k->min_open ? ">" : ">=", k->min, k->max, k->unit, v);
+			return npu_cfg_fail(p, "key '%s': expected %sa number %s %g and <= %g %s, got '%s'",
+			                    k->name, k->kind == NPU_KEY_RATE_OR_MEMORY ? "'memory' or " : "",
+			                    k->min_open ? ">" : ">=", k->min, k->max, k->unit, v);
 		x *= k->scale;
 		memcpy(field, &x, sizeof x);
 		return 0;
@@ -200,24 +210,38 @@ static size_t npu_cfg_key_index(const char *name)
 	return i;
 }
 
-/* The check that involves several keys: blamed on the last of them that the
- * file sets (the kind line when all four are defaults). */
-static int npu_cfg_cross_check(struct npu_parser *p, const struct npu_config *c)
+/* Blames a check that involves several keys on the last of them that the
+ * file sets (the kind line when all are defaults). */
+static void npu_cfg_blame(struct npu_parser *p, const char *const *involved, size_t n)
 {
-	static const char *const involved[] = { "weight_sram_kib", "rows", "cols", "elem_bytes" };
-	uint64_t need = 2ull * c->rows * c->cols * c->elem_bytes;
-
-	if (c->weight_sram_bytes >= need)
-		return 0;
 	p->line = p->kind_line;
-	for (size_t i = 0; i < sizeof involved / sizeof involved[0]; i++) {
+	for (size_t i = 0; i < n; i++) {
 		unsigned long l = p->key_line[npu_cfg_key_index(involved[i])];
 		if (l > p->line)
 			p->line = l;
 	}
-	return npu_cfg_fail(p, "key 'weight_sram_kib': %llu KiB cannot double-buffer one fold of weights "
-	                    "(needs 2 * rows * cols * elem_bytes = %llu bytes)",
-	                    (unsigned long long)(c->weight_sram_bytes >> 10), (unsigned long long)need);
+}
+
+/* The checks that involve several keys. */
+static int npu_cfg_cross_check(struct npu_parser *p, const struct npu_config *c)
+{
+	static const char *const sram[] = { "weight_sram_kib", "rows", "cols", "elem_bytes" };
+	static const char *const path[] = { "weight_load_bytes_per_cycle", "mem_bw_gbs", "freq_mhz" };
+	uint64_t need = 2ull * c->rows * c->cols * c->elem_bytes;
+
+	if (c->weight_sram_bytes < need) {
+		npu_cfg_blame(p, sram, sizeof sram / sizeof sram[0]);
+		return npu_cfg_fail(p, "key 'weight_sram_kib': %llu KiB cannot double-buffer one fold of weights "
+		                    "(needs 2 * rows * cols * elem_bytes = %llu bytes)",
+		                    (unsigned long long)(c->weight_sram_bytes >> 10), (unsigned long long)need);
+	}
+	if (c->weight_load_bytes_per_cycle > npu_mem_bytes_per_cycle(c) * (1 + 1e-12)) {
+		npu_cfg_blame(p, path, sizeof path / sizeof path[0]);
+		return npu_cfg_fail(p, "key 'weight_load_bytes_per_cycle': %g bytes per cycle is wider than the "
+		                    "memory (mem_bw_gbs / freq_mhz = %g bytes per cycle)",
+		                    c->weight_load_bytes_per_cycle, npu_mem_bytes_per_cycle(c));
+	}
+	return 0;
 }
 
 int npu_config_load(const char *path, struct npu_config *out, char *err, size_t errlen)

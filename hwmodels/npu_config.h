@@ -21,6 +21,9 @@
  *   vector_lanes          element-wise ops/cycle  = cols
  *   dataflow              ws | os | is          ws
  *   weight_double_buffer  0 | 1                 1
+ *   weight_load_bytes_per_cycle  bytes/cycle > 0 and <= mem_bw_gbs / freq_mhz,
+ *                         or memory (as wide as DRAM)  memory
+ *   vector_overlap        0 | 1                 1
  *
  * Contract:
  *  - Every problem is one line "FILE:LINE: key 'K': problem" (or

@@ -7,26 +7,32 @@
  *     WS: Sr = K, Sc = N, T = M     OS: Sr = M, Sc = N, T = K
  *     IS: Sr = K, Sc = M, T = N
  * On an R x C array the grid is cut into F = ceil(Sr/R) * ceil(Sc/C) folds.
- * A fold needs R cycles to move its stationary operand (weights in WS, inputs
- * in IS) into the PEs, or its results out of them (OS), T cycles to stream
- * the moving operand, and R + C - 2 cycles for the skewed wavefront to fill
- * and drain the array.
+ * A fold needs W cycles to move its stationary operand into the PEs, T
+ * cycles to stream the moving operand, and R + C - 2 cycles for the skewed
+ * wavefront to fill and drain the array. W depends on the dataflow:
+ *  - WS: the fold's R x C weights over the weight path,
+ *    W = ceil(R * C * elem_bytes / weight_load_bytes_per_cycle). The default
+ *    path is as wide as DRAM (the TPU's weight prefetch, US 9805304 B2);
+ *    SCALE-Sim shifts one row a cycle (C * elem_bytes, W = R).
+ *  - IS: the inputs, one row a cycle from the activation SRAM: W = R.
+ *  - OS: nothing is loaded: a fold's results drain while the next fold
+ *    fills, as SCALE-Sim counts it (R + C + T - 2 a fold): W = 0.
  *  - Serialized (weight_double_buffer = 0), SCALE-Sim's count: the folds run
- *    back to back, each 2R + C + T - 2 cycles:   F * (2R + C + T - 2).
+ *    back to back, each W + R + C + T - 2 cycles:   F * (W + R + C + T - 2).
  *  - Double-buffered (weight_double_buffer = 1, the default): each PE holds a
  *    second register for the stationary operand, so the next fold's weights
  *    shift in while the current fold streams (the TPU does this to hide the
  *    cycles a weight tile takes to shift in; Jouppi et al., ISCA 2017), and
  *    the switch travels with the data wavefront, so the array never drains
  *    between folds. Fold f + 1 starts streaming once fold f has streamed its
- *    T rows and fold f + 1's R cycles of loading are done; loading f + 1
+ *    T rows and fold f + 1's W cycles of loading are done; loading f + 1
  *    starts when fold f starts. In steady state a fold therefore costs
- *    max(R, T); the first load (R) and the last fill and drain (R + C - 2)
+ *    max(W, T); the first load (W) and the last fill and drain (R + C - 2)
  *    are paid once per GEMM:
- *        2R + C + T - 2 + (F - 1) * max(R, T).
+ *        W + R + C + T - 2 + (F - 1) * max(W, T).
  *    One fold costs the same either way. In OS the same register pair lets
- *    fold f's results drain while fold f + 1 accumulates, so the formula is
- *    the same with "drain" for "load".
+ *    fold f's results drain (R cycles) while fold f + 1 accumulates, so a
+ *    later fold costs max(R, T).
  *  - The runs of one node term (its count: heads, directions, channel
  *    groups; and one per request for attention) are independent GEMMs of
  *    one shape, back to back. Double-buffered, the next run's stationary
@@ -110,6 +116,36 @@ void npu_config_default(struct npu_config *c)
 	/* The paper's NPU is modelled after the TPU (Sec. V), which double-buffers
 	 * weights in the matrix unit. */
 	c->weight_double_buffer = 1;
+	/* Weights reach the PEs at the memory's speed: the TPU prefetches weights
+	 * into the matrix unit through a weight FIFO fed straight from DRAM
+	 * (Ross, US 9805304 B2, "Prefetching weights for use in a neural network
+	 * processor", the LazyBatching paper's ref. [68]; Jouppi et al. ISCA 2017
+	 * Sec. 2), so the array's weight input is as wide as what feeds it. */
+	c->weight_load_bytes_per_cycle = 0;
+	/* The TPU overlaps its Activate stage (the vector unit) with
+	 * MatrixMultiply: its four-stage CISC pipeline exists to keep the matrix
+	 * unit busy while the other instructions run (Jouppi et al. ISCA 2017
+	 * Sec. 2). */
+	c->vector_overlap = 1;
+}
+
+double npu_mem_bytes_per_cycle(const struct npu_config *c)
+{
+	return c->mem_bw_bytes_s / c->freq_hz;
+}
+
+double npu_weight_load_bytes(const struct npu_config *c)
+{
+	return c->weight_load_bytes_per_cycle > 0 ? c->weight_load_bytes_per_cycle : npu_mem_bytes_per_cycle(c);
+}
+
+uint64_t npu_weight_load_cycles(const struct npu_config *c)
+{
+	double fold_bytes = (double)c->rows * (double)c->cols * (double)c->elem_bytes;
+	/* the ratio of two exact values: a whole number of cycles stays whole */
+	double cycles = ceil(fold_bytes / npu_weight_load_bytes(c) - 1e-9);
+
+	return cycles < 1 ? 1 : (uint64_t)cycles;
 }
 
 int npu_config_check(const struct npu_config *c, char *err, size_t errlen)
@@ -138,8 +174,20 @@ int npu_config_check(const struct npu_config *c, char *err, size_t errlen)
 		bad = "dataflow must be ws, os or is";
 	else if (c->weight_double_buffer > 1)
 		bad = "weight_double_buffer must be 0 or 1";
+	else if (!(c->weight_load_bytes_per_cycle >= 0) || !isfinite(c->weight_load_bytes_per_cycle))
+		bad = "weight_load_bytes_per_cycle must be a positive finite number (0: as wide as DRAM)";
+	else if (c->vector_overlap > 1)
+		bad = "vector_overlap must be 0 or 1";
 	if (bad) {
 		snprintf(err, errlen, "npu config: %s", bad);
+		return -1;
+	}
+	/* Every weight byte that enters the array in a GEMM crossed DRAM in that
+	 * GEMM, so a wider path than the memory's could never be kept busy. */
+	if (c->weight_load_bytes_per_cycle > npu_mem_bytes_per_cycle(c) * (1 + 1e-12)) {
+		snprintf(err, errlen, "npu config: weight_load_bytes_per_cycle %g is wider than the memory "
+		         "(mem_bw / freq = %g bytes per cycle)", c->weight_load_bytes_per_cycle,
+		         npu_mem_bytes_per_cycle(c));
 		return -1;
 	}
 	/* Streamed weights move fold by fold through two SRAM buffers. */
@@ -157,13 +205,14 @@ void npu_config_describe(const struct npu_config *c, char *buf, size_t len)
 {
 	const char *df = npu_dataflow_name(c->dataflow);
 
-	snprintf(buf, len, "%ux%u PEs at %g MHz, %s, weight double buffering %s; SRAM %llu KiB "
-	         "activations + %llu KiB weights; DRAM %u channels, %g GB/s, %u cycles latency; "
-	         "%u-byte elements; %u vector lanes",
+	snprintf(buf, len, "%ux%u PEs at %g MHz, %s, weight double buffering %s, weights in at %.4g B/cycle; "
+	         "SRAM %llu KiB activations + %llu KiB weights; DRAM %u channels, %g GB/s, %u cycles latency; "
+	         "%u-byte elements; %u vector lanes%s",
 	         c->rows, c->cols, c->freq_hz / 1e6, df ? df : "?", c->weight_double_buffer ? "on" : "off",
+	         npu_weight_load_bytes(c),
 	         (unsigned long long)(c->act_sram_bytes >> 10), (unsigned long long)(c->weight_sram_bytes >> 10),
 	         c->mem_channels, c->mem_bw_bytes_s / 1e9, c->mem_latency_cycles, c->elem_bytes,
-	         c->vector_lanes);
+	         c->vector_lanes, c->vector_overlap ? " overlapping the array" : " after the array");
 }
 
 const char *npu_dataflow_name(enum hw_dataflow df)
@@ -226,17 +275,23 @@ static int npu_folds(const struct npu_config *c, uint64_t m, uint64_t k, uint64_
 	return npu_mul(npu_ceil_div(sr, c->rows), npu_ceil_div(sc, c->cols), folds);
 }
 
-/* Array cycles of one step: F folds streaming T rows each. */
-static int npu_step_compute(const struct npu_config *c, uint64_t folds, uint64_t t, uint64_t *out)
+/* Array cycles of one step: F folds streaming T rows each (file comment).
+ * load: cycles to put one fold's stationary operand into the PEs (WS: over
+ * the weight path; IS: one row of inputs a cycle; OS: none, its results
+ * drain while the next fold fills). */
+static int npu_step_compute(const struct npu_config *c, enum hw_dataflow df, uint64_t folds, uint64_t t,
+                            uint64_t *out)
 {
-	/* load R + fill and drain R + C - 2; >= 1 because R, C >= 1 */
-	uint64_t edge = 2ull * c->rows + c->cols - 2, one, rest;
+	uint64_t load = df == HW_DF_WS ? npu_weight_load_cycles(c) : df == HW_DF_IS ? c->rows : 0;
+	uint64_t switch_cycles = df == HW_DF_OS ? c->rows : load;  /* between folds, double-buffered */
+	/* + fill and drain R + C - 2; >= 1 because R, C >= 1 */
+	uint64_t one, rest;
 
-	if (npu_add(edge, t, &one))
+	if (npu_add(load + c->rows + c->cols - 2, t, &one))
 		return -1;
 	if (!c->weight_double_buffer)
 		return npu_mul(folds, one, out);
-	if (npu_mul(folds - 1, npu_max(c->rows, t), &rest))
+	if (npu_mul(folds - 1, npu_max(switch_cycles, t), &rest))
 		return -1;
 	return npu_add(one, rest, out);
 }
@@ -357,10 +412,10 @@ int npu_gemm_runs(const struct npu_config *c, const struct npu_gemm_req *r, stru
 	 * runs * F units; each later step of each run stands alone (file
 	 * comment). */
 	if (npu_folds(c, r->m, r->k, r->n, r->df, &d.folds, &d.stream_cycles) ||
-	    npu_step_compute(c, d.folds, d.stream_cycles, &compute) ||
+	    npu_step_compute(c, r->df, d.folds, d.stream_cycles, &compute) ||
 	    npu_step_bytes(c, r->m, r->k, r->n, r->weight_operand, &d, &bytes_first, &bytes_later) ||
 	    npu_mul(d.folds, r->runs, &all_folds) ||
-	    npu_step_compute(c, all_folds, d.stream_cycles, &all_compute) ||
+	    npu_step_compute(c, r->df, all_folds, d.stream_cycles, &all_compute) ||
 	    npu_mul(bytes_first, r->runs, &all_first) ||
 	    npu_step_time(c, all_compute, all_folds, all_first, &first) ||
 	    npu_step_time(c, compute, d.folds, bytes_later, &later) ||
@@ -413,8 +468,10 @@ int npu_gemm(const struct npu_config *c, uint64_t m, uint64_t k, uint64_t n, int
  *    one before (npu_gemm_runs); a term with steps runs each of its GEMMs
  *    that many times in sequence.
  *  - element-wise work runs on the vector unit after the array produced its
- *    input, so it adds ceil(batch * ops / vector_lanes) cycles; it counts as
- *    compute. */
+ *    input: ceil(batch * ops / vector_lanes) cycles, counted as compute.
+ *    With vector_overlap it takes each result as the array delivers it (the
+ *    TPU overlaps Activate with MatrixMultiply) and the node lasts
+ *    max(GEMMs, element-wise); without, the two add up. */
 int npu_node_terms(const struct npu_config *c, const struct mdl_node *node, uint32_t batch,
                    struct npu_term_cost *out, char *err, size_t errlen)
 {
@@ -481,8 +538,10 @@ int npu_node_cost(const struct npu_config *c, const struct mdl_node *node, uint3
 	}
 	ew_cycles = (double)npu_ceil_div(ew_ops, c->vector_lanes);
 	compute_cycles += ew_cycles;
-	total_cycles += ew_cycles;
 	other_cycles += ew_cycles;
+	/* overlapped, the vector unit takes each result as the array (or DRAM)
+	 * delivers it, so the node lasts as long as the slower of the two */
+	total_cycles = c->vector_overlap ? fmax(total_cycles, ew_cycles) : total_cycles + ew_cycles;
 
 	out->seconds = total_cycles / c->freq_hz;
 	out->compute_seconds = compute_cycles / c->freq_hz;

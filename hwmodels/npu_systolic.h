@@ -30,11 +30,26 @@ struct npu_config {
 	uint32_t vector_lanes;      /* element-wise ops per cycle */
 	enum hw_dataflow dataflow;  /* default dataflow for node costs */
 	uint32_t weight_double_buffer; /* 1: the next fold's stationary operand moves while the current fold computes (TPU); 0: serialized, as SCALE-Sim */
+	double weight_load_bytes_per_cycle; /* weight bytes entering the PEs per cycle (WS); 0: as wide as DRAM (npu_weight_load_bytes) */
+	uint32_t vector_overlap;    /* 1: the vector unit works on a node's outputs while the array computes (TPU); 0: after it */
 };
+
+/* DRAM bytes per cycle (bandwidth / clock). */
+double npu_mem_bytes_per_cycle(const struct npu_config *c);
+
+/* The weight path's bytes per cycle in effect: weight_load_bytes_per_cycle,
+ * or the DRAM's bytes per cycle when that is 0. */
+double npu_weight_load_bytes(const struct npu_config *c);
+
+/* Cycles to move one fold of weights (rows x cols x elem_bytes) into the
+ * PEs over the weight path: at least 1. */
+uint64_t npu_weight_load_cycles(const struct npu_config *c);
 
 /* LazyBatching Table I: 128x128, 700 MHz, 8 MB act + 4 MB weight SRAM,
  * 8 channels, 100-cycle latency, 360 GB/s; int8, weight stationary, weights
- * double-buffered in the PEs. */
+ * double-buffered in the PEs and prefetched into them at memory speed, the
+ * vector unit overlapping the array (the TPU's choices; sources beside each
+ * value in npu_systolic.c and hwmodels/table1.npu). */
 void npu_config_default(struct npu_config *c);
 
 /* Checks a configuration (every size and rate positive and finite, a known

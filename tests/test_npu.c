@@ -1,9 +1,11 @@
 /* tests/test_npu.c: the systolic-array NPU timing model (hwmodels/npu_systolic.c)
  * against cycle counts worked out by hand from the formulas in its file
  * comment:
- *   compute, serialized (SCALE-Sim):  F * (2R + C + T - 2)
- *   compute, double-buffered:         2R + C + T - 2 + (F - 1) * max(R, T)
- *   with F = ceil(Sr/R) * ceil(Sc/C) folds;
+ *   compute, serialized (SCALE-Sim):  F * (W + R + C + T - 2)
+ *   compute, double-buffered:         W + R + C + T - 2 + (F - 1) * max(W', T)
+ *   with F = ceil(Sr/R) * ceil(Sc/C) folds; W the cycles to load a fold's
+ *   stationary operand (WS: R*C*elem_bytes over the weight path; IS: R;
+ *   OS: 0, its results drain while the next fold fills) and W' = W (OS: R);
  *   a step that moves D transfer cycles: L + max(P + d, D + c) with
  *   d = ceil(D / F), c = ceil(P / F), P the step's compute.
  * The arithmetic is in the comments next to each expectation.
@@ -28,8 +30,10 @@
 
 /* A 4x4 array at 1 GHz with 4 bytes/cycle of DRAM bandwidth (4e9 B/s / 1e9
  * Hz), a 10-cycle access latency L, int8, roomy SRAMs, weights
- * double-buffered in the PEs: 2R + C - 2 = 10, so one fold costs 10 + T
- * cycles and each further fold max(4, T). */
+ * double-buffered in the PEs and entering them one row (4 B) a cycle:
+ * W + R + C - 2 = 10, so one WS or IS fold costs 10 + T cycles and each
+ * further fold max(4, T); an OS fold loads nothing first: 6 + T. The vector
+ * unit runs after the array. */
 static void small_config(struct npu_config *c)
 {
 	c->rows = 4;
@@ -44,6 +48,8 @@ static void small_config(struct npu_config *c)
 	c->vector_lanes = 4;
 	c->dataflow = HW_DF_WS;
 	c->weight_double_buffer = 1;
+	c->weight_load_bytes_per_cycle = 4;
+	c->vector_overlap = 0;
 }
 
 static struct hw_gemm_cost gemm(const struct npu_config *c, uint64_t m, uint64_t k, uint64_t n,
@@ -121,11 +127,11 @@ static void test_partial_folds_all_dataflows(void **state)
 	/* 5*6*7 = 210 MACs / (16 PEs * 43 cycles) */
 	assert_dbl_near(g.utilization, 210.0 / (16.0 * 43.0), 1e-15);
 
-	/* OS: Sr=M=5 -> 2, Sc=N=7 -> 2, T=K=6: 10 + 6 + 3 * 6 = 34;
-	 * c = ceil(34/4) = 9: max(10 + 34 + 3, 10 + 11 + 9) = 47 */
+	/* OS: Sr=M=5 -> 2, Sc=N=7 -> 2, T=K=6: 6 + 6 + 3 * 6 = 30;
+	 * c = ceil(30/4) = 8: max(10 + 30 + 3, 10 + 11 + 8) = 43 */
 	g = gemm(&c, 5, 6, 7, 1, HW_DF_OS);
-	assert_int_equal(g.compute_cycles, 34);
-	assert_int_equal(g.cycles, 47);
+	assert_int_equal(g.compute_cycles, 30);
+	assert_int_equal(g.cycles, 43);
 
 	/* IS: Sr=K=6 -> 2, Sc=M=5 -> 2, T=N=7: 10 + 7 + 3 * 7 = 38;
 	 * c = ceil(38/4) = 10: max(10 + 38 + 3, 10 + 11 + 10) = 51 */
@@ -135,14 +141,15 @@ static void test_partial_folds_all_dataflows(void **state)
 	assert_int_equal(g.cycles, 51);
 	assert_dbl_near(g.utilization, 210.0 / (16.0 * 51.0), 1e-15);
 
-	/* Serialized (SCALE-Sim): every fold pays 10 + T.
+	/* Serialized (SCALE-Sim): every WS or IS fold pays 10 + T, an OS fold
+	 * 6 + T (its drain overlaps the next fill: SCALE-Sim's R + C + T - 2).
 	 * WS 4 * (10 + 5) = 60, c = 15: max(10 + 60 + 3, 10 + 11 + 15) = 73.
-	 * OS 4 * (10 + 6) = 64.   IS 4 * (10 + 7) = 68. */
+	 * OS 4 * (6 + 6) = 48.   IS 4 * (10 + 7) = 68. */
 	c.weight_double_buffer = 0;
 	g = gemm(&c, 5, 6, 7, 1, HW_DF_WS);
 	assert_int_equal(g.compute_cycles, 60);
 	assert_int_equal(g.cycles, 73);
-	assert_int_equal(gemm(&c, 5, 6, 7, 1, HW_DF_OS).compute_cycles, 64);
+	assert_int_equal(gemm(&c, 5, 6, 7, 1, HW_DF_OS).compute_cycles, 48);
 	assert_int_equal(gemm(&c, 5, 6, 7, 1, HW_DF_IS).compute_cycles, 68);
 }
 
@@ -156,8 +163,9 @@ static void test_weight_load_bound_folds(void **state)
 	/* WS M=2, K=6, N=7: F = 4, T = 2 < R = 4: 10 + 2 + 3 * max(4, 2) = 24;
 	 * serialized 4 * (10 + 2) = 48 */
 	assert_int_equal(gemm(&c, 2, 6, 7, 1, HW_DF_WS).compute_cycles, 24);
-	/* OS M=7, K=2, N=6: Sr=7 -> 2, Sc=6 -> 2, T = 2: also 24 */
-	assert_int_equal(gemm(&c, 7, 2, 6, 1, HW_DF_OS).compute_cycles, 24);
+	/* OS M=7, K=2, N=6: Sr=7 -> 2, Sc=6 -> 2, T = 2, each later fold waits
+	 * for the R = 4 cycles of the last drain: 6 + 2 + 3 * max(4, 2) = 20 */
+	assert_int_equal(gemm(&c, 7, 2, 6, 1, HW_DF_OS).compute_cycles, 20);
 	c.weight_double_buffer = 0;
 	assert_int_equal(gemm(&c, 2, 6, 7, 1, HW_DF_WS).compute_cycles, 48);
 }
@@ -169,27 +177,29 @@ static void test_single_fold(void **state)
 
 	(void)state;
 	small_config(&c);
-	/* 4x4x4 fills the array exactly once in every dataflow: 10 + 4 = 14,
-	 * with or without double buffering (one fold has nothing to overlap) */
+	/* 4x4x4 fills the array exactly once in every dataflow: 10 + 4 = 14
+	 * (OS, loading nothing: 6 + 4 = 10), with or without double buffering
+	 * (one fold has nothing to overlap) */
 	for (int db = 0; db <= 1; db++) {
 		c.weight_double_buffer = (uint32_t)db;
 		assert_int_equal(gemm(&c, 4, 4, 4, 1, HW_DF_WS).compute_cycles, 14);
-		assert_int_equal(gemm(&c, 4, 4, 4, 1, HW_DF_OS).compute_cycles, 14);
+		assert_int_equal(gemm(&c, 4, 4, 4, 1, HW_DF_OS).compute_cycles, 10);
 		assert_int_equal(gemm(&c, 4, 4, 4, 1, HW_DF_IS).compute_cycles, 14);
 		/* a 1x1x1 GEMM still pays the whole pipeline: 10 + 1 = 11 */
 		assert_int_equal(gemm(&c, 1, 1, 1, 1, HW_DF_WS).compute_cycles, 11);
 	}
 
 	/* M=8, K=N=4: WS keeps one fold and streams 8 rows: 10 + 8 = 18.
-	 * OS and IS put M in space: 2 folds of T = 4: serialized 2 * 14 = 28,
-	 * double-buffered 10 + 4 + 1 * max(4, 4) = 18 */
+	 * OS and IS put M in space: 2 folds of T = 4: serialized IS 2 * 14 = 28,
+	 * OS 2 * 10 = 20; double-buffered IS 10 + 4 + 1 * max(4, 4) = 18,
+	 * OS 6 + 4 + 4 = 14 */
 	c.weight_double_buffer = 0;
 	g = gemm(&c, 8, 4, 4, 1, HW_DF_WS);
 	assert_int_equal(g.compute_cycles, 18);
-	assert_int_equal(gemm(&c, 8, 4, 4, 1, HW_DF_OS).compute_cycles, 28);
+	assert_int_equal(gemm(&c, 8, 4, 4, 1, HW_DF_OS).compute_cycles, 20);
 	assert_int_equal(gemm(&c, 8, 4, 4, 1, HW_DF_IS).compute_cycles, 28);
 	c.weight_double_buffer = 1;
-	assert_int_equal(gemm(&c, 8, 4, 4, 1, HW_DF_OS).compute_cycles, 18);
+	assert_int_equal(gemm(&c, 8, 4, 4, 1, HW_DF_OS).compute_cycles, 14);
 	assert_int_equal(gemm(&c, 8, 4, 4, 1, HW_DF_IS).compute_cycles, 18);
 	/* one fold, one pipeline unit: 16 B of weights, D = 4, d = 4, c = 18:
 	 * max(10 + 18 + 4, 10 + 4 + 18) = 32: nothing overlaps */
@@ -208,25 +218,65 @@ static void test_memory_bound(void **state)
 	small_config(&c);
 	c.mem_bw_bytes_s = 1e9;  /* 1 byte per cycle */
 	c.elem_bytes = 2;
-	/* M=1, K=N=64, WS: F = 16 * 16 = 256 folds, T = 1:
-	 * 10 + 1 + 255 * max(4, 1) = 1031 compute cycles.
-	 * Weights 64*64*2 = 8192 B at 1 B/cycle: D = 8192, memory 8202.
-	 * d = 8192 / 256 = 32, c = ceil(1031 / 256) = 5:
-	 * max(10 + 1031 + 32, 10 + 8192 + 5) = max(1073, 8207) = 8207. */
-	g = gemm(&c, 1, 64, 64, 1, HW_DF_WS);
-	assert_int_equal(g.compute_cycles, 1031);
-	assert_int_equal(g.memory_cycles, 8202);
-	assert_int_equal(g.cycles, 8207);
-	assert_int_equal(g.bound, HW_MEMORY_BOUND);
-	assert_dbl_near(g.seconds, 8207e-9, 1e-20);
-	/* 4096 MACs / (16 * 8207) */
-	assert_dbl_near(g.utilization, 4096.0 / (16.0 * 8207.0), 1e-15);
+	/* M=1, K=N=64, WS: F = 16 * 16 = 256 folds, T = 1.
+	 * Weights 64*64*2 = 8192 B at 1 B/cycle: D = 8192, memory 8202. */
 
-	/* serialized: 256 * 11 = 2816 compute, c = 11: 10 + 8192 + 11 = 8213 */
+	/* Weights enter the PEs at memory speed (the default path): a fold of
+	 * 4*4*2 = 32 B takes W = 32 cycles, so the array keeps pace with DRAM:
+	 * 32 + 6 + 1 + 255 * max(32, 1) = 8199 compute cycles.
+	 * d = 8192 / 256 = 32, c = ceil(8199 / 256) = 33:
+	 * max(10 + 8199 + 32, 10 + 8192 + 33) = max(8241, 8235) = 8241: the
+	 * first fetch (d) exposed before the array starts decides it. */
+	c.weight_load_bytes_per_cycle = 0;
+	g = gemm(&c, 1, 64, 64, 1, HW_DF_WS);
+	assert_int_equal(g.compute_cycles, 8199);
+	assert_int_equal(g.memory_cycles, 8202);
+	assert_int_equal(g.cycles, 8241);
+	assert_int_equal(g.bound, HW_COMPUTE_BOUND);
+	assert_dbl_near(g.seconds, 8241e-9, 1e-20);
+	/* 4096 MACs / (16 * 8241) */
+	assert_dbl_near(g.utilization, 4096.0 / (16.0 * 8241.0), 1e-15);
+	/* serialized: 256 * (32 + 6 + 1) = 9984 compute, c = 39:
+	 * max(10 + 9984 + 32, 10 + 8192 + 39) = 10026 */
 	c.weight_double_buffer = 0;
 	g = gemm(&c, 1, 64, 64, 1, HW_DF_WS);
-	assert_int_equal(g.compute_cycles, 2816);
-	assert_int_equal(g.cycles, 8213);
+	assert_int_equal(g.compute_cycles, 9984);
+	assert_int_equal(g.cycles, 10026);
+
+	/* A path of 0.5 B/cycle, half the memory's: W = 64, the array is the
+	 * bottleneck: 64 + 6 + 1 + 255 * 64 = 16391, c = ceil(16391/256) = 65:
+	 * max(10 + 16391 + 32, 10 + 8192 + 65) = 16433 */
+	c.weight_double_buffer = 1;
+	c.weight_load_bytes_per_cycle = 0.5;
+	g = gemm(&c, 1, 64, 64, 1, HW_DF_WS);
+	assert_int_equal(g.compute_cycles, 16391);
+	assert_int_equal(g.cycles, 16433);
+	assert_int_equal(g.bound, HW_COMPUTE_BOUND);
+}
+
+/* Large M: the weight path no longer matters once T >= W; a partial fold
+ * costs a full one. Table I (W = ceil(16384 / 514.29) = 32). */
+static void test_weight_path_compute_bound(void **state)
+{
+	struct npu_config c;
+	struct hw_gemm_cost g;
+
+	(void)state;
+	npu_config_default(&c);
+	/* 1024x200x200 WS: F = 2 * 2 = 4 (both partial: 200 = 128 + 72),
+	 * T = 1024: 32 + 254 + 1024 + 3 * 1024 = 4382. Weights 40000 B:
+	 * D = ceil(40000 * 700 / 360000) = ceil(77.78) = 78; activations
+	 * 1024 * 400 B fit. d = ceil(78/4) = 20, c = ceil(4382/4) = 1096:
+	 * max(100 + 4382 + 20, 100 + 78 + 1096) = 4502 */
+	g = gemm(&c, 1024, 200, 200, 1, HW_DF_WS);
+	assert_int_equal(g.compute_cycles, 4382);
+	assert_int_equal(g.memory_cycles, 178);
+	assert_int_equal(g.cycles, 4502);
+	assert_int_equal(g.bound, HW_COMPUTE_BOUND);
+	/* the same with SCALE-Sim's one row a cycle (128 B): W = 128, and still
+	 * 1024 per later fold: 128 + 254 + 1024 + 3 * 1024 = 4478 */
+	c.weight_load_bytes_per_cycle = 128;
+	assert_int_equal(gemm(&c, 1024, 200, 200, 1, HW_DF_WS).compute_cycles, 4478);
 }
 
 /* Weights that do not fit the weight SRAM are re-fetched for every batch
@@ -352,27 +402,28 @@ static void test_runs(void **state)
 	small_config(&c);
 	c.mem_bw_bytes_s = 1e9;
 	c.elem_bytes = 2;
+	c.weight_load_bytes_per_cycle = 0;  /* memory speed: W = 32 */
 	/* two runs of test_memory_bound's GEMM (256 folds, 8192 B each): the
-	 * 512 folds chain, 10 + 1 + 511 * 4 = 2055; 512 units, D = 16384,
-	 * memory 16394; d = 32, c = ceil(2055/512) = 5:
-	 * max(10 + 2055 + 32, 10 + 16384 + 5) = 16399, against 2 * 8207 = 16414
-	 * had each run exposed its own first fetch. */
+	 * 512 folds chain, 32 + 6 + 1 + 511 * 32 = 16391; 512 units, D = 16384,
+	 * memory 16394; d = 32, c = ceil(16391/512) = 33:
+	 * max(10 + 16391 + 32, 10 + 16384 + 33) = 16433, against 2 * 8241 =
+	 * 16482 had each run exposed its own first fetch. */
 	assert_int_equal(gemm_runs(&c, 1, 64, 64, 1, 2, &g, &d), 0);
-	assert_int_equal(g.compute_cycles, 2055);
+	assert_int_equal(g.compute_cycles, 16391);
 	assert_int_equal(g.memory_cycles, 16394);
-	assert_int_equal(g.cycles, 16399);
-	assert_int_equal(g.bound, HW_MEMORY_BOUND);
+	assert_int_equal(g.cycles, 16433);
+	assert_int_equal(g.bound, HW_COMPUTE_BOUND);
 	assert_int_equal(d.dram_bytes, 16384);
 	assert_int_equal(d.folds, 256);
-	/* 2 * 4096 MACs / (16 * 16399) */
-	assert_dbl_near(g.utilization, 8192.0 / (16.0 * 16399.0), 1e-15);
+	/* 2 * 4096 MACs / (16 * 16433) */
+	assert_dbl_near(g.utilization, 8192.0 / (16.0 * 16433.0), 1e-15);
 
 	/* two runs of two steps, resident weights: first steps as above, then
-	 * two later steps of 1031 each, alone, with nothing to fetch:
-	 * 16399 + 2062 = 18461; compute 2055 + 2062 = 4117 */
+	 * two later steps of 8199 each, alone, with nothing to fetch:
+	 * 16433 + 16398 = 32831; compute 16391 + 16398 = 32789 */
 	assert_int_equal(gemm_runs(&c, 1, 64, 64, 2, 2, &g, &d), 0);
-	assert_int_equal(g.cycles, 18461);
-	assert_int_equal(g.compute_cycles, 4117);
+	assert_int_equal(g.cycles, 32831);
+	assert_int_equal(g.compute_cycles, 32789);
 	assert_int_equal(d.dram_bytes, 16384);
 }
 
@@ -405,24 +456,33 @@ static void test_table_one_gemm(void **state)
 	(void)state;
 	npu_config_default(&c);
 	/* 64x1024x4096 WS on 128x128: F = ceil(1024/128) * ceil(4096/128) =
-	 * 8 * 32 = 256 folds, T = 64 < R = 128, 2R + C - 2 = 382:
-	 * 382 + 64 + 255 * 128 = 33086 compute cycles.
+	 * 8 * 32 = 256 folds, T = 64. A fold of weights (16384 B) enters at
+	 * memory speed, 360e9 / 700e6 = 514.29 B/cycle: W = ceil(31.86) = 32,
+	 * so later folds cost max(32, 64) = 64:
+	 * 32 + 128 + 128 - 2 + 64 + 255 * 64 = 16670 compute cycles.
 	 * Weights 1024*4096*1 B = 4 MiB fit the 4 MiB weight SRAM exactly:
 	 * 4194304 * 700e6 / 360e9 = 8155.59 -> D = 8156, memory 8256.
 	 * Activations 64 * (1024 + 4096) = 320 KiB stay on chip.
-	 * d = ceil(8156/256) = 32, c = ceil(33086/256) = 130:
-	 * max(100 + 33086 + 32, 100 + 8156 + 130) = 33218. */
+	 * d = ceil(8156/256) = 32, c = ceil(16670/256) = 66:
+	 * max(100 + 16670 + 32, 100 + 8156 + 66) = 16802. */
 	g = gemm(&c, 64, 1024, 4096, 1, HW_DF_WS);
-	assert_int_equal(g.compute_cycles, 33086);
+	assert_int_equal(g.compute_cycles, 16670);
 	assert_int_equal(g.memory_cycles, 8256);
-	assert_int_equal(g.cycles, 33218);
-	assert_dbl_near(g.seconds, 33218.0 / 700e6, 1e-18);
-	/* 64*1024*4096 = 268435456 MACs / (16384 * 33218) */
-	assert_dbl_near(g.utilization, 268435456.0 / (16384.0 * 33218.0), 1e-15);
+	assert_int_equal(g.cycles, 16802);
+	assert_dbl_near(g.seconds, 16802.0 / 700e6, 1e-18);
+	/* 64*1024*4096 = 268435456 MACs / (16384 * 16802) */
+	assert_dbl_near(g.utilization, 268435456.0 / (16384.0 * 16802.0), 1e-15);
 
-	/* serialized, SCALE-Sim: 256 * (382 + 64) = 114176;
-	 * c = 446: 100 + 114176 + 32 = 114308 */
+	/* serialized with the same path: 256 * (32 + 254 + 64) = 89600;
+	 * c = 350: 100 + 89600 + 32 = 89732 */
 	c.weight_double_buffer = 0;
+	g = gemm(&c, 64, 1024, 4096, 1, HW_DF_WS);
+	assert_int_equal(g.compute_cycles, 89600);
+	assert_int_equal(g.cycles, 89732);
+
+	/* SCALE-Sim: serialized, one row of weights a cycle (128 B):
+	 * 256 * (382 + 64) = 114176; c = 446: 100 + 114176 + 32 = 114308 */
+	c.weight_load_bytes_per_cycle = 128;
 	g = gemm(&c, 64, 1024, 4096, 1, HW_DF_WS);
 	assert_int_equal(g.compute_cycles, 114176);
 	assert_int_equal(g.cycles, 114308);
@@ -462,6 +522,10 @@ static void test_errors(void **state)
 	assert_int_equal(npu_config_check(&c, err, sizeof err), -1);
 	assert_non_null(strstr(err, "mem_bw_bytes_s"));
 	small_config(&c);
+	c.weight_load_bytes_per_cycle = 1000;   /* memory: 360e9 / 700e6 = 514.3 */
+	assert_int_equal(npu_config_check(&c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "weight_load_bytes_per_cycle 1000 is wider than the memory"));
+	c.weight_load_bytes_per_cycle = 0;
 	c.weight_double_buffer = 2;
 	assert_int_equal(npu_config_check(&c, err, sizeof err), -1);
 	assert_non_null(strstr(err, "weight_double_buffer"));
@@ -558,18 +622,31 @@ static void test_node_cost_memory_bound(void **state)
 	small_config(&c);
 	c.mem_bw_bytes_s = 1e9;
 	c.elem_bytes = 2;
+	c.weight_load_bytes_per_cycle = 0;  /* memory speed: W = 32 */
+	c.act_sram_bytes = 100;             /* the activations spill too */
 	memset(&node, 0, sizeof node);
 	strcpy(node.name, "fc");
 	node.ngemms = 1;
 	node.gemms[0] = (struct mdl_gemm){ .m_per_sample = 1, .k = 64, .n = 64, .count = 1 };
 	node.elementwise_per_sample = 100;
-	/* the GEMM of test_memory_bound: 1031 compute, 8202 memory, 8207 cycles
-	 * (memory-bound); element-wise 100 / 4 = 25. Total 8207 + 25 = 8232. */
+	/* the GEMM of test_memory_bound (8199 compute cycles), plus its
+	 * activations 64 * 2 + 64 * 2 = 256 B > 100 B crossing DRAM:
+	 * D = 8192 + 256 = 8448, memory 8458; d = 33, c = 33:
+	 * max(10 + 8199 + 33, 10 + 8448 + 33) = 8491 (memory-bound).
+	 * Element-wise 100 / 4 = 25 after the array: 8491 + 25 = 8516. */
 	assert_int_equal(npu_node_cost(&c, &node, 1, &nc, err, sizeof err), 0);
-	assert_dbl_near(nc.seconds, 8232e-9, 1e-18);
-	assert_dbl_near(nc.compute_seconds, (1031 + 25) * 1e-9, 1e-18);
-	assert_dbl_near(nc.memory_seconds, 8202e-9, 1e-18);
+	assert_dbl_near(nc.seconds, 8516e-9, 1e-18);
+	assert_dbl_near(nc.compute_seconds, (8199 + 25) * 1e-9, 1e-18);
+	assert_dbl_near(nc.memory_seconds, 8458e-9, 1e-18);
 	assert_int_equal(nc.bound, HW_MEMORY_BOUND);
+	/* overlapping the array, the vector unit is hidden: max(8491, 25) */
+	c.vector_overlap = 1;
+	assert_int_equal(npu_node_cost(&c, &node, 1, &nc, err, sizeof err), 0);
+	assert_dbl_near(nc.seconds, 8491e-9, 1e-18);
+	/* until it is the slower of the two: 40000 / 4 = 10000 > 8491 */
+	node.elementwise_per_sample = 40000;
+	assert_int_equal(npu_node_cost(&c, &node, 1, &nc, err, sizeof err), 0);
+	assert_dbl_near(nc.seconds, 10000e-9, 1e-18);
 }
 
 /* The registry entry with Table I on a one-node LSTM-cell model (hidden
@@ -607,49 +684,51 @@ static void test_hw_ops_lstm_cell(void **state)
 	assert_non_null(npu_hw_config(hw));
 	assert_int_equal(npu_hw_config(hw)->rows, 128);
 
-	/* batch 1: WS F = 16 * 32 = 512 folds, T = 1:
-	 * 382 + 1 + 511 * 128 = 65791 compute cycles: the array waits for
-	 * weights to shift in, 128 per fold. Weights 8 MiB > 4 MiB weight SRAM,
-	 * but the activations (6 KiB) fit, so they stream once:
-	 * 8388608 * 700e6 / 360e9 = 16311.2 -> D = 16312, memory 16412.
-	 * d = ceil(16312/512) = 32, c = ceil(65791/512) = 129:
-	 * max(100 + 65791 + 32, 100 + 16312 + 129) = 65923.
-	 * Element-wise 10240 / 128 = 80. Total 66003 cycles / 700 MHz. */
+	/* batch 1: WS F = 16 * 32 = 512 folds, T = 1; weights enter at memory
+	 * speed, W = 32 a fold: 32 + 254 + 1 + 511 * 32 = 16639 compute cycles.
+	 * Weights 8 MiB > 4 MiB weight SRAM, but the activations (6 KiB) fit,
+	 * so they stream once: 8388608 * 700e6 / 360e9 = 16311.2 -> D = 16312,
+	 * memory 16412. d = ceil(16312/512) = 32, c = ceil(16639/512) = 33:
+	 * max(100 + 16639 + 32, 100 + 16312 + 33) = 16771.
+	 * Element-wise 10240 / 128 = 80, overlapping the array: 16771 cycles. */
 	assert_int_equal(hw_node_cost(hw, 0, 1, &nc, err, sizeof err), 0);
-	assert_dbl_near(nc.seconds, 66003.0 / 700e6, 1e-15);
-	assert_dbl_near(nc.compute_seconds, 65871.0 / 700e6, 1e-15);
+	assert_dbl_near(nc.seconds, 16771.0 / 700e6, 1e-15);
+	assert_dbl_near(nc.compute_seconds, (16639.0 + 80) / 700e6, 1e-15);
 	assert_dbl_near(nc.memory_seconds, 16412.0 / 700e6, 1e-15);
 	assert_int_equal(nc.bound, HW_COMPUTE_BOUND);
 
-	/* batch 64: T = 64 < 128, so folds still cost 128:
-	 * 382 + 64 + 511 * 128 = 65854, c = ceil(65854/512) = 129:
-	 * 100 + 65854 + 32 = 65986; element-wise 64 * 80 = 5120: 71106 */
+	/* batch 64: T = 64 > W, folds cost 64: 32 + 254 + 64 + 511 * 64 =
+	 * 33054, c = ceil(33054/512) = 65: 100 + 33054 + 32 = 33186;
+	 * element-wise 64 * 80 = 5120 hidden. The batch of 64 costs 1.98x one
+	 * request: weights fetched once serve all 64. */
 	assert_int_equal(hw_node_cost(hw, 0, 64, &nc, err, sizeof err), 0);
-	assert_dbl_near(nc.seconds, 71106.0 / 700e6, 1e-15);
+	assert_dbl_near(nc.seconds, 33186.0 / 700e6, 1e-15);
 
-	/* batch 256: T = 256 > 128: 382 + 256 + 511 * 256 = 131454; c = 257:
-	 * 100 + 131454 + 32 = 131586; element-wise 256 * 80 = 20480: 152066 */
+	/* batch 256: 32 + 254 + 256 + 511 * 256 = 131358; c = 257:
+	 * 100 + 131358 + 32 = 131490; element-wise 20480 hidden */
 	assert_int_equal(hw_node_cost(hw, 0, 256, &nc, err, sizeof err), 0);
-	assert_dbl_near(nc.seconds, 152066.0 / 700e6, 1e-15);
+	assert_dbl_near(nc.seconds, 131490.0 / 700e6, 1e-15);
 
 	assert_int_equal(hw_node_cost(hw, 1, 1, &nc, err, sizeof err), -1);
 	assert_non_null(strstr(err, "out of range"));
 
 	/* gemm_cost passes through to npu_gemm with Table I (test_table_one_gemm) */
 	assert_int_equal(hw->ops->gemm_cost(hw, 64, 1024, 4096, HW_DF_WS, 1, &g, err, sizeof err), 0);
-	assert_int_equal(g.cycles, 33218);
+	assert_int_equal(g.cycles, 16802);
 	assert_int_equal(g.memory_cycles, 8256);
 	/* as activation x activation: 4 MiB + 64 KiB + 256 KiB fit the 8 MiB act
 	 * SRAM, so nothing moves and the compute is all */
 	assert_int_equal(hw->ops->gemm_cost(hw, 64, 1024, 4096, HW_DF_WS, 0, &g, err, sizeof err), 0);
 	assert_int_equal(g.memory_cycles, 0);
-	assert_int_equal(g.cycles, 33086);
+	assert_int_equal(g.cycles, 16670);
 	hw->ops->close(hw);
 
 	/* serialized, as SCALE-Sim: 512 * (382 + 1) = 196096 compute;
 	 * c = 383: 100 + 196096 + 32 = 196228; + 80 element-wise = 196308 */
 	npu_config_default(&cfg);
 	cfg.weight_double_buffer = 0;
+	cfg.weight_load_bytes_per_cycle = 128;
+	cfg.vector_overlap = 0;
 	assert_int_equal(npu_hw_create(&cfg, "scalesim", &model, &hw, err, sizeof err), 0);
 	assert_string_equal(hw->label, "scalesim");
 	assert_int_equal(hw_node_cost(hw, 0, 1, &nc, err, sizeof err), 0);
@@ -659,8 +738,8 @@ static void test_hw_ops_lstm_cell(void **state)
 	/* hw-info opens the NPU without a model: GEMMs work, nodes do not */
 	assert_int_equal(npu_hw_ops.open("npu", NULL, &hw, err, sizeof err), 0);
 	assert_int_equal(hw->ops->gemm_cost(hw, 4, 4, 4, HW_DF_OS, 1, &g, err, sizeof err), 0);
-	/* one fold: 2*128 + 128 + 4 - 2 = 386 */
-	assert_int_equal(g.compute_cycles, 386);
+	/* one OS fold loads nothing: 128 + 128 - 2 + 4 = 258 */
+	assert_int_equal(g.compute_cycles, 258);
 	assert_int_equal(hw_node_cost(hw, 0, 1, &nc, err, sizeof err), -1);
 	assert_non_null(strstr(err, "no model"));
 	hw->ops->close(hw);
@@ -745,6 +824,29 @@ static void assert_config_equal(const struct npu_config *a, const struct npu_con
 	assert_int_equal(a->vector_lanes, b->vector_lanes);
 	assert_int_equal(a->dataflow, b->dataflow);
 	assert_int_equal(a->weight_double_buffer, b->weight_double_buffer);
+	assert_true(a->weight_load_bytes_per_cycle == b->weight_load_bytes_per_cycle);
+	assert_int_equal(a->vector_overlap, b->vector_overlap);
+}
+
+/* hwmodels/scalesim.npu selects SCALE-Sim's timing: compute cycles equal
+ * SCALE-Sim v2's stall-free counts on a 128x128 array, which it reports as
+ * the last cycle index (count - 1): OS 1x1024x4096 40,895 and 32x512x512
+ * 3,063; WS 1x1024x4096 98,047; IS 1x1024x4096 35,823. By the formulas:
+ * OS 1x1024x4096: F = 1 * 32, T = 1024: 32 * (128 + 128 + 1024 - 2) = 40896;
+ * OS 32x512x512: F = 1 * 4, T = 512: 4 * (254 + 512) = 3064;
+ * WS: F = 8 * 32 = 256, T = 1: 256 * (2*128 + 128 + 1 - 2) = 98048;
+ * IS: F = 8 * 1, T = 4096: 8 * (382 + 4096) = 35824. */
+static void test_scalesim_file(void **state)
+{
+	struct npu_config c;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(npu_config_load(TEST_HW_DIR "/scalesim.npu", &c, err, sizeof err), 0);
+	assert_int_equal(gemm(&c, 1, 1024, 4096, 1, HW_DF_OS).compute_cycles, 40895 + 1);
+	assert_int_equal(gemm(&c, 32, 512, 512, 1, HW_DF_OS).compute_cycles, 3063 + 1);
+	assert_int_equal(gemm(&c, 1, 1024, 4096, 1, HW_DF_WS).compute_cycles, 98047 + 1);
+	assert_int_equal(gemm(&c, 1, 1024, 4096, 1, HW_DF_IS).compute_cycles, 35823 + 1);
 }
 
 static void test_config_files(void **state)
@@ -776,7 +878,10 @@ static void test_config_files(void **state)
 	load_ok("# a part of my own\n\n  kind=npu   # first\n"
 	        "rows = 4\ncols\t=\t8\nfreq_mhz = 1000.5\nact_sram_kib = 3\nweight_sram_kib = 2\n"
 	        "mem_channels = 1\nmem_latency_cycles = 0\nmem_bw_gbs = 4.5\nelem_bytes = 2\n"
-	        "vector_lanes = 3\ndataflow = is\nweight_double_buffer = 0   # SCALE-Sim\n", &c);
+	        "vector_lanes = 3\ndataflow = is\nweight_double_buffer = 0   # SCALE-Sim\n"
+	        "weight_load_bytes_per_cycle = 2.5\nvector_overlap = 0\n", &c);
+	assert_true(c.weight_load_bytes_per_cycle == 2.5);
+	assert_int_equal(c.vector_overlap, 0);
 	assert_int_equal(c.rows, 4);
 	assert_int_equal(c.cols, 8);
 	assert_true(c.freq_hz == 1000.5e6);
@@ -789,6 +894,8 @@ static void test_config_files(void **state)
 	assert_int_equal(c.vector_lanes, 3);
 	assert_int_equal(c.dataflow, HW_DF_IS);
 	assert_int_equal(c.weight_double_buffer, 0);
+	load_ok("kind = npu\nweight_load_bytes_per_cycle = memory\n", &c);
+	assert_true(c.weight_load_bytes_per_cycle == 0);
 	load_ok("kind = npu\ncols = 64\n", &c);
 	assert_int_equal(c.vector_lanes, 64);
 
@@ -813,6 +920,18 @@ static void test_config_files(void **state)
 	load_err("kind = npu\nmem_bw_gbs = -1\n", 2, "key 'mem_bw_gbs'");
 	load_err("kind = npu\ndataflow = rs\n", 2, "key 'dataflow': expected ws, os or is, got 'rs'");
 	load_err("kind = npu\nweight_double_buffer = 2\n", 2, "key 'weight_double_buffer': expected an integer in [0, 1]");
+	load_err("kind = npu\nweight_load_bytes_per_cycle = 0\n", 2,
+	         "key 'weight_load_bytes_per_cycle': expected 'memory' or a number > 0");
+	load_err("kind = npu\nweight_load_bytes_per_cycle = -8\n", 2, "key 'weight_load_bytes_per_cycle'");
+	load_err("kind = npu\nweight_load_bytes_per_cycle = fast\n", 2, "got 'fast'");
+	load_err("kind = npu\nweight_load_bytes_per_cycle = inf\n", 2, "key 'weight_load_bytes_per_cycle'");
+	/* 360e9 / 700e6 = 514.29 bytes per cycle of memory */
+	load_err("kind = npu\nweight_load_bytes_per_cycle = 600\n", 2,
+	         "key 'weight_load_bytes_per_cycle': 600 bytes per cycle is wider than the memory "
+	         "(mem_bw_gbs / freq_mhz = 514.286 bytes per cycle)");
+	/* blamed on the last key involved: 200e9 / 700e6 = 285.7 < 400 */
+	load_err("kind = npu\nweight_load_bytes_per_cycle = 400\nmem_bw_gbs = 200\n", 3, "is wider than the memory");
+	load_err("kind = npu\nvector_overlap = 2\n", 2, "key 'vector_overlap': expected an integer in [0, 1]");
 	load_err("# only comments\n\n", 2, "no settings (the first must be kind = npu)");
 	load_err("", 1, "no settings");
 	/* 2 * 512 * 512 * 1 = 524288 B > 256 KiB: blamed on the last key involved */
@@ -886,6 +1005,7 @@ int main(void)
 		cmocka_unit_test(test_weight_load_bound_folds),
 		cmocka_unit_test(test_single_fold),
 		cmocka_unit_test(test_memory_bound),
+		cmocka_unit_test(test_weight_path_compute_bound),
 		cmocka_unit_test(test_weight_sram_overflow),
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_runs),
@@ -896,6 +1016,7 @@ int main(void)
 		cmocka_unit_test(test_node_cost_memory_bound),
 		cmocka_unit_test(test_hw_ops_lstm_cell),
 		cmocka_unit_test(test_config_files),
+		cmocka_unit_test(test_scalesim_file),
 		cmocka_unit_test(test_config_hw_open),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
