@@ -235,7 +235,7 @@ static int npu_cfg_cross_check(struct npu_parser *p, const struct npu_config *c)
 		                    "(needs 2 * rows * cols * elem_bytes = %llu bytes)",
 		                    (unsigned long long)(c->weight_sram_bytes >> 10), (unsigned long long)need);
 	}
-	if (c->weight_load_bytes_per_cycle > npu_mem_bytes_per_cycle(c) * (1 + 1e-12)) {
+	if (!npu_weight_path_fits(c)) {
 		npu_cfg_blame(p, path, sizeof path / sizeof path[0]);
 		return npu_cfg_fail(p, "key 'weight_load_bytes_per_cycle': %g bytes per cycle is wider than the "
 		                    "memory (mem_bw_gbs / freq_mhz = %g bytes per cycle)",

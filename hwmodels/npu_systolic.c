@@ -139,6 +139,12 @@ double npu_weight_load_bytes(const struct npu_config *c)
 	return c->weight_load_bytes_per_cycle > 0 ? c->weight_load_bytes_per_cycle : npu_mem_bytes_per_cycle(c);
 }
 
+int npu_weight_path_fits(const struct npu_config *c)
+{
+	/* the tolerance lets a file that writes out the memory's width pass */
+	return c->weight_load_bytes_per_cycle <= npu_mem_bytes_per_cycle(c) * (1 + 1e-12);
+}
+
 uint64_t npu_weight_load_cycles(const struct npu_config *c)
 {
 	double fold_bytes = (double)c->rows * (double)c->cols * (double)c->elem_bytes;
@@ -182,9 +188,7 @@ int npu_config_check(const struct npu_config *c, char *err, size_t errlen)
 		snprintf(err, errlen, "npu config: %s", bad);
 		return -1;
 	}
-	/* Every weight byte that enters the array in a GEMM crossed DRAM in that
-	 * GEMM, so a wider path than the memory's could never be kept busy. */
-	if (c->weight_load_bytes_per_cycle > npu_mem_bytes_per_cycle(c) * (1 + 1e-12)) {
+	if (!npu_weight_path_fits(c)) {
 		snprintf(err, errlen, "npu config: weight_load_bytes_per_cycle %g is wider than the memory "
 		         "(mem_bw / freq = %g bytes per cycle)", c->weight_load_bytes_per_cycle,
 		         npu_mem_bytes_per_cycle(c));

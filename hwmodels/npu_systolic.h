@@ -41,6 +41,11 @@ double npu_mem_bytes_per_cycle(const struct npu_config *c);
  * or the DRAM's bytes per cycle when that is 0. */
 double npu_weight_load_bytes(const struct npu_config *c);
 
+/* 1 when the weight path is no wider than DRAM (every weight byte that enters
+ * the array in a GEMM crossed DRAM in that GEMM, so a wider path could never
+ * be kept busy), else 0. */
+int npu_weight_path_fits(const struct npu_config *c);
+
 /* Cycles to move one fold of weights (rows x cols x elem_bytes) into the
  * PEs over the weight path: at least 1. */
 uint64_t npu_weight_load_cycles(const struct npu_config *c);
