@@ -31,7 +31,7 @@
 
 #include "calib/cpu_bench.h"
 #include "hwmodels/calibrated.h"
-#include "hwmodels/calibrated_table.h"
+#include "hwmodels/caltab.h"
 
 #define FIG_REPS 11
 

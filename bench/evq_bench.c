@@ -22,7 +22,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "sim/evq.h"
+#include "sim/engine/evq.h"
 
 #define BENCH_MEAN_NS 1e6           /* mean of every exponential draw: one "unit" of time */
 #define BENCH_MAX_REPS 51

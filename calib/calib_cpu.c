@@ -1,7 +1,7 @@
 /* calib/calib_cpu.c: the calib-cpu program (run as `simbatch calibrate
  * --device=cpu`): measures the GEMMs and element-wise work of the chosen
  * models' nodes on this CPU with OpenBLAS and writes a calibration table
- * (CSV, hwmodels/calibrated_table.h) and its copy in SQLite (store.h).
+ * (CSV, hwmodels/caltab.h) and its copy in SQLite (store.h).
  *
  * Kernel set: OpenBLAS reads OPENBLAS_CORETYPE once, when the library is
  * loaded, which is before main. So the program decides the kernel set first
@@ -13,12 +13,12 @@
  *
  * Exit status: 0 done, 1 failure (I/O, memory, BLAS), 2 bad option.
  */
-#include "../runtime/fpu.h"
+#include "../kernels/fpu.h"
 #include "cpu_bench.h"
-#include "cpu_select.h"
+#include "../kernels/cpu_select.h"
 #include "plan.h"
 #include "store.h"
-#include "../hwmodels/calibrated_table.h"
+#include "../hwmodels/caltab.h"
 #include "../models/model.h"
 
 #include <dlfcn.h>
@@ -331,7 +331,7 @@ static int cc_header(struct caltab *t, const struct cc_args *a, const struct cal
 	    caltab_set_fieldf(t, "attn", err, errlen, "batch independent (m_per_sample x k) by (k x n) products, own operands per "
 	             "sample, one gemm call each") ||
 	    caltab_set_fieldf(t, "elementwise", err, errlen, "LSTM cell, hidden %u, %d ops per unit (4 bias adds, 3 sigmoid, "
-	             "2 tanh, c = f*c + i*g, h = o*tanh(c)); the live runtime's own vectorized cell (runtime/cpu_cells.h), "
+	             "2 tanh, c = f*c + i*g, h = o*tanh(c)); the live runtime's own vectorized cell (kernels/cpu_cells.h), "
 	             "denormals flushed", a->hidden,
 	             CALBENCH_LSTM_OPS_PER_UNIT) ||
 	    caltab_set_fieldf(t, "timing", err, errlen, "%s; each shape's batches in %u interleaved rounds (ascending, descending, "
@@ -382,7 +382,7 @@ static int cc_write_csv(struct caltab *t, const char *path, char *err, size_t er
 	return 0;
 }
 
-/* The cold-start field (hwmodels/calibrated_table.h): the refill after idle
+/* The cold-start field (hwmodels/caltab.h): the refill after idle
  * measured on the plan's largest weight up to CC_COLD_MAX_BYTES (a GEMM at
  * batch 1, the case where a step reads all of it), at idle times from half
  * a millisecond to 200 ms, as seconds per weight byte (the simulator scales
@@ -525,7 +525,7 @@ int main(int argc, char **argv)
 	double t0 = calbench_now(), load0 = 0, gflop;
 
 	gsl_set_error_handler_off();
-	fpu_flush_denormals();   /* as the live workers do (runtime/cpu_cells.h) */
+	fpu_flush_denormals();   /* as the live workers do (kernels/cpu_cells.h) */
 	if (cc_parse(argc, argv, &a, err, sizeof err) != 0)
 		goto fail;
 	if (a.help) {

@@ -13,7 +13,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
-#include "../runtime/cpu_cells.h"   /* the live runtime's cell kernels: time what `live` runs */
+#include "../kernels/cpu_cells.h"   /* the live runtime's cell kernels: time what `live` runs */
 
 #define CALBENCH_MIN_SAMPLE_S 20e-6   /* shortest timed sample */
 #define CALBENCH_MAX_GROUP 1000       /* most calls in one timed sample */

@@ -4,7 +4,7 @@
  * a shared weight; op attn: a strided batched GEMM of batch independent
  * products), and the element-wise kernels of an LSTM and a GRU cell, over
  * batch sizes; writes the same calibration table as calib-cpu (CSV + SQLite,
- * hwmodels/calibrated_table.h) with "# device: gpu-NAME".
+ * hwmodels/caltab.h) with "# device: gpu-NAME".
  *
  * Precision (--precision): fp16 (default) or bf16 run cublasGemmEx on
  * tensor cores with fp32 accumulation and fp32 output; fp32 runs
@@ -35,7 +35,8 @@
 extern "C" {
 #include "plan.h"
 #include "store.h"
-#include "../hwmodels/calibrated_table.h"
+#include "../kernels/gpu_cells.cuh"
+#include "../hwmodels/caltab.h"
 #include "../models/model.h"
 }
 
@@ -237,53 +238,6 @@ __global__ void cu_fill_bf16(__nv_bfloat16 *p, size_t n, unsigned salt)
 		p[i] = __float2bfloat16((float)((int)((i * 7 + salt) % 13) - 6) * 0.01f);
 }
 
-__device__ float cu_sigmoid(float x)
-{
-	return 1.0f / (1.0f + __expf(-x));
-}
-
-/* One LSTM step's element-wise work, fused: gates (batch x 4H: i, f, g, o
- * from the GEMM), bias (4H), c (batch x H, updated), h (batch x H). */
-__global__ void cu_lstm_cell(unsigned batch, unsigned hidden, const float *gates, const float *bias, float *c,
-                             float *h)
-{
-	size_t total = (size_t)batch * hidden;
-
-	for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
-	     idx += (size_t)gridDim.x * blockDim.x) {
-		size_t r = idx / hidden, j = idx % hidden;
-		const float *g = gates + r * 4 * hidden;
-		float i = cu_sigmoid(g[j] + bias[j]);
-		float f = cu_sigmoid(g[hidden + j] + bias[hidden + j]);
-		float u = tanhf(g[2 * hidden + j] + bias[2 * hidden + j]);
-		float o = cu_sigmoid(g[3 * hidden + j] + bias[3 * hidden + j]);
-		float cn = f * c[idx] + i * u;
-
-		c[idx] = cn;
-		h[idx] = o * tanhf(cn);
-	}
-}
-
-/* One GRU step's element-wise work, fused: gx, gh (batch x 3H: r, z, n
- * pre-activations of the input and the hidden side), bias (4H: r, z, n
- * input side, n hidden side), h (batch x H, updated). */
-__global__ void cu_gru_cell(unsigned batch, unsigned hidden, const float *gx, const float *gh, const float *bias,
-                            float *h)
-{
-	size_t total = (size_t)batch * hidden;
-
-	for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
-	     idx += (size_t)gridDim.x * blockDim.x) {
-		size_t r0 = idx / hidden, j = idx % hidden;
-		const float *x = gx + r0 * 3 * hidden, *hh = gh + r0 * 3 * hidden;
-		float r = cu_sigmoid(x[j] + hh[j] + bias[j]);
-		float z = cu_sigmoid(x[hidden + j] + hh[hidden + j] + bias[hidden + j]);
-		float n = tanhf(x[2 * hidden + j] + bias[2 * hidden + j] + r * (hh[2 * hidden + j] + bias[3 * hidden + j]));
-
-		h[idx] = (1.0f - z) * n + z * h[idx];
-	}
-}
-
 /* ---- one shape's operands and one call ---- */
 
 struct cu_point {
@@ -295,7 +249,6 @@ struct cu_point {
 	float *c;              /* fp32 output / cell state */
 	float *d, *e;          /* cells: bias, h (LSTM) or gh, bias (GRU) */
 	unsigned hidden;
-	int grid;
 };
 
 static size_t cu_elem_size(enum cu_precision p)
@@ -364,9 +317,11 @@ static cublasStatus_t cu_issue(const cu_point *p, unsigned batch)
 
 	if (s->op == CALTAB_ELEMENTWISE) {
 		if (p->kind == 1)
-			cu_lstm_cell<<<p->grid, 256>>>(batch, p->hidden, (const float *)p->a, p->d, p->c, p->e);
+			gpu_lstm_cell<<<gpu_cells_blocks((size_t)batch * p->hidden), GPU_CELLS_THREADS>>>(
+				batch, p->hidden, (const float *)p->a, 4 * (size_t)p->hidden, p->d, p->c, p->e);
 		else
-			cu_gru_cell<<<p->grid, 256>>>(batch, p->hidden, (const float *)p->a, (const float *)p->b, p->d, p->c);
+			gpu_gru_cell<<<gpu_cells_blocks((size_t)batch * p->hidden), GPU_CELLS_THREADS>>>(
+				batch, p->hidden, (const float *)p->a, (const float *)p->b, p->d, p->c, p->c);
 		return cudaGetLastError() == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 	}
 	int n = (int)s->n, k = (int)s->k;
@@ -550,7 +505,6 @@ int main(int argc, char **argv)
 		p.prec = a.precision;
 		p.blas = blas;
 		p.hidden = a.hidden;
-		p.grid = 2 * prop.multiProcessorCount * 8;
 		p.kind = s->op != CALTAB_ELEMENTWISE ? 0 : s->m == (uint64_t)a.hidden * CU_LSTM_OPS_PER_UNIT ? 1 : 2;
 		if (s->max_batch == 0) {
 			fprintf(stderr, "calib-cuda: shape of %s exceeds the budget at batch %u: not measured\n", s->user,
@@ -609,8 +563,8 @@ int main(int argc, char **argv)
 		    caltab_set_fieldf(t, "precision", err, sizeof err, "%s",
 		             a.precision == CU_FP32 ? "fp32" : a.precision == CU_FP16 ? "fp16" : "bf16") ||
 		    caltab_set_fieldf(t, "elementwise", err, sizeof err, "fused fp32 kernels: LSTM cell (%d ops per unit) and GRU "
-		             "cell (%d ops per unit), hidden %u, grid %d x 256", CU_LSTM_OPS_PER_UNIT, CU_GRU_OPS_PER_UNIT,
-		             a.hidden, 2 * prop.multiProcessorCount * 8) ||
+		             "cell (%d ops per unit), hidden %u, the live runtime's kernels (kernels/gpu_cells.cuh), one thread "
+		             "per element, %d per block", CU_LSTM_OPS_PER_UNIT, CU_GRU_OPS_PER_UNIT, a.hidden, GPU_CELLS_THREADS) ||
 		    caltab_set_fieldf(t, "timing", err, sizeof err, "CUDA events on the default stream; %u warm-up calls, then %u to %u "
 		             "samples until %.3g s timed (calls under 20 us timed in groups); median sample", a.warmup,
 		             a.min_reps, a.max_reps, a.min_time_s) ||

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../hwmodels/calibrated_table.h"
+#include "../hwmodels/caltab.h"
 #include "../models/model.h"
 
 /* Powers of two from 1 to 2048 and the points 1.5x between them. */

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../hwmodels/calibrated_table.h"
+#include "../hwmodels/caltab.h"
 
 /* Appends t to the database at db_path (created if missing). csv_path
  * names the CSV written alongside ("" when none). Returns 0 and the new

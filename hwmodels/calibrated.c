@@ -7,7 +7,7 @@
  * arithmetic, so on log-log axes the curve is nearly two straight lines and
  * the cubic between two measured batches follows a local power law rather
  * than bending a straight line in linear space. Steffen's method never
- * overshoots, so a non-decreasing table (which calibrated_table.c enforces)
+ * overshoots, so a non-decreasing table (which caltab.c enforces)
  * gives a non-decreasing model, and exp/log keep that order. Two points are
  * joined by a straight line in log-log space (a power law); measured batches
  * are answered with the stored number itself, bit for bit.

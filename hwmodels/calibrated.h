@@ -1,5 +1,5 @@
 /* hwmodels/calibrated.h: hardware models built from a measured calibration
- * table (calibrated_table.h): `--hw=cpu` (the table measured on this
+ * table (caltab.h): `--hw=cpu` (the table measured on this
  * machine and committed as calib/tables/cpu.csv), `--hw=gpu-NAME` (a
  * committed cuBLAS table calib/tables/gpu-NAME.csv) and `--hw=FILE` (any
  * calibration table).
@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hwmodel.h"
-#include "calibrated_table.h"
+#include "caltab.h"
 
 extern const struct hw_ops calhw_cpu_ops;   /* --hw=cpu */
 extern const struct hw_ops calhw_gpu_ops;   /* --hw=gpu-NAME (listed as "gpu-NAME") */

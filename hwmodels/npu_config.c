@@ -3,7 +3,7 @@
  * bounds, so parsing, messages and the documentation cannot drift apart.
  */
 #include "npu_config.h"
-#include "../traces/parse.h"
+#include "../util/text.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -314,7 +314,7 @@ static int npu_cfg_judge(char *line, unsigned long lineno, void *ctx)
 
 int npu_config_sniff(const char *path, char *err, size_t errlen)
 {
-	return trc_sniff_lines(path, npu_cfg_judge, NULL, err, errlen);
+	return txt_sniff_lines(path, npu_cfg_judge, NULL, err, errlen);
 }
 
 int npu_config_open(const char *path, const struct mdl_model *m, struct hw_model **out,

@@ -13,7 +13,7 @@
 #include "calibrated.h"
 #include "npu_config.h"
 #include "npu_systolic.h"
-#include "table.h"
+#include "node_table.h"
 
 /* Models opened by name. File-based models (the table) are not listed: they
  * are found by sniffing the file, never by name. */

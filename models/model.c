@@ -13,6 +13,7 @@
 #endif
 
 #include "model.h"
+#include "../util/text.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -96,16 +97,6 @@ static char *mdl_next_token(char **cur)
 	return tok;
 }
 
-static char *mdl_trim(char *s)
-{
-	while (*s && mdl_is_space(*s))
-		s++;
-	size_t len = strlen(s);
-	while (len > 0 && mdl_is_space(s[len - 1]))
-		s[--len] = '\0';
-	return s;
-}
-
 static int mdl_name_valid(const char *s)
 {
 	size_t len = strlen(s);
@@ -119,17 +110,13 @@ static int mdl_name_valid(const char *s)
 	return 1;
 }
 
-/* Strict positive decimal: strtoull alone would accept "+5", " 5" and "-5". */
+/* Strict positive decimal (util/text.h refuses "+5", " 5" and "-5"). */
 static int mdl_parse_positive(const char *s, uint64_t *out)
 {
-	if (!isdigit((unsigned char)s[0]))
+	uint64_t v;
+	if (txt_parse_uint(s, UINT64_MAX, &v) != 0 || v == 0)
 		return -1;
-	char *end = NULL;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno == ERANGE || *end != '\0' || v == 0)
-		return -1;
-	*out = (uint64_t)v;
+	*out = v;
 	return 0;
 }
 
@@ -139,24 +126,6 @@ static int mdl_mul_capped(uint64_t a, uint64_t b, uint64_t cap, uint64_t *out)
 		return -1;
 	*out = a * b;
 	return *out <= cap ? 0 : -1;
-}
-
-/* Splits value at commas in place into at most max fields. Returns the
- * number of fields, or max + 1 when there are more. */
-static int mdl_split_fields(char *value, char **field, int max)
-{
-	int n = 0;
-	char *s = value;
-	for (;;) {
-		if (n == max)
-			return max + 1;
-		field[n++] = s;
-		char *comma = strchr(s, ',');
-		if (!comma)
-			return n;
-		*comma = '\0';
-		s = comma + 1;
-	}
 }
 
 /* value is "M,K,N" followed by optional ",xCOUNT" and ",sSTEPS" in either
@@ -170,7 +139,7 @@ static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
 		                      node->name, MDL_MAX_GEMMS);
 
 	char *field[5];
-	int nfields = mdl_split_fields(value, field, 5);
+	size_t nfields = txt_split(value, ',', field, 5);
 	if (nfields < 3 || nfields > 5)
 		return mdl_parse_fail(p, "malformed %s term '%s' (expected %s=M,K,N[,xCOUNT]) with an optional ,sSTEPS",
 		                      what, term, what);
@@ -178,7 +147,7 @@ static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
 	/* v: M, K, N, COUNT, STEPS */
 	uint64_t v[5] = { 0, 0, 0, 1, 1 };
 	int seen[5] = { 0 };
-	for (int i = 0; i < nfields; i++) {
+	for (int i = 0; i < (int)nfields; i++) {
 		const char *f = field[i];
 		int slot = i;
 		if (i >= 3) {
@@ -252,7 +221,7 @@ static int mdl_parse_conv(struct mdl_parser *p, const char *term, char *value, s
 		return mdl_parse_fail(p, "node '%s' has more than %d gemm/attn terms (conv= terms count too)",
 		                      node->name, MDL_MAX_GEMMS);
 	char *field[9] = { 0 };
-	int nfields = mdl_split_fields(value, field, 9);
+	size_t nfields = txt_split(value, ',', field, 9);
 	if (nfields < 8 || nfields > 9)
 		return mdl_parse_fail(p, "malformed conv term '%s' (expected conv=H,W,C,R,S,K,STRIDE,PAD[,gGROUPS])",
 		                      term);
@@ -461,7 +430,7 @@ static int mdl_parse_line(struct mdl_parser *p, char *line)
 	if (strcmp(directive, "source") == 0) {
 		if (p->source_line)
 			return mdl_parse_fail(p, "source given twice (first on line %lu)", p->source_line);
-		char *text = mdl_trim(rest);
+		char *text = txt_trim(rest);
 		if (!*text)
 			return mdl_parse_fail(p, "source needs text (where the shapes come from)");
 		if (strlen(text) >= sizeof m->source)

@@ -47,7 +47,7 @@ static int64_t cpu_now_ns(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-#include "cpu_cells.h"
+#include "../kernels/cpu_cells.h"
 
 /* ---- device ---- */
 

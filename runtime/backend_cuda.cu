@@ -28,6 +28,7 @@
 
 extern "C" {
 #include "backend.h"
+#include "../kernels/gpu_cells.cuh"
 }
 
 #define CU_STAGE_BYTES (8u << 20)   /* pointer lists of one task, per stream */
@@ -286,11 +287,6 @@ static unsigned cu_blocks(size_t n)
 
 /* ---- kernels ---- */
 
-__device__ static inline float cu_sigmoid(float x)
-{
-	return 1.0f / (1.0f + __expf(-x));
-}
-
 __global__ void k_gather(uint32_t m, uint32_t width, float *dst, size_t ld, const float *const *src)
 {
 	size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -328,34 +324,6 @@ __global__ void k_add_rows(uint32_t m, uint32_t width, float *dst, size_t ld, co
 		return;
 	size_t i = idx / width, j = idx % width;
 	dst[i * ld + j] += table[(size_t)rows[i] * width + j];
-}
-
-__global__ void k_lstm(uint32_t m, uint32_t H, const float *g, size_t ldg, const float *b, float *c, float *h)
-{
-	size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	if (idx >= (size_t)m * H)
-		return;
-	size_t i = idx / H, j = idx % H;
-	const float *gi = g + i * ldg;
-	float ig = cu_sigmoid(gi[j] + b[j]), fg = cu_sigmoid(gi[H + j] + b[H + j]);
-	float gg = tanhf(gi[2 * H + j] + b[2 * H + j]), og = cu_sigmoid(gi[3 * H + j] + b[3 * H + j]);
-	float cn = fg * c[idx] + ig * gg;
-	c[idx] = cn;
-	h[idx] = og * tanhf(cn);
-}
-
-__global__ void k_gru(uint32_t m, uint32_t H, const float *gx, const float *gh, const float *b, const float *hp,
-                      float *h)
-{
-	size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	if (idx >= (size_t)m * H)
-		return;
-	size_t i = idx / H, j = idx % H;
-	const float *x = gx + i * 3 * H, *u = gh + i * 3 * H;
-	float r = cu_sigmoid(x[j] + u[j] + b[j]);
-	float z = cu_sigmoid(x[H + j] + u[H + j] + b[H + j]);
-	float n = tanhf(x[2 * H + j] + b[2 * H + j] + r * (u[2 * H + j] + b[3 * H + j]));
-	h[idx] = (1.0f - z) * n + z * hp[idx];
 }
 
 __global__ void k_bias_act(uint32_t m, uint32_t n, float *y, size_t ldy, const float *b, int relu)
@@ -526,14 +494,14 @@ static void cu_lstm(struct rt_stream *s, uint32_t m, uint32_t hidden, const floa
                     const float *bias, float *c, float *h)
 {
 	if (m)
-		k_lstm<<<cu_blocks((size_t)m * hidden), CU_THREADS, 0, s->stream>>>(m, hidden, gates, ldg, bias, c, h);
+		gpu_lstm_cell<<<gpu_cells_blocks((size_t)m * hidden), GPU_CELLS_THREADS, 0, s->stream>>>(m, hidden, gates, ldg, bias, c, h);
 }
 
 static void cu_gru(struct rt_stream *s, uint32_t m, uint32_t hidden, const float *gx, const float *gh,
                    const float *bias, const float *hprev, float *h)
 {
 	if (m)
-		k_gru<<<cu_blocks((size_t)m * hidden), CU_THREADS, 0, s->stream>>>(m, hidden, gx, gh, bias, hprev, h);
+		gpu_gru_cell<<<gpu_cells_blocks((size_t)m * hidden), GPU_CELLS_THREADS, 0, s->stream>>>(m, hidden, gx, gh, bias, hprev, h);
 }
 
 static void cu_bias_act(struct rt_stream *s, uint32_t m, uint32_t n, float *y, size_t ldy, const float *bias,

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../calib/cpu_select.h"
+#include "../kernels/cpu_select.h"
 
 /* Sonames tried in order: Debian's alternatives link, then the dev link. */
 static const char *const blas_sonames[] = { "libopenblas.so.0", "libopenblas.so" };

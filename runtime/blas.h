@@ -11,7 +11,7 @@
  * loaded. Because the load happens here, after main, setting the variable
  * just before dlopen is enough: no re-execution is needed (calib-cpu has to
  * re-execute itself because it links OpenBLAS). The choice from the CPU's
- * flags is calib's (calib/cpu_select.h), so calibration and live runs use
+ * flags is calib's (kernels/cpu_select.h), so calibration and live runs use
  * the same kernels; a value already in the environment wins.
  *
  * Contract:

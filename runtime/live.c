@@ -6,7 +6,7 @@
  * flags. The scheduler owns the policy and the pol_request fields; a worker
  * reads only the snapshot of its task's members made at dispatch, and owns
  * the members' device state while they are in flight. */
-#include "fpu.h"
+#include "../kernels/fpu.h"
 #include "live.h"
 
 #include <errno.h>
@@ -72,7 +72,7 @@ struct live {
 	struct rt_dev *dev;
 	const struct rt_model_ops *kops;
 	struct rt_model *km;
-	struct pol_state *pol;
+	struct pol_driver drv;           /* the policy, its bookkeeping and the run's counters */
 	struct live_req_rt *reqs;        /* c->n */
 	struct live_worker *workers;
 	uint32_t rows;                   /* batch rows the buffers hold (max batch) */
@@ -89,6 +89,7 @@ struct live {
 	int quit;                        /* workers must exit */
 	/* scheduler only */
 	uint64_t delivered;              /* arrivals given to the policy (or skipped as dropped) */
+	uint32_t finished;               /* requests finished since the scheduler last woke */
 	size_t log_cap, ids_cap, ids_used;
 };
 
@@ -274,7 +275,7 @@ static void *live_worker_main(void *arg)
 {
 	struct live_worker *w = arg;
 	struct live *L = w->L;
-	fpu_flush_denormals();   /* the arithmetic the calibration timed (runtime/cpu_cells.h) */
+	fpu_flush_denormals();   /* the arithmetic the calibration timed (kernels/cpu_cells.h) */
 	pthread_mutex_lock(&L->mu);
 	for (;;) {
 		while (!w->job_ready && !L->quit)
@@ -331,19 +332,27 @@ static int live_log_task(struct live *L, const struct pol_task *t)
 	return 0;
 }
 
-/* A worker's task finished: the caller's bookkeeping (as the engine's),
- * then the policy hears of it. Returns how many requests finished, or -1
- * (out of memory for the task log). */
-static int live_complete(struct live *L, struct live_worker *w, int64_t now)
+/* The driver hands back each finished request (drv_config.release). */
+static void live_req_done(void *ctx, struct pol_request *r, int64_t finish_ns)
+{
+	struct live *L = ctx;
+	struct live_request *rec = &L->res->reqs[r->id];
+	rec->status = LIVE_DONE;
+	rec->start_ns = r->first_start_ns;
+	rec->finish_ns = finish_ns;
+	L->finished++;
+}
+
+/* A worker's task finished: the driver's bookkeeping, then the runtime's
+ * own counters. Returns 0, or -1 with err. */
+static int live_complete(struct live *L, struct live_worker *w, int64_t now, char *err, size_t errlen)
 {
 	const struct live_config *c = L->c;
 	struct live_result *res = L->res;
 	struct pol_task *t = &w->task;
 	int64_t t0 = live_mono_ns();
-	pol_task_advance(t, c->model);
 	w->busy = 0;
 	t->end_ns = w->end_ns;
-	res->busy_ns += t->end_ns - t->start_ns;
 	if (w->task_estimate_ns >= 0) {
 		res->warm_busy_ns += t->end_ns - t->start_ns;
 		res->warm_estimate_ns += w->task_estimate_ns;
@@ -353,78 +362,36 @@ static int live_complete(struct live *L, struct live_worker *w, int64_t now)
 	res->device_ns += (double)w->exec_ns;
 	res->move_ns += w->move_ns;
 	res->events++;
-	if (c->keep_tasks && live_log_task(L, t) != 0)
+	if (c->keep_tasks && live_log_task(L, t) != 0) {
+		snprintf(err, errlen, "out of memory for the task log");
 		return -1;
-	c->policy->on_task_done(L->pol, t, now);
-	int finished = 0;
-	for (uint32_t i = 0; i < t->nreq; i++) {
-		const struct pol_request *r = t->reqs[i];
-		if (!pol_req_done(r))
-			continue;
-		struct live_request *rec = &res->reqs[r->id];
-		rec->status = LIVE_DONE;
-		rec->start_ns = r->first_start_ns;
-		rec->finish_ns = t->end_ns;
-		res->completed++;
-		finished++;
 	}
+	if (drv_task_done(&L->drv, t, now, err, errlen) < 0)
+		return -1;
 	res->complete_ns += (double)(live_mono_ns() - t0);
-	return finished;
+	return 0;
 }
 
-/* Starts the task the policy put in w->task: the engine's bookkeeping, a
- * snapshot of the members for the worker, and the hand-off. */
-static int live_dispatch(struct live *L, struct live_worker *w, int64_t now, char *err, size_t errlen)
+/* Hands the task the driver has started in w->task to its worker: a
+ * snapshot of the members, and the estimate --hw gives for it. */
+static void live_dispatch(struct live *L, struct live_worker *w, int64_t now, const struct drv_task_shape *shape)
 {
 	const struct live_config *c = L->c;
 	struct live_result *res = L->res;
 	struct pol_task *t = &w->task;
-	uint32_t cells = 0, max_in = 0, max_out = 0;
-	if (t->nreq < 1 || t->nreq > L->rows) {
-		snprintf(err, errlen, "policy %s returned a task of %u requests (max batch %u)", c->policy->name,
-		         t->nreq, L->rows);
-		return -1;
-	}
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
-		if (r->in_flight || pol_req_done(r) || (t->kind == POL_TASK_NODE && pol_req_node(r) != t->node_type)) {
-			snprintf(err, errlen, "policy %s broke its contract: request %llu in a task it cannot join",
-			         c->policy->name, (unsigned long long)r->id);
-			return -1;
-		}
-		r->in_flight = 1;
-		if (r->first_start_ns < 0)
-			r->first_start_ns = now;
-		cells += pol_req_cells(r);
-		if (r->input_len > max_in)
-			max_in = r->input_len;
-		if (r->output_len > max_out)
-			max_out = r->output_len;
 		w->members[i] = (struct live_member){ .req = (struct live_req_rt *)r, .pos = r->next_node,
 		                                      .chain_len = r->chain_len, .input_len = r->input_len,
 		                                      .output_len = r->output_len };
 	}
 	/* live kernels serve no tree models: a task's cells are its members, within the max batch */
-	int64_t estimate;
-	if (t->kind == POL_TASK_GRAPH) {
-		t->cells = t->nreq;
-		res->graph_tasks++;
-		res->graph_members += t->nreq;
-		estimate = c->env.lat.graph_ns(c->env.lat.ctx, t->nreq, max_in, max_out);
-	} else {
-		t->cells = cells;
-		res->node_tasks[t->node_type]++;
-		res->node_cells[t->node_type] += cells;
-		estimate = c->env.lat.node_ns(c->env.lat.ctx, t->node_type, cells);
-	}
+	int64_t estimate = t->kind == POL_TASK_GRAPH
+	                   ? c->env.lat.graph_ns(c->env.lat.ctx, t->nreq, shape->max_input_len, shape->max_output_len)
+	                   : c->env.lat.node_ns(c->env.lat.ctx, t->node_type, t->cells);
 	res->estimate_ns += estimate;
 	int warm = w->last_end_ns >= 0 && now - w->last_end_ns < LIVE_WARM_GAP_NS;
 	w->task_estimate_ns = warm ? estimate : -1;
-	t->device = w->index;
-	t->start_ns = now;
-	t->end_ns = now;
-	res->tasks++;
-	res->task_members += t->nreq;
 	w->nmembers = t->nreq;
 	w->kind = t->kind;
 	w->node = t->node_type;
@@ -433,7 +400,6 @@ static int live_dispatch(struct live *L, struct live_worker *w, int64_t now, cha
 	w->job_ready = 1;
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&L->mu);
-	return 0;
 }
 
 static int live_any_done(const struct live *L)
@@ -484,7 +450,7 @@ static int live_schedule(struct live *L, char *err, size_t errlen)
 		pthread_mutex_unlock(&L->mu);
 
 		int64_t now = live_mono_ns() - L->t0_ns;
-		uint32_t finished = 0;
+		L->finished = 0;
 		/* completions in the order they ended, then arrivals in id order */
 		for (uint32_t i = 1; i < ndone; i++)
 			for (uint32_t j = i; j > 0 && done[j]->end_ns < done[j - 1]->end_ns; j--) {
@@ -506,13 +472,8 @@ static int live_schedule(struct live *L, char *err, size_t errlen)
 				w->busy = 0;
 				continue;
 			}
-			int f = live_complete(L, w, now);
-			if (f < 0) {
-				snprintf(err, errlen, "out of memory for the task log");
+			if (live_complete(L, w, now, err, errlen) != 0)
 				failed = 1;
-				continue;
-			}
-			finished += (uint32_t)f;
 		}
 		for (uint64_t id = a; id < b && !failed; id++) {
 			struct live_request *rec = &res->reqs[id];
@@ -521,12 +482,11 @@ static int live_schedule(struct live *L, char *err, size_t errlen)
 			struct pol_request *r = &L->reqs[id].pr;
 			r->id = id;
 			r->arrival_ns = c->arrival_ns[id];
-			r->first_start_ns = -1;
 			r->input_len = c->input_len[id];
 			r->output_len = c->output_len[id];
-			pol_req_start(r, c->model);
 			res->events++;
-			c->policy->on_arrival(L->pol, r, now);
+			if (drv_arrive(&L->drv, r, now, err, errlen) != 0)
+				failed = 1;
 		}
 		if (!stopping && (failed || live_stop_asked(L))) {
 			stopping = 1;
@@ -544,21 +504,24 @@ static int live_schedule(struct live *L, char *err, size_t errlen)
 				if (w->busy)
 					continue;
 				int64_t t1 = live_mono_ns();
-				w->task.nreq = 0;
-				int got = c->policy->next_task(L->pol, i, now, &w->task, &want);
-				if (got && live_dispatch(L, w, now, err, errlen) != 0) {
+				struct drv_task_shape shape = { 0 };
+				int got = drv_next_task(&L->drv, i, now, &w->task, &want, &shape, err, errlen);
+				if (got < 0) {
 					failed = stopping = 1;
 					atomic_store(&L->gen_stop, 1);
 					break;
 				}
-				nbusy += got ? 1 : 0;
+				if (got) {
+					live_dispatch(L, w, now, &shape);
+					nbusy++;
+				}
 				res->decide_ns += (double)(live_mono_ns() - t1);
 			}
 			if (want != INT64_MAX && want > now && want < wake_ns)
 				wake_ns = want;
 		}
 		pthread_mutex_lock(&L->mu);
-		L->outstanding -= finished;
+		L->outstanding -= L->finished;
 		if (nbusy == 0 && stopping && L->gen_done)
 			break;
 		if (nbusy == 0 && L->gen_done && L->delivered == L->issued_upto && !live_any_done(L)) {
@@ -612,9 +575,7 @@ static void live_teardown(struct live *L)
 				L->be->free(L->dev, L->reqs[i].state);
 		free(L->reqs);
 	}
-	if (L->pol && L->c->policy->fini)
-		L->c->policy->fini(L->pol);
-	free(L->pol);
+	drv_fini(&L->drv);
 	if (L->km)
 		L->kops->destroy(L->km);
 	if (L->dev)
@@ -645,8 +606,7 @@ static int live_setup(struct live *L, char *err, size_t errlen)
 	L->rows = c->env.max_batch;
 	L->reqs = calloc(c->n ? c->n : 1, sizeof *L->reqs);
 	L->workers = calloc(c->workers, sizeof *L->workers);
-	L->pol = calloc(1, c->policy->state_size ? c->policy->state_size : 1);
-	if (!L->reqs || !L->workers || !L->pol)
+	if (!L->reqs || !L->workers)
 		goto oom;
 	for (uint32_t i = 0; i < c->workers; i++) {
 		struct live_worker *w = &L->workers[i];
@@ -668,12 +628,10 @@ static int live_setup(struct live *L, char *err, size_t errlen)
 		    L->kops->work_create(L->km, L->rows, &w->work, err, errlen) != 0)
 			return -1;
 	}
-	if (c->policy->init(L->pol, &c->env, err, errlen) != 0) {
-		free(L->pol);
-		L->pol = NULL;
-		return -1;
-	}
-	return 0;
+	struct drv_config dc = { .policy = c->policy, .env = c->env, .max_cells = c->env.max_batch,
+	                         .warmup = c->warmup, .expected_requests = c->n,
+	                         .keep_request_rows = c->keep_request_rows, .release = live_req_done, .release_ctx = L };
+	return drv_init(&L->drv, &dc, err, errlen);
 oom:
 	snprintf(err, errlen, "out of memory setting up the live run");
 	return -1;
@@ -695,11 +653,8 @@ int live_run(const struct live_config *c, struct live_result *res, char *err, si
 		goto fail;
 	}
 	res->n = c->n;
-	res->nnodes = c->model->nnodes;
 	res->reqs = calloc(c->n ? c->n : 1, sizeof *res->reqs);
-	res->node_tasks = calloc(c->model->nnodes, sizeof *res->node_tasks);
-	res->node_cells = calloc(c->model->nnodes, sizeof *res->node_cells);
-	if (!res->reqs || !res->node_tasks || !res->node_cells) {
+	if (!res->reqs) {
 		snprintf(err, errlen, "out of memory setting up the live run");
 		goto fail;
 	}
@@ -740,8 +695,15 @@ int live_run(const struct live_config *c, struct live_result *res, char *err, si
 			res->abandoned++;
 		}
 	}
-	if (c->policy->stats)
-		res->npolicy_stats = c->policy->stats(L.pol, res->policy_stats, POL_MAX_STATS);
+	res->busy_ns = L.drv.busy_ns;
+	/* the run's result as the simulator states it: requests issued (dropped
+	 * ones too), and as cold starts the tasks that began after their device
+	 * idled (a refill was due) */
+	struct drv_run_end end = { .end_ns = res->end_ns, .workers = c->workers, .sla_ns = c->sla_ns,
+	                           .events = res->events, .cold_starts = L.drv.tasks - res->warm_tasks };
+	if (drv_finish(&L.drv, &end, &res->run, err, errlen) != 0)
+		goto fail;
+	res->run.issued = res->issued;
 	live_teardown(&L);
 	return 0;
 fail:
@@ -758,8 +720,7 @@ void live_result_free(struct live_result *res)
 			free(res->reqs[i].values);
 		}
 	free(res->reqs);
-	free(res->node_tasks);
-	free(res->node_cells);
+	drv_result_free(&res->run);
 	free(res->task_log);
 	free(res->task_ids);
 	memset(res, 0, sizeof *res);

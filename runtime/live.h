@@ -8,11 +8,11 @@
  *    accumulates; it records how late each issue was). A request arriving
  *    while max_queue requests are admitted and unfinished is dropped and
  *    counted: a rate the machine cannot sustain ends, it does not hang.
- *  - the scheduler (the calling thread) drives the policy exactly as
- *    sim/engine.c does: every completion and arrival it has learned of is
- *    delivered (on_task_done after pol_task_advance; on_arrival) before
- *    next_task is asked for each idle worker, with the current time in ns
- *    since the start; a policy's wake-up time is honoured by a timed wait.
+ *  - the scheduler (the calling thread) drives the policy through the one
+ *    policy driver the simulator uses (policies/driver.h): every completion
+ *    and arrival it has learned of is delivered before a task is asked for
+ *    each idle worker, with the current time in ns since the start; a
+ *    policy's wake-up time is honoured by a timed wait.
  *  - one worker per device (--workers) runs its tasks in submission order:
  *    creates a request's state before its first node, runs the node (or,
  *    for a whole-graph task, every node padded to the longest member), waits
@@ -38,7 +38,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "../policies/policy.h"
+#include "../policies/driver.h"
 #include "backend.h"
 
 struct live_config {
@@ -50,6 +50,9 @@ struct live_config {
 	const int64_t *arrival_ns;          /* n, non-decreasing, ns after the start; not owned */
 	const uint32_t *input_len;          /* n; not owned */
 	const uint32_t *output_len;         /* n; not owned */
+	uint64_t warmup;                    /* requests with smaller ids are not measured */
+	int64_t sla_ns;                     /* for the result's violation rate */
+	int keep_request_rows;              /* the result keeps a row per finished request */
 	uint64_t seed;                      /* weights and request inputs (kernels.h) */
 	const char *device;                 /* "cpu" or "gpu" (backend.h) */
 	enum rt_gemm_kind gemm;             /* CPU products: packed kernel or OpenBLAS */
@@ -87,21 +90,17 @@ struct live_task {          /* one task (keep_tasks) */
 };
 
 struct live_result {
+	struct drv_result run;              /* the run's result, as a simulated run's (policies/driver.h; owned) */
 	uint64_t n;
 	struct live_request *reqs;          /* n, by id (owned) */
-	uint64_t issued, completed, dropped, abandoned;
+	uint64_t issued, dropped, abandoned;
 	int partial;                        /* stopped by *stop */
-	uint64_t events, tasks, task_members;
-	uint32_t nnodes;
-	uint64_t *node_tasks, *node_cells;  /* per node type (owned) */
-	uint64_t graph_tasks, graph_members;
+	uint64_t events;
 	int64_t busy_ns;                    /* sum over tasks of end - dispatch */
 	int64_t estimate_ns;                /* the same tasks priced by env.lat (--hw), as the simulator prices them */
 	int64_t warm_busy_ns, warm_estimate_ns;  /* the same over warm tasks: dispatched within LIVE_WARM_GAP_NS */
 	uint64_t warm_tasks;                     /* of their device's previous task's end (no refill after idle) */
 	int64_t end_ns;                     /* when the run ended */
-	struct pol_stat policy_stats[POL_MAX_STATS];
-	size_t npolicy_stats;
 	/* where the scheduler's time goes, summed over tasks (ns) */
 	double decide_ns;                   /* next_task calls (all of them) and starting the tasks */
 	double complete_ns;                 /* pol_task_advance + on_task_done + releasing members */

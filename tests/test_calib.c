@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "calib/cpu_bench.h"
-#include "calib/cpu_select.h"
+#include "kernels/cpu_select.h"
 #include "calib/plan.h"
 
 static const char cpuinfo_spr[] =

@@ -1,4 +1,4 @@
-/* tests/test_calibrated.c: calibration tables (hwmodels/calibrated_table.c)
+/* tests/test_calibrated.c: calibration tables (hwmodels/caltab.c)
  * and the calibrated hardware model (hwmodels/calibrated.c). Values are
  * derived independently in the tests: measured points must come back bit
  * for bit, a power law must be reproduced by the log-log interpolation
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "hwmodels/calibrated.h"
-#include "hwmodels/calibrated_table.h"
+#include "hwmodels/caltab.h"
 #include "hwmodels/hwmodel.h"
 
 #define HEAD "# simbatch calibration table\n# device: cpu (test)\n# date: 2025-01-01T00:00:00Z\n"

@@ -17,7 +17,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_sort.h>
 
-#include "sim/cdf_compare.h"
+#include "sim/store/cdf_compare.h"
 
 #define N METRICS_CDF_POINTS
 

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "fixed_hw.h"
 #include "policy_check.h"
 
@@ -66,10 +66,10 @@ static struct eng_config trace_config(const struct pol_ops *p, const struct mdl_
 
 /* Runs c (its policy wrapped by the contract checker) and checks the finish
  * times (ms) of every request against want. */
-static void run_expect_finish(struct eng_config c, const double *want_ms, size_t n, struct eng_result *keep)
+static void run_expect_finish(struct eng_config c, const double *want_ms, size_t n, struct drv_result *keep)
 {
 	c.policy = pchk_wrap(c.policy, n);
-	struct eng_result r;
+	struct drv_result r;
 	char err[256] = "";
 	int rc = eng_run(&c, &r, err, sizeof err);
 	if (rc != 0)
@@ -88,7 +88,7 @@ static void run_expect_finish(struct eng_config c, const double *want_ms, size_t
 	if (keep)
 		*keep = r;
 	else
-		eng_result_free(&r);
+		drv_result_free(&r);
 }
 
 /* ---- BatchMaker Fig. 5 ----
@@ -201,13 +201,13 @@ static void test_tree_levels_and_priority(void **state)
 	struct trc_trace t = { .n = 3, .arrival_s = arr, .input_len = leaves, .output_len = zero };
 	struct eng_config c = trace_config(&cellular_policy_ops, &m, &hw.base, &t);
 	const double want[3] = { 4, 4, 6 };
-	struct eng_result r;
+	struct drv_result r;
 	run_expect_finish(c, want, 3, &r);
 	assert_int_equal(r.node_tasks[0], 3);
 	assert_int_equal(r.node_cells[0], 9);
 	assert_int_equal(r.node_tasks[1], 3);
 	assert_int_equal(r.node_cells[1], 6);
-	eng_result_free(&r);
+	drv_result_free(&r);
 }
 
 /* ---- encoder + decoder: priority and per-type Bsizes ----
@@ -282,14 +282,14 @@ static void test_min_batch_ends_batch(void **state)
 	const double want[3] = { 1, 1, 3 };
 	for (uint32_t minb = 1; minb <= 3; minb += 2) {
 		c.env.min_batch = minb;
-		struct eng_result r;
+		struct drv_result r;
 		run_expect_finish(c, want, 3, &r);
 		double schedules = -1;
 		for (size_t i = 0; i < r.npolicy_stats; i++)
 			if (strcmp(r.policy_stats[i].name, "schedules") == 0)
 				schedules = r.policy_stats[i].value;
 		assert_true(schedules == (minb == 1 ? 1 : 3));
-		eng_result_free(&r);
+		drv_result_free(&r);
 	}
 }
 
@@ -320,7 +320,7 @@ static int check_random_run(const struct pol_ops *p, const char *name, uint32_t 
 	c.env.min_batch = 1;
 	c.env.max_tasks = max_tasks;
 	c.env.topup_threshold = 0.5;
-	struct eng_result r;
+	struct drv_result r;
 	int rc = eng_run(&c, &r, err, sizeof err);
 	int ran = rc == 0;
 	if (rc != 0) {
@@ -334,7 +334,7 @@ static int check_random_run(const struct pol_ops *p, const char *name, uint32_t 
 		assert_int_equal(r.completed, n);
 		assert_int_equal(r.nrows, n);
 		for (size_t i = 0; i < r.nrows; i++) {
-			const struct results_request_row *w = &r.rows[i];
+			const struct drv_request_row *w = &r.rows[i];
 			int64_t iso = isolated_ns(m, cell_s, growth, w->input_len, w->output_len);
 			double service_ns = (w->finish_s - w->start_s) * 1e9;
 			if (service_ns < iso - 1)
@@ -342,7 +342,7 @@ static int check_random_run(const struct pol_ops *p, const char *name, uint32_t 
 				              service_ns, (long long)iso);
 			assert_true(service_ns >= iso - 1);
 		}
-		eng_result_free(&r);
+		drv_result_free(&r);
 	}
 	trc_lengths_free(in);
 	trc_lengths_free(out);
@@ -378,7 +378,7 @@ static void test_determinism(void **state)
 	c.env.max_batch = 64;
 	c.env.min_batch = 1;
 	c.env.max_tasks = 5;
-	struct eng_result a, b, d;
+	struct drv_result a, b, d;
 	assert_int_equal(eng_run(&c, &a, err, sizeof err), 0);
 	assert_int_equal(eng_run(&c, &b, err, sizeof err), 0);
 	assert_memory_equal(&a.summary, &b.summary, sizeof a.summary);
@@ -389,9 +389,9 @@ static void test_determinism(void **state)
 	c.seed = 6;
 	assert_int_equal(eng_run(&c, &d, err, sizeof err), 0);
 	assert_true(a.summary.mean_ms != d.summary.mean_ms);
-	eng_result_free(&a);
-	eng_result_free(&b);
-	eng_result_free(&d);
+	drv_result_free(&a);
+	drv_result_free(&b);
+	drv_result_free(&d);
 	trc_lengths_free(len);
 }
 
@@ -405,7 +405,7 @@ static void test_refusals(void **state)
 	uint32_t leaves[1] = { 4 }, zero[1] = { 0 };
 	struct trc_trace t = { .n = 1, .arrival_s = arr, .input_len = leaves, .output_len = zero };
 	struct eng_config c = trace_config(&graph_policy_ops, &m, &hw.base, &t);
-	struct eng_result r;
+	struct drv_result r;
 	char err[256] = "";
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), -1);
 	assert_non_null(strstr(err, "tree"));

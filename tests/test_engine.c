@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "fixed_hw.h"
 
 
@@ -69,7 +69,7 @@ static void check_mg1(const struct mdl_model *m, const char *len_spec, double ce
 	c.input_len = len;
 	c.output_len = len;
 	c.seed = 7;
-	struct eng_result r;
+	struct drv_result r;
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	double expect_ms = pk_wait_s(c.rate_rps, es, es2) * 1e3;
 	double got_ms = r.summary.queue_mean_ms;
@@ -78,7 +78,7 @@ static void check_mg1(const struct mdl_model *m, const char *len_spec, double ce
 	assert_true(fabs(got_ms / expect_ms - 1) < rel_tol);
 	/* latency = wait + service on average */
 	assert_true(fabs(r.summary.mean_ms - got_ms - es * 1e3) < 0.02 * es * 1e3 + 1e-9 + 0.05 * got_ms);
-	eng_result_free(&r);
+	drv_result_free(&r);
 	trc_lengths_free(len);
 }
 
@@ -123,7 +123,7 @@ static void run_trace(uint32_t max_batch, double window_ms, uint32_t bucket_widt
 	c.env.window_ns = llround(window_ms * 1e6);
 	c.env.bucket_width = bucket_width;
 	c.keep_request_rows = 1;
-	struct eng_result r;
+	struct drv_result r;
 	char err[256];
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	assert_int_equal(r.nrows, 6);
@@ -132,7 +132,7 @@ static void run_trace(uint32_t max_batch, double window_ms, uint32_t bucket_widt
 		assert_true(fabs(r.rows[i].start_s * 1e3 - start_ms[i]) < 1e-6);
 		assert_true(fabs(r.rows[i].finish_s * 1e3 - finish_ms[i]) < 1e-6);
 	}
-	eng_result_free(&r);
+	drv_result_free(&r);
 }
 
 /* Cold start: 1 ms a cell, 2 ms of refill after 10 ms idle or more (linear
@@ -152,7 +152,7 @@ static void test_cold_start_timeline(void **state)
 	c.trace = &t;
 	c.requests = 0;
 	c.keep_request_rows = 1;
-	struct eng_result r;
+	struct drv_result r;
 	char err[256];
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	assert_int_equal(r.nrows, 4);
@@ -161,14 +161,14 @@ static void test_cold_start_timeline(void **state)
 		assert_true(fabs(r.rows[i].finish_s * 1e3 - finish[i]) < 1e-6);
 	}
 	assert_int_equal(r.cold_starts, 3);
-	eng_result_free(&r);
+	drv_result_free(&r);
 	/* the graph policy's whole-graph tasks pay the same way */
 	c.policy = &graph_policy_ops;
 	c.env.max_batch = 1;
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	for (int i = 0; i < 4; i++)
 		assert_true(fabs(r.rows[i].finish_s * 1e3 - finish[i]) < 1e-6);
-	eng_result_free(&r);
+	drv_result_free(&r);
 }
 
 /* max batch 2, no window: {r0,r1} 0-5 (padded to 5), {r2,r3} 5-8 (padded to 3),
@@ -219,14 +219,14 @@ static void test_graph_batch1_is_serial(void **state)
 	struct eng_config b = a;
 	b.policy = &graph_policy_ops;
 	b.env.max_batch = 1;
-	struct eng_result ra, rb;
+	struct drv_result ra, rb;
 	assert_int_equal(eng_run(&a, &ra, err, sizeof err), 0);
 	assert_int_equal(eng_run(&b, &rb, err, sizeof err), 0);
 	assert_memory_equal(&ra.summary, &rb.summary, sizeof ra.summary);
 	assert_int_equal(ra.events, rb.events);
 	assert_true(ra.throughput_rps == rb.throughput_rps);
-	eng_result_free(&ra);
-	eng_result_free(&rb);
+	drv_result_free(&ra);
+	drv_result_free(&rb);
 	trc_lengths_free(len);
 }
 
@@ -244,16 +244,16 @@ static void test_determinism(void **state)
 	c.requests = 20000;
 	c.env.window_ns = 2000000;
 	c.input_len = c.output_len = len;
-	struct eng_result r1, r2, r3;
+	struct drv_result r1, r2, r3;
 	assert_int_equal(eng_run(&c, &r1, err, sizeof err), 0);
 	assert_int_equal(eng_run(&c, &r2, err, sizeof err), 0);
 	assert_memory_equal(&r1.summary, &r2.summary, sizeof r1.summary);
 	c.seed = 2;
 	assert_int_equal(eng_run(&c, &r3, err, sizeof err), 0);
 	assert_true(r1.summary.mean_ms != r3.summary.mean_ms);
-	eng_result_free(&r1);
-	eng_result_free(&r2);
-	eng_result_free(&r3);
+	drv_result_free(&r1);
+	drv_result_free(&r2);
+	drv_result_free(&r3);
 	trc_lengths_free(len);
 }
 
@@ -272,14 +272,14 @@ static void test_two_workers(void **state)
 	c.requests = 0;
 	c.workers = 2;
 	c.keep_request_rows = 1;
-	struct eng_result r;
+	struct drv_result r;
 	char err[256];
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	const double finish[4] = { 1, 1, 2, 2 };
 	for (int i = 0; i < 4; i++)
 		assert_true(fabs(r.rows[i].finish_s * 1e3 - finish[i]) < 1e-9);
 	assert_true(fabs(r.summary.mean_ms - 1.5) < 1e-9);
-	eng_result_free(&r);
+	drv_result_free(&r);
 }
 
 /* Warm-up requests are excluded: 4 back-to-back requests, warm-up 2, measure
@@ -296,14 +296,14 @@ static void test_warmup(void **state)
 	c.trace = &t;
 	c.requests = 0;
 	c.warmup = 2;
-	struct eng_result r;
+	struct drv_result r;
 	char err[256];
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	assert_int_equal(r.completed, 4);
 	assert_int_equal(r.summary.count, 2);
 	assert_true(fabs(r.summary.mean_ms - 3.5) < 1e-9);
 	assert_true(fabs(r.summary.max_ms - 4) < 1e-9);
-	eng_result_free(&r);
+	drv_result_free(&r);
 }
 
 /* Policy names are unique (the registry is the one list). */

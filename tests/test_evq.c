@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "sim/evq.h"
+#include "sim/engine/evq.h"
 
 /* splitmix64: a fixed, self-contained stream so the test needs no RNG library */
 static uint64_t tst_next(uint64_t *s)

@@ -1,4 +1,4 @@
-/* tests/test_hwtable.c: the node latency table model (hwmodels/table.c) and
+/* tests/test_hwtable.c: the node latency table model (hwmodels/node_table.c) and
  * the --hw resolver (hwmodels/registry.c). Each test writes a small table to
  * a temporary file and checks values worked out by hand (linear and Steffen
  * interpolation, in the comments) and every rejection with its line number.
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "hwmodels/hwmodel.h"
-#include "hwmodels/table.h"
+#include "hwmodels/node_table.h"
 
 #define assert_dbl_near(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
 

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "fixed_hw.h"
 #include "policies/slack.h"
 
@@ -234,7 +234,7 @@ static void shim_reset(const struct pol_ops *inner, uint64_t n)
 }
 
 /* Every arrival completed exactly once, after running its whole chain. */
-static void shim_check_all_done(const struct eng_result *r, const char *what)
+static void shim_check_all_done(const struct drv_result *r, const char *what)
 {
 	if (shim.why[0])
 		fail_msg("%s: %s", what, shim.why);
@@ -249,7 +249,7 @@ static void shim_check_all_done(const struct eng_result *r, const char *what)
 	}
 }
 
-static double stat_of(const struct eng_result *r, const char *name)
+static double stat_of(const struct drv_result *r, const char *name)
 {
 	for (size_t i = 0; i < r->npolicy_stats; i++)
 		if (strcmp(r->policy_stats[i].name, name) == 0)
@@ -289,7 +289,7 @@ static void check_fig10(const struct pol_ops *p)
 	struct trc_trace t = { .n = 3, .arrival_s = arr, .input_len = zero, .output_len = zero };
 	shim_reset(p, 3);
 	struct eng_config c = trace_config(&shim_ops, &m, &hw.base, &t, 1000000 * MS);
-	struct eng_result r;
+	struct drv_result r;
 	char err[256];
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	shim_check_all_done(&r, p->name);
@@ -313,7 +313,7 @@ static void check_fig10(const struct pol_ops *p)
 	assert_int_equal(stat_of(&r, "merges"), 2);
 	assert_int_equal(stat_of(&r, "slack_rejections"), 0);
 	assert_int_equal(stat_of(&r, "max_stack_depth"), 3);
-	eng_result_free(&r);
+	drv_result_free(&r);
 	shim_reset(NULL, 0);
 }
 
@@ -391,7 +391,7 @@ static void check_boundary(const struct pol_ops *p, int64_t sla_ns, int approved
 	struct trc_trace t = { .n = 2, .arrival_s = arr, .input_len = zero, .output_len = zero };
 	shim_reset(p, 2);
 	struct eng_config c = trace_config(&shim_ops, &m, &hw.base, &t, sla_ns);
-	struct eng_result r;
+	struct drv_result r;
 	char err[256];
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	shim_check_all_done(&r, p->name);
@@ -400,7 +400,7 @@ static void check_boundary(const struct pol_ops *p, int64_t sla_ns, int approved
 	assert_int_equal(llround(r.rows[1].finish_s * 1e3), approved ? 13 : 16);
 	assert_int_equal(stat_of(&r, "preemptions"), approved ? 1 : 0);
 	assert_int_equal(stat_of(&r, "slack_rejections"), approved ? 0 : 6);
-	eng_result_free(&r);
+	drv_result_free(&r);
 	shim_reset(NULL, 0);
 }
 
@@ -488,13 +488,13 @@ static void test_algorithm1_transformer(void **state)
 	c.input_len = c.output_len = len;
 	c.env.max_batch = 64;
 	c.env.sla_ns = 100 * MS;
-	struct eng_result r;
+	struct drv_result r;
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), -1);
 	assert_non_null(strstr(err, "dec_timesteps"));
 	c.env.dec_timesteps = 3;
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	assert_int_equal(stat_of(&r, "dec_timesteps"), 3);
-	eng_result_free(&r);
+	drv_result_free(&r);
 	trc_lengths_free(len);
 	hw_close(hw);
 	mdl_free(m);
@@ -561,13 +561,13 @@ static void check_policy_on_model(const struct pol_ops *p, const struct mdl_mode
 	}
 	shim_reset(p, n);
 	c.policy = &shim_ops;
-	struct eng_result r;
+	struct drv_result r;
 	if (eng_run(&c, &r, err, sizeof err) != 0)
 		fail_msg("%s: %s", what, err);
 	shim_check_all_done(&r, what);
 	assert_int_equal(r.nrows, n);
 	for (size_t i = 0; i < r.nrows; i++) {
-		const struct results_request_row *w = &r.rows[i];
+		const struct drv_request_row *w = &r.rows[i];
 		assert_true(w->input_len <= in_max && w->output_len <= out_max);
 		int64_t alone_ns = eng_latency_graph_ns(o.l, 1, w->input_len, w->output_len);
 		int64_t got_ns = llround((w->finish_s - w->arrival_s) * 1e9);
@@ -578,7 +578,7 @@ static void check_policy_on_model(const struct pol_ops *p, const struct mdl_mode
 	}
 	print_message("  %-9s %-12s w=%u: mean %.2f ms, mean batch %.2f\n", p->name, m->name, workers,
 	              r.summary.mean_ms, r.mean_batch);
-	eng_result_free(&r);
+	drv_result_free(&r);
 	shim_reset(NULL, 0);
 done:
 	eng_latency_destroy(o.l);
@@ -631,7 +631,7 @@ static void test_determinism(void **state)
 		c.keep_request_rows = 0;
 		c.input_len = c.output_len = len;
 		c.env.dec_timesteps = 18;
-		struct eng_result r1, r2;
+		struct drv_result r1, r2;
 		assert_int_equal(eng_run(&c, &r1, err, sizeof err), 0);
 		assert_int_equal(eng_run(&c, &r2, err, sizeof err), 0);
 		assert_memory_equal(&r1.summary, &r2.summary, sizeof r1.summary);
@@ -639,8 +639,8 @@ static void test_determinism(void **state)
 		assert_int_equal(r1.npolicy_stats, r2.npolicy_stats);
 		for (size_t i = 0; i < r1.npolicy_stats; i++)
 			assert_true(r1.policy_stats[i].value == r2.policy_stats[i].value);
-		eng_result_free(&r1);
-		eng_result_free(&r2);
+		drv_result_free(&r1);
+		drv_result_free(&r2);
 	}
 	trc_lengths_free(len);
 }

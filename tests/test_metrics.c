@@ -1,4 +1,4 @@
-/* tests/test_metrics.c: sim/metrics.c against independent computations:
+/* tests/test_metrics.c: util/metrics.c against independent computations:
  * quantiles and means from GSL on a double copy sorted by gsl_sort, the radix
  * sort against qsort, the queueing-time histogram against the exact
  * nearest-rank p99 of the same samples, and hand-worked small cases.
@@ -17,9 +17,9 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
-#include "sim/metrics.h"
+#include "util/metrics.h"
 
-#define HIST_REL_ERR (1.0 / 256.0)   /* bound stated in sim/metrics.c */
+#define HIST_REL_ERR (1.0 / 256.0)   /* bound stated in util/metrics.c */
 
 static int cmp_i64(const void *a, const void *b)
 {

@@ -21,7 +21,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "sim/results.h"
+#include "sim/store/results.h"
 
 static char tmpdir[64];
 
@@ -74,7 +74,7 @@ static const struct results_kv test_config[] = {
 };
 
 static void fill_run(struct results_run *r, const struct metrics_summary *s,
-                     const struct results_request_row *rows, size_t nrows)
+                     const struct drv_request_row *rows, size_t nrows)
 {
 	memset(r, 0, sizeof(*r));
 	r->policy = "lazy";
@@ -208,7 +208,7 @@ static void check_run_rows(sqlite3 *db, int64_t id, const struct results_run *r)
 		" WHERE run_id = ?1 ORDER BY id", -1, &st, NULL), SQLITE_OK);
 	sqlite3_bind_int64(st, 1, id);
 	for (size_t i = 0; i < r->nrequest_rows; i++) {
-		const struct results_request_row *q = &r->request_rows[i];
+		const struct drv_request_row *q = &r->request_rows[i];
 		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 		assert_true((uint64_t)sqlite3_column_int64(st, 0) == q->id);
 		assert_real(st, 1, q->arrival_s);
@@ -221,7 +221,7 @@ static void check_run_rows(sqlite3 *db, int64_t id, const struct results_run *r)
 	sqlite3_finalize(st);
 }
 
-static void make_rows(struct results_request_row *rows, size_t n)
+static void make_rows(struct drv_request_row *rows, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		rows[i].id = i;
@@ -245,7 +245,7 @@ static void test_create_write_read(void **state)
 	struct metrics_summary s1, s2;
 	fill_summary(&s1, 1.0);
 	fill_summary(&s2, 2.0);
-	struct results_request_row rows[5];
+	struct drv_request_row rows[5];
 	make_rows(rows, 5);
 	struct results_run r1, r2;
 	fill_run(&r1, &s1, rows, 5);
@@ -444,7 +444,7 @@ static void test_failed_write_rolls_back(void **state)
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 	struct metrics_summary s;
 	fill_summary(&s, 1.0);
-	struct results_request_row rows[50];
+	struct drv_request_row rows[50];
 	make_rows(rows, 50);
 	struct results_run good, bad;
 	fill_run(&good, &s, rows, 10);

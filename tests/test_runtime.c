@@ -658,7 +658,7 @@ static void test_live_every_policy(void **state)
 					fail_msg("%s on %s: %s", pols[pi]->name, m->name, err);
 				if (pchk_verdict(r.issued) != 0)
 					fail_msg("%s on %s: contract: %s", pols[pi]->name, m->name, pchk.first);
-				assert_int_equal(r.completed, s.n);
+				assert_int_equal(r.run.completed, s.n);
 				assert_int_equal(r.issued, s.n);
 				assert_int_equal(r.partial, 0);
 				uint64_t members = 0;
@@ -673,9 +673,9 @@ static void test_live_every_policy(void **state)
 					memcpy(got.values, q->values, q->nvalues * sizeof(float));
 					expect_same(&ref[i], &got);
 				}
-				for (uint32_t t = 0; t < r.nnodes; t++)
-					members += r.node_cells[t];
-				assert_int_equal(members + r.graph_members, r.task_members);
+				for (uint32_t t = 0; t < r.run.nnodes; t++)
+					members += r.run.node_cells[t];
+				assert_int_equal(members + r.run.graph_members, r.run.task_members);
 				/* the --hw estimate of the tasks it ran, priced here from the task log */
 				int64_t estimate = 0;
 				for (size_t k = 0; k < r.ntasks_logged; k++) {
@@ -689,9 +689,9 @@ static void test_live_every_policy(void **state)
 					estimate += t->kind == POL_TASK_GRAPH ? lat_graph(NULL, t->nreq, in, out)
 					                                      : lat_node(NULL, t->node_type, t->cells);
 				}
-				assert_int_equal(r.ntasks_logged, r.tasks);
+				assert_int_equal(r.ntasks_logged, r.run.tasks);
 				assert_int_equal(r.estimate_ns, estimate);
-				assert_true(r.warm_tasks < r.tasks && r.warm_estimate_ns <= r.estimate_ns &&
+				assert_true(r.warm_tasks < r.run.tasks && r.warm_estimate_ns <= r.estimate_ns &&
 				            r.warm_busy_ns <= r.busy_ns);   /* the first task of a worker is never warm */
 				live_result_free(&r);
 			}
@@ -715,7 +715,7 @@ static void test_live_saturation(void **state)
 	struct live_result r;
 	assert_int_equal(live_run(&c, &r, err, sizeof err), 0);
 	assert_true(r.dropped >= 1);
-	assert_int_equal(r.completed + r.dropped, s.n);
+	assert_int_equal(r.run.completed + r.dropped, s.n);
 	assert_true(r.max_outstanding <= 3);
 	for (uint64_t i = 0; i < s.n; i++)
 		assert_true(r.reqs[i].status == LIVE_DONE || r.reqs[i].status == LIVE_DROPPED);
@@ -756,7 +756,7 @@ static void test_live_stop(void **state)
 	uint64_t counted[4] = { 0 };
 	for (uint64_t i = 0; i < s.n; i++)
 		counted[r.reqs[i].status]++;
-	assert_int_equal(counted[LIVE_DONE], r.completed);
+	assert_int_equal(counted[LIVE_DONE], r.run.completed);
 	assert_int_equal(counted[LIVE_ABANDONED], r.abandoned);
 	assert_true(counted[LIVE_NOT_ISSUED] >= 1);
 	assert_int_equal(counted[LIVE_DONE] + counted[LIVE_ABANDONED] + counted[LIVE_DROPPED], r.issued);
@@ -806,7 +806,7 @@ static void test_live_faults(void **state)
 		err[0] = '\0';
 		int rc = live_run(&c, &r, err, sizeof err);
 		if (rc == 0) {
-			assert_int_equal(r.completed, s.n);   /* enough allocations: a complete run */
+			assert_int_equal(r.run.completed, s.n);   /* enough allocations: a complete run */
 			live_result_free(&r);
 			completed++;
 			continue;

@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "sim/aggregate.h"
-#include "sim/sweep_spec.h"
+#include "sim/store/aggregate.h"
+#include "sim/cli/sweep_spec.h"
 
 static const struct opt_def defs[] = {
 	{ "policy", OPT_STR, "graph", 0, 0, 0, "" },

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "fixed_hw.h"
 #include "policy_check.h"
 
@@ -39,7 +39,7 @@ static struct mdl_model encdec_model(void)
 	return m;
 }
 
-static double stat_of(const struct eng_result *r, const char *name)
+static double stat_of(const struct drv_result *r, const char *name)
 {
 	for (size_t i = 0; i < r->npolicy_stats; i++)
 		if (strcmp(r->policy_stats[i].name, name) == 0)
@@ -50,7 +50,7 @@ static double stat_of(const struct eng_result *r, const char *name)
 /* Runs the trace with the given max batch and threshold; checks every finish
  * time (ms) and the contract; the result is left in *out. */
 static void run_trace(const struct trc_trace *t, uint32_t max_batch, double threshold, const double *want_ms,
-                      struct eng_result *out)
+                      struct drv_result *out)
 {
 	struct mdl_model m = encdec_model();
 	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
@@ -110,26 +110,26 @@ static void test_threshold_timelines(void **state)
 {
 	(void)state;
 	struct trc_trace t = { .n = 8, .arrival_s = eight_arr, .input_len = eight_in, .output_len = eight_out };
-	struct eng_result r;
+	struct drv_result r;
 	const double minibatch[8] = { 2, 4, 5, 8, 10, 10, 10, 10 };
 	run_trace(&t, 4, 1.0, minibatch, &r);
 	assert_true(stat_of(&r, "topups") == 0);
 	assert_true(stat_of(&r, "decode_batches") == 2);
 	/* decode steps: 1-2, 3-4, 4-5, 5-6, 6-7, 7-8, 8-9, 9-10 */
 	assert_true(stat_of(&r, "decode_steps") == 8);
-	eng_result_free(&r);
+	drv_result_free(&r);
 
 	const double half[8] = { 2, 4, 5, 8, 6, 6, 8, 8 };
 	run_trace(&t, 4, 0.5, half, &r);
 	assert_true(stat_of(&r, "topups") == 2);
 	assert_true(stat_of(&r, "topup_sentences") == 4);
-	eng_result_free(&r);
+	drv_result_free(&r);
 
 	const double eager[8] = { 2, 4, 5, 8, 5, 6, 7, 7 };
 	run_trace(&t, 4, 0.0, eager, &r);
 	assert_true(stat_of(&r, "topups") == 3);
 	assert_true(stat_of(&r, "topup_sentences") == 4);
-	eng_result_free(&r);
+	drv_result_free(&r);
 }
 
 /* ---- encoding batches and the equal-time share ----
@@ -150,7 +150,7 @@ static void test_encoding_batches_share(void **state)
 	double arr[3] = { 0, 0, 0.0005 };
 	uint32_t in[3] = { 2, 1, 1 }, out[3] = { 1, 2, 1 };
 	struct trc_trace t = { .n = 3, .arrival_s = arr, .input_len = in, .output_len = out };
-	struct eng_result r;
+	struct drv_result r;
 	const double want[3] = { 4, 4, 6 };
 	run_trace(&t, 2, 0.5, want, &r);
 	assert_true(stat_of(&r, "encode_batches") == 2);
@@ -158,7 +158,7 @@ static void test_encoding_batches_share(void **state)
 	assert_true(stat_of(&r, "topups") == 1);
 	assert_true(stat_of(&r, "topup_sentences") == 1);
 	assert_true(stat_of(&r, "decode_steps") == 3);  /* 1-2, 3-4, 5-6 */
-	eng_result_free(&r);
+	drv_result_free(&r);
 }
 
 /* The share is in time, not steps: with a decoder step 3x as long as an
@@ -192,13 +192,13 @@ static void test_share_is_time(void **state)
 	c.env.max_batch = 4;
 	c.env.min_batch = 1;
 	c.env.topup_threshold = 1;
-	struct eng_result r;
+	struct drv_result r;
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	assert_int_equal(pchk_verdict(r.issued), 0);
 	const double want[3] = { 10, 13, 13 };
 	for (int i = 0; i < 3; i++)
 		assert_true(fabs(r.rows[i].finish_s * 1e3 - want[i]) < 1e-6);
-	eng_result_free(&r);
+	drv_result_free(&r);
 	hw_close(hw);
 	unlink(path);
 	pchk_release();
@@ -236,7 +236,7 @@ static void test_contract_every_model(void **state)
 			c.env.min_batch = 1;
 			c.env.max_tasks = 5;
 			c.env.topup_threshold = thresholds[k];
-			struct eng_result r;
+			struct drv_result r;
 			err[0] = 0;
 			int rc = eng_run(&c, &r, err, sizeof err);
 			if (!encdec) {
@@ -253,11 +253,11 @@ static void test_contract_every_model(void **state)
 			assert_int_equal(pchk.violations, 0);
 			assert_int_equal(r.completed, n);
 			for (size_t j = 0; j < r.nrows; j++) {
-				const struct results_request_row *w = &r.rows[j];
+				const struct drv_request_row *w = &r.rows[j];
 				double service_ns = (w->finish_s - w->start_s) * 1e9;
 				assert_true(service_ns >= isolated_ns(m, cell_s, growth, w->input_len, w->output_len) - 1);
 			}
-			eng_result_free(&r);
+			drv_result_free(&r);
 		}
 		trc_lengths_free(in);
 		trc_lengths_free(out);
@@ -282,15 +282,15 @@ static void test_determinism(void **state)
 	c.env.max_batch = 64;
 	c.env.min_batch = 1;
 	c.env.topup_threshold = 0.5;
-	struct eng_result a, b;
+	struct drv_result a, b;
 	assert_int_equal(eng_run(&c, &a, err, sizeof err), 0);
 	assert_int_equal(eng_run(&c, &b, err, sizeof err), 0);
 	assert_memory_equal(&a.summary, &b.summary, sizeof a.summary);
 	assert_int_equal(a.events, b.events);
 	for (size_t i = 0; i < a.npolicy_stats; i++)
 		assert_true(a.policy_stats[i].value == b.policy_stats[i].value);
-	eng_result_free(&a);
-	eng_result_free(&b);
+	drv_result_free(&a);
+	drv_result_free(&b);
 	trc_lengths_free(len);
 }
 

@@ -9,7 +9,7 @@
  * corpus without sentences.
  */
 #include "corpus.h"
-#include "parse.h"
+#include "../util/text.h"
 #include "workload.h"
 
 #include <errno.h>
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'm':
-			if (trc_parse_uint(optarg, TRC_LENGTH_LIMIT, &max_words) != 0 || max_words < 1) {
+			if (txt_parse_uint(optarg, TRC_LENGTH_LIMIT, &max_words) != 0 || max_words < 1) {
 				fprintf(stderr, "corpus-lengths: --max must be an integer in [1, %u], got '%s'\n",
 				        TRC_LENGTH_LIMIT, optarg);
 				return 2;

@@ -10,7 +10,7 @@
 #define _POSIX_C_SOURCE 200809L   /* getline */
 #endif
 #include "workload.h"
-#include "parse.h"
+#include "../util/text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -123,7 +123,7 @@ static void trc_lognormal_cells(double mu, double sigma, uint32_t max, double *w
 static int trc_parse_length(const char *s, uint32_t *out)
 {
 	uint64_t v;
-	if (trc_parse_uint(s, TRC_LENGTH_LIMIT, &v) != 0)
+	if (txt_parse_uint(s, TRC_LENGTH_LIMIT, &v) != 0)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
@@ -140,11 +140,11 @@ static int trc_lengths_parse_lognormal(struct trc_lengths *d, const char *spec, 
 		snprintf(err, errlen, "bad length spec '%s': expected lognormal:MU:SIGMA[:MAX]", spec);
 		return -1;
 	}
-	if (trc_parse_double(f[1], &mu) != 0) {
+	if (txt_parse_double(f[1], &mu) != 0) {
 		snprintf(err, errlen, "bad length spec '%s': MU must be a finite number, got '%s'", spec, f[1]);
 		return -1;
 	}
-	if (trc_parse_double(f[2], &sigma) != 0 || !(sigma > 0)) {
+	if (txt_parse_double(f[2], &sigma) != 0 || !(sigma > 0)) {
 		snprintf(err, errlen, "bad length spec '%s': SIGMA must be a positive number, got '%s'", spec, f[2]);
 		return -1;
 	}
@@ -210,8 +210,8 @@ static int trc_lengths_load_file(struct trc_lengths *d, const char *path, char *
 			snprintf(err, errlen, "%s:%lu: line contains a NUL byte", path, lineno);
 			goto fail;
 		}
-		char *s = trc_trim(line);
-		if (trc_line_is_blank_or_comment(s))
+		char *s = txt_trim(line);
+		if (txt_line_is_blank_or_comment(s))
 			continue;
 		if (!seen_data) {
 			seen_data = 1;
@@ -219,7 +219,7 @@ static int trc_lengths_load_file(struct trc_lengths *d, const char *path, char *
 				continue;
 		}
 		char *f[3];
-		size_t nf = trc_split(s, ',', f, 3);
+		size_t nf = txt_split(s, ',', f, 3);
 		if (nf != 2) {
 			snprintf(err, errlen, "%s:%lu: expected 2 fields 'length,weight', got %zu", path, lineno, nf);
 			goto fail;
@@ -231,7 +231,7 @@ static int trc_lengths_load_file(struct trc_lengths *d, const char *path, char *
 			         path, lineno, TRC_LENGTH_LIMIT, f[0]);
 			goto fail;
 		}
-		if (trc_parse_double(f[1], &weight) != 0 || weight < 0) {
+		if (txt_parse_double(f[1], &weight) != 0 || weight < 0) {
 			snprintf(err, errlen, "%s:%lu: weight must be a non-negative number, got '%s'", path, lineno, f[1]);
 			goto fail;
 		}
@@ -329,7 +329,7 @@ int trc_lengths_parse(const char *spec, struct trc_lengths **out, char *err, siz
 	}
 
 	char *f[TRC_SPEC_FIELDS];
-	size_t nf = trc_split(copy, ':', f, TRC_SPEC_FIELDS);
+	size_t nf = txt_split(copy, ':', f, TRC_SPEC_FIELDS);
 	uint32_t a, b;
 	if (nf == 1 && trc_parse_length(f[0], &a) == 0) {
 		d->kind = TRC_LEN_FIXED;

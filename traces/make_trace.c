@@ -6,13 +6,13 @@
  * runtime, can be compared on exactly the same requests.
  *
  * Arrivals and lengths use two mt19937 generators seeded from --seed, so
- * changing a length spec leaves the arrival times alone. The seeds are
- * derived the way sim/rng.c derives the run's streams (splitmix64 of the
- * seed, mixed with stream 1 for arrivals and 2 for lengths).
+ * changing a length spec leaves the arrival times alone: the run's own
+ * streams (util/rng.h), so a seed means the same streams here and in a run.
  *
  * Exit status: 0 done, 1 write error, 2 bad option.
  */
-#include "parse.h"
+#include "../util/rng.h"
+#include "../util/text.h"
 #include "workload.h"
 
 #include <errno.h>
@@ -23,8 +23,6 @@
 #include <gsl/gsl_rng.h>
 
 #define MT_DEFAULT_LENGTHS "lognormal:2.715:0.535:80"
-#define MT_STREAM_ARRIVALS 1   /* as RNG_ARRIVALS in sim/rng.h */
-#define MT_STREAM_LENGTHS 2    /* as RNG_LENGTHS in sim/rng.h */
 
 static void mt_usage(FILE *f)
 {
@@ -42,27 +40,6 @@ static void mt_usage(FILE *f)
 	        "  --seed=S          seed, a non-negative integer (default 1)\n"
 	        "  -o, --output=FILE write there instead of standard output\n"
 	        "  -h, --help        this text\n");
-}
-
-/* splitmix64, the same mixer sim/rng.c uses, so a seed means the same
- * streams here and in a simulator run. */
-static uint64_t mt_splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static gsl_rng *mt_rng_create(uint64_t seed, uint64_t stream)
-{
-	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-	if (!r)
-		return NULL;
-	uint64_t mixed = mt_splitmix64(mt_splitmix64(seed) ^ stream);
-	unsigned long s = (unsigned long)(mixed & 0xffffffffUL);
-	gsl_rng_set(r, s ? s : 1UL);   /* mt19937 maps seed 0 to its default */
-	return r;
 }
 
 static int mt_bad(const char *what, const char *value)
@@ -92,17 +69,17 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
-			if (trc_parse_double(optarg, &rate_rps) != 0)
+			if (txt_parse_double(optarg, &rate_rps) != 0)
 				return mt_bad("--rate must be a positive number of requests per second", optarg);
 			have_rate = 1;
 			break;
 		case 'n':
-			if (trc_parse_uint(optarg, UINT64_MAX, &requests) != 0 || requests < 1)
+			if (txt_parse_uint(optarg, UINT64_MAX, &requests) != 0 || requests < 1)
 				return mt_bad("--requests must be an integer >= 1", optarg);
 			have_requests = 1;
 			break;
 		case 'c':
-			if (trc_parse_double(optarg, &cv) != 0)
+			if (txt_parse_double(optarg, &cv) != 0)
 				return mt_bad("--arrival-cv must be a positive number", optarg);
 			break;
 		case 'i':
@@ -112,7 +89,7 @@ int main(int argc, char **argv)
 			out_spec = optarg;
 			break;
 		case 's':
-			if (trc_parse_uint(optarg, UINT64_MAX, &seed) != 0)
+			if (txt_parse_uint(optarg, UINT64_MAX, &seed) != 0)
 				return mt_bad("--seed must be a non-negative integer", optarg);
 			break;
 		case 'o':
@@ -154,8 +131,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "make-trace: --output-len: %s\n", err);
 		goto done;
 	}
-	r_arr = mt_rng_create(seed, MT_STREAM_ARRIVALS);
-	r_len = mt_rng_create(seed, MT_STREAM_LENGTHS);
+	r_arr = rng_create(seed, RNG_ARRIVALS);
+	r_len = rng_create(seed, RNG_LENGTHS);
 	if (!r_arr || !r_len) {
 		fprintf(stderr, "make-trace: out of memory\n");
 		status = 1;

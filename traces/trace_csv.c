@@ -8,7 +8,7 @@
 #define _POSIX_C_SOURCE 200809L   /* getline */
 #endif
 #include "workload.h"
-#include "parse.h"
+#include "../util/text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -43,7 +43,7 @@ static int trc_trace_length(const char *path, unsigned long lineno, const char *
                             uint32_t *out, char *err, size_t errlen)
 {
 	uint64_t v;
-	if (trc_parse_uint(field, TRC_LENGTH_LIMIT, &v) != 0) {
+	if (txt_parse_uint(field, TRC_LENGTH_LIMIT, &v) != 0) {
 		snprintf(err, errlen, "%s:%lu: %s must be an integer in [0, %u], got '%s'",
 		         path, lineno, name, TRC_LENGTH_LIMIT, field);
 		return -1;
@@ -77,8 +77,8 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			snprintf(err, errlen, "%s:%lu: line contains a NUL byte", path, lineno);
 			goto fail;
 		}
-		char *s = trc_trim(line);
-		if (trc_line_is_blank_or_comment(s))
+		char *s = txt_trim(line);
+		if (txt_line_is_blank_or_comment(s))
 			continue;
 		if (!seen_header) {
 			if (strcmp(s, TRC_TRACE_HEADER) != 0) {
@@ -90,22 +90,22 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			continue;
 		}
 		char *f[4];
-		size_t nf = trc_split(s, ',', f, 4);
+		size_t nf = txt_split(s, ',', f, 4);
 		if (nf != 3) {
 			snprintf(err, errlen, "%s:%lu: expected 3 fields (arrival_s,input_len,output_len), got %zu",
 			         path, lineno, nf);
 			goto fail;
 		}
 		double arrival_s;
-		if (trc_parse_double(f[0], &arrival_s) != 0 || arrival_s < 0) {
+		if (txt_parse_double(f[0], &arrival_s) != 0 || arrival_s < 0) {
 			snprintf(err, errlen, "%s:%lu: arrival_s must be a finite number >= 0, got '%.40s'",
 			         path, lineno, f[0]);
 			goto fail;
 		}
 		if (t->n > 0 && arrival_s < t->arrival_s[t->n - 1]) {
 			char now_text[32], prev_text[32];
-			trc_format_double(now_text, sizeof now_text, arrival_s);
-			trc_format_double(prev_text, sizeof prev_text, t->arrival_s[t->n - 1]);
+			txt_format_double(now_text, sizeof now_text, arrival_s);
+			txt_format_double(prev_text, sizeof prev_text, t->arrival_s[t->n - 1]);
 			snprintf(err, errlen, "%s:%lu: arrival_s %s is earlier than the previous row's %s",
 			         path, lineno, now_text, prev_text);
 			goto fail;

@@ -1,0 +1,152 @@
+/* policies/driver.c: drives one policy through a run (driver.h). */
+#include "driver.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t errlen)
+{
+	memset(d, 0, sizeof *d);
+	d->c = *c;
+	const struct mdl_model *m = c->env.model;
+	if (c->env.workers < 1 || c->env.max_batch < 1) {
+		snprintf(err, errlen, "workers and max batch must be at least 1");
+		return -1;
+	}
+	uint64_t expect = c->expected_requests > c->warmup ? c->expected_requests - c->warmup : 1;
+	d->metrics = metrics_create(expect);
+	d->node_tasks = calloc(m->nnodes ? m->nnodes : 1, sizeof *d->node_tasks);
+	d->node_cells = calloc(m->nnodes ? m->nnodes : 1, sizeof *d->node_cells);
+	d->st = calloc(1, c->policy->state_size ? c->policy->state_size : 1);
+	if (!d->metrics || !d->node_tasks || !d->node_cells || !d->st) {
+		snprintf(err, errlen, "out of memory setting up the run");
+		goto fail;
+	}
+	if (c->policy->init(d->st, &d->c.env, err, errlen) != 0) {
+		free(d->st);
+		d->st = NULL;
+		goto fail;
+	}
+	return 0;
+fail:
+	drv_fini(d);
+	return -1;
+}
+
+void drv_fini(struct pol_driver *d)
+{
+	if (d->st && d->c.policy->fini)
+		d->c.policy->fini(d->st);
+	free(d->st);
+	metrics_destroy(d->metrics);
+	free(d->node_tasks);
+	free(d->node_cells);
+	free(d->rows);
+	memset(d, 0, sizeof *d);
+}
+
+int drv_runnable(const struct mdl_model *m, uint64_t id, uint32_t input_len, uint32_t output_len, char *err,
+                 size_t errlen)
+{
+	if (mdl_chain_length(m, input_len, output_len) > 0)
+		return 1;
+	snprintf(err, errlen, "request %llu (input_len %u, output_len %u) gives model %s no node to run",
+	         (unsigned long long)id, input_len, output_len, m->name);
+	return 0;
+}
+
+/* A policy that broke the policy.h contract: -1 with err. */
+int drv_broken(const struct pol_driver *d, char *err, size_t errlen, const char *fmt, ...)
+{
+	int n = snprintf(err, errlen, "policy %s broke its contract: ", d->c.policy->name);
+	if (n >= 0 && (size_t)n < errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int drv_out_of_memory(char *err, size_t errlen, const char *what)
+{
+	snprintf(err, errlen, "out of memory %s", what);
+	return -1;
+}
+
+int drv_keep_row(struct pol_driver *d, const struct pol_request *r, int64_t finish_ns, char *err, size_t errlen)
+{
+	if (r->id >= d->rows_cap) {
+		size_t cap = d->rows_cap ? d->rows_cap : 1024;
+		while (cap <= r->id)
+			cap *= 2;
+		struct drv_request_row *rows = realloc(d->rows, cap * sizeof *rows);
+		if (!rows)
+			return drv_out_of_memory(err, errlen, "for per-request rows");
+		for (size_t i = d->rows_cap; i < cap; i++)
+			rows[i].id = UINT64_MAX;
+		d->rows = rows;
+		d->rows_cap = cap;
+	}
+	d->rows[r->id] = (struct drv_request_row){
+		.id = r->id, .arrival_s = r->arrival_ns * 1e-9, .start_s = r->first_start_ns * 1e-9,
+		.finish_s = finish_ns * 1e-9, .input_len = r->input_len, .output_len = r->output_len,
+	};
+	return 0;
+}
+
+int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_result *res, char *err,
+               size_t errlen)
+{
+	memset(res, 0, sizeof *res);
+	const struct mdl_model *m = d->c.env.model;
+	res->issued = d->arrived;
+	res->completed = d->completed;
+	res->events = end->events;
+	res->tasks = d->tasks;
+	res->task_members = d->task_members;
+	res->cold_starts = end->cold_starts;
+	res->mean_batch = d->tasks ? (double)d->task_members / (double)d->tasks : 0.0;
+	res->sim_end_s = end->end_ns * 1e-9;
+	int64_t span_ns = d->last_finish_ns - d->first_measured_arrival_ns;
+	res->throughput_rps = d->measured && span_ns > 0 ? (double)d->measured / (span_ns * 1e-9) : 0.0;
+	res->busy_fraction = end->end_ns > 0 ? (double)d->busy_ns / ((double)end->end_ns * end->workers) : 0.0;
+	metrics_finish(d->metrics, end->sla_ns, &res->summary);
+	if (d->c.policy->stats)
+		res->npolicy_stats = d->c.policy->stats(d->st, res->policy_stats, POL_MAX_STATS);
+	res->nnodes = m->nnodes;
+	res->node_tasks = calloc(m->nnodes ? m->nnodes : 1, sizeof *res->node_tasks);
+	res->node_cells = calloc(m->nnodes ? m->nnodes : 1, sizeof *res->node_cells);
+	if (!res->node_tasks || !res->node_cells)
+		goto oom;
+	memcpy(res->node_tasks, d->node_tasks, m->nnodes * sizeof *res->node_tasks);
+	memcpy(res->node_cells, d->node_cells, m->nnodes * sizeof *res->node_cells);
+	res->graph_tasks = d->graph_tasks;
+	res->graph_members = d->graph_members;
+	if (d->c.keep_request_rows) {
+		/* finished requests in id order (a stopped live run leaves gaps) */
+		for (size_t i = 0; i < d->rows_cap; i++)
+			if (d->rows[i].id != UINT64_MAX)
+				d->rows[res->nrows++] = d->rows[i];
+		res->rows = d->rows;
+		d->rows = NULL;
+		d->rows_cap = 0;
+	}
+	return 0;
+oom:
+	drv_result_free(res);
+	snprintf(err, errlen, "out of memory for the run's result");
+	return -1;
+}
+
+void drv_result_free(struct drv_result *res)
+{
+	free(res->node_tasks);
+	free(res->node_cells);
+	free(res->rows);
+	res->node_tasks = res->node_cells = NULL;
+	res->rows = NULL;
+	res->nrows = 0;
+}

@@ -1,0 +1,244 @@
+/* policies/driver.h: the one piece of code that drives a policy, for the
+ * simulator (sim/engine/engine.c) and the live runtime (runtime/live.c)
+ * alike. The two differ only in their clock and their device: the engine
+ * prices a task with a hardware model and jumps the clock to its end, the
+ * runtime runs real kernels on the wall clock. Everything between them and
+ * the policy is here: the policy's state and its optional methods, the
+ * request bookkeeping of the policy.h contract (arrival, task start, task
+ * end), the run's counters, the latency samples and the run's result.
+ *
+ * A run, from either caller:
+ *   drv_init                          policy state, counters, latency store
+ *   drv_arrive(r, now)                for each request, in arrival order
+ *   drv_next_task(dev, now, ...)      for each idle device, after every event
+ *                                     of the instant; 1: a task has started
+ *   drv_task_done(t, now)             when a started task ends (t->end_ns set)
+ *   drv_finish(end, res)              the result; then drv_fini
+ *
+ * Contract:
+ *  - drv_next_task checks the task against the policy.h contract and
+ *    refuses a broken one with an error naming the policy (the engine and
+ *    the runtime stop the run then). A task that passes has its members in
+ *    flight, its cells, device and start_ns set, and is counted.
+ *  - drv_task_done advances the members, tells the policy, and records each
+ *    finished request: its latency from arrival to t->end_ns (metrics, after
+ *    the warm-up), its row when rows are kept, and then hands it to
+ *    config.release when one is given (the caller may reuse it at once).
+ *  - Results depend only on the calls made and their times: the same calls
+ *    give the same result, bit for bit.
+ */
+#ifndef SB_POL_DRIVER_H
+#define SB_POL_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "policy.h"
+#include "../util/metrics.h"
+
+struct drv_request_row {        /* one finished request (--requests-out, the database) */
+	uint64_t id;
+	double arrival_s, start_s, finish_s;
+	uint32_t input_len, output_len;
+};
+
+/* A run's result, simulated or live. */
+struct drv_result {
+	uint64_t issued;            /* requests that arrived */
+	uint64_t completed;         /* requests that finished */
+	uint64_t events;            /* events the caller processed */
+	uint64_t tasks;             /* tasks run */
+	uint64_t task_members;      /* requests in them, summed */
+	uint64_t cold_starts;       /* tasks that refilled weights lost while their device idled (hwmodel.h) */
+	double mean_batch;          /* requests per task */
+	double sim_end_s;           /* time of the run's last event */
+	double throughput_rps;      /* measured completions / (last finish - first measured arrival) */
+	double busy_fraction;       /* device-busy time / (workers * sim_end) */
+	struct metrics_summary summary;
+	struct pol_stat policy_stats[POL_MAX_STATS]; /* the policy's own counters */
+	size_t npolicy_stats;
+	uint32_t nnodes;            /* per node type (owned arrays of nnodes): */
+	uint64_t *node_tasks;       /*   NODE tasks run */
+	uint64_t *node_cells;       /*   cells they ran (mean batch = cells / tasks) */
+	uint64_t graph_tasks;       /* whole-graph tasks */
+	uint64_t graph_members;     /* requests in them */
+	size_t nrows;               /* per-request rows of finished requests, id order (keep_request_rows) */
+	struct drv_request_row *rows;
+};
+
+void drv_result_free(struct drv_result *res);
+
+struct drv_config {
+	const struct pol_ops *policy;
+	struct pol_env env;                 /* complete: model, workers and lat set */
+	uint32_t max_cells;                 /* cells a task may run: env.max_batch, or a tree's widest level */
+	uint64_t warmup;                    /* requests with smaller ids are not measured */
+	uint64_t expected_requests;         /* sizes the latency store (a hint) */
+	int keep_request_rows;
+	void (*release)(void *ctx, struct pol_request *r, int64_t finish_ns);   /* optional: a finished
+	                                    * request is the caller's again */
+	void *release_ctx;
+};
+
+/* What the caller needs of a started task to run it. */
+struct drv_task_shape {
+	uint32_t max_input_len, max_output_len;   /* the longest member's lengths (a graph task's padding) */
+	uint64_t first_id;                        /* the smallest member id (the engine's event tie-break) */
+};
+
+struct pol_driver {
+	struct drv_config c;
+	struct pol_state *st;
+	struct metrics *metrics;
+	uint64_t arrived, completed, measured, tasks, task_members, graph_tasks, graph_members;
+	uint64_t *node_tasks, *node_cells;        /* per node type */
+	int64_t busy_ns;                          /* sum over ended tasks of end - start */
+	int64_t first_measured_arrival_ns, last_finish_ns;
+	struct drv_request_row *rows;             /* by id; unfinished ids have id UINT64_MAX */
+	size_t rows_cap;
+};
+
+/* 0, or -1 with one line in err (the policy refused its env, out of memory). */
+int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t errlen);
+void drv_fini(struct pol_driver *d);
+
+/* A request arrives: the caller has set id, arrival_ns, input_len and
+ * output_len. Refuses (-1) a request the model has nothing to run for. */
+static inline int drv_arrive(struct pol_driver *d, struct pol_request *r, int64_t now_ns, char *err,
+                             size_t errlen);
+
+/* 1 when the length pair gives the model at least one node to run, else 0
+ * with the message drv_arrive gives (checked ahead by the live runtime). */
+int drv_runnable(const struct mdl_model *m, uint64_t id, uint32_t input_len, uint32_t output_len, char *err,
+                 size_t errlen);
+
+/* Asks the policy for a task for an idle device (t->reqs has env.max_batch
+ * slots). 1: the task has started at now_ns (shape filled); 0: none now
+ * (*wake_ns may have been lowered); -1: the policy broke its contract. */
+static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t now_ns, struct pol_task *t,
+                                int64_t *wake_ns, struct drv_task_shape *shape, char *err, size_t errlen);
+
+/* A started task has ended at t->end_ns; the policy hears of it at now_ns.
+ * Returns how many requests finished, or -1 with err (out of memory). */
+static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_t now_ns, char *err,
+                                size_t errlen);
+
+/* The run's end as the caller saw it. */
+struct drv_run_end {
+	int64_t end_ns;             /* the run's last event */
+	uint32_t workers;
+	int64_t sla_ns;
+	uint64_t events, cold_starts;
+};
+
+/* Fills *res (the caller releases it with drv_result_free): the counters,
+ * the latency summary, the policy's stats, the rows. 0, or -1 with err. */
+int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_result *res, char *err,
+               size_t errlen);
+
+/* ---- the per-event calls, inline: the engine makes them millions of times
+ * a second, and a call across files cost it 4-6% (bench/README.md) ---- */
+
+/* Out of line, off the hot path (driver.c). */
+__attribute__((format(printf, 4, 5)))
+int drv_broken(const struct pol_driver *d, char *err, size_t errlen, const char *fmt, ...);
+int drv_keep_row(struct pol_driver *d, const struct pol_request *r, int64_t finish_ns, char *err, size_t errlen);
+int drv_out_of_memory(char *err, size_t errlen, const char *what);
+
+static inline int drv_arrive(struct pol_driver *d, struct pol_request *r, int64_t now_ns, char *err,
+                             size_t errlen)
+{
+	/* field by field: a memset of the struct compiles to `rep stos`, whose
+	 * start-up cost was measured at a tenth of the engine's whole loop */
+	r->first_start_ns = -1;
+	r->in_flight = 0;
+	r->pol_next = NULL;
+	r->pol_word[0] = r->pol_word[1] = 0;
+	pol_req_start(r, d->c.env.model);
+	if (r->chain_len == 0) {
+		drv_runnable(d->c.env.model, r->id, r->input_len, r->output_len, err, errlen);
+		return -1;
+	}
+	d->arrived++;
+	d->c.policy->on_arrival(d->st, r, now_ns);
+	return 0;
+}
+
+static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t now_ns, struct pol_task *t,
+                                int64_t *wake_ns, struct drv_task_shape *shape, char *err, size_t errlen)
+{
+	t->nreq = 0;
+	if (!d->c.policy->next_task(d->st, device, now_ns, t, wake_ns))
+		return 0;
+	if (t->nreq < 1 || t->nreq > d->c.env.max_batch)
+		return drv_broken(d, err, errlen, "a task of %u requests (max batch %u)", t->nreq,
+		                  d->c.env.max_batch);
+	uint64_t first = UINT64_MAX;
+	uint32_t max_in = 0, max_out = 0, cells = 0;
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		struct pol_request *r = t->reqs[i];
+		if (r->in_flight || pol_req_done(r) || (t->kind == POL_TASK_NODE && pol_req_node(r) != t->node_type))
+			return drv_broken(d, err, errlen, "request %llu in a task it cannot join",
+			                  (unsigned long long)r->id);
+		r->in_flight = 1;
+		if (r->first_start_ns < 0)
+			r->first_start_ns = now_ns;
+		if (r->id < first)
+			first = r->id;
+		if (r->input_len > max_in)
+			max_in = r->input_len;
+		if (r->output_len > max_out)
+			max_out = r->output_len;
+		cells += pol_req_cells(r);
+	}
+	/* a lone member may exceed the max batch: its tree level cannot be split */
+	if (t->kind == POL_TASK_NODE && t->nreq > 1 && cells > d->c.env.max_batch)
+		return drv_broken(d, err, errlen, "a task of %u cells (max batch %u)", cells, d->c.env.max_batch);
+	if (t->kind == POL_TASK_GRAPH) {
+		t->cells = t->nreq;
+		d->graph_tasks++;
+		d->graph_members += t->nreq;
+	} else {
+		t->cells = cells;
+		d->node_tasks[t->node_type]++;
+		d->node_cells[t->node_type] += cells;
+	}
+	t->device = device;
+	t->start_ns = now_ns;
+	t->end_ns = now_ns;
+	d->tasks++;
+	d->task_members += t->nreq;
+	*shape = (struct drv_task_shape){ .max_input_len = max_in, .max_output_len = max_out, .first_id = first };
+	return 1;
+}
+
+static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_t now_ns, char *err,
+                                size_t errlen)
+{
+	pol_task_advance(t, d->c.env.model);
+	d->busy_ns += t->end_ns - t->start_ns;
+	d->c.policy->on_task_done(d->st, t, now_ns);
+	int finished = 0;
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		struct pol_request *r = t->reqs[i];
+		if (!pol_req_done(r))
+			continue;
+		finished++;
+		d->completed++;
+		if (t->end_ns > d->last_finish_ns)
+			d->last_finish_ns = t->end_ns;
+		if (r->id >= d->c.warmup) {
+			if (d->measured == 0 || r->arrival_ns < d->first_measured_arrival_ns)
+				d->first_measured_arrival_ns = r->arrival_ns;
+			d->measured++;
+			if (metrics_record(d->metrics, t->end_ns - r->arrival_ns, r->first_start_ns - r->arrival_ns) != 0)
+				return drv_out_of_memory(err, errlen, "recording latencies");
+		}
+		if (d->c.keep_request_rows && drv_keep_row(d, r, t->end_ns, err, errlen) != 0)
+			return -1;
+		if (d->c.release)
+			d->c.release(d->c.release_ctx, r, t->end_ns);
+	}
+	return finished;
+}
+
+#endif

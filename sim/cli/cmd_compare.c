@@ -1,0 +1,304 @@
+/* sim/cli/cmd_compare.c: `simbatch compare`: is a candidate run's latency CDF
+ * worse than a baseline's? (DESIGN.md section 3; the method is in
+ * cdf_compare.h.) Prints the KS distance and the candidate/baseline ratio at
+ * p50, p90, p99 and p99.9, and exits 1 on a regression, 0 when within the
+ * tolerances, 2 on bad input.
+ *
+ * A run is named by its id, or by a selector "key=value[,key=value...]" over
+ * its stored options (the newest matching run). The baseline is a run in
+ * --baseline-db (default: the same --db), or a text CDF (--baseline-cdf=FILE,
+ * CSV quantile,latency_ms with 1000 rows) such as the committed CI baselines
+ * in results/baseline/, which diff well in git where a database would not. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../store/cdf_compare.h"
+#include "cli.h"
+#include "../../util/json.h"
+#include "options.h"
+#include "../store/results.h"
+
+static const struct opt_def compare_opts[] = {
+	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "database of the candidate run (and of the baseline's unless --baseline-db)" },
+	{ "baseline-db", OPT_STR, NULL, 0, 0, 0, "database of the baseline run" },
+	{ "baseline-cdf", OPT_STR, NULL, 0, 0, 0, "baseline CDF as CSV quantile,latency_ms (1000 rows) instead of a run" },
+	{ "tolerance", OPT_DOUBLE, "0.05", 0, 1e6, 0, "regression when a quantile (p50/p90/p99/p99.9) exceeds baseline * (1 + F)" },
+	{ "ks-tolerance", OPT_DOUBLE, "0.05", 0, 1, 0, "regression when the one-sided KS distance (candidate slower) exceeds F" },
+	{ "exact", OPT_FLAG, NULL, 0, 0, 0, "any difference at all fails (exit 1): for deterministic CI runs" },
+	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object" },
+	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
+};
+#define COMPARE_NOPTS (sizeof compare_opts / sizeof compare_opts[0])
+
+static const char compare_usage[] =
+	"usage: simbatch compare [--db=PATH] [--baseline-db=PATH] BASE_RUN CAND_RUN [--tolerance=F] [--ks-tolerance=F]\n"
+	"       simbatch compare [--db=PATH] --baseline-cdf=FILE CAND_RUN ...\n"
+	"A run is an id or a selector key=value[,key=value...] over its options (the newest match).\n"
+	"Exit status: 0 within tolerance, 1 regression (or, with --exact, any change), 2 bad input.";
+
+#define COMPARE_LABEL_MAX 1536   /* a path, the policy, model and hw names and the numbers, untruncated */
+
+struct compare_side {        /* one side of the comparison */
+	double cdf_ms[METRICS_CDF_POINTS];
+	char label[COMPARE_LABEL_MAX];    /* human-readable: where it came from */
+	char source[512];                 /* database path or CSV path */
+	int64_t run_id;                   /* 0 for a CSV baseline */
+	size_t nmatch;                    /* runs the selector matched (1 for an id) */
+};
+
+/* Resolves spec (an id or a selector) in db and reads the run's CDF. */
+static int compare_load_run(struct results_db *db, const char *path, const char *spec,
+                            struct compare_side *s, char *err, size_t errlen)
+{
+	uint64_t id;
+	struct results_run_info info;
+	snprintf(s->source, sizeof s->source, "%s", path);
+	s->nmatch = 1;
+	if (opt_parse_uint(spec, &id) == 0) {
+		if (id == 0 || id > INT64_MAX) {
+			snprintf(err, errlen, "run id '%s' is out of range", spec);
+			return -1;
+		}
+		s->run_id = (int64_t)id;
+	} else if (results_find_run(db, spec, &s->run_id, &s->nmatch, err, errlen) != 0) {
+		return -1;
+	}
+	if (results_read_run_info(db, s->run_id, &info, err, errlen) != 0 ||
+	    results_read_cdf(db, s->run_id, s->cdf_ms, err, errlen) != 0)
+		return -1;
+	char extra[64] = "";
+	if (s->nmatch > 1)
+		snprintf(extra, sizeof extra, ", newest of %zu matching", s->nmatch);
+	snprintf(s->label, sizeof s->label, "run %lld in %s: %s %s %s rate=%g seed=%llu, %llu requests%s",
+	         (long long)s->run_id, path, info.policy, info.model, info.hw, info.rate_rps,
+	         (unsigned long long)info.seed, (unsigned long long)info.completed, extra);
+	return 0;
+}
+
+/* Reads a CDF CSV: a header "quantile,latency_ms", then row i (1-based)
+ * holding quantile i/1000 and its latency; '#' comments and blank lines are
+ * skipped. Errors name the file and line. */
+static int compare_load_csv(const char *path, struct compare_side *s, char *err, size_t errlen)
+{
+	char line[512];
+	int lineno = 0, header = 0, n = 0;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "cannot read baseline CDF '%s'", path);
+		return -1;
+	}
+	snprintf(s->source, sizeof s->source, "%s", path);
+	s->run_id = 0;
+	s->nmatch = 1;
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		size_t len = strlen(line);
+		if (len == sizeof line - 1 && line[len - 1] != '\n') {
+			snprintf(err, errlen, "%s:%d: line too long", path, lineno);
+			goto fail;
+		}
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		if (!header) {
+			if (strcmp(line, "quantile,latency_ms") != 0) {
+				snprintf(err, errlen, "%s:%d: expected the header 'quantile,latency_ms'", path, lineno);
+				goto fail;
+			}
+			header = 1;
+			continue;
+		}
+		char *comma = strchr(line, ',');
+		double q, v;
+		if (!comma) {
+			snprintf(err, errlen, "%s:%d: expected quantile,latency_ms", path, lineno);
+			goto fail;
+		}
+		*comma = '\0';
+		if (opt_parse_double(line, &q) != 0 || opt_parse_double(comma + 1, &v) != 0) {
+			snprintf(err, errlen, "%s:%d: expected two numbers quantile,latency_ms", path, lineno);
+			goto fail;
+		}
+		if (n == METRICS_CDF_POINTS) {
+			snprintf(err, errlen, "%s:%d: more than %d CDF rows", path, lineno, METRICS_CDF_POINTS);
+			goto fail;
+		}
+		if (fabs(q - (double)(n + 1) / METRICS_CDF_POINTS) > 1e-9) {
+			snprintf(err, errlen, "%s:%d: quantile %s, expected %g", path, lineno, line,
+			         (double)(n + 1) / METRICS_CDF_POINTS);
+			goto fail;
+		}
+		s->cdf_ms[n++] = v;
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "error reading baseline CDF '%s'", path);
+		goto fail;
+	}
+	if (n != METRICS_CDF_POINTS) {
+		snprintf(err, errlen, "%s: %d CDF rows, expected %d", path, n, METRICS_CDF_POINTS);
+		goto fail;
+	}
+	fclose(f);
+	snprintf(s->label, sizeof s->label, "CDF file %s", path);
+	return 0;
+fail:
+	fclose(f);
+	return -1;
+}
+
+/* JSON has no infinity: a ratio over a zero baseline prints as null. */
+static void compare_json_number(double v)
+{
+	if (isfinite(v))
+		printf("%.17g", v);
+	else
+		printf("null");
+}
+
+static void compare_print_json(const struct compare_side *b, const struct compare_side *c,
+                               const struct cdfc_limits *lim, const struct cdfc_result *r)
+{
+	const struct compare_side *sides[2] = { b, c };
+	const char *names[2] = { "baseline", "candidate" };
+	printf("{");
+	for (int i = 0; i < 2; i++) {
+		printf("\"%s\":{\"source\":", names[i]);
+		json_write_string(stdout, sides[i]->source);
+		printf(",\"run_id\":");
+		if (sides[i]->run_id)
+			printf("%lld", (long long)sides[i]->run_id);
+		else
+			printf("null");
+		printf(",\"matched\":%zu,\"label\":", sides[i]->nmatch);
+		json_write_string(stdout, sides[i]->label);
+		printf("},");
+	}
+	printf("\"quantiles\":[");
+	for (int i = 0; i < CDFC_NQUANTILES; i++) {
+		const struct cdfc_quantile *p = &r->quantiles[i];
+		printf("%s{\"name\":\"%s\",\"q\":%g,\"base_ms\":", i ? "," : "", p->name, p->q);
+		compare_json_number(p->base_ms);
+		printf(",\"cand_ms\":");
+		compare_json_number(p->cand_ms);
+		printf(",\"ratio\":");
+		compare_json_number(p->ratio);
+		printf(",\"worse\":%s}", p->worse ? "true" : "false");
+	}
+	/* KS values are multiples of 1/1000: six digits print them exactly */
+	printf("],\"ks\":%.6g,\"ks_worse\":%.6g,\"ks_better\":%.6g,\"ks_at_ms\":", r->ks, r->ks_worse,
+	       r->ks_better);
+	compare_json_number(r->ks_at_ms);
+	printf(",\"ks_resolution\":%g,\"tolerance\":%.15g,\"ks_tolerance\":%.15g,\"exact\":%s,"
+	       "\"regression\":%s,\"changed\":%s}\n",
+	       1.0 / METRICS_CDF_POINTS, lim->tolerance, lim->ks_tolerance, lim->exact ? "true" : "false",
+	       r->regression ? "true" : "false", r->changed ? "true" : "false");
+}
+
+static void compare_print_text(const struct compare_side *b, const struct compare_side *c,
+                               const struct cdfc_limits *lim, const struct cdfc_result *r)
+{
+	printf("baseline:  %s\ncandidate: %s\n\n", b->label, c->label);
+	printf("%-8s %14s %14s %9s\n", "quantile", "baseline_ms", "candidate_ms", "ratio");
+	for (int i = 0; i < CDFC_NQUANTILES; i++) {
+		const struct cdfc_quantile *p = &r->quantiles[i];
+		printf("%-8s %14.6g %14.6g %9.4f%s\n", p->name, p->base_ms, p->cand_ms, p->ratio,
+		       p->worse ? "  worse" : "");
+	}
+	printf("\nKS distance %.3f at %.6g ms (candidate slower by up to %.3f, faster by up to %.3f; "
+	       "resolution 1/%d)\n", r->ks, r->ks_at_ms, r->ks_worse, r->ks_better, METRICS_CDF_POINTS);
+	if (r->regression) {
+		printf("REGRESSION:");
+		for (int i = 0; i < CDFC_NQUANTILES; i++)
+			if (r->quantiles[i].worse)
+				printf(" %s x%.4f > x%.4f;", r->quantiles[i].name, r->quantiles[i].ratio, 1 + lim->tolerance);
+		if (r->ks_exceeded)
+			printf(" one-sided KS %.3f > %.3f;", r->ks_worse, lim->ks_tolerance);
+		printf("\n");
+	} else if (r->changed) {
+		printf("CHANGED: the CDFs differ (KS %.3f) and --exact allows no difference\n", r->ks);
+	} else {
+		printf("OK: within tolerance %g (quantiles) and %g (one-sided KS)%s\n", lim->tolerance,
+		       lim->ks_tolerance, lim->exact ? ", and identical" : "");
+	}
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	char err[768] = "";
+	struct opt_set o;
+	struct results_db *db = NULL, *base_db = NULL;
+	struct compare_side *base = NULL, *cand = NULL;
+	int rc = CLI_BAD_INPUT;
+	if (opt_parse(&o, compare_opts, COMPARE_NOPTS, argc, argv, 2, err, sizeof err) != 0)
+		goto fail;
+	if (opt_flag(&o, "help")) {
+		opt_print_help(stdout, compare_usage, compare_opts, COMPARE_NOPTS);
+		return CLI_OK;
+	}
+	const char *csv = opt_str(&o, "baseline-cdf");
+	size_t want = csv ? 1 : 2;
+	if (csv && opt_given(&o, "baseline-db")) {
+		snprintf(err, sizeof err, "give --baseline-db or --baseline-cdf, not both");
+		goto fail;
+	}
+	if (o.npositional != want) {
+		snprintf(err, sizeof err, "compare needs %s (see --help)", csv ? "one run: CAND_RUN" : "two runs: BASE_RUN CAND_RUN");
+		goto fail;
+	}
+	base = calloc(1, sizeof *base);
+	cand = calloc(1, sizeof *cand);
+	if (!base || !cand) {
+		snprintf(err, sizeof err, "out of memory");
+		rc = CLI_FAILED;
+		goto fail;
+	}
+	const char *db_path = opt_str(&o, "db");
+	if (results_open_readonly(db_path, &db, err, sizeof err) != 0)
+		goto fail;
+	if (csv) {
+		if (compare_load_csv(csv, base, err, sizeof err) != 0)
+			goto fail;
+	} else {
+		const char *base_path = opt_str(&o, "baseline-db");
+		struct results_db *bdb = db;
+		if (base_path) {
+			if (results_open_readonly(base_path, &base_db, err, sizeof err) != 0)
+				goto fail;
+			bdb = base_db;
+		} else {
+			base_path = db_path;
+		}
+		if (compare_load_run(bdb, base_path, o.positional[0], base, err, sizeof err) != 0)
+			goto fail;
+	}
+	if (compare_load_run(db, db_path, o.positional[want - 1], cand, err, sizeof err) != 0)
+		goto fail;
+
+	struct cdfc_limits lim = { opt_double(&o, "tolerance"), opt_double(&o, "ks-tolerance"), opt_flag(&o, "exact") };
+	struct cdfc_result r;
+	if (cdfc_compare(base->cdf_ms, cand->cdf_ms, &lim, &r, err, sizeof err) != 0)
+		goto fail;
+	if (opt_flag(&o, "json"))
+		compare_print_json(base, cand, &lim, &r);
+	else
+		compare_print_text(base, cand, &lim, &r);
+	rc = r.regression || r.changed ? CLI_FAILED : CLI_OK;
+	if (fflush(stdout) != 0) {
+		snprintf(err, sizeof err, "cannot write the report");
+		rc = CLI_FAILED;
+		goto fail;
+	}
+	free(base);
+	free(cand);
+	results_close(base_db);
+	results_close(db);
+	return rc;
+fail:
+	fprintf(stderr, "simbatch: %s\n", err);
+	free(base);
+	free(cand);
+	results_close(base_db);
+	results_close(db);
+	return rc;
+}

@@ -1,0 +1,600 @@
+/* sim/cli/cmd_live.c: `simbatch live`: the run of `simbatch run` (same options,
+ * traces, metrics, JSON summary and database) on real kernels and the wall
+ * clock (DESIGN.md sections 1-3; runtime/live.h). Everything up to the
+ * execution is cmd_run.c's (run_job_prepare), and so is everything after
+ * it (run_job_report); this file builds the issue schedule the simulator
+ * would draw (traces/source.h), runs runtime/live.c, whose policy driver
+ * returns the run's result as the engine's does, and adds live's own
+ * figures.
+ *
+ * Live-only options: --device, --gemm, --max-queue, --outputs-out,
+ * --issue-out, and --profile-out (time the kernels per node and batch into a
+ * node latency table, then exit: a calibration of the simulator against
+ * this runtime).
+ *
+ * SIGINT (or SIGTERM) stops the run cleanly: no more arrivals, running
+ * tasks finish, the completed requests are stored as a run with
+ * live.partial = 1 (JSON "partial": true), and the exit status is 130. A
+ * second SIGINT kills as usual. */
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cli.h"
+#include "../engine/engine.h"
+#include "../engine/latency.h"
+#include "options.h"
+#include "../engine/timeline.h"
+#include "../../runtime/kernels.h"
+#include "../../runtime/live.h"
+#include "../../runtime/profile.h"
+
+#define LIVE_EXIT_STOPPED 130       /* 128 + SIGINT, as a shell reports a Ctrl-C */
+
+static const struct opt_def live_own_opts[] = {
+	{ "device", OPT_STR, "cpu", 0, 0, 0, "where the kernels run: cpu, or gpu (the CUDA backend, where built)" },
+	{ "gemm", OPT_STR, "packed", 0, 0, 0,
+	  "CPU products: packed (runtime/gemm.h, batch-invariant) or blas (OpenBLAS sgemv/sgemm, as calibrated)" },
+	{ "max-queue", OPT_UINT, "2000", 1, 1e7, 0,
+	  "admitted unfinished requests; an arrival beyond it is dropped and counted (saturation)" },
+	{ "outputs-out", OPT_STR, NULL, 0, 0, 0,
+	  "write each finished request's outputs: id in out | tokens | final vector" },
+	{ "issue-out", OPT_STR, NULL, 0, 0, 0, "write id,scheduled_s,issue_s,late_us per issued request" },
+	{ "profile-out", OPT_STR, NULL, 0, 0, 0,
+	  "time the kernels per node at batches 1, 2, 4, ... --max-batch into a node latency table, then exit" },
+	{ "profile-reps", OPT_UINT, "11", 1, 1000, 0, "timed calls per profiled point (their mean is kept)" },
+};
+
+static const char live_usage[] =
+	"usage: simbatch live [--policy=P] [--rate=R] [--requests=N | --duration=S] [--model=M] [--trace=F] ...\n"
+	"Serves the run on real kernels (runtime/) on the wall clock with the same policy code, and stores it as\n"
+	"a live run. --hw gives the latency estimates the policy sees (default: this machine's calibration).\n"
+	"Exit status: 0 done, 130 stopped by SIGINT (partial run stored), 2 bad input, 1 failure.";
+
+/* live's table into opts (OPT_MAX entries): run's, with --hw defaulting to
+ * the CPU calibration, then live's own. Returns its length. */
+static size_t live_options(struct opt_def *opts)
+{
+	size_t n, nopts = 0;
+	const struct opt_def *run = cmd_run_options(&n);
+	_Static_assert(sizeof live_own_opts / sizeof live_own_opts[0] <= OPT_MAX, "live's options fit");
+	for (size_t i = 0; i < n && nopts + sizeof live_own_opts / sizeof live_own_opts[0] < OPT_MAX; i++) {
+		opts[nopts] = run[i];
+		if (strcmp(run[i].name, "hw") == 0) {
+			opts[nopts].defval = "cpu";
+			opts[nopts].help = "latency estimates the policy sees: a hardware model or node latency "
+			                   "table (default cpu: this machine's calibration)";
+		}
+		nopts++;
+	}
+	for (size_t i = 0; i < sizeof live_own_opts / sizeof live_own_opts[0]; i++)
+		opts[nopts++] = live_own_opts[i];
+	return nopts;
+}
+
+static volatile sig_atomic_t live_stop_flag;
+
+static void live_on_signal(int sig)
+{
+	(void)sig;
+	live_stop_flag = 1;
+}
+
+static int live_gemm_kind(const char *s, enum rt_gemm_kind *out, char *err, size_t errlen)
+{
+	if (strcmp(s, "packed") == 0)
+		*out = RT_GEMM_PACKED;
+	else if (strcmp(s, "blas") == 0)
+		*out = RT_GEMM_BLAS;
+	else {
+		snprintf(err, errlen, "--gemm=%s: expected packed or blas", s);
+		return -1;
+	}
+	return 0;
+}
+
+/* A path can be written: created now (empty), written after the run. */
+static int live_check_path(const struct opt_set *o, const char *opt, char *err, size_t errlen)
+{
+	const char *path = opt_str(o, opt);
+	if (!path)
+		return 0;
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		snprintf(err, errlen, "cannot write --%s '%s'", opt, path);
+		return -1;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* The policy's view of the run: c's knobs, the model, and the latency
+ * estimates of c's hardware model (lat, which the caller destroys). */
+static int live_env(const struct eng_config *c, struct pol_env *env, struct eng_latency **lat, char *err,
+                    size_t errlen)
+{
+	*env = c->env;
+	*lat = eng_latency_create(c->model, c->hw, c->env.max_batch, err, errlen);
+	if (!*lat)
+		return -1;
+	env->model = c->model;
+	env->workers = c->workers;
+	env->lat = (struct pol_latency){ .ctx = *lat, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns };
+	return 0;
+}
+
+/* Everything the live run needs, checked before it starts: kernels for the
+ * model, the device, the options, the files, and a policy that accepts the
+ * model (a refusal is the input's fault, as in `simbatch run`). */
+static int live_check(const struct opt_set *o, const struct eng_config *c, char *err, size_t errlen)
+{
+	enum rt_gemm_kind g;
+	struct pol_env env;
+	struct eng_latency *lat = NULL;
+	if (!rt_kernels_find(c->model, err, errlen) || live_gemm_kind(opt_str(o, "gemm"), &g, err, errlen) != 0 ||
+	    !rt_backend_find(opt_str(o, "device"), err, errlen))
+		return CLI_BAD_INPUT;
+	if (live_check_path(o, "outputs-out", err, errlen) != 0 || live_check_path(o, "issue-out", err, errlen) != 0)
+		return CLI_BAD_INPUT;
+	if (live_env(c, &env, &lat, err, errlen) != 0)
+		return CLI_BAD_INPUT;
+	struct pol_driver trial;
+	struct drv_config dc = { .policy = c->policy, .env = env, .max_cells = env.max_batch, .expected_requests = 1 };
+	int rc = drv_init(&trial, &dc, err, errlen) == 0 ? CLI_OK : CLI_BAD_INPUT;
+	drv_fini(&trial);
+	eng_latency_destroy(lat);
+	return rc;
+}
+
+/* ---- the issue schedule: the arrivals and lengths the simulator draws ---- */
+
+struct live_schedule {
+	uint64_t n, cap;
+	int64_t *arrival_ns;
+	uint32_t *input_len, *output_len;
+};
+
+static void live_schedule_free(struct live_schedule *s)
+{
+	free(s->arrival_ns);
+	free(s->input_len);
+	free(s->output_len);
+	memset(s, 0, sizeof *s);
+}
+
+static int live_schedule_push(struct live_schedule *s, int64_t t_ns, uint32_t in, uint32_t out)
+{
+	if (s->n == s->cap) {
+		uint64_t cap = s->cap ? 2 * s->cap : 1024;
+		int64_t *a = realloc(s->arrival_ns, cap * sizeof *a);
+		if (a)
+			s->arrival_ns = a;
+		uint32_t *i = realloc(s->input_len, cap * sizeof *i);
+		if (i)
+			s->input_len = i;
+		uint32_t *u = realloc(s->output_len, cap * sizeof *u);
+		if (u)
+			s->output_len = u;
+		if (!a || !i || !u)
+			return -1;
+		s->cap = cap;
+	}
+	s->arrival_ns[s->n] = t_ns;
+	s->input_len[s->n] = in;
+	s->output_len[s->n] = out;
+	s->n++;
+	return 0;
+}
+
+/* The requests a simulated run with the same options would see, drawn
+ * from the same source (traces/source.h), each checked runnable. */
+static int live_make_schedule(const struct eng_config *c, struct live_schedule *s, char *err, size_t errlen)
+{
+	const struct mdl_model *m = c->model;
+	struct trc_source src;
+	struct trc_source_config sc = {
+		.trace = c->trace, .rate_rps = c->rate_rps, .arrival_cv = c->arrival_cv,
+		.input_len = m->uses_input_len ? c->input_len : NULL, .output_len = m->uses_output_len ? c->output_len : NULL,
+		.duration_s = c->duration_s, .requests = c->requests, .seed = c->seed,
+	};
+	memset(s, 0, sizeof *s);
+	if (trc_source_init(&src, &sc, err, errlen) != 0)
+		return CLI_BAD_INPUT;
+	int rc = CLI_OK;
+	struct trc_request q;
+	while (rc == CLI_OK && trc_source_next(&src, &q)) {
+		if (!drv_runnable(m, q.id, q.input_len, q.output_len, err, errlen))
+			rc = CLI_BAD_INPUT;
+		else if (live_schedule_push(s, q.arrival_ns, q.input_len, q.output_len) != 0) {
+			snprintf(err, errlen, "out of memory for the issue schedule");
+			rc = CLI_FAILED;
+		}
+	}
+	trc_source_fini(&src);
+	if (rc != CLI_OK)
+		live_schedule_free(s);
+	return rc;
+}
+
+/* ---- files ---- */
+
+static int live_write_timeline(struct timeline *tl, const struct live_result *lr, uint32_t max_batch)
+{
+	struct pol_request *reqs = calloc(max_batch, sizeof *reqs);
+	struct pol_request **ptrs = calloc(max_batch, sizeof *ptrs);
+	int rc = reqs && ptrs ? 0 : -1;
+	for (size_t i = 0; i < lr->ntasks_logged && rc == 0; i++) {
+		const struct live_task *lt = &lr->task_log[i];
+		for (uint32_t j = 0; j < lt->nreq; j++) {
+			reqs[j].id = lr->task_ids[lt->first_id + j];
+			ptrs[j] = &reqs[j];
+		}
+		struct pol_task t = { .kind = lt->kind, .node_type = lt->node_type, .nreq = lt->nreq, .reqs = ptrs,
+		                      .device = lt->device, .cells = lt->cells, .start_ns = lt->start_ns,
+		                      .end_ns = lt->end_ns };
+		rc = timeline_task(tl, &t);
+	}
+	free(reqs);
+	free(ptrs);
+	return rc;
+}
+
+static int live_write_outputs(const char *path, const struct live_result *lr, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		snprintf(err, errlen, "cannot write --outputs-out '%s'", path);
+		return -1;
+	}
+	fprintf(f, "# id input_len output_len | emitted tokens | final vector\n");
+	for (uint64_t i = 0; i < lr->n; i++) {
+		const struct live_request *q = &lr->reqs[i];
+		if (q->status != LIVE_DONE || !q->values)
+			continue;
+		fprintf(f, "%llu %u %u |", (unsigned long long)i, q->input_len, q->output_len);
+		for (uint32_t t = 0; t < q->ntokens; t++)
+			fprintf(f, " %d", q->tokens[t]);
+		fprintf(f, " |");
+		for (uint32_t j = 0; j < q->nvalues; j++)
+			fprintf(f, " %.9g", q->values[j]);
+		fputc('\n', f);
+	}
+	int bad = fflush(f) != 0 || ferror(f);
+	if (fclose(f) != 0 || bad) {
+		snprintf(err, errlen, "error writing --outputs-out '%s'", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int live_write_issue(const char *path, const struct live_result *lr, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		snprintf(err, errlen, "cannot write --issue-out '%s'", path);
+		return -1;
+	}
+	fprintf(f, "id,scheduled_s,issue_s,late_us,status\n");
+	static const char *const status[] = { "not_issued", "done", "dropped", "abandoned" };
+	for (uint64_t i = 0; i < lr->n; i++) {
+		const struct live_request *q = &lr->reqs[i];
+		if (q->issue_ns < 0)
+			continue;
+		fprintf(f, "%llu,%.9f,%.9f,%.3f,%s\n", (unsigned long long)i, q->arrival_ns * 1e-9, q->issue_ns * 1e-9,
+		        (q->issue_ns - q->arrival_ns) * 1e-3, status[q->status]);
+	}
+	int bad = fflush(f) != 0 || ferror(f);
+	if (fclose(f) != 0 || bad) {
+		snprintf(err, errlen, "error writing --issue-out '%s'", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the summary's live part ---- */
+
+struct live_late {
+	double p50_us, p99_us, max_us;
+};
+
+static int live_lateness(const struct live_result *lr, struct live_late *o)
+{
+	memset(o, 0, sizeof *o);
+	int64_t *v = malloc((lr->issued ? lr->issued : 1) * sizeof *v);
+	size_t n = 0;
+	if (!v)
+		return -1;
+	for (uint64_t i = 0; i < lr->n; i++)
+		if (lr->reqs[i].issue_ns >= 0)
+			v[n++] = lr->reqs[i].issue_ns - lr->reqs[i].arrival_ns;
+	if (n && metrics_sort_ns(v, n) != 0) {
+		free(v);
+		return -1;
+	}
+	if (n) {
+		o->p50_us = v[(n - 1) / 2] * 1e-3;
+		o->p99_us = v[(size_t)ceil(0.99 * n) - 1] * 1e-3;
+		o->max_us = v[n - 1] * 1e-3;
+	}
+	free(v);
+	return 0;
+}
+
+static void live_json_escape(const char *in, char *out, size_t len)
+{
+	size_t j = 0;
+	for (size_t i = 0; in[i] && j + 2 < len; i++) {
+		if (in[i] == '"' || in[i] == '\\')
+			out[j++] = '\\';
+		out[j++] = (unsigned char)in[i] < 0x20 ? ' ' : in[i];
+	}
+	out[j] = '\0';
+}
+
+static void live_cfg(struct run_extra *x, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void live_cfg(struct run_extra *x, const char *key, const char *fmt, ...)
+{
+	if (x->ncfg == RUN_EXTRA_MAX)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	snprintf(x->cfg_key[x->ncfg], sizeof x->cfg_key[0], "%s", key);
+	vsnprintf(x->cfg_value[x->ncfg], sizeof x->cfg_value[0], fmt, ap);
+	va_end(ap);
+	x->ncfg++;
+}
+
+static int live_extra(const struct opt_set *o, const struct live_result *lr, struct run_extra *x, char *err,
+                      size_t errlen)
+{
+	struct live_late late;
+	if (live_lateness(lr, &late) != 0)
+		goto oom;
+	double tasks = lr->run.tasks ? (double)lr->run.tasks : 1.0;
+	double dec_us = lr->decide_ns / tasks * 1e-3, done_us = lr->complete_ns / tasks * 1e-3;
+	double move_us = lr->move_ns / tasks * 1e-3, dev_ms = lr->device_ns / tasks * 1e-6;
+	/* how fast the kernels ran against the latencies --hw gave (1 = as the
+	 * simulator would have priced these very tasks): a drifting or stale
+	 * calibration shows here, apart from any queueing effect */
+	double est_ms = (double)lr->estimate_ns * 1e-6, busy_ms = (double)lr->busy_ns * 1e-6;
+	double vs_hw = est_ms > 0 ? busy_ms / est_ms : 0;
+	double warm_vs_hw = lr->warm_estimate_ns > 0 ? (double)lr->warm_busy_ns / (double)lr->warm_estimate_ns : 0;
+	char dev[512], kern[400];
+	live_json_escape(lr->device_desc, dev, sizeof dev);
+	live_json_escape(lr->model_desc, kern, sizeof kern);
+	live_cfg(x, "live.partial", "%d", lr->partial);
+	live_cfg(x, "live.device", "%s", lr->device_desc);
+	live_cfg(x, "live.kernels", "%s", lr->model_desc);
+	live_cfg(x, "live.dropped", "%llu", (unsigned long long)lr->dropped);
+	live_cfg(x, "live.abandoned", "%llu", (unsigned long long)lr->abandoned);
+	live_cfg(x, "live.issue-late-p50-us", "%.3f", late.p50_us);
+	live_cfg(x, "live.issue-late-p99-us", "%.3f", late.p99_us);
+	live_cfg(x, "live.issue-late-max-us", "%.3f", late.max_us);
+	live_cfg(x, "live.overhead-decide-us", "%.3f", dec_us);
+	live_cfg(x, "live.overhead-complete-us", "%.3f", done_us);
+	live_cfg(x, "live.overhead-move-us", "%.3f", move_us);
+	live_cfg(x, "live.setup-s", "%.3f", lr->setup_s);
+	live_cfg(x, "live.busy-vs-hw", "%.6f", vs_hw);
+	live_cfg(x, "live.warm-busy-vs-hw", "%.6f", warm_vs_hw);
+	if (asprintf(&x->json,
+	             "\"live\":true,\"partial\":%s,\"dropped\":%llu,\"abandoned\":%llu,"
+	             "\"device\":\"%s\",\"kernels\":\"%s\",\"gemm\":\"%s\",\"weight_bytes\":%llu,\"setup_s\":%.6f,"
+	             "\"max_queue\":%s,\"max_outstanding\":%u,\"realtime\":%s,"
+	             "\"issue_late_us\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
+	             "\"overhead_us\":{\"decide\":%.3f,\"complete\":%.3f,\"move\":%.3f,\"total\":%.3f},"
+	             "\"device_ms_per_task\":%.6f,"
+	             "\"hw_estimate\":{\"busy_ms\":%.6f,\"estimate_ms\":%.6f,\"busy_vs_hw\":%.6f,"
+	             "\"warm_tasks\":%llu,\"warm_busy_vs_hw\":%.6f}",
+	             lr->partial ? "true" : "false", (unsigned long long)lr->dropped, (unsigned long long)lr->abandoned,
+	             dev, kern, opt_str(o, "gemm"), (unsigned long long)lr->weight_bytes,
+	             lr->setup_s, opt_str(o, "max-queue"), lr->max_outstanding, lr->realtime ? "true" : "false", late.p50_us, late.p99_us, late.max_us,
+	             dec_us, done_us, move_us, dec_us + done_us + move_us, dev_ms, busy_ms, est_ms,
+	             vs_hw, (unsigned long long)lr->warm_tasks,
+	             warm_vs_hw) < 0) {
+		x->json = NULL;
+		goto oom;
+	}
+	if (asprintf(&x->text,
+	             "  live       %s; %s\n"
+	             "  issue      late p50 %.1f us, p99 %.1f us, max %.1f us; %llu dropped (max queue %s)%s\n"
+	             "  overhead   per task: policy %.1f us, completion %.1f us, gather/scatter %.1f us; device %.3f ms\n"
+	             "  vs --hw    tasks took %.3fx what --hw=%s gives for them (busy %.1f ms, estimated %.1f ms); "
+	             "the %llu warm ones (started within 0.5 ms of the previous) %.3fx\n",
+	             lr->device_desc, lr->model_desc, late.p50_us, late.p99_us, late.max_us,
+	             (unsigned long long)lr->dropped, opt_str(o, "max-queue"),
+	             lr->partial ? "; STOPPED (partial run)" : "", dec_us, done_us, move_us, dev_ms, vs_hw,
+	             opt_str(o, "hw"), busy_ms, est_ms, (unsigned long long)lr->warm_tasks, warm_vs_hw) < 0) {
+		x->text = NULL;
+		goto oom;
+	}
+	x->exit_code = lr->partial ? LIVE_EXIT_STOPPED : CLI_OK;
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+/* ---- the executor ---- */
+
+static int live_execute(const struct opt_set *o, const struct eng_config *c, struct drv_result *res,
+                        struct run_extra *x, char *err, size_t errlen)
+{
+	struct live_schedule sch;
+	struct live_result lr = { 0 };
+	struct eng_latency *lat = NULL;
+	struct sigaction sa, old_int, old_term;
+	int rc = live_make_schedule(c, &sch, err, errlen), have_sig = 0;
+	if (rc != CLI_OK)
+		return rc;
+	rc = CLI_FAILED;
+	struct live_config lc = {
+		.policy = c->policy, .env = c->env, .model = c->model, .workers = c->workers, .n = sch.n,
+		.arrival_ns = sch.arrival_ns, .input_len = sch.input_len, .output_len = sch.output_len,
+		.warmup = c->warmup, .sla_ns = c->sla_ns, .keep_request_rows = c->keep_request_rows, .seed = c->seed,
+		.device = opt_str(o, "device"), .max_queue = (uint32_t)opt_uint(o, "max-queue"),
+		.keep_outputs = opt_str(o, "outputs-out") != NULL, .keep_tasks = c->timeline != NULL,
+		.stop = &live_stop_flag,
+	};
+	if (live_gemm_kind(opt_str(o, "gemm"), &lc.gemm, err, errlen) != 0)
+		goto out;
+	/* the policy's estimates, as the engine gives them */
+	if (live_env(c, &lc.env, &lat, err, errlen) != 0) {
+		rc = CLI_BAD_INPUT;
+		goto out;
+	}
+	live_stop_flag = 0;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = live_on_signal;
+	sa.sa_flags = SA_RESETHAND;     /* a second Ctrl-C kills */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	have_sig = 1;
+	if (live_run(&lc, &lr, err, errlen) != 0)
+		goto out;
+	if (live_extra(o, &lr, x, err, errlen) != 0)
+		goto out;
+	if (c->timeline && live_write_timeline(c->timeline, &lr, c->env.max_batch) != 0) {
+		snprintf(err, errlen, "error writing the timeline");
+		goto out;
+	}
+	if (opt_str(o, "outputs-out") && live_write_outputs(opt_str(o, "outputs-out"), &lr, err, errlen) != 0)
+		goto out;
+	if (opt_str(o, "issue-out") && live_write_issue(opt_str(o, "issue-out"), &lr, err, errlen) != 0)
+		goto out;
+	*res = lr.run;                  /* the result is the caller's now */
+	memset(&lr.run, 0, sizeof lr.run);
+	rc = CLI_OK;
+out:
+	if (have_sig) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+	}
+	if (rc != CLI_OK) {
+		drv_result_free(res);
+		memset(res, 0, sizeof *res);
+	}
+	live_result_free(&lr);
+	eng_latency_destroy(lat);
+	live_schedule_free(&sch);
+	return rc;
+}
+
+/* ---- --profile-out: the kernels' node latency table ---- */
+
+static int live_profile(const struct opt_set *o)
+{
+	char err[512] = "";
+	struct mdl_model *m = NULL;
+	FILE *f = NULL;
+	struct trc_lengths *in = NULL, *out = NULL;
+	const char *path = opt_str(o, "profile-out");
+	int rc = CLI_BAD_INPUT;
+	uint32_t batches[40], nb = 0;
+	enum rt_gemm_kind g;
+
+	if (mdl_load(opt_str(o, "model"), &m, err, sizeof err) != 0 || !rt_kernels_find(m, err, sizeof err) ||
+	    live_gemm_kind(opt_str(o, "gemm"), &g, err, sizeof err) != 0 ||
+	    !rt_backend_find(opt_str(o, "device"), err, sizeof err))
+		goto out;
+	uint32_t maxb = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : 64;
+	for (uint32_t b = 1; b < maxb && nb < 39; b *= 2)
+		batches[nb++] = b;
+	batches[nb++] = maxb;
+	/* representative lengths: the means of the model's (or the given) distributions */
+	const char *ins = opt_str(o, "input-len") ? opt_str(o, "input-len") : m->input_len_spec;
+	const char *outs = opt_str(o, "output-len") ? opt_str(o, "output-len") : m->output_len_spec;
+	uint32_t in_len = 0, out_len = 0;
+	if (m->uses_input_len) {
+		if (trc_lengths_parse(ins, &in, err, sizeof err) != 0)
+			goto out;
+		in_len = (uint32_t)lround(trc_lengths_mean(in));
+	}
+	if (m->uses_output_len) {
+		if (trc_lengths_parse(outs, &out, err, sizeof err) != 0)
+			goto out;
+		out_len = (uint32_t)lround(trc_lengths_mean(out));
+	}
+	if (!(f = fopen(path, "w"))) {
+		snprintf(err, sizeof err, "cannot write --profile-out '%s'", path);
+		goto out;
+	}
+	struct rt_profile_config pc = { .model = m, .device = opt_str(o, "device"), .gemm = g, .seed = opt_uint(o, "seed"),
+	                                .batches = batches, .nbatches = nb, .input_len = in_len ? in_len : 1,
+	                                .output_len = out_len ? out_len : 1, .reps = (uint32_t)opt_uint(o, "profile-reps") };
+	if (!m->uses_input_len)
+		pc.input_len = 0;
+	if (!m->uses_output_len)
+		pc.output_len = 0;
+	rc = CLI_FAILED;
+	if (rt_profile(&pc, f, err, sizeof err) != 0)
+		goto out;
+	if (fclose(f) != 0) {
+		f = NULL;
+		snprintf(err, sizeof err, "error writing --profile-out '%s'", path);
+		goto out;
+	}
+	f = NULL;
+	rc = CLI_OK;
+out:
+	if (f) {
+		fclose(f);
+		remove(path);
+	}
+	if (rc != CLI_OK)
+		fprintf(stderr, "simbatch: %s\n", err);
+	trc_lengths_free(in);
+	trc_lengths_free(out);
+	mdl_free(m);
+	return rc;
+}
+
+int cmd_live(int argc, char **argv)
+{
+	char err[512] = "";
+	struct opt_def opts[OPT_MAX];
+	size_t nopts = live_options(opts);
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "--profile-out=", 14) == 0) {
+			struct opt_set o;
+			if (opt_parse(&o, opts, nopts, argc, argv, 0, err, sizeof err) != 0) {
+				fprintf(stderr, "simbatch: %s\n", err);
+				return CLI_BAD_INPUT;
+			}
+			return live_profile(&o);
+		}
+	struct run_job *j;
+	struct drv_result res = { 0 };
+	struct run_extra extra = { 0 };
+	int rc = run_job_prepare(argc, argv, opts, nopts, live_usage, &j);
+	if (rc != CLI_OK || !j)
+		return rc;
+	const struct opt_set *o = run_job_options(j);
+	const struct eng_config *c = run_job_config(j);
+	if ((rc = live_check(o, c, err, sizeof err)) != CLI_OK)
+		goto fail;
+	if (opt_flag(o, "dry-run")) {
+		run_job_free(j);
+		return CLI_OK;
+	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if ((rc = live_execute(o, c, &res, &extra, err, sizeof err)) != CLI_OK)
+		goto fail;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	rc = run_job_report(j, 1, &res, &extra, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	drv_result_free(&res);
+	run_extra_free(&extra);
+	run_job_free(j);
+	return rc;
+fail:
+	fprintf(stderr, "simbatch: %s\n", err);
+	run_extra_free(&extra);
+	run_job_free(j);
+	return rc;
+}

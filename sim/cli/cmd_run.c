@@ -1,0 +1,498 @@
+/* sim/cli/cmd_run.c: `simbatch [run]`: one simulated run, from options to the
+ * printed summary and the results database (DESIGN.md section 3).
+ *
+ * Order matters: everything that can be wrong with the input (options,
+ * model, hardware, lengths, trace, database, output paths) is checked before
+ * the simulation starts, so a bad run fails in milliseconds and leaves no row
+ * behind; the database is written in one transaction after the run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cli.h"
+#include "../engine/engine.h"
+#include "options.h"
+#include "report.h"
+#include "../store/results.h"
+#include "../engine/timeline.h"
+#include "version.h"
+
+#define RUN_DEFAULT_POLICY "lazy"    /* DESIGN.md section 3 */
+
+#define RUN_MAX_SPAN_S 1e9          /* longest simulated arrival span, seconds */
+
+static const struct opt_def run_opts[] = {
+	{ "policy", OPT_STR, RUN_DEFAULT_POLICY, 0, 0, 0, "batching policy (simbatch list policies)" },
+	{ "rate", OPT_DOUBLE, "1000", 0, 1e12, 1, "mean arrival rate, requests per second" },
+	{ "requests", OPT_UINT, NULL, 1, 1e12, 0, "stop after N arrivals (default 20000)" },
+	{ "duration", OPT_DOUBLE, NULL, 0, 1e9, 1, "stop arrivals after SECONDS of simulated time" },
+	{ "warmup", OPT_UINT, "0", 0, 1e12, 0, "first N requests excluded from metrics" },
+	{ "model", OPT_STR, "transformer", 0, 0, 0, "model name or .model file (simbatch list models)" },
+	{ "hw", OPT_STR, "npu", 0, 0, 0, "hardware model name or node latency table file" },
+	{ "workers", OPT_UINT, "1", 1, 4096, 0, "devices" },
+	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms" },
+	{ "seed", OPT_UINT, "1", 0, 1.8e19, 0, "random seed" },
+	{ "trace", OPT_STR, NULL, 0, 0, 0, "replay arrivals and lengths from a trace CSV" },
+	{ "arrival-cv", OPT_DOUBLE, "1", 0, 100, 1, "coefficient of variation of inter-arrival gaps (1 = Poisson, else Gamma)" },
+	{ "input-len", OPT_STR, NULL, 0, 0, 0, "input length distribution (default: the model's)" },
+	{ "output-len", OPT_STR, NULL, 0, 0, 0, "output length distribution (default: the model's)" },
+	{ "max-batch", OPT_UINT, NULL, 1, 65536, 0, "largest batch (default: the policy's)" },
+	{ "min-batch", OPT_UINT, "1", 1, 65536, 0, "smallest batch a policy launches (policies that use it)" },
+	{ "window", OPT_DOUBLE, "0", 0, 1e9, 0, "graph batching time window in ms" },
+	{ "bucket-width", OPT_UINT, "0", 0, 1e9, 0, "graph batching length bucket width (0 = no buckets)" },
+	{ "max-tasks", OPT_UINT, "5", 1, 1e6, 0, "tasks in flight per worker (policies that use it)" },
+	{ "coverage", OPT_DOUBLE, "0.9", 0, 1, 1, "fraction of output lengths the slack predictor covers" },
+	{ "profile-len", OPT_STR, NULL, 0, 0, 0, "output lengths the slack predictor is profiled on (default: the model's; drawn apart from the traffic)" },
+	{ "topup-threshold", OPT_DOUBLE, "0.5", 0, 1, 0, "top up when at least this fraction of the batch is free" },
+	{ "max-batch-decoder", OPT_UINT, "0", 0, 65536, 0, "largest batch of decoder cells (cellular, topup; 0 = the max batch)" },
+	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database" },
+	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "do not store the run" },
+	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
+	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "print nothing on success" },
+	{ "requests-out", OPT_STR, NULL, 0, 0, 0, "write id,arrival_s,start_s,finish_s,input_len,output_len per request" },
+	{ "timeline-out", OPT_STR, NULL, 0, 0, 0, "write every task as Chrome trace-event JSON (Perfetto)" },
+	{ "db-requests", OPT_FLAG, NULL, 0, 0, 0, "also store per-request rows in the database" },
+	{ "sweep-point", OPT_STR, NULL, 0, 0, 0, "sweep point key (set by simbatch sweep): stored at most once per database" },
+	{ "dry-run", OPT_FLAG, NULL, 0, 0, 0, "check every input, then exit without simulating" },
+	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
+};
+#define RUN_NOPTS (sizeof run_opts / sizeof run_opts[0])
+
+const struct opt_def *cmd_run_options(size_t *n)
+{
+	*n = RUN_NOPTS;
+	return run_opts;
+}
+
+static const char run_usage[] =
+	"usage: simbatch [run] [--policy=P] [--rate=R] [--requests=N | --duration=S] [--model=M] [--hw=H] ...\n"
+	"Simulates one run and prints a summary (--json: one JSON object).";
+
+struct run_job {             /* a prepared run; released by run_job_free */
+	struct opt_set o;
+	struct eng_config c;
+	struct mdl_model *model;
+	struct hw_model *hw;
+	struct trc_lengths *input_len, *output_len;
+	struct trc_trace *trace;
+	struct results_db *db;
+	FILE *requests_out;
+	struct timeline *timeline;
+	char input_spec[MDL_SPEC_MAX + 8], output_spec[MDL_SPEC_MAX + 8];
+};
+
+void run_job_free(struct run_job *j)
+{
+	if (!j)
+		return;
+	timeline_close(j->timeline, 0, NULL, 0);
+	if (j->requests_out)
+		fclose(j->requests_out);
+	results_close(j->db);
+	trc_trace_free(j->trace);
+	trc_lengths_free(j->input_len);
+	trc_lengths_free(j->output_len);
+	hw_close(j->hw);
+	mdl_free(j->model);
+	free(j);
+}
+
+const struct opt_set *run_job_options(const struct run_job *j)
+{
+	return &j->o;
+}
+
+const struct eng_config *run_job_config(const struct run_job *j)
+{
+	return &j->c;
+}
+
+static int run_lengths(const struct opt_set *o, const char *opt, const char *model_spec, int used,
+                       char *spec_out, size_t spec_len, struct trc_lengths **out, char *err, size_t errlen)
+{
+	const char *spec = opt_str(o, opt);
+	if (!spec)
+		spec = used ? model_spec : "fixed:0";
+	if (!spec || !*spec) {
+		snprintf(err, errlen, "--%s is needed: the model has no default length distribution", opt);
+		return -1;
+	}
+	snprintf(spec_out, spec_len, "%s", spec);
+	if (trc_lengths_parse(spec, out, err, errlen) != 0)
+		return -1;
+	if (used && trc_lengths_max(*out) == 0) {
+		snprintf(err, errlen, "--%s=%s: the model needs lengths of at least 1", opt, spec);
+		return -1;
+	}
+	return 0;
+}
+
+/* LazyBatching's dec_timesteps (Sec. IV-C): the --coverage quantile of a
+ * profile of output lengths, standing in for the training set the paper
+ * characterizes (30000 WMT sentence pairs, Fig. 11). The profile is
+ * RUN_PROFILE_DRAWS draws from --profile-len (default: the model's own
+ * distribution) by a generator with a fixed seed of its own: a sample kept
+ * apart from the traffic, and the same for every --seed, as a deployment
+ * profiles once. The result is the smallest L that at least a coverage
+ * fraction of the draws do not exceed. */
+#define RUN_PROFILE_DRAWS 30000
+#define RUN_PROFILE_SEED 30000u
+
+static int run_dec_timesteps(const char *spec, double coverage, uint32_t *out, char *err, size_t errlen)
+{
+	struct trc_lengths *d = NULL;
+	char why[400];
+	*out = 0;
+	if (trc_lengths_parse(spec, &d, why, sizeof why) != 0) {
+		snprintf(err, errlen, "--profile-len: %s", why);
+		return -1;
+	}
+	gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+	uint32_t *v = malloc(RUN_PROFILE_DRAWS * sizeof *v);
+	if (!g || !v) {
+		snprintf(err, errlen, "out of memory profiling output lengths");
+		goto done;
+	}
+	gsl_rng_set(g, RUN_PROFILE_SEED);
+	uint32_t hist_max = 0;
+	for (size_t i = 0; i < RUN_PROFILE_DRAWS; i++) {
+		v[i] = trc_lengths_draw(d, g);
+		if (v[i] > hist_max)
+			hist_max = v[i];
+	}
+	/* counting select: the k-th smallest draw, k = ceil(coverage * N) */
+	size_t k = (size_t)ceil(coverage * RUN_PROFILE_DRAWS - 1e-9);
+	if (k < 1)
+		k = 1;
+	if (k > RUN_PROFILE_DRAWS)
+		k = RUN_PROFILE_DRAWS;
+	size_t *count = calloc((size_t)hist_max + 1, sizeof *count);
+	if (!count) {
+		snprintf(err, errlen, "out of memory profiling output lengths");
+		goto done;
+	}
+	for (size_t i = 0; i < RUN_PROFILE_DRAWS; i++)
+		count[v[i]]++;
+	size_t seen = 0;
+	for (uint32_t L = 0; L <= hist_max; L++) {
+		seen += count[L];
+		if (seen >= k) {
+			*out = L;
+			break;
+		}
+	}
+	free(count);
+	if (*out == 0)
+		snprintf(err, errlen, "--profile-len=%s: the profile needs output lengths of at least 1", spec);
+done:
+	free(v);
+	if (g)
+		gsl_rng_free(g);
+	trc_lengths_free(d);
+	return *out ? 0 : -1;
+}
+
+static int run_write_requests(FILE *f, const struct drv_result *res)
+{
+	fprintf(f, "id,arrival_s,start_s,finish_s,input_len,output_len\n");
+	for (size_t i = 0; i < res->nrows; i++) {
+		const struct drv_request_row *w = &res->rows[i];
+		fprintf(f, "%llu,%.9f,%.9f,%.9f,%u,%u\n", (unsigned long long)w->id, w->arrival_s,
+		        w->start_s, w->finish_s, w->input_len, w->output_len);
+	}
+	return fflush(f) == 0 && !ferror(f) ? 0 : -1;
+}
+
+void run_extra_free(struct run_extra *x)
+{
+	free(x->json);
+	free(x->text);
+	x->json = x->text = NULL;
+}
+
+/* The model, the hardware, and the requests' lengths or trace. */
+static int run_load_inputs(struct run_job *j, char *err, size_t errlen)
+{
+	const struct opt_set *o = &j->o;
+	if (opt_given(o, "requests") && opt_given(o, "duration")) {
+		snprintf(err, errlen, "give --requests or --duration, not both");
+		return -1;
+	}
+	if (mdl_load(opt_str(o, "model"), &j->model, err, errlen) != 0 ||
+	    hw_open(opt_str(o, "hw"), j->model, &j->hw, err, errlen) != 0)
+		return -1;
+	const char *trace_path = opt_str(o, "trace");
+	if (trace_path) {
+		if (trc_trace_load(trace_path, &j->trace, err, errlen) != 0)
+			return -1;
+		if (opt_given(o, "duration")) {
+			snprintf(err, errlen, "--duration does not apply to a trace (use --requests to replay a prefix)");
+			return -1;
+		}
+		return 0;
+	}
+	return run_lengths(o, "input-len", j->model->input_len_spec, j->model->uses_input_len, j->input_spec,
+	                   sizeof j->input_spec, &j->input_len, err, errlen) != 0 ||
+	       run_lengths(o, "output-len", j->model->output_len_spec, j->model->uses_output_len, j->output_spec,
+	                   sizeof j->output_spec, &j->output_len, err, errlen) != 0 ? -1 : 0;
+}
+
+/* The engine's configuration from the options and the loaded inputs. */
+static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *err, size_t errlen)
+{
+	const struct opt_set *o = &j->o;
+	struct eng_config *c = &j->c;
+	c->policy = pol;
+	c->model = j->model;
+	c->hw = j->hw;
+	c->workers = (uint32_t)opt_uint(o, "workers");
+	c->rate_rps = opt_double(o, "rate");
+	c->arrival_cv = opt_double(o, "arrival-cv");
+	c->requests = opt_given(o, "requests") ? opt_uint(o, "requests") : opt_given(o, "duration") ? 0 : 20000;
+	c->duration_s = opt_double(o, "duration");
+	c->warmup = opt_uint(o, "warmup");
+	c->seed = opt_uint(o, "seed");
+	c->input_len = j->input_len;
+	c->output_len = j->output_len;
+	c->trace = j->trace;
+	c->sla_ns = llround(opt_double(o, "sla") * 1e6);
+	c->env.max_batch = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : pol->default_max_batch;
+	c->env.min_batch = (uint32_t)opt_uint(o, "min-batch");
+	c->env.window_ns = llround(opt_double(o, "window") * 1e6);
+	c->env.bucket_width = (uint32_t)opt_uint(o, "bucket-width");
+	c->env.max_tasks = (uint32_t)opt_uint(o, "max-tasks");
+	c->env.coverage = opt_double(o, "coverage");
+	const char *prof = opt_str(o, "profile-len");
+	if (j->model->uses_output_len || prof) {      /* a given --profile-len is checked even when unused */
+		uint32_t dec = 0;
+		if (run_dec_timesteps(prof ? prof : j->model->output_len_spec, c->env.coverage, &dec, err, errlen) != 0)
+			return -1;
+		c->env.dec_timesteps = j->model->uses_output_len ? dec : 0;
+	}
+	c->env.topup_threshold = opt_double(o, "topup-threshold");
+	c->env.max_batch_decoder = (uint32_t)opt_uint(o, "max-batch-decoder");
+	c->env.sla_ns = c->sla_ns;
+	c->keep_request_rows = opt_given(o, "requests-out") || opt_flag(o, "db-requests");
+	if (j->trace) {
+		uint64_t n = c->requests && c->requests < j->trace->n ? c->requests : j->trace->n;
+		double last = j->trace->arrival_s[n - 1];
+		c->rate_rps = last > 0 ? n / last : 0;
+		c->requests = n;
+	}
+	return 0;
+}
+
+/* What no run of this configuration could survive: batch limits, a span
+ * beyond the clock, nothing measured, a rate an open-ended run never drains. */
+static int run_check_config(const struct run_job *j, char *err, size_t errlen)
+{
+	const struct eng_config *c = &j->c;
+	if (c->env.min_batch > c->env.max_batch) {
+		snprintf(err, errlen, "--min-batch=%u exceeds the max batch %u", c->env.min_batch, c->env.max_batch);
+		return -1;
+	}
+	uint32_t hw_limit = hw_max_batch(j->hw);
+	if (hw_limit && c->env.max_batch > hw_limit) {
+		snprintf(err, errlen, "hardware %s has latencies up to batch %u, but the max batch is %u: lower --max-batch",
+		         j->hw->label, hw_limit, c->env.max_batch);
+		return -1;
+	}
+	/* Simulated time is int64 nanoseconds (292 years); keep arrivals far below
+	 * that so completions after them cannot overflow. */
+	double span_s = j->trace ? j->trace->arrival_s[c->requests - 1]
+	                         : c->requests ? c->requests / c->rate_rps : c->duration_s;
+	if (span_s > RUN_MAX_SPAN_S) {
+		snprintf(err, errlen, "the arrivals would span about %.3g s of simulated time (limit %.0e s); "
+		         "raise --rate or lower --requests / --duration", span_s, RUN_MAX_SPAN_S);
+		return -1;
+	}
+	if (c->warmup >= (c->requests ? c->requests : UINT64_MAX)) {
+		snprintf(err, errlen, "--warmup=%llu leaves no request to measure", (unsigned long long)c->warmup);
+		return -1;
+	}
+	if (c->requests)
+		return 0;
+	/* An open-ended run at a rate the devices cannot serve never drains. */
+	uint32_t in_mean = j->model->uses_input_len ? (uint32_t)ceil(trc_lengths_mean(j->input_len)) : 0;
+	uint32_t out_mean = j->model->uses_output_len ? (uint32_t)ceil(trc_lengths_mean(j->output_len)) : 0;
+	double cap = eng_capacity_rps(j->model, j->hw, c->workers, c->env.max_batch, in_mean, out_mean, err, errlen);
+	if (cap < 0)
+		return -1;
+	if (c->rate_rps >= cap) {
+		snprintf(err, errlen,
+		         "--rate=%g saturates %u worker(s) of %s for %s (capacity about %.0f req/s at max batch %u); "
+		         "lower the rate or give --requests=N to simulate an overload",
+		         c->rate_rps, c->workers, j->hw->label, j->model->name, cap, c->env.max_batch);
+		return -1;
+	}
+	return 0;
+}
+
+/* --requests-out, --timeline-out and the database, opened before the run. */
+static int run_open_outputs(struct run_job *j, char *err, size_t errlen)
+{
+	const struct opt_set *o = &j->o;
+	const char *req_out = opt_str(o, "requests-out");
+	if (req_out && !(j->requests_out = fopen(req_out, "w"))) {
+		snprintf(err, errlen, "cannot write --requests-out '%s'", req_out);
+		return -1;
+	}
+	const char *tl_path = opt_str(o, "timeline-out");
+	if (tl_path && timeline_open(tl_path, j->model, j->c.workers, &j->timeline, err, errlen) != 0)
+		return -1;
+	j->c.timeline = j->timeline;
+	if (!opt_flag(o, "no-db") && results_open(opt_str(o, "db"), &j->db, err, errlen) != 0)
+		return -1;
+	return 0;
+}
+
+int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t nopts, const char *usage,
+                    struct run_job **out)
+{
+	char err[512] = "";
+	*out = NULL;
+	struct run_job *j = calloc(1, sizeof *j);
+	if (!j) {
+		fprintf(stderr, "simbatch: out of memory\n");
+		return CLI_FAILED;
+	}
+	if (opt_parse(&j->o, opts, nopts, argc, argv, 0, err, sizeof err) != 0)
+		goto fail;
+	if (opt_flag(&j->o, "help")) {
+		opt_print_help(stdout, usage, opts, nopts);
+		run_job_free(j);
+		return CLI_OK;
+	}
+	const struct pol_ops *pol = pol_find(opt_str(&j->o, "policy"));
+	if (!pol) {
+		cli_unknown_policy(opt_str(&j->o, "policy"), err, sizeof err);
+		goto fail;
+	}
+	if (run_load_inputs(j, err, sizeof err) != 0 || run_build_config(j, pol, err, sizeof err) != 0 ||
+	    run_check_config(j, err, sizeof err) != 0 || run_open_outputs(j, err, sizeof err) != 0)
+		goto fail;
+	*out = j;
+	return CLI_OK;
+fail:
+	fprintf(stderr, "simbatch: %s\n", err);
+	run_job_free(j);
+	return CLI_BAD_INPUT;
+}
+
+/* One row in the database: the run, its configuration, its statistics. */
+static int run_store(struct run_job *j, int live, struct report_run *rep, const struct run_extra *x,
+                     const char *json, char *err, size_t errlen)
+{
+	const struct opt_set *o = &j->o;
+	const struct drv_result *res = rep->res;
+	struct results_kv cfg[OPT_MAX + 4 + RUN_EXTRA_MAX];
+	char mb[32];
+	size_t ncfg = 0;
+	for (size_t i = 0; i < o->ndefs; i++)
+		if (o->values[i] && strcmp(o->defs[i].name, "help") != 0)
+			cfg[ncfg++] = (struct results_kv){ o->defs[i].name, o->values[i] };
+	for (size_t i = 0; i < x->ncfg; i++)
+		cfg[ncfg++] = (struct results_kv){ x->cfg_key[i], x->cfg_value[i] };
+	snprintf(mb, sizeof mb, "%u", j->c.env.max_batch);
+	cfg[ncfg++] = (struct results_kv){ "effective.max-batch", mb };
+	if (!j->trace) {
+		cfg[ncfg++] = (struct results_kv){ "effective.input-len", j->input_spec };
+		cfg[ncfg++] = (struct results_kv){ "effective.output-len", j->output_spec };
+	}
+	struct results_stat stats[POL_MAX_STATS + 256];
+	char stat_names[POL_MAX_STATS + 256][80];
+	size_t nstats = report_stats(rep, stats, stat_names, sizeof stats / sizeof stats[0]);
+	struct results_run run = {
+		.policy = rep->policy, .model = rep->model, .hw = rep->hw, .rate_rps = rep->rate_rps,
+		.seed = j->c.seed, .sla_ms = rep->sla_ms, .requests = res->issued, .completed = res->completed,
+		.throughput_rps = res->throughput_rps, .mean_batch = res->mean_batch, .events = res->events,
+		.wall_s = rep->wall_s, .live = live, .code_version = SIMBATCH_VERSION,
+		.summary_json = json ? json : "{}", .summary = &res->summary, .nconfig = ncfg, .config = cfg,
+		.nrequest_rows = opt_flag(o, "db-requests") ? res->nrows : 0, .request_rows = res->rows,
+		.once_key = opt_str(o, "sweep-point") ? "sweep-point" : NULL,
+		.nstats = nstats, .stats = stats,
+	};
+	int wrc = results_write_run(j->db, &run, &rep->run_id, err, errlen);
+	if (wrc == 1 && !opt_flag(o, "quiet"))
+		fprintf(stderr, "simbatch: sweep point already stored as run %lld; not stored again\n",
+		        (long long)rep->run_id);
+	return wrc < 0 ? -1 : 0;
+}
+
+int run_job_report(struct run_job *j, int live, const struct drv_result *res, const struct run_extra *x,
+                   double wall_s)
+{
+	char err[512] = "";
+	const struct opt_set *o = &j->o;
+	const struct eng_config *c = &j->c;
+	char *json = NULL;
+	struct report_run rep = {
+		.policy = c->policy->name, .model = j->model->name, .hw = j->hw->label, .rate_rps = c->rate_rps,
+		.arrival_cv = j->trace ? 0 : c->arrival_cv, .seed = c->seed, .warmup = c->warmup,
+		.workers = c->workers, .max_batch = c->env.max_batch, .sla_ms = opt_double(o, "sla"),
+		.wall_s = wall_s, .run_id = -1, .res = res, .model_def = j->model, .extra_json = x->json,
+	};
+	if (j->requests_out && run_write_requests(j->requests_out, res) != 0) {
+		snprintf(err, sizeof err, "error writing --requests-out '%s'", opt_str(o, "requests-out"));
+		goto fail;
+	}
+	if (j->timeline) {
+		struct timeline *tl = j->timeline;
+		j->timeline = NULL;
+		if (timeline_close(tl, 1, err, sizeof err) != 0)
+			goto fail;
+	}
+	if (j->db) {
+		json = report_json(&rep, 0);
+		if (run_store(j, live, &rep, x, json, err, sizeof err) != 0)
+			goto fail;
+	}
+	if (opt_flag(o, "json")) {
+		char *full = report_json(&rep, 1);
+		if (!full) {
+			snprintf(err, sizeof err, "out of memory");
+			goto fail;
+		}
+		printf("%s\n", full);
+		free(full);
+	} else if (!opt_flag(o, "quiet")) {
+		report_text(stdout, &rep);
+		if (x->text)
+			fputs(x->text, stdout);
+	}
+	free(json);
+	return x->exit_code;
+fail:
+	fprintf(stderr, "simbatch: %s\n", err);
+	free(json);
+	return CLI_FAILED;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_job *j;
+	int rc = run_job_prepare(argc, argv, run_opts, RUN_NOPTS, run_usage, &j);
+	if (rc != CLI_OK || !j || opt_flag(&j->o, "dry-run")) {
+		/* a dry run: sweeps check every configuration this way before running any */
+		run_job_free(j);
+		return rc;
+	}
+	char err[512] = "";
+	struct drv_result res = { 0 };
+	struct run_extra extra = { 0 };
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* the engine's errors (a policy that stops, a request the model cannot
+	 * run) are the input's fault */
+	if (eng_run(&j->c, &res, err, sizeof err) != 0) {
+		fprintf(stderr, "simbatch: %s\n", err);
+		run_job_free(j);
+		return CLI_BAD_INPUT;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	rc = run_job_report(j, 0, &res, &extra, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	drv_result_free(&res);
+	run_job_free(j);
+	return rc;
+}

@@ -1,0 +1,845 @@
+/* sim/cli/cmd_sweep.c: `simbatch sweep FILE`: runs every point of a sweep file
+ * (sim/SWEEP.md) into one results database, N runs at a time, resumable;
+ * aggregates a finished sweep across seeds (--summary); or exports it as a
+ * GNU parallel job list or a Slurm array script whose jobs write database
+ * shards for `simbatch merge`.
+ *
+ * Each point is a child `simbatch run` (procpool.h) with --sweep-point=KEY:
+ * the run stores itself in one transaction, at most once per key, so a
+ * killed sweep leaves only complete runs, a restarted one skips what is
+ * stored, and two sweeps sharing a database never store a point twice. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "../store/aggregate.h"
+#include "cli.h"
+#include "options.h"
+#include "procpool.h"
+#include "../store/results.h"
+#include "../store/sweep_db.h"
+#include "sweep_spec.h"
+
+#define SWEEP_DEFAULT_METRICS "mean_ms,p99_ms,throughput_rps,sla_violation_rate"
+#define SWEEP_DEFAULT_SHARDS 64        /* export: enough jobs to keep a few dozen hosts' cores busy */
+#define SWEEP_LINE_PROGRESS_S 60.0     /* without a terminal: a progress line at least this often */
+
+static const struct opt_def sweep_opts[] = {
+	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database the points are stored in" },
+	{ "jobs", OPT_UINT, NULL, 1, 4096, 0, "runs at a time (default: the online CPUs)" },
+	{ "part", OPT_STR, NULL, 0, 0, 0, "run only part I of N (I/N, 1-based): the points whose index mod N is I-1" },
+	{ "list", OPT_FLAG, NULL, 0, 0, 0, "print the key of every point (of --part) and run nothing" },
+	{ "summary", OPT_FLAG, NULL, 0, 0, 0, "aggregate the stored points over seeds (mean, p25, p75, 95% CI); run nothing" },
+	{ "csv", OPT_FLAG, NULL, 0, 0, 0, "with --summary: CSV on stdout (empty field = undefined)" },
+	{ "metrics", OPT_STR, SWEEP_DEFAULT_METRICS, 0, 0, 0, "with --summary: metrics to aggregate, comma-separated (--metrics=help lists them)" },
+	{ "export", OPT_STR, NULL, 0, 0, 0, "print the sweep as jobs instead of running it: parallel (GNU parallel job list) or slurm (sbatch array script)" },
+	{ "shards", OPT_UINT, NULL, 1, 1e6, 0, "with --export: jobs, each writing its own database shard (default min(points, 64))" },
+	{ "shard-dir", OPT_STR, "shards", 0, 0, 0, "with --export: directory of the shard databases" },
+	{ "simbatch", OPT_STR, NULL, 0, 0, 0, "with --export: the simbatch binary the jobs run (default: this one)" },
+	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "no progress bar, no closing summary" },
+	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
+};
+#define SWEEP_NOPTS (sizeof sweep_opts / sizeof sweep_opts[0])
+
+static const char sweep_usage[] =
+	"usage: simbatch sweep FILE [--db=PATH] [--jobs=N] [--part=I/N]\n"
+	"       simbatch sweep FILE --summary [--csv] [--metrics=LIST] [--db=PATH]\n"
+	"       simbatch sweep FILE --export=parallel|slurm [--shards=N] [--shard-dir=DIR]\n"
+	"Runs every point of a sweep file (format: sim/SWEEP.md) into one results database, in\n"
+	"parallel and resumably: a point already stored is skipped, so a killed sweep continues\n"
+	"where it stopped. Progress and ETA go to stderr.";
+
+static volatile sig_atomic_t sweep_stop;   /* the signal that asked the sweep to stop */
+
+static void sweep_on_signal(int sig)
+{
+	sweep_stop = sig;
+}
+
+static double sweep_now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* "1h02m", "3m05s", "12s" */
+static void sweep_fmt_duration(char *buf, size_t len, double s)
+{
+	long t = (long)(s + 0.5);
+	if (t >= 3600)
+		snprintf(buf, len, "%ldh%02ldm", t / 3600, t % 3600 / 60);
+	else if (t >= 60)
+		snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(buf, len, "%lds", t);
+}
+
+/* Parses "I/N" with 1 <= I <= N. */
+static int sweep_parse_part(const char *s, uint64_t *i, uint64_t *n)
+{
+	char buf[64];
+	const char *slash = strchr(s, '/');
+	if (!slash || (size_t)(slash - s) >= sizeof buf)
+		return -1;
+	memcpy(buf, s, (size_t)(slash - s));
+	buf[slash - s] = '\0';
+	if (opt_parse_uint(buf, i) != 0 || opt_parse_uint(slash + 1, n) != 0 || *i < 1 || *i > *n)
+		return -1;
+	return 0;
+}
+
+/* Like `mkdir -p` for the directory part of path. */
+static int sweep_make_parent(const char *path, char *err, size_t errlen)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (!slash || slash == path)
+		return 0;
+	if ((size_t)(slash - path) >= sizeof dir) {
+		snprintf(err, errlen, "path too long: '%s'", path);
+		return -1;
+	}
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	for (char *p = dir + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+				snprintf(err, errlen, "cannot create directory '%.900s' for the results database: %s", dir,
+				         strerror(errno));
+				return -1;
+			}
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	return 0;
+}
+
+/* ---- running ---- */
+
+struct sweep_job {                /* one child: a point's run or a configuration's check */
+	struct sweep_point pt;
+	char **argv;                  /* owned, NULL-terminated; strings owned except args borrowed from pt */
+	size_t nowned;                /* argv[0..nowned) are owned strings */
+};
+
+struct sweep_run {
+	const struct sweep_spec *spec;
+	const char *exe;
+	const char *db_path;
+	struct sweep_db *db;
+	size_t *todo;                 /* point indices (or, checking, one point per configuration) */
+	size_t ntodo, next;
+	int checking;                 /* 1: --dry-run each configuration; 0: run points */
+	size_t ran, skipped, failed;
+	int bad_input;                /* some child exited 2 */
+	char first_error[1024];
+	int quiet, tty;
+	double t0, last_line_s;
+	int last_decile;
+	char err[512];
+};
+
+static void sweep_job_free(struct sweep_job *j)
+{
+	if (!j)
+		return;
+	if (j->argv)
+		for (size_t i = 0; i < j->nowned; i++)
+			free(j->argv[i]);
+	free(j->argv);
+	sweep_point_free(&j->pt);
+	free(j);
+}
+
+static char *sweep_strcat2(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 1;
+	char *s = malloc(n);
+	if (s)
+		snprintf(s, n, "%s%s", a, b);
+	return s;
+}
+
+/* argv of a point's run: simbatch run --db=.. --sweep-point=KEY --quiet OPTS;
+ * or, checking, simbatch run --dry-run --no-db OPTS. */
+static struct sweep_job *sweep_job_make(const struct sweep_run *r, size_t index)
+{
+	size_t k = 0;
+	struct sweep_job *j = calloc(1, sizeof *j);
+	if (!j || sweep_point_make(r->spec, index, &j->pt) != 0)
+		goto fail;
+	if (!(j->argv = calloc(j->pt.nargs + 6, sizeof *j->argv)))
+		goto fail;
+	if (!(j->argv[k++] = strdup("simbatch")) || !(j->argv[k++] = strdup("run")))
+		goto fail;
+	if (r->checking) {
+		if (!(j->argv[k++] = strdup("--dry-run")) || !(j->argv[k++] = strdup("--no-db")))
+			goto fail;
+	} else if (!(j->argv[k++] = sweep_strcat2("--db=", r->db_path)) ||
+	           !(j->argv[k++] = sweep_strcat2("--sweep-point=", j->pt.key)) ||
+	           !(j->argv[k++] = strdup("--quiet"))) {
+		goto fail;
+	}
+	j->nowned = k;
+	for (size_t i = 0; i < j->pt.nargs; i++)
+		j->argv[k++] = j->pt.args[i];
+	return j;
+fail:
+	if (j)
+		j->nowned = j->argv ? k : 0;
+	sweep_job_free(j);
+	return NULL;
+}
+
+/* The key of a point without its seed: names a configuration in messages. */
+static void sweep_config_name(const struct sweep_point *p, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < p->nargs && used < len; i++)
+		if (strncmp(p->args[i], "--seed=", 7) != 0)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "", p->args[i] + 2);
+}
+
+static int sweep_next(void *ud, struct pp_job *job, char *err, size_t errlen)
+{
+	struct sweep_run *r = ud;
+	while (r->next < r->ntodo) {
+		struct sweep_job *j = sweep_job_make(r, r->todo[r->next++]);
+		if (!j) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if (!r->checking) {
+			/* another sweep on the same database may have stored it meanwhile */
+			int has = sweep_db_has_point(r->db, j->pt.key, err, errlen);
+			if (has != 0) {
+				sweep_job_free(j);
+				if (has < 0)
+					return -1;
+				r->skipped++;
+				continue;
+			}
+		}
+		job->argv = j->argv;
+		job->ctx = j;
+		job->capture_stdout = 0;
+		return 1;
+	}
+	return 0;
+}
+
+static void sweep_clear_line(const struct sweep_run *r)
+{
+	if (r->tty && !r->quiet)
+		fputs("\r\033[K", stderr);
+}
+
+static void sweep_done(void *ud, void *ctx, const struct pp_result *res)
+{
+	struct sweep_run *r = ud;
+	struct sweep_job *j = ctx;
+	if (res->exit_code == 0) {
+		r->ran++;
+		sweep_job_free(j);
+		return;
+	}
+	r->failed++;
+	r->bad_input |= res->exit_code == 2;
+	/* the child's own one-line message, without its "simbatch: " prefix */
+	char msg[512], what[256], cfg[512];
+	const char *e = res->errtext;
+	if (strncmp(e, "simbatch: ", 10) == 0)
+		e += 10;
+	size_t n = strcspn(e, "\n");
+	snprintf(msg, sizeof msg, "%.*s", (int)(n < sizeof msg ? n : sizeof msg - 1), e);
+	if (res->signal)
+		snprintf(what, sizeof what, "killed by signal %d", res->signal);
+	else
+		snprintf(what, sizeof what, "exit %d", res->exit_code);
+	if (r->checking) {
+		sweep_config_name(&j->pt, cfg, sizeof cfg);
+		if (!r->first_error[0])
+			snprintf(r->first_error, sizeof r->first_error, "%.200s: configuration '%.300s': %.400s", r->spec->path, cfg,
+			         msg[0] ? msg : what);
+	} else if (!sweep_stop) {
+		/* a run interrupted by the sweep's own stop is expected, not a failure to report */
+		sweep_clear_line(r);
+		fprintf(stderr, "simbatch: sweep point '%s' failed (%s)%s%s\n", j->pt.key, what, msg[0] ? ": " : "", msg);
+	}
+	sweep_job_free(j);
+}
+
+static void sweep_progress(struct sweep_run *r, int final)
+{
+	if (r->quiet || r->checking)
+		return;
+	double now = sweep_now_s(), el = now - r->t0;
+	size_t finished = r->ran + r->failed + r->skipped;
+	double frac = r->ntodo ? (double)finished / r->ntodo : 1;
+	int decile = (int)(frac * 10);
+	if (!r->tty && !final && decile == r->last_decile && now - r->last_line_s < SWEEP_LINE_PROGRESS_S)
+		return;
+	r->last_decile = decile;
+	r->last_line_s = now;
+	char elapsed[32], eta[32] = "--", bar[21];
+	sweep_fmt_duration(elapsed, sizeof elapsed, el);
+	size_t worked = r->ran + r->failed;
+	if (worked > 0 && r->next > 0) {
+		/* remaining runs at the pace of this session's completed runs */
+		double left = (double)(r->ntodo - finished);
+		sweep_fmt_duration(eta, sizeof eta, left * el / (double)worked);
+	}
+	int fill = (int)(frac * 20);
+	for (int i = 0; i < 20; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[20] = '\0';
+	char extra[64] = "";
+	if (r->failed)
+		snprintf(extra, sizeof extra, ", %zu failed", r->failed);
+	fprintf(stderr, "%ssweep [%s] %zu/%zu (%.0f%%) elapsed %s, ETA %s%s%s", r->tty ? "\r\033[K" : "",
+	        bar, finished, r->ntodo, 100 * frac, elapsed, final ? "0s" : eta, extra, r->tty && !final ? "" : "\n");
+	fflush(stderr);
+}
+
+static void sweep_tick(void *ud)
+{
+	sweep_progress(ud, 0);
+}
+
+static int sweep_pool(struct sweep_run *r, unsigned jobs)
+{
+	struct pp_config pc = {
+		.exe = r->exe, .jobs = jobs, .next = sweep_next, .done = sweep_done, .tick = sweep_tick,
+		.tick_ms = 250, .ud = r, .stop = &sweep_stop,
+	};
+	return pp_run(&pc, r->err, sizeof r->err);
+}
+
+static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set *o, uint64_t part_i,
+                            uint64_t part_n)
+{
+	struct sweep_run r = { .spec = spec, .db_path = opt_str(o, "db"), .quiet = opt_flag(o, "quiet"),
+	                       .tty = isatty(2), .last_decile = -1 };
+	char exe[4096], err[1024];
+	struct results_db *rdb = NULL;
+	struct sigaction sa = { .sa_handler = sweep_on_signal }, old_int, old_term, old_hup;
+	int rc = CLI_BAD_INPUT, handlers = 0;
+	unsigned jobs = opt_given(o, "jobs") ? (unsigned)opt_uint(o, "jobs") : 0;
+	if (!jobs) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		jobs = n > 0 ? (unsigned)n : 1;
+	}
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len <= 0) {
+		snprintf(err, sizeof err, "cannot find the simbatch binary (/proc/self/exe): %s", strerror(errno));
+		rc = CLI_FAILED;
+		goto fail;
+	}
+	exe[len] = '\0';
+	r.exe = exe;
+	/* the database is created (or checked) once here, before children race for it */
+	if (sweep_make_parent(r.db_path, err, sizeof err) != 0 ||
+	    results_open(r.db_path, &rdb, err, sizeof err) != 0)
+		goto fail;
+	results_close(rdb);
+	if (sweep_db_open(r.db_path, 0, &r.db, err, sizeof err) != 0)
+		goto fail;
+	rc = CLI_FAILED;
+	if (!(r.todo = malloc((spec->npoints ? spec->npoints : 1) * sizeof *r.todo))) {
+		snprintf(err, sizeof err, "out of memory");
+		goto fail;
+	}
+	size_t inpart = 0, stored = 0;
+	for (size_t i = 0; i < spec->npoints; i++) {
+		if (i % part_n != part_i - 1)
+			continue;
+		inpart++;
+		struct sweep_point p;
+		if (sweep_point_make(spec, i, &p) != 0) {
+			snprintf(err, sizeof err, "out of memory");
+			goto fail;
+		}
+		int has = sweep_db_has_point(r.db, p.key, err, sizeof err);
+		sweep_point_free(&p);
+		if (has < 0)
+			goto fail;
+		if (has)
+			stored++;
+		else
+			r.todo[r.ntodo++] = i;
+	}
+
+	sa.sa_flags = 0;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
+	handlers = 1;
+	/* a signal the caller ignores (nohup, a background job) stays ignored, here and in the runs */
+	if (old_int.sa_handler == SIG_IGN)
+		sigaction(SIGINT, &old_int, NULL);
+	if (old_hup.sa_handler == SIG_IGN)
+		sigaction(SIGHUP, &old_hup, NULL);
+	if (old_term.sa_handler == SIG_IGN)
+		sigaction(SIGTERM, &old_term, NULL);
+
+	/* check one point of every configuration left before running any, so a
+	 * bad option value in the file stops the sweep before it stores anything */
+	size_t ntodo = r.ntodo, nchk = 0;
+	size_t *points = r.todo;
+	if (!(r.todo = malloc((ntodo ? ntodo : 1) * sizeof *r.todo))) {
+		r.todo = points;
+		snprintf(err, sizeof err, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < ntodo; i++)
+		if (nchk == 0 || points[i] / spec->nseeds != r.todo[nchk - 1] / spec->nseeds)
+			r.todo[nchk++] = points[i];
+	r.ntodo = nchk;
+	r.checking = 1;
+	int prc = sweep_pool(&r, jobs);
+	free(r.todo);
+	r.todo = points;
+	r.ntodo = ntodo;
+	if (prc < 0) {
+		snprintf(err, sizeof err, "%s", r.err);
+		goto fail;
+	}
+	if (prc == 0 && r.failed) {
+		snprintf(err, sizeof err, "%s", r.first_error);
+		rc = r.bad_input ? CLI_BAD_INPUT : CLI_FAILED;
+		goto fail;
+	}
+
+	r.checking = 0;
+	r.ran = r.skipped = r.failed = 0;
+	r.bad_input = 0;
+	r.next = 0;
+	r.t0 = r.last_line_s = sweep_now_s();
+	if (!r.quiet)
+		fprintf(stderr, "sweep %s: %zu points%s, %zu stored already, %zu to run, %u at a time, into %s\n",
+		        spec->path, inpart, part_n > 1 ? " in this part" : "", stored, r.ntodo, jobs, r.db_path);
+	if (prc == 0)
+		prc = sweep_pool(&r, jobs);
+	if (prc < 0) {
+		sweep_clear_line(&r);
+		snprintf(err, sizeof err, "%s", r.err);
+		goto fail;
+	}
+	if (prc == 1 || sweep_stop) {
+		sweep_clear_line(&r);
+		fprintf(stderr, "simbatch: sweep interrupted by signal %d: %zu points stored this time, %zu left; "
+		        "run the same command again to continue\n", (int)sweep_stop, r.ran,
+		        r.ntodo - r.ran - r.skipped);
+		rc = 128 + (int)sweep_stop;
+		goto out;
+	}
+	if (r.ntodo && r.tty)
+		sweep_progress(&r, 1);     /* ends the redrawn line; without a terminal the last tick said 100% */
+	if (!r.quiet)
+		fprintf(stderr, "sweep %s: %zu run, %zu stored by another process meanwhile, %zu failed, in %.1f s\n",
+		        spec->path, r.ran, r.skipped, r.failed, sweep_now_s() - r.t0);
+	if (r.failed) {
+		fprintf(stderr, "simbatch: %zu sweep point(s) failed; fix the cause and run the same command again\n",
+		        r.failed);
+		rc = CLI_FAILED;
+		goto out;
+	}
+	rc = CLI_OK;
+	goto out;
+fail:
+	fprintf(stderr, "simbatch: %s\n", err);
+out:
+	if (handlers) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGHUP, &old_hup, NULL);
+	}
+	free(r.todo);
+	sweep_db_close(r.db);
+	return rc;
+}
+
+/* ---- summary ---- */
+
+static int sweep_parse_metrics(const char *list, const struct sweep_metric **out, size_t max, size_t *n,
+                               char *err, size_t errlen)
+{
+	char buf[1024];
+	*n = 0;
+	if (strlen(list) >= sizeof buf) {
+		snprintf(err, errlen, "--metrics: list too long");
+		return -1;
+	}
+	strcpy(buf, list);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		const struct sweep_metric *m = sweep_metric_find(t);
+		if (*n == max) {
+			snprintf(err, errlen, "--metrics: at most %zu metrics", max);
+			return -1;
+		}
+		if (!m) {
+			size_t nm;
+			const struct sweep_metric *all = sweep_metrics(&nm);
+			size_t used = (size_t)snprintf(err, errlen, "--metrics: unknown metric '%s' (known:", t);
+			for (size_t i = 0; i < nm && used < errlen; i++)
+				used += (size_t)snprintf(err + used, errlen - used, " %s", all[i].name);
+			if (used < errlen)
+				snprintf(err + used, errlen - used, ")");
+			return -1;
+		}
+		out[(*n)++] = m;
+	}
+	if (*n == 0) {
+		snprintf(err, errlen, "--metrics: no metric given");
+		return -1;
+	}
+	return 0;
+}
+
+static void sweep_csv_field(const char *s)
+{
+	if (strpbrk(s, ",\"\n")) {
+		putchar('"');
+		for (; *s; s++) {
+			if (*s == '"')
+				putchar('"');
+			putchar(*s);
+		}
+		putchar('"');
+	} else {
+		fputs(s, stdout);
+	}
+}
+
+static void sweep_print_number(double v)
+{
+	if (isfinite(v))
+		printf(",%.10g", v);
+	else
+		printf(",");
+}
+
+#define SWEEP_CELL_WIDTH 36
+
+/* One metric in the text table: "mean +-half [p25, p75]". */
+static void sweep_print_cell(const struct agg_stats *st)
+{
+	char cell[128];
+	if (st->count == 0)
+		snprintf(cell, sizeof cell, "-");
+	else if (st->count == 1)
+		snprintf(cell, sizeof cell, "%.5g", st->mean);
+	else
+		snprintf(cell, sizeof cell, "%.5g +-%.2g [%.5g, %.5g]", st->mean, st->ci_hi - st->mean, st->p25, st->p75);
+	printf("  %-*s", SWEEP_CELL_WIDTH, cell);
+}
+
+#define SWEEP_MAX_METRICS 16
+
+static int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
+{
+	const struct sweep_metric *m[SWEEP_MAX_METRICS];
+	size_t nm = 0, missing = 0;
+	char err[768];
+	struct sweep_db *db = NULL;
+	double *vals = NULL, *row = NULL;
+	int csv = opt_flag(o, "csv"), rc = CLI_BAD_INPUT;
+	if (strcmp(opt_str(o, "metrics"), "help") == 0) {
+		size_t n;
+		const struct sweep_metric *all = sweep_metrics(&n);
+		for (size_t i = 0; i < n; i++)
+			printf("%-20s %s\n", all[i].name, all[i].help);
+		return CLI_OK;
+	}
+	if (sweep_parse_metrics(opt_str(o, "metrics"), m, SWEEP_MAX_METRICS, &nm, err, sizeof err) != 0 ||
+	    sweep_db_open(opt_str(o, "db"), 1, &db, err, sizeof err) != 0)
+		goto fail;
+	rc = CLI_FAILED;
+	if (!(vals = malloc(nm * spec->nseeds * sizeof *vals)) || !(row = malloc(nm * sizeof *row))) {
+		snprintf(err, sizeof err, "out of memory");
+		goto fail;
+	}
+	/* header */
+	for (size_t a = 0; a < spec->naxes; a++) {
+		if (csv) {
+			if (a)
+				putchar(',');
+			sweep_csv_field(spec->axes[a].name);
+		} else {
+			printf("%-14s ", spec->axes[a].name);
+		}
+	}
+	if (csv)
+		printf("%sn", spec->naxes ? "," : "");
+	else
+		printf("%4s", "n");
+	for (size_t k = 0; k < nm; k++) {
+		static const char *const part[] = { "mean", "p25", "p75", "ci95_lo", "ci95_hi" };
+		if (csv) {
+			for (size_t q = 0; q < 5; q++)
+				printf(",%s_%s", m[k]->name, part[q]);
+		} else {
+			char head[96];
+			snprintf(head, sizeof head, "%s: mean +-95%% [p25, p75]", m[k]->name);
+			printf("  %-*s", SWEEP_CELL_WIDTH, head);
+		}
+	}
+	putchar('\n');
+	for (size_t c = 0; c < spec->nconfigs; c++) {
+		size_t n = 0;
+		struct sweep_point p;
+		for (size_t s = 0; s < spec->nseeds; s++) {
+			if (sweep_point_make(spec, c * spec->nseeds + s, &p) != 0) {
+				snprintf(err, sizeof err, "out of memory");
+				goto fail;
+			}
+			int got = sweep_db_point_metrics(db, p.key, m, nm, row, err, sizeof err);
+			if (got < 0) {
+				sweep_point_free(&p);
+				goto fail;
+			}
+			if (got) {
+				for (size_t k = 0; k < nm; k++)
+					vals[k * spec->nseeds + n] = row[k];
+				n++;
+			} else {
+				missing++;
+			}
+			if (s + 1 < spec->nseeds)
+				sweep_point_free(&p);
+		}
+		for (size_t a = 0; a < spec->naxes; a++) {
+			const char *label = spec->axes[a].values[p.choice[a]].label;
+			if (csv) {
+				if (a)
+					putchar(',');
+				sweep_csv_field(label);
+			} else {
+				printf("%-14s ", label);
+			}
+		}
+		sweep_point_free(&p);
+		if (csv)
+			printf("%s%zu", spec->naxes ? "," : "", n);
+		else
+			printf("%4zu", n);
+		for (size_t k = 0; k < nm; k++) {
+			struct agg_stats st;
+			agg_compute(&vals[k * spec->nseeds], n, &st);
+			if (!csv) {
+				sweep_print_cell(&st);
+				continue;
+			}
+			sweep_print_number(st.mean);
+			sweep_print_number(st.p25);
+			sweep_print_number(st.p75);
+			sweep_print_number(st.ci_lo);
+			sweep_print_number(st.ci_hi);
+		}
+		putchar('\n');
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		snprintf(err, sizeof err, "error writing the summary");
+		goto fail;
+	}
+	if (missing)
+		fprintf(stderr, "simbatch: %zu of %zu points of %s are not in %s (their configurations show n < %zu)\n",
+		        missing, spec->npoints, spec->path, opt_str(o, "db"), spec->nseeds);
+	free(vals);
+	free(row);
+	sweep_db_close(db);
+	return CLI_OK;
+fail:
+	fprintf(stderr, "simbatch: %s\n", err);
+	free(vals);
+	free(row);
+	sweep_db_close(db);
+	return rc;
+}
+
+/* ---- export ---- */
+
+/* Prints s as one shell word. */
+static void sweep_shell_word(FILE *f, const char *s)
+{
+	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") == strlen(s)) {
+		fputs(s, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+static int sweep_export(const struct sweep_spec *spec, const struct opt_set *o)
+{
+	char exe[4096], file[4096], err[512];
+	const char *kind = opt_str(o, "export"), *dir = opt_str(o, "shard-dir");
+	uint64_t n = opt_given(o, "shards") ? opt_uint(o, "shards")
+	             : spec->npoints < SWEEP_DEFAULT_SHARDS ? spec->npoints : SWEEP_DEFAULT_SHARDS;
+	int slurm = strcmp(kind, "slurm") == 0;
+	if (!slurm && strcmp(kind, "parallel") != 0) {
+		snprintf(err, sizeof err, "--export=%s: expected parallel or slurm", kind);
+		goto bad;
+	}
+	if (n > spec->npoints) {
+		snprintf(err, sizeof err, "--shards=%llu exceeds the %zu points of the sweep", (unsigned long long)n,
+		         spec->npoints);
+		goto bad;
+	}
+	if (opt_given(o, "simbatch")) {
+		snprintf(exe, sizeof exe, "%s", opt_str(o, "simbatch"));
+	} else {
+		ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		if (len <= 0) {
+			snprintf(err, sizeof err, "cannot find the simbatch binary (/proc/self/exe); give --simbatch=PATH");
+			goto bad;
+		}
+		exe[len] = '\0';
+	}
+	/* absolute, so jobs run from any directory (or host with the same paths) */
+	if (!realpath(spec->path, file)) {
+		snprintf(err, sizeof err, "%s: %s", spec->path, strerror(errno));
+		goto bad;
+	}
+	if (slurm) {
+		printf("#!/bin/bash\n"
+		       "# Slurm job array for the sweep %s: %zu points in %llu array tasks, each writing its own\n"
+		       "# database shard (resumable: a requeued task skips the points its shard holds).\n"
+		       "# Generated by `simbatch sweep FILE --export=slurm`. Submit from a directory every node\n"
+		       "# sees:   mkdir -p ", spec->path, spec->npoints, (unsigned long long)n);
+		sweep_shell_word(stdout, dir);
+		printf(" && sbatch THIS_FILE\n# then:   simbatch merge results/simbatch.db ");
+		sweep_shell_word(stdout, dir);
+		printf("/shard-*.db\n"
+		       "#SBATCH --job-name=simbatch-sweep\n"
+		       "#SBATCH --array=1-%llu\n"
+		       "#SBATCH --cpus-per-task=1\n"
+		       "#SBATCH --output=", (unsigned long long)n);
+		sweep_shell_word(stdout, dir);
+		printf("/slurm-%%A_%%a.out\n"
+		       "set -eu\n"
+		       ": \"${SLURM_ARRAY_TASK_ID:?run this with sbatch (or set SLURM_ARRAY_TASK_ID=1..%llu)}\"\n"
+		       "exec ", (unsigned long long)n);
+		sweep_shell_word(stdout, exe);
+		fputs(" sweep ", stdout);
+		sweep_shell_word(stdout, file);
+		fputs(" --db=", stdout);
+		sweep_shell_word(stdout, dir);
+		printf("/shard-\"$SLURM_ARRAY_TASK_ID\".db --part=\"$SLURM_ARRAY_TASK_ID\"/%llu"
+		       " --jobs=\"${SLURM_CPUS_PER_TASK:-1}\" --quiet\n", (unsigned long long)n);
+	} else {
+		for (uint64_t i = 1; i <= n; i++) {
+			char db[4200], part[64];
+			snprintf(db, sizeof db, "--db=%s/shard-%llu.db", dir, (unsigned long long)i);
+			snprintf(part, sizeof part, "--part=%llu/%llu", (unsigned long long)i, (unsigned long long)n);
+			sweep_shell_word(stdout, exe);
+			fputs(" sweep ", stdout);
+			sweep_shell_word(stdout, file);
+			putchar(' ');
+			sweep_shell_word(stdout, db);
+			printf(" %s --jobs=1 --quiet\n", part);
+		}
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "simbatch: error writing the export\n");
+		return CLI_FAILED;
+	}
+	if (!opt_flag(o, "quiet"))
+		fprintf(stderr, slurm ? "simbatch: %llu array tasks for %zu points; merge the shards afterwards with "
+		                        "`simbatch merge OUT.db %s/shard-*.db`\n"
+		                      : "simbatch: %llu jobs for %zu points; run them with `parallel -j CORES < JOBS` or "
+		                        "`parallel --sshloginfile HOSTS < JOBS`, then `simbatch merge OUT.db %s/shard-*.db`\n",
+		        (unsigned long long)n, spec->npoints, dir);
+	return CLI_OK;
+bad:
+	fprintf(stderr, "simbatch: %s\n", err);
+	return CLI_BAD_INPUT;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	char err[768];
+	struct opt_set o;
+	struct sweep_spec *spec = NULL;
+	uint64_t part_i = 1, part_n = 1;
+	int rc;
+	if (opt_parse(&o, sweep_opts, SWEEP_NOPTS, argc, argv, 1, err, sizeof err) != 0)
+		goto bad;
+	if (opt_flag(&o, "help")) {
+		opt_print_help(stdout, sweep_usage, sweep_opts, SWEEP_NOPTS);
+		return CLI_OK;
+	}
+	if (o.npositional != 1) {
+		snprintf(err, sizeof err, "give one sweep file (simbatch sweep FILE; see --help)");
+		goto bad;
+	}
+	int modes = opt_flag(&o, "summary") + opt_given(&o, "export") + opt_flag(&o, "list");
+	if (modes > 1) {
+		snprintf(err, sizeof err, "give one of --summary, --export and --list");
+		goto bad;
+	}
+	if ((opt_flag(&o, "csv") || opt_given(&o, "metrics")) && !opt_flag(&o, "summary")) {
+		snprintf(err, sizeof err, "--csv and --metrics go with --summary");
+		goto bad;
+	}
+	if ((opt_given(&o, "shards") || opt_given(&o, "shard-dir") || opt_given(&o, "simbatch")) &&
+	    !opt_given(&o, "export")) {
+		snprintf(err, sizeof err, "--shards, --shard-dir and --simbatch go with --export");
+		goto bad;
+	}
+	if (opt_given(&o, "part") && (opt_flag(&o, "summary") || opt_given(&o, "export"))) {
+		snprintf(err, sizeof err, "--part goes with running or --list, not with --summary or --export");
+		goto bad;
+	}
+	if (opt_given(&o, "part") && sweep_parse_part(opt_str(&o, "part"), &part_i, &part_n) != 0) {
+		snprintf(err, sizeof err, "--part=%s: expected I/N with 1 <= I <= N", opt_str(&o, "part"));
+		goto bad;
+	}
+	size_t nrun;
+	const struct opt_def *run_defs = cmd_run_options(&nrun);
+	if (sweep_spec_load(o.positional[0], run_defs, nrun, &spec, err, sizeof err) != 0)
+		goto bad;
+	if (opt_flag(&o, "summary")) {
+		rc = sweep_summary(spec, &o);
+	} else if (opt_given(&o, "export")) {
+		rc = sweep_export(spec, &o);
+	} else if (opt_flag(&o, "list")) {
+		rc = CLI_OK;
+		for (size_t i = part_i - 1; i < spec->npoints; i += part_n) {
+			struct sweep_point p;
+			if (sweep_point_make(spec, i, &p) != 0) {
+				fprintf(stderr, "simbatch: out of memory\n");
+				rc = CLI_FAILED;
+				break;
+			}
+			printf("%s\n", p.key);
+			sweep_point_free(&p);
+		}
+	} else {
+		rc = sweep_run_points(spec, &o, part_i, part_n);
+	}
+	sweep_spec_free(spec);
+	return rc;
+bad:
+	fprintf(stderr, "simbatch: %s\n", err);
+	sweep_spec_free(spec);
+	return CLI_BAD_INPUT;
+}

@@ -1,0 +1,183 @@
+/* sim/cli/options.c: parses --key=value arguments against a parameter table
+ * (see options.h). getopt_long does the scanning; the table does the rest. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "options.h"
+
+int opt_parse_uint(const char *text, uint64_t *out)
+{
+	if (!text || !*text || *text == '-' || *text == '+' || *text == ' ')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int opt_parse_double(const char *text, double *out)
+{
+	if (!text || !*text || *text == ' ')
+		return -1;
+	char *end;
+	errno = 0;
+	double v = strtod(text, &end);
+	if (errno || *end || !isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int opt_index(const struct opt_set *s, const char *name)
+{
+	for (size_t i = 0; i < s->ndefs; i++)
+		if (strcmp(s->defs[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int opt_check(const struct opt_def *d, const char *v, char *err, size_t errlen)
+{
+	double x;
+	uint64_t u;
+	switch (d->type) {
+	case OPT_STR:
+		if (!*v) {
+			snprintf(err, errlen, "--%s needs a value", d->name);
+			return -1;
+		}
+		return 0;
+	case OPT_FLAG:
+		return 0;
+	case OPT_UINT:
+		if (opt_parse_uint(v, &u) != 0) {
+			snprintf(err, errlen, "--%s=%s: expected a non-negative integer", d->name, v);
+			return -1;
+		}
+		x = (double)u;
+		break;
+	case OPT_DOUBLE:
+		if (opt_parse_double(v, &x) != 0) {
+			snprintf(err, errlen, "--%s=%s: expected a number", d->name, v);
+			return -1;
+		}
+		break;
+	}
+	if ((d->min_open ? x <= d->min : x < d->min) || x > d->max) {
+		snprintf(err, errlen, "--%s=%s: must be %s %g and <= %g", d->name, v,
+		         d->min_open ? ">" : ">=", d->min, d->max);
+		return -1;
+	}
+	return 0;
+}
+
+int opt_parse(struct opt_set *s, const struct opt_def *defs, size_t ndefs,
+              int argc, char **argv, size_t max_positional, char *err, size_t errlen)
+{
+	struct option longopts[OPT_MAX + 1];
+	memset(s, 0, sizeof *s);
+	if (ndefs > OPT_MAX) {
+		snprintf(err, errlen, "internal: too many options");
+		return -1;
+	}
+	s->defs = defs;
+	s->ndefs = ndefs;
+	for (size_t i = 0; i < ndefs; i++) {
+		longopts[i] = (struct option){ defs[i].name,
+			defs[i].type == OPT_FLAG ? no_argument : required_argument, NULL, (int)(256 + i) };
+		s->values[i] = defs[i].defval;
+	}
+	longopts[ndefs] = (struct option){ 0 };
+	optind = 1;
+	opterr = 0;
+	for (;;) {
+		int longindex = -1;
+		int c = getopt_long_only(argc, argv, "", longopts, &longindex);
+		if (c == -1)
+			break;
+		if (c == '?' || c == ':') {
+			const char *arg = argv[optind - 1];
+			if (optopt && c == ':')
+				snprintf(err, errlen, "%s needs a value (--key=value)", arg);
+			else if (optopt >= 256 && (size_t)(optopt - 256) < ndefs &&
+			         defs[optopt - 256].type == OPT_FLAG)
+				snprintf(err, errlen, "%s takes no value", arg);
+			else if (optopt >= 256)
+				snprintf(err, errlen, "%s needs a value (--key=value)", arg);
+			else
+				snprintf(err, errlen, "unknown option '%s' (see --help)", arg);
+			return -1;
+		}
+		size_t i = (size_t)(c - 256);
+		if (s->given[i]) {
+			snprintf(err, errlen, "--%s given twice", defs[i].name);
+			return -1;
+		}
+		const char *v = defs[i].type == OPT_FLAG ? "1" : optarg;
+		if (opt_check(&defs[i], v, err, errlen) != 0)
+			return -1;
+		s->values[i] = v;
+		s->given[i] = 1;
+	}
+	for (int i = optind; i < argc; i++) {
+		if (s->npositional >= max_positional || s->npositional >= 8) {
+			snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[i]);
+			return -1;
+		}
+		s->positional[s->npositional++] = argv[i];
+	}
+	return 0;
+}
+
+const char *opt_str(const struct opt_set *s, const char *name)
+{
+	int i = opt_index(s, name);
+	return i < 0 ? NULL : s->values[i];
+}
+
+uint64_t opt_uint(const struct opt_set *s, const char *name)
+{
+	uint64_t v = 0;
+	const char *t = opt_str(s, name);
+	if (t)
+		opt_parse_uint(t, &v);
+	return v;
+}
+
+double opt_double(const struct opt_set *s, const char *name)
+{
+	double v = 0;
+	const char *t = opt_str(s, name);
+	if (t)
+		opt_parse_double(t, &v);
+	return v;
+}
+
+int opt_flag(const struct opt_set *s, const char *name)
+{
+	int i = opt_index(s, name);
+	return i >= 0 && s->given[i];
+}
+
+int opt_given(const struct opt_set *s, const char *name)
+{
+	return opt_flag(s, name);
+}
+
+void opt_print_help(FILE *f, const char *usage, const struct opt_def *defs, size_t ndefs)
+{
+	fprintf(f, "%s\n\noptions:\n", usage);
+	for (size_t i = 0; i < ndefs; i++) {
+		char left[64];
+		snprintf(left, sizeof left, "--%s%s", defs[i].name, defs[i].type == OPT_FLAG ? "" : "=V");
+		fprintf(f, "  %-22s %s", left, defs[i].help);
+		if (defs[i].defval)
+			fprintf(f, " (default %s)", defs[i].defval);
+		fputc('\n', f);
+	}
+}

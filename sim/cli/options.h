@@ -1,0 +1,56 @@
+/* sim/cli/options.h: command-line parameters as one table per subcommand: every
+ * parameter has a name, type, default, bounds and help text, is checked on
+ * input, and can be listed back (for --help and for the results database, so
+ * every stored result says how it was made).
+ *
+ * Contract:
+ *  - opt_parse accepts only --key=value (and bare --flag for flags); anything
+ *    else, an unknown key, a repeated key, or a value outside its type or
+ *    bounds, returns -1 with one line in err naming the option.
+ *  - After a successful parse every parameter has a value (given or default,
+ *    NULL for parameters with no default that were not given).
+ */
+#ifndef SB_OPTIONS_H
+#define SB_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum opt_type { OPT_STR, OPT_UINT, OPT_DOUBLE, OPT_FLAG };
+
+struct opt_def {
+	const char *name;       /* without the leading "--" */
+	enum opt_type type;
+	const char *defval;     /* default as text; NULL = none */
+	double min, max;        /* bounds for numbers (inclusive unless min_open) */
+	int min_open;           /* 1: value must be > min */
+	const char *help;
+};
+
+#define OPT_MAX 64
+
+struct opt_set {
+	const struct opt_def *defs;     /* not owned */
+	size_t ndefs;
+	const char *values[OPT_MAX];    /* given or default; not owned (argv or defval) */
+	int given[OPT_MAX];
+	const char *positional[8];      /* non-option words, in order */
+	size_t npositional;
+};
+
+int opt_parse(struct opt_set *s, const struct opt_def *defs, size_t ndefs,
+              int argc, char **argv, size_t max_positional, char *err, size_t errlen);
+const char *opt_str(const struct opt_set *s, const char *name);
+uint64_t opt_uint(const struct opt_set *s, const char *name);
+double opt_double(const struct opt_set *s, const char *name);
+int opt_flag(const struct opt_set *s, const char *name);
+int opt_given(const struct opt_set *s, const char *name);
+void opt_print_help(FILE *f, const char *usage, const struct opt_def *defs, size_t ndefs);
+
+/* Strict number parsing shared with other parsers: the whole string must be
+ * the number; no sign for unsigned. 0 on success. */
+int opt_parse_uint(const char *text, uint64_t *out);
+int opt_parse_double(const char *text, double *out);
+
+#endif

@@ -1,0 +1,124 @@
+/* sim/cli/report.c: formats a run's summary. Numbers are printed with %.10g:
+ * enough digits to compare runs, and identical text for identical doubles,
+ * which is what the determinism check compares. */
+#include <stdlib.h>
+#include <stdint.h>
+#include "../../util/json.h"
+#include "report.h"
+
+/* Overloaded: the devices never idled and served clearly less than offered. */
+static int report_saturated(const struct report_run *r)
+{
+	const struct drv_result *res = r->res;
+	return res->busy_fraction > 0.99 && r->rate_rps > 0 && res->throughput_rps < 0.95 * r->rate_rps;
+}
+
+char *report_json(const struct report_run *r, int with_run_fields)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	const struct drv_result *res = r->res;
+	const struct metrics_summary *s = &res->summary;
+	fputs("{\"policy\":", f);
+	json_write_string(f, r->policy);
+	fputs(",\"model\":", f);
+	json_write_string(f, r->model);
+	fputs(",\"hw\":", f);
+	json_write_string(f, r->hw);
+	fprintf(f, ",\"rate_rps\":%.10g,\"seed\":%llu,", r->rate_rps, (unsigned long long)r->seed);
+	fprintf(f, "\"requests\":%llu,\"completed\":%llu,\"measured\":%llu,\"warmup\":%llu,"
+	        "\"throughput_rps\":%.10g,",
+	        (unsigned long long)res->issued, (unsigned long long)res->completed,
+	        (unsigned long long)s->count, (unsigned long long)r->warmup, res->throughput_rps);
+	fprintf(f, "\"latency_ms\":{\"mean\":%.10g,\"p50\":%.10g,\"p90\":%.10g,\"p95\":%.10g,"
+	        "\"p99\":%.10g,\"p999\":%.10g,\"max\":%.10g,\"min\":%.10g},",
+	        s->mean_ms, s->p50_ms, s->p90_ms, s->p95_ms, s->p99_ms, s->p999_ms, s->max_ms, s->min_ms);
+	fprintf(f, "\"queue_ms\":{\"mean\":%.10g,\"p99\":%.10g},\"sla_ms\":%.10g,"
+	        "\"sla_violation_rate\":%.10g,\"mean_batch\":%.10g,\"events\":%llu,\"tasks\":%llu,",
+	        s->queue_mean_ms, s->queue_p99_ms, r->sla_ms, s->sla_violation_rate, res->mean_batch,
+	        (unsigned long long)res->events, (unsigned long long)res->tasks);
+	fprintf(f, "\"saturated\":%s,\"cold_starts\":%llu,", report_saturated(r) ? "true" : "false",
+	        (unsigned long long)res->cold_starts);
+	fprintf(f, "\"workers\":%u,\"max_batch\":%u,\"arrival_cv\":%.10g,\"sim_time_s\":%.10g,"
+	        "\"busy_fraction\":%.10g",
+	        r->workers, r->max_batch, r->arrival_cv, res->sim_end_s, res->busy_fraction);
+	fprintf(f, ",\"policy_stats\":{");
+	struct results_stat st[POL_MAX_STATS + 256];
+	char names[POL_MAX_STATS + 256][80];
+	size_t n = report_stats(r, st, names, sizeof st / sizeof st[0]);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? "," : "", f);
+		json_write_string(f, st[i].key);
+		fprintf(f, ":%.10g", st[i].value);
+	}
+	fputc('}', f);
+	if (r->extra_json && *r->extra_json)
+		fprintf(f, ",%s", r->extra_json);
+	if (with_run_fields) {
+		fprintf(f, ",\"wall_s\":%.6f,", r->wall_s);
+		if (r->run_id >= 0)
+			fprintf(f, "\"run_id\":%lld", (long long)r->run_id);
+		else
+			fprintf(f, "\"run_id\":null");
+	}
+	fputc('}', f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+size_t report_stats(const struct report_run *r, struct results_stat *out, char (*names)[80], size_t max)
+{
+	const struct drv_result *res = r->res;
+	size_t n = 0;
+	if (n < max)
+		out[n++] = (struct results_stat){ "tasks", (double)res->tasks };
+	for (size_t i = 0; i < res->npolicy_stats && n < max; i++)
+		out[n++] = (struct results_stat){ res->policy_stats[i].name, res->policy_stats[i].value };
+	if (res->graph_tasks && n < max)
+		out[n++] = (struct results_stat){ "mean_batch.graph", (double)res->graph_members / res->graph_tasks };
+	for (uint32_t t = 0; t < res->nnodes && n < max; t++) {
+		if (!res->node_tasks[t])
+			continue;
+		snprintf(names[n], sizeof names[n], "mean_batch.%s", r->model_def->nodes[t].name);
+		out[n] = (struct results_stat){ names[n], (double)res->node_cells[t] / res->node_tasks[t] };
+		n++;
+	}
+	return n;
+}
+
+void report_text(FILE *f, const struct report_run *r)
+{
+	const struct drv_result *res = r->res;
+	const struct metrics_summary *s = &res->summary;
+	fprintf(f, "simbatch: policy %s, model %s on %s, %u worker%s, %.6g req/s offered (cv %.3g), seed %llu\n",
+	        r->policy, r->model, r->hw, r->workers, r->workers == 1 ? "" : "s", r->rate_rps,
+	        r->arrival_cv, (unsigned long long)r->seed);
+	fprintf(f, "  requests   %llu completed, %llu measured (warm-up %llu), %.1f s simulated\n",
+	        (unsigned long long)res->completed, (unsigned long long)s->count,
+	        (unsigned long long)r->warmup, res->sim_end_s);
+	fprintf(f, "  latency    mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f   p99.9 %.3f   max %.3f\n",
+	        s->mean_ms, s->p50_ms, s->p90_ms, s->p99_ms, s->p999_ms, s->max_ms);
+	fprintf(f, "  queueing   mean %.3f ms   p99 %.3f\n", s->queue_mean_ms, s->queue_p99_ms);
+	fprintf(f, "  throughput %.1f req/s   device busy %.1f%%   mean batch %.2f (max %u)\n",
+	        res->throughput_rps, 100.0 * res->busy_fraction, res->mean_batch, r->max_batch);
+	fprintf(f, "  SLA %.6g ms: %.2f%% of requests late\n", r->sla_ms, 100.0 * s->sla_violation_rate);
+	if (res->cold_starts)
+		fprintf(f, "  cold       %llu tasks refilled weights lost while their device idled (--hw cold-start)\n",
+		        (unsigned long long)res->cold_starts);
+	/* an overloaded run's percentiles describe a growing queue, not a steady state */
+	if (report_saturated(r))
+		fprintf(f, "  SATURATED: served %.1f of %.6g req/s offered; the queue grew for the whole run, "
+		        "so latencies depend on its length (lower --rate or add --workers)\n",
+		        res->throughput_rps, r->rate_rps);
+	fprintf(f, "  %llu events in %.3f s wall (%.2f M requests/s)", (unsigned long long)res->events,
+	        r->wall_s, r->wall_s > 0 ? res->completed / r->wall_s / 1e6 : 0.0);
+	if (r->run_id >= 0)
+		fprintf(f, ", stored as run %lld", (long long)r->run_id);
+	fputc('\n', f);
+}

@@ -1,0 +1,39 @@
+/* sim/cli/report.h: what a run prints: the JSON summary of DESIGN.md section 3
+ * (the contract other tools read) and a short human-readable summary. */
+#ifndef SB_REPORT_H
+#define SB_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "../engine/engine.h"
+#include "../store/results.h"
+
+struct report_run {
+	const char *policy, *model, *hw;
+	double rate_rps;            /* offered rate (trace: its mean rate) */
+	double arrival_cv;
+	uint64_t seed;
+	uint64_t warmup;
+	uint32_t workers;
+	uint32_t max_batch;
+	double sla_ms;
+	double wall_s;
+	int64_t run_id;             /* -1: not stored */
+	const struct drv_result *res;
+	const struct mdl_model *model_def;  /* node names for per-node statistics */
+	const char *extra_json;             /* members appended to the JSON object ("k":v,...), or NULL (live runs) */
+};
+
+/* The run's statistics as key/value rows (policy counters, tasks, mean batch
+ * per node type), for the results database. Fills up to max; returns count.
+ * Keys point into static strings or into names[] (caller-provided scratch of
+ * max entries). */
+size_t report_stats(const struct report_run *r, struct results_stat *out, char (*names)[80], size_t max);
+
+/* The JSON object, one line, no trailing newline; malloc'd (caller frees);
+ * NULL on allocation failure. with_run_fields = 0 leaves out wall_s and
+ * run_id, the two keys that differ between identical runs. */
+char *report_json(const struct report_run *r, int with_run_fields);
+void report_text(FILE *f, const struct report_run *r);
+
+#endif

@@ -1,0 +1,384 @@
+/* sim/engine/engine.c: the event loop of one simulated run (DESIGN.md section 2).
+ *
+ * Time is integer nanoseconds. Arrivals are generated one ahead and the one
+ * pending arrival waits beside the event queue, not in it (the loop takes
+ * whichever of the two comes first in evq_before's order): memory does not
+ * grow with the run, and the queue holds only completions and wake-ups. All
+ * events of one instant are delivered to the policy before any idle device
+ * asks it for work, so requests arriving together can be batched together.
+ */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "engine.h"
+#include "evq.h"
+#include "timeline.h"
+
+#define ENG_POOL_CHUNK 4096
+
+struct eng_device {
+	int busy;
+	struct pol_task task;          /* the running task; reqs has env.max_batch slots */
+	int64_t idle_since_ns;         /* end of its last task */
+	int64_t *cold_owed_ns;         /* [node type]: refill the next task to run it pays (with a cold-start model) */
+};
+
+struct eng_pool_chunk {             /* requests are allocated in chunks and recycled */
+	struct eng_pool_chunk *next;
+	struct pol_request reqs[ENG_POOL_CHUNK];
+};
+
+struct eng {
+	const struct eng_config *c;
+	struct pol_driver drv;          /* the policy, its bookkeeping and the run's counters */
+	struct eng_latency *lat;
+	struct evq *q;
+	struct eng_device *devices;
+	struct trc_source source;
+
+	struct eng_pool_chunk *chunks;
+	struct pol_request *free_reqs;  /* free list through pol_next */
+
+	struct event arrival;           /* the next arrival, when arrival_pending */
+	struct trc_request next;        /* its request */
+	int arrival_pending;
+	int64_t wake_pending_ns;        /* earliest scheduled wake-up, INT64_MAX if none */
+
+	uint64_t events;
+	int64_t now_ns;
+	int has_cold;                   /* eng_latency_has_cold; 0: every task runs warm */
+	uint64_t cold_starts;           /* tasks that paid a refill */
+
+	struct timeline *timeline;      /* not owned; NULL unless --timeline-out */
+	char *err;
+	size_t errlen;
+};
+
+static struct pol_request *eng_req_alloc(struct eng *e)
+{
+	if (!e->free_reqs) {
+		struct eng_pool_chunk *ch = malloc(sizeof *ch);
+		if (!ch)
+			return NULL;
+		ch->next = e->chunks;
+		e->chunks = ch;
+		for (size_t i = ENG_POOL_CHUNK; i-- > 0;) {
+			ch->reqs[i].pol_next = e->free_reqs;
+			e->free_reqs = &ch->reqs[i];
+		}
+	}
+	struct pol_request *r = e->free_reqs;
+	e->free_reqs = r->pol_next;
+	return r;
+}
+
+/* The driver hands back each finished request (drv_config.release). */
+static void eng_req_release(void *ctx, struct pol_request *r, int64_t finish_ns)
+{
+	(void)finish_ns;
+	struct eng *e = ctx;
+	r->pol_next = e->free_reqs;
+	e->free_reqs = r;
+}
+
+/* Takes the next request from the source as the pending arrival, if any. */
+static void eng_schedule_arrival(struct eng *e)
+{
+	e->arrival_pending = trc_source_next(&e->source, &e->next);
+	if (e->arrival_pending)
+		e->arrival = (struct event){ .time_ns = e->next.arrival_ns, .key = e->next.id, .kind = EV_ARRIVAL };
+}
+
+/* The earliest pending event in the one total order, or NULL. */
+static const struct event *eng_peek(const struct eng *e)
+{
+	const struct event *top = evq_peek(e->q);
+	if (e->arrival_pending && (!top || evq_before(&e->arrival, top)))
+		return &e->arrival;
+	return top;
+}
+
+static int eng_pop(struct eng *e, struct event *ev)
+{
+	const struct event *next = eng_peek(e);
+	if (!next)
+		return 0;
+	if (next == &e->arrival) {
+		*ev = e->arrival;
+		e->arrival_pending = 0;
+		return 1;
+	}
+	return evq_pop(e->q, ev);
+}
+
+static int eng_on_arrival(struct eng *e, const struct event *ev)
+{
+	struct pol_request *r = eng_req_alloc(e);
+	if (!r) {
+		snprintf(e->err, e->errlen, "out of memory for requests");
+		return -1;
+	}
+	r->id = e->next.id;
+	r->arrival_ns = ev->time_ns;
+	r->input_len = e->next.input_len;
+	r->output_len = e->next.output_len;
+	if (drv_arrive(&e->drv, r, ev->time_ns, e->err, e->errlen) != 0) {
+		eng_req_release(e, r, 0);
+		return -1;
+	}
+	eng_schedule_arrival(e);
+	return 0;
+}
+
+static int eng_on_task_done(struct eng *e, const struct event *ev)
+{
+	struct eng_device *d = &e->devices[ev->aux];
+	assert(d->busy);
+	d->busy = 0;
+	if (e->has_cold)
+		d->idle_since_ns = ev->time_ns;
+	return drv_task_done(&e->drv, &d->task, ev->time_ns, e->err, e->errlen) < 0 ? -1 : 0;
+}
+
+/* What a task pays for weights its device lost while idle (hwmodel.h
+ * cold_start): an idle gap leaves every node type owing the refill for that
+ * gap (the larger of that and what it owed already), and a task pays what
+ * each type it runs owes, once; a graph task runs every type its lengths
+ * unroll. */
+static int64_t eng_cold_extra(struct eng *e, struct eng_device *d, const struct pol_task *t, int64_t now_ns,
+                              uint32_t max_in, uint32_t max_out)
+{
+	const struct mdl_model *m = e->c->model;
+	int64_t extra = 0, idle_ns = now_ns - d->idle_since_ns;
+	for (uint32_t type = 0; type < m->nnodes; type++) {
+		if (idle_ns > 0) {
+			int64_t owed = eng_latency_cold_ns(e->lat, type, idle_ns);
+			if (owed > d->cold_owed_ns[type])
+				d->cold_owed_ns[type] = owed;
+		}
+		int runs = t->kind == POL_TASK_GRAPH ? mdl_node_repeats(m, type, max_in, max_out) > 0
+		                                     : type == t->node_type;
+		if (runs) {
+			extra += d->cold_owed_ns[type];
+			d->cold_owed_ns[type] = 0;
+		}
+	}
+	e->cold_starts += extra > 0;
+	return extra;
+}
+
+/* Prices a task the driver has started and schedules its end. */
+static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struct drv_task_shape *shape)
+{
+	struct eng_device *d = &e->devices[dev];
+	struct pol_task *t = &d->task;
+	int64_t dur_ns = t->kind == POL_TASK_GRAPH
+	                 ? eng_latency_graph_ns(e->lat, t->nreq, shape->max_input_len, shape->max_output_len)
+	                 : eng_latency_node_ns(e->lat, t->node_type, t->cells);
+	if (e->has_cold)
+		dur_ns += eng_cold_extra(e, d, t, now_ns, shape->max_input_len, shape->max_output_len);
+	t->end_ns = now_ns + dur_ns;
+	d->busy = 1;
+	if (e->timeline && timeline_task(e->timeline, t) != 0) {
+		snprintf(e->err, e->errlen, "error writing the timeline");
+		return -1;
+	}
+	if (evq_add(e->q, t->end_ns, shape->first_id, EV_TASK_DONE, dev) != 0) {
+		snprintf(e->err, e->errlen, "out of memory in the event queue");
+		return -1;
+	}
+	return 0;
+}
+
+/* Offers every idle device to the policy, in device order. */
+static int eng_dispatch(struct eng *e, int64_t now_ns)
+{
+	int64_t wake_ns = INT64_MAX;
+	for (uint32_t dev = 0; dev < e->c->workers; dev++) {
+		struct eng_device *d = &e->devices[dev];
+		if (d->busy)
+			continue;
+		struct drv_task_shape shape = { 0 };
+		int got = drv_next_task(&e->drv, dev, now_ns, &d->task, &wake_ns, &shape, e->err, e->errlen);
+		if (got < 0 || (got && eng_run_task(e, dev, now_ns, &shape) != 0))
+			return -1;
+	}
+	if (wake_ns != INT64_MAX && wake_ns > now_ns && wake_ns < e->wake_pending_ns) {
+		if (evq_add(e->q, wake_ns, 0, EV_WAKEUP, 0) != 0) {
+			snprintf(e->err, e->errlen, "out of memory in the event queue");
+			return -1;
+		}
+		e->wake_pending_ns = wake_ns;
+	}
+	return 0;
+}
+
+static int eng_handle(struct eng *e, const struct event *ev)
+{
+	e->events++;
+	switch (ev->kind) {
+	case EV_ARRIVAL:
+		return eng_on_arrival(e, ev);
+	case EV_TASK_DONE:
+		return eng_on_task_done(e, ev);
+	case EV_WAKEUP:
+		if (ev->time_ns == e->wake_pending_ns)
+			e->wake_pending_ns = INT64_MAX;
+		return 0;
+	}
+	return 0;
+}
+
+static int eng_loop(struct eng *e)
+{
+	struct event ev;
+	eng_schedule_arrival(e);
+	while (eng_pop(e, &ev)) {
+		int64_t now = ev.time_ns;
+		e->now_ns = now;
+		if (eng_handle(e, &ev) != 0)
+			return -1;
+		const struct event *nx;
+		while ((nx = eng_peek(e)) && nx->time_ns == now) {
+			eng_pop(e, &ev);
+			if (eng_handle(e, &ev) != 0)
+				return -1;
+		}
+		if (eng_dispatch(e, now) != 0)
+			return -1;
+	}
+	if (e->drv.completed != e->drv.arrived) {
+		snprintf(e->err, e->errlen,
+		         "policy %s stopped with %llu of %llu requests unfinished (no task offered, no wake-up asked)",
+		         e->c->policy->name, (unsigned long long)(e->drv.arrived - e->drv.completed),
+		         (unsigned long long)e->drv.arrived);
+		return -1;
+	}
+	return 0;
+}
+
+static void eng_teardown(struct eng *e)
+{
+	drv_fini(&e->drv);
+	if (e->devices)
+		for (uint32_t i = 0; i < e->c->workers; i++) {
+			free(e->devices[i].task.reqs);
+			free(e->devices[i].cold_owed_ns);
+		}
+	free(e->devices);
+	while (e->chunks) {
+		struct eng_pool_chunk *n = e->chunks->next;
+		free(e->chunks);
+		e->chunks = n;
+	}
+	eng_latency_destroy(e->lat);
+	evq_destroy(e->q);
+	trc_source_fini(&e->source);
+}
+
+/* Largest batch (cells) a task may run: the max batch, or for a tree model
+ * the widest tree level if a lone request's level is wider. */
+static uint32_t eng_max_cells(const struct eng_config *c)
+{
+	uint32_t cells = c->env.max_batch;
+	if (!c->model->is_tree)
+		return cells;
+	uint32_t leaves = 0;
+	if (c->trace) {
+		for (size_t i = 0; i < c->trace->n; i++)
+			if (c->trace->input_len[i] > leaves)
+				leaves = c->trace->input_len[i];
+	} else {
+		leaves = trc_lengths_max(c->input_len);
+	}
+	return leaves > cells ? leaves : cells;
+}
+
+int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_t errlen)
+{
+	struct eng e = { .c = c, .err = err, .errlen = errlen, .wake_pending_ns = INT64_MAX, .timeline = c->timeline };
+	const struct mdl_model *m = c->model;
+	memset(res, 0, sizeof *res);
+	if (c->workers < 1 || c->env.max_batch < 1) {
+		snprintf(err, errlen, "workers and max batch must be at least 1");
+		return -1;
+	}
+	uint32_t max_cells = eng_max_cells(c);
+	e.lat = eng_latency_create(m, c->hw, max_cells, err, errlen);
+	if (!e.lat)
+		goto fail;
+	struct trc_source_config src = {
+		.trace = c->trace, .rate_rps = c->rate_rps, .arrival_cv = c->arrival_cv,
+		.input_len = m->uses_input_len ? c->input_len : NULL, .output_len = m->uses_output_len ? c->output_len : NULL,
+		.duration_s = c->duration_s, .requests = c->requests, .seed = c->seed,
+	};
+	if (trc_source_init(&e.source, &src, err, errlen) != 0)
+		goto fail;
+	uint64_t expect = c->requests ? c->requests : (uint64_t)(c->rate_rps * c->duration_s * 1.05) + 16;
+	if (c->trace && (!c->requests || c->requests > c->trace->n))
+		expect = c->trace->n;
+	e.q = evq_create(EVQ_QUAD_HEAP, 16 + 2 * (size_t)c->workers);
+	e.devices = calloc(c->workers, sizeof *e.devices);
+	if (!e.q || !e.devices) {
+		snprintf(err, errlen, "out of memory setting up the run");
+		goto fail;
+	}
+	e.has_cold = eng_latency_has_cold(e.lat);
+	for (uint32_t i = 0; i < c->workers; i++) {
+		e.devices[i].task.reqs = calloc(c->env.max_batch, sizeof(struct pol_request *));
+		if (e.has_cold)
+			e.devices[i].cold_owed_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof(int64_t));
+		if (!e.devices[i].task.reqs || (e.has_cold && !e.devices[i].cold_owed_ns)) {
+			snprintf(err, errlen, "out of memory setting up the run");
+			goto fail;
+		}
+		/* nothing has run on a device yet: every node type owes the longest idle's refill */
+		for (uint32_t type = 0; e.has_cold && type < m->nnodes; type++)
+			e.devices[i].cold_owed_ns[type] = eng_latency_cold_ns(e.lat, type, INT64_MAX);
+	}
+	struct drv_config dc = {
+		.policy = c->policy, .env = c->env, .max_cells = max_cells, .warmup = c->warmup,
+		.expected_requests = expect, .keep_request_rows = c->keep_request_rows,
+		.release = eng_req_release, .release_ctx = &e,
+	};
+	dc.env.model = m;
+	dc.env.workers = c->workers;
+	dc.env.lat = (struct pol_latency){ .ctx = e.lat, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns };
+	if (drv_init(&e.drv, &dc, err, errlen) != 0)
+		goto fail;
+	if (eng_loop(&e) != 0)
+		goto fail;
+	struct drv_run_end end = { .end_ns = e.now_ns, .workers = c->workers, .sla_ns = c->sla_ns, .events = e.events,
+	                           .cold_starts = e.cold_starts };
+	if (drv_finish(&e.drv, &end, res, err, errlen) != 0)
+		goto fail;
+	eng_teardown(&e);
+	return 0;
+fail:
+	eng_teardown(&e);
+	memset(res, 0, sizeof *res);
+	return -1;
+}
+
+double eng_capacity_rps(const struct mdl_model *m, const struct hw_model *hw, uint32_t workers,
+                        uint32_t max_batch, uint32_t input_len, uint32_t output_len,
+                        char *err, size_t errlen)
+{
+	/* A tree's level runs as one batch of its cells: a graph batch of b trees
+	 * needs b * leaves cells, so only batches whose leaves fit are priced. */
+	uint32_t cells = m->is_tree && input_len > max_batch ? input_len : max_batch;
+	struct eng_latency *l = eng_latency_create(m, hw, cells, err, errlen);
+	if (!l)
+		return -1;
+	double best = 0;
+	for (uint32_t b = 1; b <= max_batch && (b == 1 || !m->is_tree || (uint64_t)b * input_len <= cells); b++) {
+		double rps = b / (eng_latency_graph_ns(l, b, input_len, output_len) * 1e-9);
+		if (rps > best)
+			best = rps;
+	}
+	eng_latency_destroy(l);
+	return best * workers;
+}

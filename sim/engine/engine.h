@@ -1,0 +1,56 @@
+/* sim/engine/engine.h: the discrete-event simulation of one run: requests arrive
+ * (Poisson, Gamma or a trace), a policy forms tasks, simulated devices run
+ * them for the time the hardware model gives, and every completed request's
+ * latency goes to the metrics.
+ *
+ * Contract:
+ *  - eng_run is deterministic: the same config (seed included) gives the
+ *    same result, bit for bit. It reads no clock except to report wall_s.
+ *  - The engine owns requests and tasks; the policy driver
+ *    (policies/driver.h) drives the policy, which never learns whether time
+ *    is simulated; requests come from traces/source.h.
+ *  - Returns 0 with *res filled (caller releases it with drv_result_free),
+ *    or -1 with one line in err and nothing in *res.
+ */
+#ifndef SB_ENGINE_H
+#define SB_ENGINE_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "../../policies/driver.h"
+#include "../../hwmodels/hwmodel.h"
+#include "../../traces/source.h"
+#include "latency.h"
+
+struct timeline;
+
+struct eng_config {
+	const struct pol_ops *policy;
+	struct pol_env env;                 /* knobs; model, workers and lat are filled by the engine */
+	const struct mdl_model *model;      /* not owned */
+	const struct hw_model *hw;          /* not owned */
+	uint32_t workers;                   /* simulated devices */
+	double rate_rps;                    /* Poisson / Gamma mean rate (ignored with a trace) */
+	double arrival_cv;                  /* 1 = Poisson */
+	uint64_t requests;                  /* stop after this many arrivals (0: use duration_s) */
+	double duration_s;                  /* arrivals stop at this time (when requests == 0) */
+	uint64_t warmup;                    /* first requests excluded from metrics */
+	uint64_t seed;
+	const struct trc_lengths *input_len;   /* not owned; unused with a trace */
+	const struct trc_lengths *output_len;  /* not owned; unused with a trace */
+	const struct trc_trace *trace;      /* not owned; NULL for generated arrivals */
+	int64_t sla_ns;
+	int keep_request_rows;              /* record per-request rows (for --requests-out / the db) */
+	struct timeline *timeline;          /* not owned; every task is written to it when set */
+};
+
+int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_t errlen);
+
+/* Highest sustainable rate estimate for a policy config: workers * max over
+ * b <= max_batch of b / graph latency at the given lengths. Used to refuse
+ * open-ended runs that would never drain. Returns -1 on a hw error. */
+double eng_capacity_rps(const struct mdl_model *m, const struct hw_model *hw, uint32_t workers,
+                        uint32_t max_batch, uint32_t input_len, uint32_t output_len,
+                        char *err, size_t errlen);
+
+#endif

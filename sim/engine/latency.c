@@ -1,0 +1,156 @@
+/* sim/engine/latency.c: the per-run latency cache (see latency.h). Graph latencies
+ * are kept as three per-batch sums (static, per encoder step, per decoder
+ * step) so a padded graph batch costs O(1) to price. */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "latency.h"
+
+struct eng_latency {
+	const struct mdl_model *model;  /* not owned: tree levels for graph latencies */
+	uint32_t ntypes;
+	uint32_t max_batch;
+	int64_t *node_ns;        /* [type * (max_batch+1) + b] */
+	int64_t *static_ns;      /* [b]: every static node once */
+	int64_t *encoder_ns;     /* [b]: every encoder node once (one input step) */
+	int64_t *decoder_ns;     /* [b]: every decoder node once (one output step) */
+	int has_cold;
+	double *cold_ns;         /* [type * LAT_COLD_GRID + i]: hw_cold_start at lat_cold_grid_ms[i] */
+};
+
+#define LAT_COLD_GRID 11
+static const double lat_cold_grid_ms[LAT_COLD_GRID] = { 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000 };
+
+static int64_t lat_round_ns(double s)
+{
+	double ns = nearbyint(s * 1e9);
+	return ns < 1.0 ? 1 : (int64_t)ns;
+}
+
+struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
+                                       uint32_t max_cells, char *err, size_t errlen)
+{
+	struct eng_latency *l = calloc(1, sizeof *l);
+	if (!l)
+		goto oom;
+	uint32_t max_batch = max_cells;
+	size_t stride = (size_t)max_batch + 1;
+	l->model = m;
+	l->ntypes = m->nnodes;
+	l->max_batch = max_batch;
+	l->node_ns = calloc((size_t)m->nnodes * stride, sizeof *l->node_ns);
+	l->static_ns = calloc(stride, sizeof *l->static_ns);
+	l->encoder_ns = calloc(stride, sizeof *l->encoder_ns);
+	l->decoder_ns = calloc(stride, sizeof *l->decoder_ns);
+	l->cold_ns = calloc((m->nnodes ? m->nnodes : 1) * (size_t)LAT_COLD_GRID, sizeof *l->cold_ns);
+	if (!l->node_ns || !l->static_ns || !l->encoder_ns || !l->decoder_ns || !l->cold_ns)
+		goto oom;
+	for (uint32_t t = 0; t < m->nnodes; t++)
+		for (uint32_t i = 0; i < LAT_COLD_GRID; i++) {
+			double extra_s = hw_cold_start(hw, t, lat_cold_grid_ms[i] * 1e-3);
+			double before = i ? l->cold_ns[t * LAT_COLD_GRID + i - 1] : 0;
+			/* non-decreasing up to rounding (interpolation can land an ulp low) */
+			if (!isfinite(extra_s) || extra_s * 1e9 < before * (1 - 1e-9) - 1e-6) {
+				snprintf(err, errlen, "hardware model %s gave a cold start of %g s after %g ms idle for node %s "
+				         "(must be finite and non-decreasing in the idle time)", hw->label, extra_s,
+				         lat_cold_grid_ms[i], m->nodes[t].name);
+				goto fail;
+			}
+			l->cold_ns[t * LAT_COLD_GRID + i] = extra_s * 1e9 > before ? extra_s * 1e9 : before;
+			l->has_cold |= extra_s > 0;
+		}
+	for (uint32_t t = 0; t < m->nnodes; t++) {
+		for (uint32_t b = 1; b <= max_batch; b++) {
+			struct hw_node_cost cost;
+			if (hw_node_cost(hw, t, b, &cost, err, errlen) != 0)
+				goto fail;
+			if (!isfinite(cost.seconds) || cost.seconds < 0) {
+				snprintf(err, errlen, "hardware model %s gave latency %g s for node %s at batch %u",
+				         hw->label, cost.seconds, m->nodes[t].name, b);
+				goto fail;
+			}
+			int64_t ns = lat_round_ns(cost.seconds);
+			l->node_ns[t * stride + b] = ns;
+			switch (m->nodes[t].kind) {
+			case MDL_ENCODER: l->encoder_ns[b] += ns; break;
+			case MDL_DECODER: l->decoder_ns[b] += ns; break;
+			case MDL_STATIC: l->static_ns[b] += ns; break;
+			default: break;  /* tree cells: priced per level in graph_ns */
+			}
+		}
+	}
+	return l;
+oom:
+	snprintf(err, errlen, "out of memory building the latency table");
+fail:
+	eng_latency_destroy(l);
+	return NULL;
+}
+
+void eng_latency_destroy(struct eng_latency *l)
+{
+	if (!l)
+		return;
+	free(l->node_ns);
+	free(l->static_ns);
+	free(l->encoder_ns);
+	free(l->decoder_ns);
+	free(l->cold_ns);
+	free(l);
+}
+
+int eng_latency_has_cold(const struct eng_latency *l)
+{
+	return l->has_cold;
+}
+
+int64_t eng_latency_cold_ns(const struct eng_latency *l, uint32_t node_type, int64_t idle_ns)
+{
+	const double *y = &l->cold_ns[(size_t)node_type * LAT_COLD_GRID];
+	double ms = (double)idle_ns * 1e-6, v;
+	uint32_t i = 0;
+	assert(node_type < l->ntypes);
+	if (idle_ns <= 0)
+		return 0;
+	while (i < LAT_COLD_GRID && lat_cold_grid_ms[i] < ms)
+		i++;
+	if (i == LAT_COLD_GRID)
+		v = y[LAT_COLD_GRID - 1];
+	else {
+		double x0 = i ? lat_cold_grid_ms[i - 1] : 0, y0 = i ? y[i - 1] : 0;
+		v = y0 + (y[i] - y0) * (ms - x0) / (lat_cold_grid_ms[i] - x0);
+	}
+	return (int64_t)nearbyint(v);
+}
+
+uint32_t eng_latency_max_cells(const struct eng_latency *l)
+{
+	return l->max_batch;
+}
+
+int64_t eng_latency_node_ns(void *ctx, uint32_t node_type, uint32_t batch)
+{
+	const struct eng_latency *l = ctx;
+	assert(node_type < l->ntypes && batch >= 1 && batch <= l->max_batch);
+	return l->node_ns[(size_t)node_type * (l->max_batch + 1) + batch];
+}
+
+int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint32_t output_len)
+{
+	const struct eng_latency *l = ctx;
+	assert(batch >= 1 && batch <= l->max_batch);
+	int64_t ns = l->static_ns[batch] + l->encoder_ns[batch] * (int64_t)input_len +
+	             l->decoder_ns[batch] * (int64_t)output_len;
+	if (l->model->is_tree) {
+		/* every level of the largest tree, all members' cells of a level in one batch */
+		uint64_t n = mdl_chain_length(l->model, input_len, output_len);
+		for (uint64_t pos = 0; pos < n; pos++) {
+			uint32_t t = mdl_node_at(l->model, pos, input_len, output_len);
+			enum mdl_kind k = l->model->nodes[t].kind;
+			if (k == MDL_LEAF || k == MDL_INTERNAL)
+				ns += eng_latency_node_ns(ctx, t, batch * mdl_cells_at(l->model, pos, input_len, output_len));
+		}
+	}
+	return ns;
+}

@@ -1,0 +1,41 @@
+/* sim/engine/latency.h: the per-run latency cache. Asks the hardware model once per
+ * (node type, batch) and answers the policy's and the engine's questions from
+ * a table, so the hot loop never calls a hardware model.
+ *
+ * Contract:
+ *  - Built for batch sizes (cells) 1..max_cells; asking outside that range is
+ *    a bug (asserted). max_cells is the policy's max batch, or more for tree
+ *    models, whose lone request may run a level wider than the max batch.
+ *  - graph_ns(b, in, out) is the latency of a padded graph batch: every node
+ *    at batch b, encoder nodes in times, decoder nodes out times
+ *    (LazyBatching Algorithm 1 summed at batch b instead of 1); for a tree
+ *    model, every level of a tree with in leaves at b times its width.
+ *  - Values are the hardware model's seconds rounded to the nearest ns, at
+ *    least 1 ns, so simulated time always advances.
+ */
+#ifndef SB_LATENCY_H
+#define SB_LATENCY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../../models/model.h"
+#include "../../hwmodels/hwmodel.h"
+
+struct eng_latency;
+
+struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
+                                       uint32_t max_cells, char *err, size_t errlen);
+void eng_latency_destroy(struct eng_latency *l);
+uint32_t eng_latency_max_cells(const struct eng_latency *l);
+int64_t eng_latency_node_ns(void *l, uint32_t node_type, uint32_t batch);
+int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32_t output_len);
+
+/* The hardware model's cold start (hwmodel.h): what the first task to run
+ * node_type pays after its device sat idle idle_ns. Sampled from the model
+ * at idle times of 0.5 ms to 1 s (1-2-5 steps) and linear in between, from
+ * 0 at no idle; flat beyond 1 s. eng_latency_has_cold: whether any node
+ * type pays anything (else the engine skips the bookkeeping). */
+int eng_latency_has_cold(const struct eng_latency *l);
+int64_t eng_latency_cold_ns(const struct eng_latency *l, uint32_t node_type, int64_t idle_ns);
+
+#endif

@@ -1,0 +1,77 @@
+/* sim/engine/timeline.c: Chrome trace-event JSON ("X" complete events, times in
+ * microseconds with nanosecond decimals). See timeline.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "timeline.h"
+
+struct timeline {
+	FILE *f;                        /* owned */
+	char *path;                     /* owned copy, to remove on failure */
+	const struct mdl_model *model;  /* not owned: node names */
+	int failed;                     /* a write failed */
+};
+
+int timeline_open(const char *path, const struct mdl_model *m, uint32_t workers,
+                  struct timeline **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct timeline *t = calloc(1, sizeof *t);
+	if (!t || !(t->path = strdup(path))) {
+		free(t);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	t->model = m;
+	if (!(t->f = fopen(path, "w"))) {
+		snprintf(err, errlen, "cannot write --timeline-out '%s'", path);
+		free(t->path);
+		free(t);
+		return -1;
+	}
+	fprintf(t->f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"
+	        "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"simbatch %s\"}}",
+	        m->name);
+	for (uint32_t d = 0; d < workers; d++)
+		fprintf(t->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%u,"
+		        "\"args\":{\"name\":\"device %u\"}}", d, d);
+	*out = t;
+	return 0;
+}
+
+int timeline_task(struct timeline *t, const struct pol_task *task)
+{
+	const char *name = task->kind == POL_TASK_GRAPH ? "graph" : t->model->nodes[task->node_type].name;
+	fprintf(t->f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,"
+	        "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"batch\":%u,\"requests\":[",
+	        name, task->kind == POL_TASK_GRAPH ? "graph" : "node", task->device,
+	        task->start_ns / 1e3, (task->end_ns - task->start_ns) / 1e3, task->cells);
+	for (uint32_t i = 0; i < task->nreq; i++)
+		fprintf(t->f, "%s%llu", i ? "," : "", (unsigned long long)task->reqs[i]->id);
+	if (fputs("]}}", t->f) == EOF)
+		t->failed = 1;
+	return t->failed ? -1 : 0;
+}
+
+int timeline_close(struct timeline *t, int keep, char *err, size_t errlen)
+{
+	if (!t)
+		return 0;
+	int rc = 0;
+	if (keep) {
+		fputs("\n]}\n", t->f);
+		if (ferror(t->f))
+			t->failed = 1;
+	}
+	if (fclose(t->f) != 0)
+		t->failed = 1;
+	if (keep && t->failed) {
+		snprintf(err, errlen, "error writing --timeline-out '%s'", t->path);
+		rc = -1;
+	}
+	if (!keep || rc)
+		remove(t->path);
+	free(t->path);
+	free(t);
+	return rc;
+}

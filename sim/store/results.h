@@ -1,0 +1,104 @@
+/* sim/store/results.h: the results database (SQLite). One row per completed run
+ * with its full configuration, code version and seed; the summary metrics; a
+ * latency CDF (1000 quantiles); optional per-request rows. DESIGN.md sec. 4.
+ *
+ * Contract:
+ *  - results_open creates the schema in a new or empty file, accepts a
+ *    simbatch database of the same schema version, and refuses anything else
+ *    (a non-SQLite file, another application's database, a newer schema) with
+ *    one line in err. It also proves the file is writable before any
+ *    simulation starts, so a run never fails after spending its time.
+ *  - results_write_run writes everything of one run in one transaction: on
+ *    any failure it rolls back and the database is as it was.
+ *  - Safe with several processes writing one file (WAL, busy timeout).
+ *  - uint64 fields (seed, counts, request ids) are stored as SQLite's signed
+ *    64-bit INTEGER: a value above INT64_MAX keeps its bit pattern and reads
+ *    back negative (cast it back to uint64).
+ */
+#ifndef SB_RESULTS_H
+#define SB_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../../policies/driver.h"   /* drv_request_row */
+#include "../../util/metrics.h"
+
+#define RESULTS_SCHEMA_VERSION 1
+
+struct results_db;
+
+struct results_kv {          /* one configuration entry: every option, as given or defaulted */
+	const char *key;
+	const char *value;
+};
+
+struct results_stat {         /* one named per-run statistic (policy counters, batch per node type) */
+	const char *key;
+	double value;
+};
+
+struct results_run {
+	const char *policy, *model, *hw;
+	double rate_rps;
+	uint64_t seed;
+	double sla_ms;
+	uint64_t requests;           /* requests issued */
+	uint64_t completed;          /* requests completed */
+	double throughput_rps;
+	double mean_batch;
+	uint64_t events;
+	double wall_s;
+	int live;                    /* 0 simulated, 1 live runtime */
+	const char *code_version;
+	const char *summary_json;    /* the JSON summary as printed (without run_id) */
+	const struct metrics_summary *summary;
+	size_t nconfig;
+	const struct results_kv *config;
+	size_t nstats;               /* rows for run_stats */
+	const struct results_stat *stats;
+	size_t nrequest_rows;        /* 0 unless per-request rows were asked for */
+	const struct drv_request_row *request_rows;
+	const char *once_key;        /* NULL, or a config key whose value identifies the run (a sweep
+	                                point): written only if no stored run has the same value */
+};
+
+/* Returns 0 and an open database in *out (release it with results_close), or
+ * -1 with err and *out NULL. */
+int results_open(const char *path, struct results_db **out, char *err, size_t errlen);
+/* Returns 0 and the new run's id, or -1 with err (nothing written). With
+ * run->once_key set, returns 1 and the stored run's id when a run with the
+ * same value of that config key exists: the check and the insert share one
+ * write transaction, so of several processes storing the same sweep point
+ * exactly one writes it. */
+int results_write_run(struct results_db *db, const struct results_run *run, int64_t *run_id,
+                      char *err, size_t errlen);
+void results_close(struct results_db *db);
+/* Reads run run_id's latency CDF: cdf_ms[i] = quantile (i+1)/1000 in ms, as
+ * metrics_summary.cdf_ms. Returns 0, or -1 with err ("no run N in PATH" when
+ * the run does not exist) and cdf_ms untouched. */
+int results_read_cdf(struct results_db *db, int64_t run_id, double *cdf_ms /* [METRICS_CDF_POINTS] */,
+                     char *err, size_t errlen);
+
+/* Opens an existing simbatch database for reading only (compare, plots): a
+ * missing file, an empty one, another application's database or another
+ * schema version is refused with one line in err; nothing is ever created
+ * or written. Release it with results_close. */
+int results_open_readonly(const char *path, struct results_db **out, char *err, size_t errlen);
+
+struct results_run_info {    /* what names a stored run in a report */
+	int64_t run_id;
+	char policy[64], model[256], hw[256];   /* truncated if longer */
+	double rate_rps, sla_ms;
+	uint64_t seed, completed;
+};
+/* Returns 0 with *out filled, or -1 with err ("no run N in PATH"). */
+int results_read_run_info(struct results_db *db, int64_t run_id, struct results_run_info *out,
+                          char *err, size_t errlen);
+/* Finds the newest run whose stored options (run_config) match every term of
+ * selector "key=value[,key=value...]", e.g. "policy=graph,model=lstm,rate=500";
+ * numbers match by value. Returns 0 with *run_id and *nmatch (how many runs
+ * matched), or -1 with err when the selector is malformed or nothing matches. */
+int results_find_run(struct results_db *db, const char *selector, int64_t *run_id, size_t *nmatch,
+                     char *err, size_t errlen);
+
+#endif

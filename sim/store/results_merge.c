@@ -1,0 +1,579 @@
+/* sim/store/results_merge.c: merging results databases (results_merge.h).
+ *
+ * The copy is generic over the schema: the columns of `runs` and of every
+ * table with a foreign key to runs(run_id) are read from OUT's own schema
+ * (PRAGMA table_info / foreign_key_list), so a table added to the schema
+ * later is merged without touching this file. Identities of runs already
+ * seen live in a TEMP table of OUT's connection (never in the file). */
+#include "results_merge.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "results.h"
+
+#define RMERGE_BUSY_MS 10000
+#define RMERGE_MAX_TABLES 32
+#define RMERGE_MAX_COLS 64
+
+/* Options that only say where output went; they do not change a run. */
+static const char *const rmerge_routing_keys[] = {
+	"db", "no-db", "json", "quiet", "requests-out", "timeline-out", "db-requests", "dry-run",
+};
+
+struct rmerge_table {                 /* one table copied per run */
+	char name[64];
+	char fk[64];                      /* the column holding run_id */
+	char cols[RMERGE_MAX_COLS][64];
+	size_t ncols;
+	sqlite3_stmt *ins;                /* owned: INSERT INTO main.<name> */
+};
+
+struct rmerge {
+	const char *out_path;
+	sqlite3 *out;                     /* owned */
+	struct rmerge_table runs;         /* fk unused: run_id is left out and assigned */
+	struct rmerge_table child[RMERGE_MAX_TABLES];
+	size_t nchild;
+	sqlite3_stmt *seen;               /* owned: INSERT OR IGNORE INTO temp.rmerge_seen */
+	char *err;
+	size_t errlen;
+};
+
+static int rm_fail(struct rmerge *m, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->err, m->errlen, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int rmerge_read_version(sqlite3 *db, const char *path, char *ver, size_t verlen, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, "SELECT (SELECT value FROM simbatch_meta WHERE key = 'application'),"
+	                            " (SELECT value FROM simbatch_meta WHERE key = 'schema_version')", -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		/* no simbatch_meta table, or not an SQLite file at all */
+		int foreign = (rc & 0xff) == SQLITE_ERROR || (rc & 0xff) == SQLITE_NOTADB;
+		snprintf(err, errlen, foreign ? "'%s' is not a simbatch results database" : "cannot read '%s': %s", path,
+		         sqlite3_errmsg(db));
+		return foreign ? RMERGE_BAD_INPUT : -1;
+	}
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		snprintf(err, errlen, "cannot read '%s': %s", path, sqlite3_errmsg(db));
+		sqlite3_finalize(st);
+		return -1;
+	}
+	const unsigned char *app = sqlite3_column_text(st, 0), *v = sqlite3_column_text(st, 1);
+	if (!app || strcmp((const char *)app, "simbatch") != 0) {
+		snprintf(err, errlen, "'%s' is not a simbatch results database", path);
+		sqlite3_finalize(st);
+		return RMERGE_BAD_INPUT;
+	}
+	snprintf(ver, verlen, "%s", v ? (const char *)v : "(none)");
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* "name" with quotes doubled, for identifiers read from a schema. */
+static void rm_quote(char *dst, size_t len, const char *id)
+{
+	size_t k = 0;
+	if (len < 3)
+		return;
+	dst[k++] = '"';
+	for (; *id && k + 3 < len; id++) {
+		if (*id == '"')
+			dst[k++] = '"';
+		dst[k++] = *id;
+	}
+	dst[k++] = '"';
+	dst[k] = '\0';
+}
+
+/* Reads the column names of table name in db into t (all of them, or all
+ * but skip). Returns the count (0: no such table) or -1. */
+static int rm_columns(sqlite3 *db, const char *name, const char *skip, struct rmerge_table *t)
+{
+	sqlite3_stmt *st = NULL;
+	t->ncols = 0;
+	if (sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info(?1) ORDER BY cid", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *c = (const char *)sqlite3_column_text(st, 0);
+		if (!c || (skip && strcmp(c, skip) == 0))
+			continue;
+		if (t->ncols == RMERGE_MAX_COLS || strlen(c) >= sizeof t->cols[0]) {
+			sqlite3_finalize(st);
+			return -1;
+		}
+		snprintf(t->cols[t->ncols++], sizeof t->cols[0], "%s", c);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? (int)t->ncols : -1;
+}
+
+/* Learns OUT's tables: runs, and every table whose foreign key names runs. */
+static int rm_schema(struct rmerge *m)
+{
+	sqlite3_stmt *st = NULL;
+	snprintf(m->runs.name, sizeof m->runs.name, "runs");
+	if (rm_columns(m->out, "runs", "run_id", &m->runs) <= 0)
+		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+	if (sqlite3_prepare_v2(m->out, "SELECT t.name, f.\"from\" FROM sqlite_schema t, pragma_foreign_key_list(t.name) f"
+	                       " WHERE t.type = 'table' AND f.\"table\" = 'runs' ORDER BY t.name", -1, &st, NULL) != SQLITE_OK)
+		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0), *fk = (const char *)sqlite3_column_text(st, 1);
+		if (m->nchild == RMERGE_MAX_TABLES || !name || !fk || strlen(name) >= 64 || strlen(fk) >= 64) {
+			sqlite3_finalize(st);
+			return rm_fail(m, -1, "'%s': schema too large to merge", m->out_path);
+		}
+		struct rmerge_table *t = &m->child[m->nchild++];
+		snprintf(t->name, sizeof t->name, "%s", name);
+		snprintf(t->fk, sizeof t->fk, "%s", fk);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+	for (size_t i = 0; i < m->nchild; i++)
+		if (rm_columns(m->out, m->child[i].name, NULL, &m->child[i]) <= 0)
+			return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+	return 0;
+}
+
+/* Prepares "INSERT INTO main.T(cols) VALUES(?1..?n)" for t. */
+static int rm_prepare_insert(struct rmerge *m, struct rmerge_table *t)
+{
+	char sql[8192], q[140];
+	size_t used = 0;
+	rm_quote(q, sizeof q, t->name);
+	used += (size_t)snprintf(sql + used, sizeof sql - used, "INSERT INTO main.%s(", q);
+	for (size_t i = 0; i < t->ncols; i++) {
+		rm_quote(q, sizeof q, t->cols[i]);
+		used += (size_t)snprintf(sql + used, sizeof sql - used, "%s%s", i ? ", " : "", q);
+	}
+	used += (size_t)snprintf(sql + used, sizeof sql - used, ") VALUES(");
+	for (size_t i = 0; i < t->ncols && used < sizeof sql; i++)
+		used += (size_t)snprintf(sql + used, sizeof sql - used, "%s?%zu", i ? ", " : "", i + 1);
+	if (used + 2 >= sizeof sql)
+		return rm_fail(m, -1, "'%s': schema too large to merge", m->out_path);
+	snprintf(sql + used, sizeof sql - used, ")");
+	if (sqlite3_prepare_v2(m->out, sql, -1, &t->ins, NULL) != SQLITE_OK)
+		return rm_fail(m, -1, "cannot prepare a merge into '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+	return 0;
+}
+
+/* Opens a shard read-only and checks it can be merged into OUT: a simbatch
+ * database of OUT's schema version, with no table or column OUT lacks (a
+ * column or table OUT has and the shard lacks is fine: NULL / no rows). */
+static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver, sqlite3 **out)
+{
+	char ver[32];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int code = RMERGE_BAD_INPUT;
+	*out = NULL;
+	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		rm_fail(m, code, "cannot open shard '%s': %s", path,
+		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable" : sqlite3_errstr(rc));
+		goto fail;
+	}
+	sqlite3_busy_timeout(db, RMERGE_BUSY_MS);
+	if ((code = rmerge_read_version(db, path, ver, sizeof ver, m->err, m->errlen)) != 0)
+		goto fail;
+	code = RMERGE_BAD_INPUT;
+	if (strcmp(ver, out_ver) != 0) {
+		rm_fail(m, code, "cannot merge '%s' (schema version %s) into '%s' (schema version %s): "
+		        "databases of different schema versions are incompatible", path, ver, m->out_path, out_ver);
+		goto fail;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+	                       -1, &st, NULL) != SQLITE_OK) {
+		code = rm_fail(m, -1, "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		goto fail;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		if (!name || strcmp(name, "simbatch_meta") == 0)
+			continue;
+		const struct rmerge_table *mine = strcmp(name, "runs") == 0 ? &m->runs : NULL;
+		for (size_t i = 0; !mine && i < m->nchild; i++)
+			if (strcmp(m->child[i].name, name) == 0)
+				mine = &m->child[i];
+		if (!mine) {
+			rm_fail(m, code, "shard '%s' has a table '%s' that '%s' lacks (written by another simbatch "
+			        "with the same schema version?)", path, name, m->out_path);
+			goto fail;
+		}
+		struct rmerge_table theirs;
+		if (rm_columns(db, name, strcmp(name, "runs") == 0 ? "run_id" : NULL, &theirs) < 0) {
+			code = rm_fail(m, -1, "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+			goto fail;
+		}
+		for (size_t c = 0; c < theirs.ncols; c++) {
+			size_t k = 0;
+			while (k < mine->ncols && strcmp(mine->cols[k], theirs.cols[c]) != 0)
+				k++;
+			if (k == mine->ncols) {
+				rm_fail(m, code, "shard '%s' has a column %s.%s that '%s' lacks", path, name,
+				        theirs.cols[c], m->out_path);
+				goto fail;
+			}
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		code = rm_fail(m, -1, "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	*out = db;
+	return 0;
+fail:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return code;
+}
+
+/* Appends s to a growing string; -1 on allocation failure. */
+static int rm_cat(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s);
+	if (*len + n + 1 > *cap) {
+		size_t c = *cap ? *cap : 256;
+		while (c < *len + n + 1)
+			c *= 2;
+		char *p = realloc(*buf, c);
+		if (!p)
+			return -1;
+		*buf = p;
+		*cap = c;
+	}
+	memcpy(*buf + *len, s, n + 1);
+	*len += n;
+	return 0;
+}
+
+static int rm_is_routing(const char *key)
+{
+	for (size_t i = 0; i < sizeof rmerge_routing_keys / sizeof rmerge_routing_keys[0]; i++)
+		if (strcmp(key, rmerge_routing_keys[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* A database runs are read from (a shard, or OUT itself while it is
+ * indexed), with its statements prepared once. */
+struct rm_src {
+	sqlite3 *db;                      /* not owned */
+	const char *path;
+	sqlite3_stmt *id_run, *id_cfg;    /* owned: identity queries */
+	sqlite3_stmt *sel[1 + RMERGE_MAX_TABLES];  /* owned: runs, then m->child[i]; NULL: no such table */
+};
+
+static void rm_src_release(struct rm_src *s)
+{
+	sqlite3_finalize(s->id_run);
+	sqlite3_finalize(s->id_cfg);
+	for (size_t i = 0; i < 1 + RMERGE_MAX_TABLES; i++)
+		sqlite3_finalize(s->sel[i]);
+	memset(s, 0, sizeof *s);
+}
+
+static int rm_src_init(struct rmerge *m, struct rm_src *s, sqlite3 *db, const char *path)
+{
+	memset(s, 0, sizeof *s);
+	s->db = db;
+	s->path = path;
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(code_version, ''), live, coalesce(created_utc, '')"
+	                       " FROM runs WHERE run_id = ?1", -1, &s->id_run, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT key, coalesce(value, '') FROM run_config WHERE run_id = ?1 ORDER BY key",
+	                       -1, &s->id_cfg, NULL) != SQLITE_OK) {
+		rm_fail(m, -1, "cannot read '%s': %s", path, sqlite3_errmsg(db));
+		rm_src_release(s);
+		return -1;
+	}
+	return 0;
+}
+
+/* The identity text of run id (see results_merge.h); malloc'd, or NULL. */
+static char *rm_identity(struct rm_src *s, sqlite3_int64 id)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int ok = 0, rc;
+	sqlite3_stmt *st = s->id_run;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		goto done;
+	int live = sqlite3_column_int(st, 1);
+	if (rm_cat(&buf, &len, &cap, "code_version=") || rm_cat(&buf, &len, &cap, (const char *)sqlite3_column_text(st, 0)) ||
+	    rm_cat(&buf, &len, &cap, live ? "\nlive=1\ncreated=" : "\nlive=0\n") ||
+	    (live && (rm_cat(&buf, &len, &cap, (const char *)sqlite3_column_text(st, 2)) || rm_cat(&buf, &len, &cap, "\n"))))
+		goto done;
+	sqlite3_reset(st);
+	st = s->id_cfg;
+	sqlite3_bind_int64(st, 1, id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, 0), *v = (const char *)sqlite3_column_text(st, 1);
+		if (!k || rm_is_routing(k))
+			continue;
+		if (rm_cat(&buf, &len, &cap, k) || rm_cat(&buf, &len, &cap, "=") || rm_cat(&buf, &len, &cap, v) ||
+		    rm_cat(&buf, &len, &cap, "\n"))
+			goto done;
+	}
+	ok = rc == SQLITE_DONE;
+done:
+	sqlite3_reset(s->id_run);
+	sqlite3_reset(s->id_cfg);
+	if (!ok) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Records run id's identity as seen; 1 when new, 0 when already seen, -1 on error. */
+static int rm_mark_seen(struct rmerge *m, struct rm_src *s, sqlite3_int64 id)
+{
+	char *ident = rm_identity(s, id);
+	if (!ident)
+		return -1;
+	sqlite3_bind_text(m->seen, 1, ident, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(m->seen);
+	sqlite3_reset(m->seen);
+	free(ident);
+	if (rc != SQLITE_DONE)
+		return -1;
+	return sqlite3_changes(m->out) > 0;
+}
+
+/* Prepares the SELECT of table t's rows of one run in shard s (OUT's
+ * column order; NULL for a column the shard lacks); *st stays NULL when the
+ * shard predates the table. */
+static int rm_prepare_select(struct rmerge *m, struct rm_src *s, struct rmerge_table *t, sqlite3_stmt **st)
+{
+	char sql[8192], q[140];
+	struct rmerge_table theirs;
+	size_t used = 0;
+	int is_runs = t == &m->runs;
+	*st = NULL;
+	int n = rm_columns(s->db, t->name, is_runs ? "run_id" : NULL, &theirs);
+	if (n < 0)
+		return rm_fail(m, -1, "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
+	if (n == 0)
+		return 0;
+	used += (size_t)snprintf(sql, sizeof sql, "SELECT ");
+	for (size_t i = 0; i < t->ncols && used < sizeof sql; i++) {
+		size_t k = 0;
+		while (k < theirs.ncols && strcmp(theirs.cols[k], t->cols[i]) != 0)
+			k++;
+		if (k < theirs.ncols)
+			rm_quote(q, sizeof q, t->cols[i]);
+		else
+			snprintf(q, sizeof q, "NULL");
+		used += (size_t)snprintf(sql + used, sizeof sql - used, "%s%s", i ? ", " : "", q);
+	}
+	if (used + 300 >= sizeof sql)
+		return rm_fail(m, -1, "'%s': schema too large to merge", m->out_path);
+	rm_quote(q, sizeof q, t->name);
+	used += (size_t)snprintf(sql + used, sizeof sql - used, " FROM %s WHERE ", q);
+	rm_quote(q, sizeof q, is_runs ? "run_id" : t->fk);
+	snprintf(sql + used, sizeof sql - used, "%s = ?1", q);
+	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
+		return rm_fail(m, -1, "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
+	return 0;
+}
+
+/* Copies the rows sel yields for shard run `from` into OUT's table t, as run
+ * `to` (for the runs row itself `to` is unused: SQLite assigns the id). */
+static int rm_copy_rows(struct rmerge *m, struct rm_src *s, struct rmerge_table *t, sqlite3_stmt *sel,
+                        sqlite3_int64 from, sqlite3_int64 to)
+{
+	int rc, is_runs = t == &m->runs;
+	if (!sel)
+		return 0;
+	sqlite3_bind_int64(sel, 1, from);
+	while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		for (size_t i = 0; i < t->ncols; i++) {
+			if (!is_runs && strcmp(t->cols[i], t->fk) == 0)
+				sqlite3_bind_int64(t->ins, (int)i + 1, to);
+			else
+				sqlite3_bind_value(t->ins, (int)i + 1, sqlite3_column_value(sel, (int)i));
+		}
+		int irc = sqlite3_step(t->ins);
+		sqlite3_reset(t->ins);
+		sqlite3_clear_bindings(t->ins);
+		if (irc != SQLITE_DONE) {
+			sqlite3_reset(sel);
+			return rm_fail(m, -1, "cannot write to '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+		}
+	}
+	sqlite3_reset(sel);
+	if (rc != SQLITE_DONE)
+		return rm_fail(m, -1, "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
+	return 0;
+}
+
+static int rm_merge_shard(struct rmerge *m, sqlite3 *db, const char *path, struct rmerge_stats *stats)
+{
+	struct rm_src s;
+	sqlite3_stmt *ids = NULL;
+	int code = -1, rc;
+	if (rm_src_init(m, &s, db, path) != 0)
+		return -1;
+	if (rm_prepare_select(m, &s, &m->runs, &s.sel[0]) != 0)
+		goto done;
+	for (size_t i = 0; i < m->nchild; i++)
+		if (rm_prepare_select(m, &s, &m->child[i], &s.sel[1 + i]) != 0)
+			goto done;
+	if (sqlite3_prepare_v2(db, "SELECT run_id FROM runs ORDER BY run_id", -1, &ids, NULL) != SQLITE_OK) {
+		rm_fail(m, -1, "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		goto done;
+	}
+	while ((rc = sqlite3_step(ids)) == SQLITE_ROW) {
+		sqlite3_int64 from = sqlite3_column_int64(ids, 0);
+		stats->runs_read++;
+		int fresh = rm_mark_seen(m, &s, from);
+		if (fresh < 0) {
+			rm_fail(m, -1, "cannot compare runs of '%s' with '%s': %s", path, m->out_path, sqlite3_errmsg(m->out));
+			goto done;
+		}
+		if (!fresh) {
+			stats->runs_duplicate++;
+			continue;
+		}
+		if (rm_copy_rows(m, &s, &m->runs, s.sel[0], from, 0) != 0)
+			goto done;
+		sqlite3_int64 to = sqlite3_last_insert_rowid(m->out);
+		for (size_t i = 0; i < m->nchild; i++)
+			if (rm_copy_rows(m, &s, &m->child[i], s.sel[1 + i], from, to) != 0)
+				goto done;
+		stats->runs_added++;
+	}
+	if (rc != SQLITE_DONE) {
+		rm_fail(m, -1, "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		goto done;
+	}
+	code = 0;
+done:
+	sqlite3_finalize(ids);
+	rm_src_release(&s);
+	return code;
+}
+
+static int rm_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards,
+                 struct rmerge_stats *stats, char *err, size_t errlen)
+{
+	struct rmerge m = { .out_path = out_path, .err = err, .errlen = errlen };
+	struct results_db *rdb = NULL;
+	sqlite3 *db = NULL;
+	char out_ver[32];
+	int code = -1, in_tx = 0;
+	memset(stats, 0, sizeof *stats);
+
+	for (size_t i = 0; i < nshards; i++)
+		if (rm_same_file(shards[i], out_path))
+			return rm_fail(&m, RMERGE_BAD_INPUT, "shard '%s' is the output database", shards[i]);
+	/* results_open creates OUT with the current schema, or checks it is ours */
+	if (results_open(out_path, &rdb, err, errlen) != 0)
+		return RMERGE_BAD_INPUT;
+	results_close(rdb);
+	if (sqlite3_open_v2(out_path, &m.out, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		rm_fail(&m, -1, "cannot open '%s': %s", out_path, sqlite3_errmsg(m.out));
+		goto done;
+	}
+	sqlite3_busy_timeout(m.out, RMERGE_BUSY_MS);
+	if ((code = rmerge_read_version(m.out, out_path, out_ver, sizeof out_ver, err, errlen)) != 0)
+		goto done;
+	code = -1;
+	if (rm_schema(&m) != 0)
+		goto done;
+	/* every shard is checked before anything is written */
+	for (size_t i = 0; i < nshards; i++) {
+		if ((code = rm_open_shard(&m, shards[i], out_ver, &db)) != 0)
+			goto done;
+		sqlite3_close(db);
+		db = NULL;
+	}
+	code = -1;
+	if (sqlite3_exec(m.out, "PRAGMA foreign_keys=ON; CREATE TEMP TABLE rmerge_seen(ident TEXT PRIMARY KEY)",
+	                 NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(m.out, "INSERT OR IGNORE INTO temp.rmerge_seen(ident) VALUES(?1)", -1, &m.seen,
+	                       NULL) != SQLITE_OK) {
+		rm_fail(&m, -1, "cannot prepare a merge into '%s': %s", out_path, sqlite3_errmsg(m.out));
+		goto done;
+	}
+	if (rm_prepare_insert(&m, &m.runs) != 0)
+		goto done;
+	for (size_t i = 0; i < m.nchild; i++)
+		if (rm_prepare_insert(&m, &m.child[i]) != 0)
+			goto done;
+	if (sqlite3_exec(m.out, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		rm_fail(&m, -1, "cannot write to '%s': %s", out_path, sqlite3_errmsg(m.out));
+		goto done;
+	}
+	in_tx = 1;
+	/* what OUT holds already counts as seen */
+	struct rm_src self;
+	sqlite3_stmt *ids = NULL;
+	if (rm_src_init(&m, &self, m.out, out_path) != 0)
+		goto done;
+	int rc = sqlite3_prepare_v2(m.out, "SELECT run_id FROM main.runs", -1, &ids, NULL);
+	if (rc == SQLITE_OK)
+		while ((rc = sqlite3_step(ids)) == SQLITE_ROW)
+			if (rm_mark_seen(&m, &self, sqlite3_column_int64(ids, 0)) < 0)
+				break;
+	sqlite3_finalize(ids);
+	rm_src_release(&self);
+	if (rc != SQLITE_DONE) {
+		rm_fail(&m, -1, "cannot read '%s': %s", out_path, sqlite3_errmsg(m.out));
+		goto done;
+	}
+	for (size_t i = 0; i < nshards; i++) {
+		/* already checked above; reopened one at a time to keep file handles few */
+		if ((code = rm_open_shard(&m, shards[i], out_ver, &db)) != 0)
+			goto done;
+		code = -1;
+		if (rm_merge_shard(&m, db, shards[i], stats) != 0)
+			goto done;
+		sqlite3_close(db);
+		db = NULL;
+		stats->shards++;
+	}
+	if (sqlite3_exec(m.out, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		rm_fail(&m, -1, "cannot write to '%s': %s", out_path, sqlite3_errmsg(m.out));
+		goto done;
+	}
+	in_tx = 0;
+	code = 0;
+done:
+	if (in_tx)
+		sqlite3_exec(m.out, "ROLLBACK", NULL, NULL, NULL);
+	if (code != 0) {
+		stats->runs_added = 0;
+		stats->shards = 0;
+	}
+	sqlite3_close(db);
+	sqlite3_finalize(m.seen);
+	sqlite3_finalize(m.runs.ins);
+	for (size_t i = 0; i < m.nchild; i++)
+		sqlite3_finalize(m.child[i].ins);
+	sqlite3_close(m.out);
+	return code;
+}

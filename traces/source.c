@@ -1,0 +1,63 @@
+/* traces/source.c: the run's request stream (source.h). */
+#include "source.h"
+
+#include <stdio.h>
+#include <string.h>
+#include "../util/rng.h"
+
+int trc_source_init(struct trc_source *s, const struct trc_source_config *c, char *err, size_t errlen)
+{
+	memset(s, 0, sizeof *s);
+	s->c = *c;
+	if (c->trace)
+		return 0;
+	if (trc_arrivals_init(&s->arrivals, c->rate_rps, c->arrival_cv, err, errlen) != 0)
+		return -1;
+	s->rng_arrivals = rng_create(c->seed, RNG_ARRIVALS);
+	s->rng_lengths = rng_create(c->seed, RNG_LENGTHS);
+	if (!s->rng_arrivals || !s->rng_lengths) {
+		trc_source_fini(s);
+		snprintf(err, errlen, "out of memory for the random streams");
+		return -1;
+	}
+	return 0;
+}
+
+int trc_source_next(struct trc_source *s, struct trc_request *out)
+{
+	const struct trc_source_config *c = &s->c;
+	uint64_t id = s->next_id;
+	if (s->ended)
+		return 0;
+	if (c->trace) {
+		uint64_t limit = c->requests && c->requests < c->trace->n ? c->requests : c->trace->n;
+		if (id >= limit)
+			goto end;
+		*out = (struct trc_request){ .id = id, .arrival_ns = (int64_t)(c->trace->arrival_s[id] * 1e9 + 0.5),
+		                             .input_len = c->trace->input_len[id], .output_len = c->trace->output_len[id] };
+	} else {
+		if (id > 0)
+			s->next_arrival_s += trc_arrivals_next_gap_s(&s->arrivals, s->rng_arrivals);
+		if ((c->requests && id >= c->requests) || (!c->requests && s->next_arrival_s >= c->duration_s))
+			goto end;
+		*out = (struct trc_request){
+			.id = id, .arrival_ns = (int64_t)(s->next_arrival_s * 1e9 + 0.5),
+			.input_len = c->input_len ? trc_lengths_draw(c->input_len, s->rng_lengths) : 0,
+			.output_len = c->output_len ? trc_lengths_draw(c->output_len, s->rng_lengths) : 0,
+		};
+	}
+	s->next_id++;
+	return 1;
+end:
+	s->ended = 1;
+	return 0;
+}
+
+void trc_source_fini(struct trc_source *s)
+{
+	if (s->rng_arrivals)
+		gsl_rng_free(s->rng_arrivals);
+	if (s->rng_lengths)
+		gsl_rng_free(s->rng_lengths);
+	s->rng_arrivals = s->rng_lengths = NULL;
+}

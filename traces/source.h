@@ -1,0 +1,59 @@
+/* traces/source.h: the one source of a run's requests, for the simulator
+ * (sim/engine/engine.c) and the live runtime's issue schedule
+ * (sim/cli/cmd_live.c) alike: a trace replayed row by row, or generated
+ * arrivals (Poisson or Gamma gaps) with lengths drawn from two
+ * distributions. A simulated and a live run with the same seed therefore
+ * see the same requests.
+ *
+ * Contract:
+ *  - Generated arrivals: request 0 arrives at 0 s, request i at the sum of i
+ *    gaps. Gaps come from the run's RNG_ARRIVALS stream and lengths from
+ *    RNG_LENGTHS (util/rng.h), input length before output length, so
+ *    changing a length spec never moves an arrival.
+ *  - A length distribution given as NULL (a model that does not use that
+ *    length) yields 0 and draws nothing.
+ *  - The stream ends after `requests` requests (or the whole trace, or its
+ *    first `requests` rows), or, with requests == 0, at the first generated
+ *    arrival at or after duration_s.
+ *  - Times are integer ns, rounded to nearest from the seconds drawn.
+ */
+#ifndef SB_TRC_SOURCE_H
+#define SB_TRC_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gsl/gsl_rng.h>
+#include "workload.h"
+
+struct trc_source_config {
+	const struct trc_trace *trace;           /* replay it; or NULL for generated arrivals: */
+	double rate_rps, arrival_cv;             /*   the arrival process */
+	const struct trc_lengths *input_len;     /*   NULL: input lengths are 0 */
+	const struct trc_lengths *output_len;    /*   NULL: output lengths are 0 */
+	double duration_s;                       /*   arrivals stop here when requests == 0 */
+	uint64_t requests;                       /* at most this many (0: all of the trace, or duration_s) */
+	uint64_t seed;
+};
+
+struct trc_request {
+	uint64_t id;                             /* 0-based, in arrival order */
+	int64_t arrival_ns;
+	uint32_t input_len, output_len;
+};
+
+struct trc_source {
+	struct trc_source_config c;
+	struct trc_arrivals arrivals;
+	gsl_rng *rng_arrivals, *rng_lengths;
+	uint64_t next_id;
+	double next_arrival_s;
+	int ended;                               /* trc_source_next returned 0 */
+};
+
+/* 0, or -1 with err (a bad rate or cv, out of memory). */
+int trc_source_init(struct trc_source *s, const struct trc_source_config *c, char *err, size_t errlen);
+/* The next request into *out: 1, or 0 when the stream has ended. */
+int trc_source_next(struct trc_source *s, struct trc_request *out);
+void trc_source_fini(struct trc_source *s);
+
+#endif

@@ -1,0 +1,47 @@
+/* util/metrics.h: per-run latency statistics. Every measured request's
+ * end-to-end latency is kept (8 bytes each, exact, in ns) so percentiles and
+ * the CDF are exact; queueing time goes into a fixed-size log-linear
+ * histogram (bounded relative error, see metrics.c) plus an exact running
+ * mean, so memory grows with completed requests by 8 bytes each and no more.
+ *
+ * Contract:
+ *  - metrics_record is O(1) amortized and never fails except on allocation
+ *    (-1); metrics_finish sorts the samples once and fills a summary.
+ *  - Quantiles use the "nearest rank on sorted samples with linear
+ *    interpolation" rule of gsl_stats_quantile_from_sorted_data.
+ */
+#ifndef SB_METRICS_H
+#define SB_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define METRICS_CDF_POINTS 1000   /* quantiles stored per run: q = i/1000, i = 1..1000 */
+
+struct metrics;
+
+struct metrics_summary {
+	uint64_t count;              /* measured requests (after warm-up) */
+	double mean_ms, p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, min_ms;
+	double queue_mean_ms, queue_p99_ms;
+	double sla_violation_rate;   /* fraction of measured requests with latency > SLA */
+	double cdf_ms[METRICS_CDF_POINTS]; /* cdf_ms[i] = quantile (i+1)/1000 of latency */
+};
+
+struct metrics *metrics_create(size_t expected_samples);
+void metrics_destroy(struct metrics *m);
+int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns);
+/* Fills s; sla_ns is the deadline for the violation rate. Sorts in place. */
+void metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s);
+/* Sorted latency samples (valid after metrics_finish), ns. */
+const int64_t *metrics_sorted_ns(const struct metrics *m, size_t *n);
+/* Sorts any int64 array ascending (the radix sort metrics_finish uses).
+ * Returns 0, or -1 when its n-element scratch buffer cannot be allocated
+ * (v untouched). */
+int metrics_sort_ns(int64_t *v, size_t n);
+/* Heap bytes m holds now: 8 per sample of capacity plus a fixed ~58 KiB
+ * (the queueing-time histogram). metrics_finish briefly needs 8 more bytes
+ * per sample as radix-sort scratch. */
+size_t metrics_memory_bytes(const struct metrics *m);
+
+#endif

@@ -1,0 +1,19 @@
+/* util/rng.h: the run's random streams. Every draw in a run goes through a
+ * GSL generator created here from the run's seed, one stream per purpose, so
+ * adding draws to one purpose (say, lengths) never shifts another (arrivals).
+ */
+#ifndef SB_RNG_H
+#define SB_RNG_H
+
+#include <stdint.h>
+#include <gsl/gsl_rng.h>
+
+enum rng_stream {
+	RNG_ARRIVALS = 1,   /* inter-arrival gaps */
+	RNG_LENGTHS = 2,    /* request input/output lengths */
+};
+
+/* A mt19937 generator seeded from (run seed, stream). NULL on allocation failure. */
+gsl_rng *rng_create(uint64_t seed, enum rng_stream stream);
+
+#endif

@@ -1,0 +1,120 @@
+/* util/text.c: strict field parsers for the traces/ readers and tools
+ * (see parse.h for why they refuse what strtod and strtoul would accept). */
+#include "text.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int txt_is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+char *txt_trim(char *s)
+{
+	while (txt_is_blank(*s))
+		s++;
+	size_t n = strlen(s);
+	while (n > 0 && txt_is_blank(s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+int txt_line_is_blank_or_comment(const char *trimmed)
+{
+	return trimmed[0] == '\0' || trimmed[0] == '#';
+}
+
+size_t txt_split(char *s, char sep, char **fields, size_t max)
+{
+	size_t n = 0;
+	for (;;) {
+		char *end = strchr(s, sep);
+		if (end)
+			*end = '\0';
+		if (n < max)
+			fields[n] = txt_trim(s);
+		n++;
+		if (!end)
+			return n;
+		s = end + 1;
+	}
+}
+
+int txt_parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	if (*s == '\0')
+		return -1;
+	uint64_t v = 0;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		uint64_t digit = (uint64_t)(*p - '0');
+		if (v > max / 10)
+			return -1;
+		v *= 10;
+		if (digit > max - v)
+			return -1;
+		v += digit;
+	}
+	*out = v;
+	return 0;
+}
+
+int txt_parse_double(const char *s, double *out)
+{
+	/* strtod would also take leading blanks, "inf", "nan" and hex floats;
+	 * a number in our files starts with a sign, a digit or a point. */
+	const char *p = (*s == '-' || *s == '+') ? s + 1 : s;
+	if (!((*p >= '0' && *p <= '9') || *p == '.'))
+		return -1;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		return -1;
+	char *end = NULL;
+	double v = strtod(s, &end);
+	if (end == s || *end != '\0' || !isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+void txt_format_double(char *buf, size_t buflen, double x)
+{
+	for (int digits = 15; digits <= 17; digits++) {
+		snprintf(buf, buflen, "%.*g", digits, x);
+		if (strtod(buf, NULL) == x)
+			return;
+	}
+}
+
+int txt_sniff_lines(const char *path, int (*judge)(char *line, unsigned long lineno, void *ctx), void *ctx,
+                    char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned long n = 0;
+	int rc = 0;
+
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	while (getline(&line, &cap, f) >= 0) {
+		int v = judge(line, ++n, ctx);
+		if (v >= 0) {
+			rc = v;
+			break;
+		}
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+		rc = -1;
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}

@@ -1,0 +1,49 @@
+/* util/text.h: the small strict text parsers every reader of a hand-edited
+ * file shares (model files, length files, trace CSV, node latency and
+ * calibration tables, NPU files). Strict means the whole field must be the
+ * number: "12abc", " 3", "+4" and "0x10" are all refused, so a typo is
+ * reported instead of silently read.
+ *
+ * Contract: pure functions of their arguments (txt_sniff_lines reads the
+ * file it is given); they never print and never exit.
+ */
+#ifndef SB_UTIL_TEXT_H
+#define SB_UTIL_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Removes spaces, tabs, CR, LF, VT and FF at both ends of s in place; returns the
+ * first kept character (inside s). */
+char *txt_trim(char *s);
+
+/* 1 for a line (already trimmed) that carries no data: empty or a comment
+ * starting with '#'. */
+int txt_line_is_blank_or_comment(const char *trimmed);
+
+/* Splits s in place at every sep and trims each field. Stores up to max
+ * field pointers and returns the number of fields found (which may exceed
+ * max: the caller reports that as an error). */
+size_t txt_split(char *s, char sep, char **fields, size_t max);
+
+/* Decimal digits only, value <= max. Returns 0, or -1 (out untouched). */
+int txt_parse_uint(const char *s, uint64_t max, uint64_t *out);
+
+/* A whole decimal or exponent-form number that is finite. Returns 0, or -1
+ * (out untouched). */
+int txt_parse_double(const char *s, double *out);
+
+/* Writes the shortest "%.Ng" form (N = 15..17) that reads back as exactly
+ * x, so messages show 0.7, not 0.69999999999999996, yet never show two
+ * different values the same way. */
+void txt_format_double(char *buf, size_t buflen, double x);
+
+/* What a file is, from its first lines: calls judge(line, lineno, ctx) on
+ * each raw line (writable, newline kept; lineno from 1) until it returns 0
+ * or 1, and returns that; 0 at the end of the file (judge returns -1 to go
+ * on), or -1 with err when the file cannot be opened or read. The kind
+ * sniffers of hwmodels/registry.c share it. */
+int txt_sniff_lines(const char *path, int (*judge)(char *line, unsigned long lineno, void *ctx), void *ctx,
+                    char *err, size_t errlen);
+
+#endif
