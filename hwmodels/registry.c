@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -23,9 +24,27 @@ static const struct hw_ops *const hw_named[] = {
 	&calhw_gpu_ops,   /* listed as gpu-NAME; matched by prefix in hw_open */
 };
 
+#define HW_NAMED_COUNT (sizeof hw_named / sizeof hw_named[0])
+
+/* Two models of one name would make --hw ambiguous: the program refuses to
+ * go on the first time the registry is used (a mistake in this file). */
+static void hw_registry_check(void)
+{
+	static int checked;
+	for (size_t i = 0; !checked && i < HW_NAMED_COUNT; i++)
+		for (size_t j = i + 1; j < HW_NAMED_COUNT; j++)
+			if (strcmp(hw_named[i]->name, hw_named[j]->name) == 0) {
+				fprintf(stderr, "simbatch: two hardware models are named '%s' (hwmodels/registry.c)\n",
+				        hw_named[i]->name);
+				abort();
+			}
+	checked = 1;
+}
+
 const struct hw_ops *const *hw_registry(size_t *count)
 {
-	*count = sizeof hw_named / sizeof hw_named[0];
+	hw_registry_check();
+	*count = HW_NAMED_COUNT;
 	return hw_named;
 }
 
@@ -34,7 +53,7 @@ static void hw_unknown(const char *arg, char *err, size_t errlen)
 	char known[256] = "";
 	size_t used = 0;
 
-	for (size_t i = 0; i < sizeof hw_named / sizeof hw_named[0] && used < sizeof known; i++)
+	for (size_t i = 0; i < HW_NAMED_COUNT && used < sizeof known; i++)
 		used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
 		                         hw_named[i]->name);
 	snprintf(err, errlen, "unknown hardware '%s' (known: %s; or a path to a node latency table)",
@@ -43,6 +62,7 @@ static void hw_unknown(const char *arg, char *err, size_t errlen)
 
 int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, char *err, size_t errlen)
 {
+	hw_registry_check();
 	struct stat st;
 	unsigned long line;
 	int rc;
@@ -52,7 +72,7 @@ int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, c
 		hw_unknown("", err, errlen);
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof hw_named / sizeof hw_named[0]; i++)
+	for (size_t i = 0; i < HW_NAMED_COUNT; i++)
 		if (strcmp(arg, hw_named[i]->name) == 0)
 			return hw_named[i]->open(arg, m, out, err, errlen);
 	if (calhw_is_gpu_name(arg))

@@ -4,9 +4,15 @@
  * `--hw=cpu` prices exactly the element-wise code `simbatch live` runs.
  * Header-only: static inline functions, vectorized where they are inlined.
  * Including it sets, for the rest of the including file, the floating-point
- * options below (the file must not rely on NaN or infinity). */
-#ifndef SB_RUNTIME_CPU_CELLS_H
-#define SB_RUNTIME_CPU_CELLS_H
+ * options below (the file must not rely on NaN or infinity).
+ *
+ * Contract: each row (batch member) is computed by the same operations in the
+ * same order whatever the batch size and whichever clone runs, so a request's
+ * state does not depend on whom it was batched with; pointers to one call's
+ * arrays must not overlap (restrict).
+ */
+#ifndef SB_KERNELS_CPU_CELLS_H
+#define SB_KERNELS_CPU_CELLS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,8 +1,13 @@
 /* kernels/fpu.h: floating-point settings of the threads that run kernels.
  * Kept apart from cpu_cells.h, whose math pragmas must not spread to the
- * files that only need this. */
-#ifndef SB_RUNTIME_FPU_H
-#define SB_RUNTIME_FPU_H
+ * files that only need this.
+ *
+ * Contract: affects the calling thread only, and only its SSE arithmetic;
+ * every thread that runs or times a kernel calls it first (the live workers
+ * and calib-cpu), so both compute the same way.
+ */
+#ifndef SB_KERNELS_FPU_H
+#define SB_KERNELS_FPU_H
 
 #if defined(__SSE__)
 #include <xmmintrin.h>

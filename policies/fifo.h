@@ -1,5 +1,9 @@
 /* policies/fifo.h: an intrusive FIFO of requests through pol_request.pol_next,
- * shared by the policies that queue whole requests. O(1), no allocation. */
+ * shared by the policies that queue whole requests. O(1), no allocation.
+ *
+ * Contract: a request is in at most one FIFO (pol_next is its link); the
+ * FIFO owns no request and frees nothing; pop on an empty FIFO returns NULL.
+ */
 #ifndef SB_POL_FIFO_H
 #define SB_POL_FIFO_H
 

@@ -208,7 +208,7 @@ static void live_run_graph(struct live *L, struct live_worker *w)
 
 /* Runs the job: states for new members, the node(s), the wait for the
  * device, then outputs and state release for members that finished. */
-static int live_execute(struct live *L, struct live_worker *w, char *err, size_t errlen)
+static int live_run_job(struct live *L, struct live_worker *w, char *err, size_t errlen)
 {
 	const struct rt_backend_ops *be = L->be;
 	for (uint32_t i = 0; i < w->nmembers; i++) {
@@ -286,7 +286,7 @@ static void *live_worker_main(void *arg)
 		pthread_mutex_unlock(&L->mu);
 		char err[256] = "";
 		int64_t start = live_mono_ns();
-		int rc = live_execute(L, w, err, sizeof err);
+		int rc = live_run_job(L, w, err, sizeof err);
 		int64_t end = live_mono_ns();
 		pthread_mutex_lock(&L->mu);
 		w->end_ns = end - L->t0_ns;

@@ -101,7 +101,6 @@ for i in range(40):
 write(trace, "arrival_s,input_len,output_len\n" + "\n".join(rows) + "\n")
 
 policies = [line.split()[0] for line in sb("list", "policies").stdout.splitlines() if line.strip()]
-policies = [p for p in policies if p in ("serial", "graph", "cellular", "lazy", "oracle", "topup")]
 check("policies listed", "serial" in policies and "graph" in policies, policies)
 COMMON = ["--hw=" + hw, "--trace=" + trace, "--max-batch=8", "--window=0.5", "--no-db", "--json", "--seed=3"]
 

@@ -1,5 +1,10 @@
 /* sim/cli/cli.h: the subcommands of the simbatch program and their exit codes
- * (DESIGN.md section 3: bad input exits 2). */
+ * (DESIGN.md section 3: bad input exits 2).
+ *
+ * Contract: a subcommand returns its exit code and never calls exit(); on
+ * failure it has printed one line "simbatch: ..." on stderr and left no
+ * output file half-written; bad input of any kind is CLI_BAD_INPUT.
+ */
 #ifndef SB_CLI_H
 #define SB_CLI_H
 

@@ -419,9 +419,9 @@ oom:
 	return -1;
 }
 
-/* ---- the executor ---- */
+/* ---- the live run ---- */
 
-static int live_execute(const struct opt_set *o, const struct eng_config *c, struct drv_result *res,
+static int live_serve(const struct opt_set *o, const struct eng_config *c, struct drv_result *res,
                         struct run_extra *x, char *err, size_t errlen)
 {
 	struct live_schedule sch;
@@ -584,7 +584,7 @@ int cmd_live(int argc, char **argv)
 	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if ((rc = live_execute(o, c, &res, &extra, err, sizeof err)) != CLI_OK)
+	if ((rc = live_serve(o, c, &res, &extra, err, sizeof err)) != CLI_OK)
 		goto fail;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	rc = run_job_report(j, 1, &res, &extra, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);

@@ -1,5 +1,11 @@
 /* sim/cli/report.h: what a run prints: the JSON summary of DESIGN.md section 3
- * (the contract other tools read) and a short human-readable summary. */
+ * (the contract other tools read) and a short human-readable summary.
+ *
+ * Contract: the JSON keys and their meaning are DESIGN.md's (contract-check
+ * tests them); numbers print with %.10g, so a value reads back as printed;
+ * report_json returns malloc'd text (NULL out of memory), the others write
+ * only to the stream they are given.
+ */
 #ifndef SB_REPORT_H
 #define SB_REPORT_H
 
