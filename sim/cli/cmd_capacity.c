@@ -280,6 +280,115 @@ done:
 	return cap;
 }
 
+/* The search: doubling or halving from the estimate until one rate meets
+ * the SLA and one does not, then bisection to the tolerance. CLI_OK with the
+ * bracket, or an exit code with err. */
+static int cap_bracket(struct cap_search *s, double est, double tolerance, struct cap_point **lo_out,
+                       struct cap_point **hi_out, char *err, size_t errlen)
+{
+	struct cap_point *p, *lo = NULL, *hi = NULL;
+	double rate = cap_round(est);
+	if (cap_measure(s, rate, &p, err, errlen) != 0)
+		goto probe_fail;
+	for (int step = 0; step < CAP_MAX_STEPS && !(lo && hi); step++) {
+		if (p->pass) {
+			lo = p;
+			if (!hi) {
+				rate = cap_round(rate * 2);
+				if (cap_measure(s, rate, &p, err, errlen) != 0)
+					goto probe_fail;
+			}
+		} else {
+			hi = p;
+			if (!lo) {
+				rate = cap_round(rate / 2);
+				if (cap_measure(s, rate, &p, err, errlen) != 0)
+					goto probe_fail;
+			}
+		}
+		if (p->pass && hi && !lo)
+			lo = p;
+		if (!p->pass && lo && !hi)
+			hi = p;
+	}
+	if (!lo) {
+		snprintf(err, errlen, "no rate meets the SLA: even at %.6g req/s, where requests hardly queue, the p99 is %.4g ms > %g ms",
+		         hi->rate_rps, hi->p99_ms, s->sla_ms);
+		return CLI_FAILED;
+	}
+	if (!hi) {
+		snprintf(err, errlen, "the SLA holds up to %.6g req/s, %d doublings above the estimate; "
+		         "is the SLA meant to be %g ms?", lo->rate_rps, CAP_MAX_STEPS, s->sla_ms);
+		return CLI_FAILED;
+	}
+	while (hi->rate_rps - lo->rate_rps > tolerance * lo->rate_rps) {
+		double mid = cap_round(0.5 * (lo->rate_rps + hi->rate_rps));
+		if (mid <= lo->rate_rps || mid >= hi->rate_rps)
+			break;                      /* 6 significant digits are exhausted */
+		if (cap_measure(s, mid, &p, err, errlen) != 0)
+			goto probe_fail;
+		if (p->pass)
+			lo = p;
+		else
+			hi = p;
+	}
+	*lo_out = lo;
+	*hi_out = hi;
+	return CLI_OK;
+probe_fail:
+	/* a probe's bad input (exit 2 of the run) is the user's input: report it as such */
+	return s->bad_input ? CLI_BAD_INPUT : CLI_FAILED;
+}
+
+/* The result: one JSON object, or two lines of text. */
+static void cap_print(const struct opt_set *o, const struct cap_search *s, const struct cap_names *nm, double est,
+                      const struct cap_point *lo, const struct cap_point *hi)
+{
+	if (opt_flag(o, "json")) {
+		printf("{\"policy\":");
+		json_write_string(stdout, nm->policy);
+		printf(",\"model\":");
+		json_write_string(stdout, nm->model);
+		printf(",\"hw\":");
+		json_write_string(stdout, nm->hw);
+		printf(",\"max_batch\":%u,\"sla_ms\":%.10g,\"quantile\":%g,\"capacity_rps\":%.10g,"
+		       "\"bracket_rps\":[%.10g,%.10g],\"p99_ms_at_bracket\":[%.10g,%.10g],\"estimate_rps\":%.10g,"
+		       "\"tolerance\":%.10g,\"requests\":%llu,\"warmup\":%llu,\"seeds\":%llu,\"first_seed\":%llu,\"points\":[",
+		       nm->max_batch, s->sla_ms, CAP_QUANTILE, lo->rate_rps, lo->rate_rps, hi->rate_rps, lo->p99_ms, hi->p99_ms, est,
+		       opt_double(o, "tolerance"), (unsigned long long)s->requests, (unsigned long long)s->warmup,
+		       (unsigned long long)s->nseeds, (unsigned long long)s->seed0);
+		for (size_t i = 0; i < s->npts; i++)
+			printf("%s{\"rate_rps\":%.10g,\"p99_ms\":%.10g,\"sla_violation_rate\":%.10g,\"pass\":%s}", i ? "," : "",
+			       s->pts[i].rate_rps, s->pts[i].p99_ms, s->pts[i].violation, s->pts[i].pass ? "true" : "false");
+		printf("]}\n");
+	} else {
+		printf("capacity %.6g req/s: p99 %.4g ms <= %g ms at %.6g req/s, %.4g ms > %g ms at %.6g req/s\n",
+		       lo->rate_rps, lo->p99_ms, s->sla_ms, lo->rate_rps, hi->p99_ms, s->sla_ms, hi->rate_rps);
+		printf("  %s on %s / %s, max batch %u; %llu requests per rate (%llu warm-up), %llu seed(s), "
+		       "%zu rates simulated; estimate %.6g req/s\n", nm->policy, nm->model, nm->hw, nm->max_batch, (unsigned long long)s->requests, (unsigned long long)s->warmup,
+		       (unsigned long long)s->nseeds, s->npts, est);
+	}
+}
+
+/* The search's own options into own, every other option into run (the
+ * probes' options); both start with argv[0]. */
+static void cap_split_args(int argc, char **argv, char **own, int *nown, char **run, int *nrun)
+{
+	own[(*nown)++] = argv[0];
+	run[(*nrun)++] = argv[0];
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		size_t n = strncmp(a, "--", 2) == 0 ? strcspn(a + 2, "=") : 0;
+		int mine = 0;
+		for (size_t k = 0; n && k < CAP_NOPTS; k++)
+			mine |= strlen(cap_opts[k].name) == n && strncmp(a + 2, cap_opts[k].name, n) == 0;
+		if (mine)
+			own[(*nown)++] = argv[i];
+		else
+			run[(*nrun)++] = argv[i];
+	}
+}
+
 int cmd_capacity(int argc, char **argv)
 {
 	char err[1536] = "", exe[4096];
@@ -293,20 +402,7 @@ int cmd_capacity(int argc, char **argv)
 		rc = CLI_FAILED;
 		goto fail;
 	}
-	/* the search's own options here, every other option goes to the runs */
-	own[nown++] = argv[0];
-	run[nrun++] = argv[0];
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		size_t n = strncmp(a, "--", 2) == 0 ? strcspn(a + 2, "=") : 0;
-		int mine = 0;
-		for (size_t k = 0; n && k < CAP_NOPTS; k++)
-			mine |= strlen(cap_opts[k].name) == n && strncmp(a + 2, cap_opts[k].name, n) == 0;
-		if (mine)
-			own[nown++] = argv[i];
-		else
-			run[nrun++] = argv[i];
-	}
+	cap_split_args(argc, argv, own, &nown, run, &nrun);
 	if (opt_parse(&o, cap_opts, CAP_NOPTS, nown, own, 0, err, sizeof err) != 0)
 		goto fail;
 	if (opt_flag(&o, "help")) {
@@ -375,87 +471,15 @@ int cmd_capacity(int argc, char **argv)
 	}
 	/* bad values the options table cannot see (a batch beyond a table, a bad
 	 * length spec) come back from the first probe as its one-line error */
-	rc = CLI_FAILED;
-	struct cap_point *p, *lo = NULL, *hi = NULL;
-	double rate = cap_round(est);
-	if (cap_measure(s, rate, &p, err, sizeof err) != 0)
-		goto probe_fail;
-	for (int step = 0; step < CAP_MAX_STEPS && !(lo && hi); step++) {
-		if (p->pass) {
-			lo = p;
-			if (!hi) {
-				rate = cap_round(rate * 2);
-				if (cap_measure(s, rate, &p, err, sizeof err) != 0)
-					goto probe_fail;
-			}
-		} else {
-			hi = p;
-			if (!lo) {
-				rate = cap_round(rate / 2);
-				if (cap_measure(s, rate, &p, err, sizeof err) != 0)
-					goto probe_fail;
-			}
-		}
-		if (p->pass && hi && !lo)
-			lo = p;
-		if (!p->pass && lo && !hi)
-			hi = p;
-	}
-	if (!lo) {
-		snprintf(err, sizeof err, "no rate meets the SLA: even at %.6g req/s, where requests hardly queue, the p99 is %.4g ms > %g ms",
-		         hi->rate_rps, hi->p99_ms, s->sla_ms);
-		rc = CLI_FAILED;
+	struct cap_point *lo, *hi;
+	if ((rc = cap_bracket(s, est, opt_double(&o, "tolerance"), &lo, &hi, err, sizeof err)) != CLI_OK)
 		goto fail;
-	}
-	if (!hi) {
-		snprintf(err, sizeof err, "the SLA holds up to %.6g req/s, %d doublings above the estimate; "
-		         "is the SLA meant to be %g ms?", lo->rate_rps, CAP_MAX_STEPS, s->sla_ms);
-		goto fail;
-	}
-	while (hi->rate_rps - lo->rate_rps > opt_double(&o, "tolerance") * lo->rate_rps) {
-		double mid = cap_round(0.5 * (lo->rate_rps + hi->rate_rps));
-		if (mid <= lo->rate_rps || mid >= hi->rate_rps)
-			break;                      /* 6 significant digits are exhausted */
-		if (cap_measure(s, mid, &p, err, sizeof err) != 0)
-			goto probe_fail;
-		if (p->pass)
-			lo = p;
-		else
-			hi = p;
-	}
-
-	if (opt_flag(&o, "json")) {
-		printf("{\"policy\":");
-		json_write_string(stdout, nm.policy);
-		printf(",\"model\":");
-		json_write_string(stdout, nm.model);
-		printf(",\"hw\":");
-		json_write_string(stdout, nm.hw);
-		printf(",\"max_batch\":%u,\"sla_ms\":%.10g,\"quantile\":%g,\"capacity_rps\":%.10g,"
-		       "\"bracket_rps\":[%.10g,%.10g],\"p99_ms_at_bracket\":[%.10g,%.10g],\"estimate_rps\":%.10g,"
-		       "\"tolerance\":%.10g,\"requests\":%llu,\"warmup\":%llu,\"seeds\":%llu,\"first_seed\":%llu,\"points\":[",
-		       nm.max_batch, s->sla_ms, CAP_QUANTILE, lo->rate_rps, lo->rate_rps, hi->rate_rps, lo->p99_ms, hi->p99_ms, est,
-		       opt_double(&o, "tolerance"), (unsigned long long)s->requests, (unsigned long long)s->warmup,
-		       (unsigned long long)s->nseeds, (unsigned long long)s->seed0);
-		for (size_t i = 0; i < s->npts; i++)
-			printf("%s{\"rate_rps\":%.10g,\"p99_ms\":%.10g,\"sla_violation_rate\":%.10g,\"pass\":%s}", i ? "," : "",
-			       s->pts[i].rate_rps, s->pts[i].p99_ms, s->pts[i].violation, s->pts[i].pass ? "true" : "false");
-		printf("]}\n");
-	} else {
-		printf("capacity %.6g req/s: p99 %.4g ms <= %g ms at %.6g req/s, %.4g ms > %g ms at %.6g req/s\n",
-		       lo->rate_rps, lo->p99_ms, s->sla_ms, lo->rate_rps, hi->p99_ms, s->sla_ms, hi->rate_rps);
-		printf("  %s on %s / %s, max batch %u; %llu requests per rate (%llu warm-up), %llu seed(s), "
-		       "%zu rates simulated; estimate %.6g req/s\n", nm.policy, nm.model, nm.hw, nm.max_batch, (unsigned long long)s->requests, (unsigned long long)s->warmup,
-		       (unsigned long long)s->nseeds, s->npts, est);
-	}
+	cap_print(&o, s, &nm, est, lo, hi);
 	if (!opt_flag(&o, "quiet") && lo->rate_rps >= est)
 		fprintf(stderr, "simbatch: warning: the rate found is at or above the capacity estimate (%.6g req/s): "
 		        "the queue grows without bound there and only the finite run met the SLA; raise --requests\n", est);
 	rc = CLI_OK;
 	goto out;
-probe_fail:
-	/* a probe's bad input (exit 2 of the run) is the user's input: report it as such */
-	rc = s->bad_input ? CLI_BAD_INPUT : CLI_FAILED;
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
 out:
