@@ -18,15 +18,12 @@
 #define MLP_TAG_INPUT (1ull << 40)
 
 struct rt_model {
-	const struct rt_backend_ops *be;
-	struct rt_dev *dev;                 /* not owned */
-	uint64_t seed;
+	struct rt_model_head h;             /* first: be, dev, m, seed, weight_bytes */
 	uint32_t nlayers, first_node;
 	uint32_t k[MLP_MAX_LAYERS], n[MLP_MAX_LAYERS];
 	uint32_t max_n, max_k;
 	struct rt_weight *w[MLP_MAX_LAYERS];
 	float *b[MLP_MAX_LAYERS];
-	uint64_t weight_bytes;
 };
 
 struct mlp_work {
@@ -81,9 +78,9 @@ static void mlp_destroy(struct rt_model *km)
 	if (!km)
 		return;
 	for (uint32_t l = 0; l < km->nlayers; l++) {
-		km->be->weight_destroy(km->dev, km->w[l]);
+		km->h.be->weight_destroy(km->h.dev, km->w[l]);
 		if (km->b[l])
-			km->be->free(km->dev, km->b[l]);
+			km->h.be->free(km->h.dev, km->b[l]);
 	}
 	free(km);
 }
@@ -93,21 +90,10 @@ static void mlp_destroy(struct rt_model *km)
 static int mlp_create(const struct mdl_model *m, const struct rt_backend_ops *be, struct rt_dev *dev,
                       uint64_t seed, struct rt_model **out, char *err, size_t errlen)
 {
-	char why[200];
 	*out = NULL;
-	struct rt_model *km = calloc(1, sizeof *km);
-	if (!km) {
-		snprintf(err, errlen, "out of memory");
+	struct rt_model *km = rt_kern_model_new(sizeof *km, m, be, dev, seed, mlp_shape, err, errlen);
+	if (!km)
 		return -1;
-	}
-	if (!mlp_shape(m, km, why, sizeof why)) {
-		snprintf(err, errlen, "model %s: %s", m->name, why);
-		free(km);
-		return -1;
-	}
-	km->be = be;
-	km->dev = dev;
-	km->seed = seed;
 	for (uint32_t l = 0; l < km->nlayers; l++) {
 		uint64_t tag = (uint64_t)(km->first_node + l) << 8;
 		if (rt_kern_weight(be, dev, km->k[l], km->n[l], sqrtf(3.0f / km->k[l]), seed, tag, &km->w[l], err,
@@ -116,7 +102,7 @@ static int mlp_create(const struct mdl_model *m, const struct rt_backend_ops *be
 			mlp_destroy(km);
 			return -1;
 		}
-		km->weight_bytes += ((uint64_t)km->k[l] + 1) * km->n[l] * sizeof(float);
+		km->h.weight_bytes += ((uint64_t)km->k[l] + 1) * km->n[l] * sizeof(float);
 	}
 	*out = km;
 	return 0;
@@ -125,7 +111,7 @@ static int mlp_create(const struct mdl_model *m, const struct rt_backend_ops *be
 static void mlp_info(const struct rt_model *km, struct rt_model_info *o)
 {
 	*o = (struct rt_model_info){ .family = "mlp", .output_floats = km->n[km->nlayers - 1], .max_k = km->max_k,
-	                             .weight_bytes = km->weight_bytes };
+	                             .weight_bytes = km->h.weight_bytes };
 	snprintf(o->detail, sizeof o->detail, "%u dense layers, %u inputs, %u outputs", km->nlayers, km->k[0],
 	         km->n[km->nlayers - 1]);
 }
@@ -146,8 +132,8 @@ static int mlp_state_init(const struct rt_model *km, void *state, uint64_t id, u
 		snprintf(err, errlen, "out of memory for a request's state");
 		return -1;
 	}
-	rt_rand_fill(host, km->k[0], 1.0f, km->seed, MLP_TAG_INPUT + id);
-	int rc = km->be->upload(km->dev, state, host, bytes, err, errlen);
+	rt_rand_fill(host, km->k[0], 1.0f, km->h.seed, MLP_TAG_INPUT + id);
+	int rc = km->h.be->upload(km->h.dev, state, host, bytes, err, errlen);
 	free(host);
 	return rc;
 }
@@ -158,9 +144,9 @@ static void mlp_work_destroy(const struct rt_model *km, void *work)
 	if (!w)
 		return;
 	if (w->x)
-		km->be->free(km->dev, w->x);
+		km->h.be->free(km->h.dev, w->x);
 	if (w->y)
-		km->be->free(km->dev, w->y);
+		km->h.be->free(km->h.dev, w->y);
 	free(w->src);
 	free(w->dst);
 	free(w);
@@ -171,8 +157,8 @@ static int mlp_work_create(const struct rt_model *km, uint32_t rows, void **work
 	struct mlp_work *w = calloc(1, sizeof *w);
 	*work = NULL;
 	if (w) {
-		w->x = km->be->alloc(km->dev, (size_t)rows * km->max_k * sizeof(float));
-		w->y = km->be->alloc(km->dev, (size_t)rows * km->max_n * sizeof(float));
+		w->x = km->h.be->alloc(km->h.dev, (size_t)rows * km->max_k * sizeof(float));
+		w->y = km->h.be->alloc(km->h.dev, (size_t)rows * km->max_n * sizeof(float));
 		w->src = calloc(rows, sizeof *w->src);
 		w->dst = calloc(rows, sizeof *w->dst);
 	}
@@ -195,10 +181,10 @@ static void mlp_run_node(const struct rt_model *km, void *work, struct rt_stream
 		w->src[i] = l == 0 ? st : st + km->k[0];
 		w->dst[i] = mb[i].active ? st + km->k[0] : NULL;
 	}
-	km->be->gather(s, n, km->k[l], w->x, km->k[l], w->src);
-	km->be->gemm(s, km->w[l], n, w->x, km->k[l], w->y, km->n[l]);
-	km->be->bias_act(s, n, km->n[l], w->y, km->n[l], km->b[l], l + 1 < km->nlayers ? RT_ACT_RELU : RT_ACT_NONE);
-	km->be->scatter(s, n, km->n[l], w->y, km->n[l], w->dst);
+	km->h.be->gather(s, n, km->k[l], w->x, km->k[l], w->src);
+	km->h.be->gemm(s, km->w[l], n, w->x, km->k[l], w->y, km->n[l]);
+	km->h.be->bias_act(s, n, km->n[l], w->y, km->n[l], km->b[l], l + 1 < km->nlayers ? RT_ACT_RELU : RT_ACT_NONE);
+	km->h.be->scatter(s, n, km->n[l], w->y, km->n[l], w->dst);
 }
 
 static int mlp_outputs(const struct rt_model *km, const void *state, uint32_t input_len, uint32_t output_len,
@@ -208,7 +194,7 @@ static int mlp_outputs(const struct rt_model *km, const void *state, uint32_t in
 	(void)output_len;
 	out->ntokens = 0;
 	out->nvalues = km->n[km->nlayers - 1];
-	return km->be->download(km->dev, out->values, (const float *)state + km->k[0], out->nvalues * sizeof(float),
+	return km->h.be->download(km->h.dev, out->values, (const float *)state + km->k[0], out->nvalues * sizeof(float),
 	                        err, errlen);
 }
 

@@ -39,16 +39,12 @@ struct rnn_cell {
 };
 
 struct rt_model {
-	const struct rt_backend_ops *be;
-	struct rt_dev *dev;                 /* not owned */
-	const struct mdl_model *m;          /* not owned */
-	uint64_t seed;
+	struct rt_model_head h;             /* first: be, dev, m, seed, weight_bytes */
 	struct rnn_cell enc, dec;
 	int has_dec;
 	uint32_t proj_node, vocab;          /* decoder projection H x vocab */
 	struct rt_weight *proj;
 	float *proj_bias;
-	uint64_t weight_bytes;
 };
 
 struct rnn_work {
@@ -143,12 +139,12 @@ static int rnn_match(const struct mdl_model *m, char *why, size_t len)
 
 static void rnn_cell_free(struct rt_model *km, struct rnn_cell *c)
 {
-	km->be->weight_destroy(km->dev, c->w);
-	km->be->weight_destroy(km->dev, c->wh);
+	km->h.be->weight_destroy(km->h.dev, c->w);
+	km->h.be->weight_destroy(km->h.dev, c->wh);
 	if (c->bias)
-		km->be->free(km->dev, c->bias);
+		km->h.be->free(km->h.dev, c->bias);
 	if (c->emb)
-		km->be->free(km->dev, c->emb);
+		km->h.be->free(km->h.dev, c->emb);
 }
 
 static void rnn_destroy(struct rt_model *km)
@@ -158,9 +154,9 @@ static void rnn_destroy(struct rt_model *km)
 	rnn_cell_free(km, &km->enc);
 	if (km->has_dec) {
 		rnn_cell_free(km, &km->dec);
-		km->be->weight_destroy(km->dev, km->proj);
+		km->h.be->weight_destroy(km->h.dev, km->proj);
 		if (km->proj_bias)
-			km->be->free(km->dev, km->proj_bias);
+			km->h.be->free(km->h.dev, km->proj_bias);
 	}
 	free(km);
 }
@@ -169,24 +165,24 @@ static void rnn_destroy(struct rt_model *km)
  * neither saturate nor vanish), embeddings in +-1. */
 static int rnn_cell_create(struct rt_model *km, struct rnn_cell *c, char *err, size_t errlen)
 {
-	const struct rt_backend_ops *be = km->be;
+	const struct rt_backend_ops *be = km->h.be;
 	float s = 1.0f / sqrtf((float)c->h);
 	uint64_t tag = (uint64_t)c->node << 8;
 	if (!c->gru) {
-		if (rt_kern_weight(be, km->dev, c->e + c->h, 4 * c->h, s, km->seed, tag + RNN_TAG_W, &c->w, err, errlen))
+		if (rt_kern_weight(be, km->h.dev, c->e + c->h, 4 * c->h, s, km->h.seed, tag + RNN_TAG_W, &c->w, err, errlen))
 			return -1;
-	} else if (rt_kern_weight(be, km->dev, c->e, 3 * c->h, s, km->seed, tag + RNN_TAG_W, &c->w, err, errlen) ||
-	           rt_kern_weight(be, km->dev, c->h, 3 * c->h, s, km->seed, tag + RNN_TAG_WH, &c->wh, err, errlen)) {
+	} else if (rt_kern_weight(be, km->h.dev, c->e, 3 * c->h, s, km->h.seed, tag + RNN_TAG_W, &c->w, err, errlen) ||
+	           rt_kern_weight(be, km->h.dev, c->h, 3 * c->h, s, km->h.seed, tag + RNN_TAG_WH, &c->wh, err, errlen)) {
 		return -1;
 	}
-	c->bias = rt_kern_table(be, km->dev, 4 * (size_t)c->h, 0.0f, s, km->seed, tag + RNN_TAG_BIAS, err, errlen);
+	c->bias = rt_kern_table(be, km->h.dev, 4 * (size_t)c->h, 0.0f, s, km->h.seed, tag + RNN_TAG_BIAS, err, errlen);
 	if (!c->bias)
 		return -1;
-	c->emb = rt_kern_table(be, km->dev, (size_t)c->vocab * c->e, 0.0f, 1.0f, km->seed, tag + RNN_TAG_EMB, err,
+	c->emb = rt_kern_table(be, km->h.dev, (size_t)c->vocab * c->e, 0.0f, 1.0f, km->h.seed, tag + RNN_TAG_EMB, err,
 	                       errlen);
 	if (!c->emb)
 		return -1;
-	km->weight_bytes += ((uint64_t)(c->gru ? c->e * 3 + c->h * 3 : (c->e + c->h) * 4) * c->h + 4 * c->h +
+	km->h.weight_bytes += ((uint64_t)(c->gru ? c->e * 3 + c->h * 3 : (c->e + c->h) * 4) * c->h + 4 * c->h +
 	                     (uint64_t)c->vocab * c->e) * sizeof(float);
 	return 0;
 }
@@ -194,22 +190,10 @@ static int rnn_cell_create(struct rt_model *km, struct rnn_cell *c, char *err, s
 static int rnn_create(const struct mdl_model *m, const struct rt_backend_ops *be, struct rt_dev *dev,
                       uint64_t seed, struct rt_model **out, char *err, size_t errlen)
 {
-	char why[200];
 	*out = NULL;
-	struct rt_model *km = calloc(1, sizeof *km);
-	if (!km) {
-		snprintf(err, errlen, "out of memory");
+	struct rt_model *km = rt_kern_model_new(sizeof *km, m, be, dev, seed, rnn_shape, err, errlen);
+	if (!km)
 		return -1;
-	}
-	if (!rnn_shape(m, km, why, sizeof why)) {
-		snprintf(err, errlen, "model %s: %s", m->name, why);
-		free(km);
-		return -1;
-	}
-	km->be = be;
-	km->dev = dev;
-	km->m = m;
-	km->seed = seed;
 	if (rnn_cell_create(km, &km->enc, err, errlen) != 0)
 		goto fail;
 	if (km->has_dec) {
@@ -221,7 +205,7 @@ static int rnn_create(const struct mdl_model *m, const struct rt_backend_ops *be
 		km->proj_bias = rt_kern_table(be, dev, km->vocab, 0.0f, s, seed, tag + RNN_TAG_PROJ_BIAS, err, errlen);
 		if (!km->proj_bias)
 			goto fail;
-		km->weight_bytes += ((uint64_t)km->dec.h + 1) * km->vocab * sizeof(float);
+		km->h.weight_bytes += ((uint64_t)km->dec.h + 1) * km->vocab * sizeof(float);
 	}
 	*out = km;
 	return 0;
@@ -242,7 +226,7 @@ static void rnn_info(const struct rt_model *km, struct rt_model_info *o)
 	if (km->has_dec && rnn_cell_k(&km->dec) > kx)
 		kx = rnn_cell_k(&km->dec);
 	*o = (struct rt_model_info){ .family = "rnn", .output_floats = km->enc.h, .max_k = kx,
-	                             .weight_bytes = km->weight_bytes };
+	                             .weight_bytes = km->h.weight_bytes };
 	int n = snprintf(o->detail, sizeof o->detail, "%s encoder E=%u H=%u", km->enc.gru ? "GRU" : "LSTM",
 	                 km->enc.e, km->enc.h);
 	if (km->has_dec && n > 0 && (size_t)n < sizeof o->detail)
@@ -269,8 +253,8 @@ static size_t rnn_state_bytes(const struct rt_model *km, uint32_t input_len, uin
 static int rnn_state_init(const struct rt_model *km, void *state, uint64_t id, uint32_t input_len,
                           uint32_t output_len, char *err, size_t errlen)
 {
-	return rt_kern_token_state(km->be, km->dev, state, rnn_state_bytes(km, input_len, output_len),
-	                           rnn_tok_in_off(km), input_len, km->enc.vocab, km->seed, RNN_TAG_TOKENS + id, err,
+	return rt_kern_token_state(km->h.be, km->h.dev, state, rnn_state_bytes(km, input_len, output_len),
+	                           rnn_tok_in_off(km), input_len, km->enc.vocab, km->h.seed, RNN_TAG_TOKENS + id, err,
 	                           errlen);
 }
 
@@ -280,7 +264,7 @@ static void rnn_work_destroy(const struct rt_model *km, void *work)
 	if (!w)
 		return;
 	float *bufs[] = { w->x, w->g, w->gh, w->c, w->hn, w->hp, w->logits };
-	rt_kern_free_buffers(km->be, km->dev, bufs, sizeof bufs / sizeof bufs[0]);
+	rt_kern_free_buffers(km->h.be, km->h.dev, bufs, sizeof bufs / sizeof bufs[0]);
 	free(w->src_h);
 	free(w->src_c);
 	free(w->dst_h);
@@ -300,14 +284,14 @@ static int rnn_work_create(const struct rt_model *km, uint32_t rows, void **work
 	struct rt_model_info info;
 	rnn_info(km, &info);
 	kx = info.max_k;
-	struct rt_dev *d = km->dev;
-	w->x = km->be->alloc(d, rows * kx * sizeof(float));
-	w->g = km->be->alloc(d, rows * 4 * H * sizeof(float));
-	w->gh = km->be->alloc(d, rows * 3 * H * sizeof(float));
-	w->c = km->be->alloc(d, rows * H * sizeof(float));
-	w->hn = km->be->alloc(d, rows * H * sizeof(float));
-	w->hp = km->be->alloc(d, rows * H * sizeof(float));
-	w->logits = km->has_dec ? km->be->alloc(d, (size_t)rows * km->vocab * sizeof(float)) : NULL;
+	struct rt_dev *d = km->h.dev;
+	w->x = km->h.be->alloc(d, rows * kx * sizeof(float));
+	w->g = km->h.be->alloc(d, rows * 4 * H * sizeof(float));
+	w->gh = km->h.be->alloc(d, rows * 3 * H * sizeof(float));
+	w->c = km->h.be->alloc(d, rows * H * sizeof(float));
+	w->hn = km->h.be->alloc(d, rows * H * sizeof(float));
+	w->hp = km->h.be->alloc(d, rows * H * sizeof(float));
+	w->logits = km->has_dec ? km->h.be->alloc(d, (size_t)rows * km->vocab * sizeof(float)) : NULL;
 	w->src_h = calloc(rows, sizeof *w->src_h);
 	w->src_c = calloc(rows, sizeof *w->src_c);
 	w->dst_h = calloc(rows, sizeof *w->dst_h);
@@ -329,7 +313,7 @@ oom:
  * last (clamped, so every index it reads exists). */
 static uint32_t rnn_step(const struct rt_model *km, const struct rt_member *mb, uint32_t reps)
 {
-	uint32_t t = rt_step_at(km->m, mb->pos, mb->input_len, mb->output_len);
+	uint32_t t = rt_step_at(km->h.m, mb->pos, mb->input_len, mb->output_len);
 	if (!mb->active && t >= reps)
 		t = reps ? reps - 1 : 0;
 	return t;
@@ -338,7 +322,7 @@ static uint32_t rnn_step(const struct rt_model *km, const struct rt_member *mb, 
 static void rnn_run_cell(const struct rt_model *km, struct rnn_work *w, struct rt_stream *s,
                          const struct rnn_cell *c, uint32_t n, const struct rt_member *mb)
 {
-	const struct rt_backend_ops *be = km->be;
+	const struct rt_backend_ops *be = km->h.be;
 	const uint32_t E = c->e, H = c->h, is_enc = c == &km->enc;
 	for (uint32_t i = 0; i < n; i++) {
 		unsigned char *st = mb[i].state;
@@ -372,7 +356,7 @@ static void rnn_run_cell(const struct rt_model *km, struct rnn_work *w, struct r
 static void rnn_run_proj(const struct rt_model *km, struct rnn_work *w, struct rt_stream *s, uint32_t n,
                          const struct rt_member *mb)
 {
-	const struct rt_backend_ops *be = km->be;
+	const struct rt_backend_ops *be = km->h.be;
 	const uint32_t H = km->dec.h;
 	for (uint32_t i = 0; i < n; i++) {
 		unsigned char *st = mb[i].state;
@@ -402,11 +386,11 @@ static int rnn_outputs(const struct rt_model *km, const void *state, uint32_t in
 {
 	const unsigned char *st = state;
 	out->nvalues = km->enc.h;
-	if (km->be->download(km->dev, out->values, st, km->enc.h * sizeof(float), err, errlen) != 0)
+	if (km->h.be->download(km->h.dev, out->values, st, km->enc.h * sizeof(float), err, errlen) != 0)
 		return -1;
 	out->ntokens = km->has_dec ? output_len : 0;
 	if (out->ntokens &&
-	    km->be->download(km->dev, out->tokens, st + rnn_tok_out_off(km, input_len) + sizeof(int32_t),
+	    km->h.be->download(km->h.dev, out->tokens, st + rnn_tok_out_off(km, input_len) + sizeof(int32_t),
 	                     output_len * sizeof(int32_t), err, errlen) != 0)
 		return -1;
 	return 0;

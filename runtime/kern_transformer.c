@@ -44,10 +44,7 @@ struct tf_layer {
 };
 
 struct rt_model {
-	const struct rt_backend_ops *be;
-	struct rt_dev *dev;                 /* not owned */
-	const struct mdl_model *m;          /* not owned */
-	uint64_t seed;
+	struct rt_model_head h;             /* first: be, dev, m, seed, weight_bytes */
 	uint32_t d, ff, heads, dk, vocab;
 	uint32_t nenc, ndec;
 	struct tf_layer enc[TF_MAX_LAYERS], dec[TF_MAX_LAYERS];
@@ -56,7 +53,6 @@ struct rt_model {
 	float *cross_b[TF_MAX_LAYERS];
 	struct rt_weight *proj;
 	float *proj_b, *emb, *pos;                /* emb: vocab x d; pos: TF_MAX_POS x d */
-	uint64_t weight_bytes;
 };
 
 struct tf_work {
@@ -170,10 +166,10 @@ static int tf_match(const struct mdl_model *m, char *why, size_t len)
 static void tf_layer_free(struct rt_model *km, struct tf_layer *ly)
 {
 	for (int i = 0; i < TF_NW; i++)
-		km->be->weight_destroy(km->dev, ly->w[i]);
+		km->h.be->weight_destroy(km->h.dev, ly->w[i]);
 	for (int i = 0; i < TF_NB; i++)
 		if (ly->b[i])
-			km->be->free(km->dev, ly->b[i]);
+			km->h.be->free(km->h.dev, ly->b[i]);
 }
 
 static void tf_destroy(struct rt_model *km)
@@ -184,15 +180,15 @@ static void tf_destroy(struct rt_model *km)
 		tf_layer_free(km, &km->enc[l]);
 	for (uint32_t l = 0; l < km->ndec; l++) {
 		tf_layer_free(km, &km->dec[l]);
-		km->be->weight_destroy(km->dev, km->cross[l]);
+		km->h.be->weight_destroy(km->h.dev, km->cross[l]);
 		if (km->cross_b[l])
-			km->be->free(km->dev, km->cross_b[l]);
+			km->h.be->free(km->h.dev, km->cross_b[l]);
 	}
-	km->be->weight_destroy(km->dev, km->proj);
+	km->h.be->weight_destroy(km->h.dev, km->proj);
 	float *v[] = { km->proj_b, km->emb, km->pos };
 	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
 		if (v[i])
-			km->be->free(km->dev, v[i]);
+			km->h.be->free(km->h.dev, v[i]);
 	free(km);
 }
 
@@ -205,19 +201,19 @@ static int tf_layer_create(struct rt_model *km, struct tf_layer *ly, int decoder
 	uint64_t tag = (uint64_t)ly->node << 8;
 	int nw = decoder ? TF_NW : TF_W_Q2, nb = decoder ? TF_NB : TF_G3;
 	for (int i = 0; i < nw; i++) {
-		if (rt_kern_weight(km->be, km->dev, shape[i][0], shape[i][1], 1.0f / sqrtf((float)shape[i][0]), km->seed,
+		if (rt_kern_weight(km->h.be, km->h.dev, shape[i][0], shape[i][1], 1.0f / sqrtf((float)shape[i][0]), km->h.seed,
 		                   tag + (uint64_t)i, &ly->w[i], err, errlen) != 0)
 			return -1;
-		km->weight_bytes += (uint64_t)shape[i][0] * shape[i][1] * sizeof(float);
+		km->h.weight_bytes += (uint64_t)shape[i][0] * shape[i][1] * sizeof(float);
 	}
 	for (int i = 0; i < nb; i++) {
 		int gain = i == TF_G1 || i == TF_G2 || i == TF_G3;
 		int shift = i == TF_BE1 || i == TF_BE2 || i == TF_BE3;
-		ly->b[i] = rt_kern_table(km->be, km->dev, blen[i], gain ? 1.0f : 0.0f, gain ? 0.5f : shift ? 0.1f : 0.02f,
-		                         km->seed, tag + 64 + (uint64_t)i, err, errlen);
+		ly->b[i] = rt_kern_table(km->h.be, km->h.dev, blen[i], gain ? 1.0f : 0.0f, gain ? 0.5f : shift ? 0.1f : 0.02f,
+		                         km->h.seed, tag + 64 + (uint64_t)i, err, errlen);
 		if (!ly->b[i])
 			return -1;
-		km->weight_bytes += (uint64_t)blen[i] * sizeof(float);
+		km->h.weight_bytes += (uint64_t)blen[i] * sizeof(float);
 	}
 	return 0;
 }
@@ -225,22 +221,10 @@ static int tf_layer_create(struct rt_model *km, struct tf_layer *ly, int decoder
 static int tf_create(const struct mdl_model *m, const struct rt_backend_ops *be, struct rt_dev *dev,
                      uint64_t seed, struct rt_model **out, char *err, size_t errlen)
 {
-	char why[200];
 	*out = NULL;
-	struct rt_model *km = calloc(1, sizeof *km);
-	if (!km) {
-		snprintf(err, errlen, "out of memory");
+	struct rt_model *km = rt_kern_model_new(sizeof *km, m, be, dev, seed, tf_shape, err, errlen);
+	if (!km)
 		return -1;
-	}
-	if (!tf_shape(m, km, why, sizeof why)) {
-		snprintf(err, errlen, "model %s: %s", m->name, why);
-		free(km);
-		return -1;
-	}
-	km->be = be;
-	km->dev = dev;
-	km->m = m;
-	km->seed = seed;
 	const uint32_t d = km->d;
 	for (uint32_t l = 0; l < km->nenc; l++)
 		if (tf_layer_create(km, &km->enc[l], 0, err, errlen) != 0)
@@ -251,14 +235,14 @@ static int tf_create(const struct mdl_model *m, const struct rt_backend_ops *be,
 		    rt_kern_weight(be, dev, d, 2 * d, 1.0f / sqrtf((float)d), seed, tag, &km->cross[l], err, errlen) != 0 ||
 		    !(km->cross_b[l] = rt_kern_table(be, dev, 2 * (size_t)d, 0.0f, 0.02f, seed, tag + 1, err, errlen)))
 			goto fail;
-		km->weight_bytes += (uint64_t)(d + 1) * 2 * d * sizeof(float);
+		km->h.weight_bytes += (uint64_t)(d + 1) * 2 * d * sizeof(float);
 	}
 	uint64_t tag = (uint64_t)km->proj_node << 8;
 	if (rt_kern_weight(be, dev, d, km->vocab, 1.0f / sqrtf((float)d), seed, tag, &km->proj, err, errlen) != 0 ||
 	    !(km->proj_b = rt_kern_table(be, dev, km->vocab, 0.0f, 0.02f, seed, tag + 1, err, errlen)) ||
 	    !(km->emb = rt_kern_table(be, dev, (size_t)km->vocab * d, 0.0f, 1.0f, seed, tag + 2, err, errlen)))
 		goto fail;
-	km->weight_bytes += (uint64_t)(2 * d + 1) * km->vocab * sizeof(float);
+	km->h.weight_bytes += (uint64_t)(2 * d + 1) * km->vocab * sizeof(float);
 	/* sinusoidal positions: sin on even, cos on odd dimensions */
 	float *pos = malloc((size_t)TF_MAX_POS * d * sizeof(float));
 	km->pos = be->alloc(dev, (size_t)TF_MAX_POS * d * sizeof(float));
@@ -286,7 +270,7 @@ fail:
 static void tf_info(const struct rt_model *km, struct rt_model_info *o)
 {
 	*o = (struct rt_model_info){ .family = "transformer", .output_floats = km->d,
-	                             .max_k = km->ff > km->d ? km->ff : km->d, .weight_bytes = km->weight_bytes };
+	                             .max_k = km->ff > km->d ? km->ff : km->d, .weight_bytes = km->h.weight_bytes };
 	snprintf(o->detail, sizeof o->detail, "%u+%u layers, d %u, %u heads of %u, ff %u, vocabulary %u", km->nenc,
 	         km->ndec, km->d, km->heads, km->dk, km->ff, km->vocab);
 }
@@ -336,7 +320,7 @@ static int tf_state_init(const struct rt_model *km, void *state, uint64_t id, ui
 	}
 	struct tf_layout L = tf_layout(km, input_len, output_len);
 	uint32_t vin = km->vocab < TF_INPUT_VOCAB_MAX ? km->vocab : TF_INPUT_VOCAB_MAX;
-	return rt_kern_token_state(km->be, km->dev, state, L.bytes, L.tok_in_b, input_len, vin, km->seed,
+	return rt_kern_token_state(km->h.be, km->h.dev, state, L.bytes, L.tok_in_b, input_len, vin, km->h.seed,
 	                           TF_TAG_TOKENS + id, err, errlen);
 }
 
@@ -348,7 +332,7 @@ static void tf_work_destroy(const struct rt_model *km, void *work)
 	if (!w)
 		return;
 	float *bufs[] = { w->x, w->qkv, w->a, w->o, w->f, w->kv, w->logits };
-	rt_kern_free_buffers(km->be, km->dev, bufs, sizeof bufs / sizeof bufs[0]);
+	rt_kern_free_buffers(km->h.be, km->h.dev, bufs, sizeof bufs / sizeof bufs[0]);
 	free(w->src);
 	free(w->dst);
 	free(w->dst2);
@@ -368,14 +352,14 @@ static int tf_work_create(const struct rt_model *km, uint32_t rows, void **work,
 	if (!w)
 		goto oom;
 	size_t d = km->d, r = rows;
-	struct rt_dev *dev = km->dev;
-	w->x = km->be->alloc(dev, r * d * sizeof(float));
-	w->qkv = km->be->alloc(dev, r * 3 * d * sizeof(float));
-	w->a = km->be->alloc(dev, r * d * sizeof(float));
-	w->o = km->be->alloc(dev, r * d * sizeof(float));
-	w->f = km->be->alloc(dev, r * km->ff * sizeof(float));
-	w->kv = km->be->alloc(dev, r * 2 * d * sizeof(float));
-	w->logits = km->be->alloc(dev, r * km->vocab * sizeof(float));
+	struct rt_dev *dev = km->h.dev;
+	w->x = km->h.be->alloc(dev, r * d * sizeof(float));
+	w->qkv = km->h.be->alloc(dev, r * 3 * d * sizeof(float));
+	w->a = km->h.be->alloc(dev, r * d * sizeof(float));
+	w->o = km->h.be->alloc(dev, r * d * sizeof(float));
+	w->f = km->h.be->alloc(dev, r * km->ff * sizeof(float));
+	w->kv = km->h.be->alloc(dev, r * 2 * d * sizeof(float));
+	w->logits = km->h.be->alloc(dev, r * km->vocab * sizeof(float));
 	w->src = calloc(r, sizeof *w->src);
 	w->dst = calloc(r, sizeof *w->dst);
 	w->dst2 = calloc(r, sizeof *w->dst2);
@@ -405,7 +389,7 @@ struct tf_pos {            /* where a member is: its step, and whether it writes
 
 static struct tf_pos tf_pos(const struct rt_model *km, const struct rt_member *mb, int decoder)
 {
-	struct tf_pos p = { rt_step_at(km->m, mb->pos, mb->input_len, mb->output_len),
+	struct tf_pos p = { rt_step_at(km->h.m, mb->pos, mb->input_len, mb->output_len),
 	                    decoder ? mb->output_len : mb->input_len };
 	if (!mb->active && p.t >= p.reps)
 		p.t = p.reps ? p.reps - 1 : 0;
@@ -417,7 +401,7 @@ static struct tf_pos tf_pos(const struct rt_model *km, const struct rt_member *m
 static void tf_input(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t n,
                      const struct rt_member *mb, int first, int decoder)
 {
-	const struct rt_backend_ops *be = km->be;
+	const struct rt_backend_ops *be = km->h.be;
 	for (uint32_t i = 0; i < n; i++) {
 		struct tf_layout L = tf_layout(km, mb[i].input_len, mb[i].output_len);
 		struct tf_pos p = tf_pos(km, &mb[i], decoder);
@@ -439,7 +423,7 @@ static void tf_input(const struct rt_model *km, struct tf_work *w, struct rt_str
 static void tf_self_attn(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t n,
                          const struct rt_member *mb, const struct tf_layer *ly, uint32_t l, int decoder)
 {
-	const struct rt_backend_ops *be = km->be;
+	const struct rt_backend_ops *be = km->h.be;
 	const size_t d = km->d;
 	be->gemm(s, ly->w[TF_W_QKV], n, w->x, d, w->qkv, 3 * d);
 	be->bias_act(s, n, 3 * (uint32_t)d, w->qkv, 3 * d, ly->b[TF_B_QKV], RT_ACT_NONE);
@@ -465,7 +449,7 @@ static void tf_self_attn(const struct rt_model *km, struct tf_work *w, struct rt
 static void tf_cross_attn(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t n,
                           const struct rt_member *mb, const struct tf_layer *ly, uint32_t l)
 {
-	const struct rt_backend_ops *be = km->be;
+	const struct rt_backend_ops *be = km->h.be;
 	const size_t d = km->d;
 	be->gemm(s, ly->w[TF_W_Q2], n, w->x, d, w->a, d);
 	be->bias_act(s, n, (uint32_t)d, w->a, d, ly->b[TF_B_Q2], RT_ACT_NONE);
@@ -485,7 +469,7 @@ static void tf_cross_attn(const struct rt_model *km, struct tf_work *w, struct r
 static void tf_ffn(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t n,
                    const struct tf_layer *ly, int decoder)
 {
-	const struct rt_backend_ops *be = km->be;
+	const struct rt_backend_ops *be = km->h.be;
 	const size_t d = km->d;
 	be->gemm(s, ly->w[TF_W_FF1], n, w->x, d, w->f, km->ff);
 	be->bias_act(s, n, km->ff, w->f, km->ff, ly->b[TF_B_FF1], RT_ACT_RELU);
@@ -500,13 +484,13 @@ static void tf_store_x(const struct rt_model *km, struct tf_work *w, struct rt_s
 {
 	for (uint32_t i = 0; i < n; i++)
 		w->dst[i] = mb[i].active ? (float *)mb[i].state : NULL;
-	km->be->scatter(s, n, km->d, w->x, km->d, w->dst);
+	km->h.be->scatter(s, n, km->d, w->x, km->d, w->dst);
 }
 
 static void tf_cross_kv(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t n,
                         const struct rt_member *mb)
 {
-	const struct rt_backend_ops *be = km->be;
+	const struct rt_backend_ops *be = km->h.be;
 	const size_t d = km->d;
 	tf_input(km, w, s, n, mb, 0, 0);
 	for (uint32_t l = 0; l < km->ndec; l++) {
@@ -533,8 +517,8 @@ static void tf_proj(const struct rt_model *km, struct tf_work *w, struct rt_stre
 		struct tf_pos p = tf_pos(km, &mb[i], 1);
 		w->tok_out[i] = mb[i].active ? (int32_t *)((unsigned char *)mb[i].state + L.tok_out_b) + p.t + 1 : NULL;
 	}
-	km->be->gemm(s, km->proj, n, w->x, km->d, w->logits, km->vocab);
-	km->be->bias_argmax(s, n, km->vocab, w->logits, km->vocab, km->proj_b, w->tok_out);
+	km->h.be->gemm(s, km->proj, n, w->x, km->d, w->logits, km->vocab);
+	km->h.be->bias_argmax(s, n, km->vocab, w->logits, km->vocab, km->proj_b, w->tok_out);
 }
 
 static void tf_run_node(const struct rt_model *km, void *work, struct rt_stream *s, uint32_t node, uint32_t n,
@@ -575,9 +559,9 @@ static int tf_outputs(const struct rt_model *km, const void *state, uint32_t inp
 	const unsigned char *st = state;
 	out->nvalues = km->d;
 	out->ntokens = output_len;
-	if (km->be->download(km->dev, out->values, st, km->d * sizeof(float), err, errlen) != 0)
+	if (km->h.be->download(km->h.dev, out->values, st, km->d * sizeof(float), err, errlen) != 0)
 		return -1;
-	if (output_len && km->be->download(km->dev, out->tokens, st + L.tok_out_b + sizeof(int32_t),
+	if (output_len && km->h.be->download(km->h.dev, out->tokens, st + L.tok_out_b + sizeof(int32_t),
 	                                   output_len * sizeof(int32_t), err, errlen) != 0)
 		return -1;
 	return 0;

@@ -134,3 +134,27 @@ void rt_kern_free_buffers(const struct rt_backend_ops *be, struct rt_dev *dev, f
 		if (bufs[i])
 			be->free(dev, bufs[i]);
 }
+
+struct rt_model *rt_kern_model_new(size_t size, const struct mdl_model *m, const struct rt_backend_ops *be,
+                                   struct rt_dev *dev, uint64_t seed,
+                                   int (*shape)(const struct mdl_model *m, struct rt_model *km, char *why, size_t len),
+                                   char *err, size_t errlen)
+{
+	char why[200];
+	struct rt_model *km = calloc(1, size);
+	if (!km) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (!shape(m, km, why, sizeof why)) {
+		snprintf(err, errlen, "model %s: %s", m->name, why);
+		free(km);
+		return NULL;
+	}
+	struct rt_model_head *h = (struct rt_model_head *)km;   /* every family's model begins with its head */
+	h->be = be;
+	h->dev = dev;
+	h->m = m;
+	h->seed = seed;
+	return km;
+}

@@ -43,6 +43,15 @@
 #include "../models/model.h"
 #include "backend.h"
 
+/* Each kernel family defines its own struct rt_model (one family per
+ * file); all of them begin with this head, which rt_kern_model_new fills. */
+struct rt_model_head {
+	const struct rt_backend_ops *be;
+	struct rt_dev *dev;                 /* not owned */
+	const struct mdl_model *m;          /* not owned */
+	uint64_t seed;                      /* weights and request inputs */
+	uint64_t weight_bytes;              /* device bytes of weights, summed by the family */
+};
 struct rt_model;
 
 struct rt_member {
@@ -107,6 +116,15 @@ int rt_kern_weight(const struct rt_backend_ops *be, struct rt_dev *dev, uint32_t
                    uint64_t seed, uint64_t tag, struct rt_weight **out, char *err, size_t errlen);
 float *rt_kern_table(const struct rt_backend_ops *be, struct rt_dev *dev, size_t n, float offset, float scale, uint64_t seed,
                      uint64_t tag, char *err, size_t errlen);
+
+/* The set-up every family's create shares: a zeroed model of size bytes
+ * (its struct rt_model, which begins with struct rt_model_head) with the
+ * head filled, after shape(m, model, why) has accepted the model's shapes.
+ * NULL with err ("model NAME: why", or out of memory). */
+struct rt_model *rt_kern_model_new(size_t size, const struct mdl_model *m, const struct rt_backend_ops *be,
+                                   struct rt_dev *dev, uint64_t seed,
+                                   int (*shape)(const struct mdl_model *m, struct rt_model *km, char *why, size_t len),
+                                   char *err, size_t errlen);
 
 /* A request's initial device state: bytes of zeros with ntok token ids in
  * [0, vocab) from stream (seed, tag) as int32 at byte offset tok_off,
