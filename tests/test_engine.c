@@ -307,6 +307,65 @@ static void test_warmup(void **state)
 }
 
 /* Policy names are unique (the registry is the one list). */
+/* ---- the driver refuses a policy that breaks the policy.h contract ---- */
+
+struct bad_state {
+	struct pol_request *r;     /* the one waiting request */
+	int mode;                  /* 0: the request twice in one task; 1: more requests than the max batch */
+};
+static int bad_mode;
+
+static int bad_init(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen)
+{
+	(void)env, (void)err, (void)errlen;
+	((struct bad_state *)st)->mode = bad_mode;
+	return 0;
+}
+static void bad_arrival(struct pol_state *st, struct pol_request *r, int64_t now)
+{
+	(void)now;
+	((struct bad_state *)st)->r = r;
+}
+static void bad_done(struct pol_state *st, const struct pol_task *t, int64_t now)
+{
+	(void)st, (void)t, (void)now;
+}
+static int bad_next(struct pol_state *st, uint32_t dev, int64_t now, struct pol_task *t, int64_t *wake)
+{
+	(void)dev, (void)now, (void)wake;
+	struct bad_state *b = (struct bad_state *)st;
+	if (!b->r)
+		return 0;
+	t->kind = POL_TASK_GRAPH;
+	t->nreq = b->mode == 0 ? 2 : 3;
+	for (uint32_t i = 0; i < 2; i++)    /* reqs has max_batch = 2 slots: a third member is only counted */
+		t->reqs[i] = b->r;
+	return 1;
+}
+static const struct pol_ops bad_policy_ops = {
+	.name = "bad", .help = "breaks the contract on purpose", .state_size = sizeof(struct bad_state),
+	.default_max_batch = 2, .init = bad_init, .on_arrival = bad_arrival, .on_task_done = bad_done,
+	.next_task = bad_next,
+};
+
+static void test_driver_refuses_broken_contract(void **state)
+{
+	(void)state;
+	struct mdl_model m = one_node_model(MDL_STATIC);
+	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
+	static const char *const expect[2] = {
+		"policy bad broke its contract: request 0 in a task it cannot join",
+		"policy bad broke its contract: a task of 3 requests (max batch 2)",
+	};
+	for (bad_mode = 0; bad_mode < 2; bad_mode++) {
+		struct eng_config c = base_config(&bad_policy_ops, &m, &hw.base);
+		struct drv_result r;
+		char err[256] = "";
+		assert_int_equal(eng_run(&c, &r, err, sizeof err), -1);
+		assert_string_equal(err, expect[bad_mode]);
+	}
+}
+
 static void test_policy_registry_unique(void **state)
 {
 	(void)state;
@@ -332,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_two_workers),
 		cmocka_unit_test(test_warmup),
+		cmocka_unit_test(test_driver_refuses_broken_contract),
 		cmocka_unit_test(test_policy_registry_unique),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
