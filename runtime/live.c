@@ -589,6 +589,13 @@ static int live_setup(struct live *L, char *err, size_t errlen)
 	const struct live_config *c = L->c;
 	struct live_result *res = L->res;
 	struct rt_model_info info;
+	/* first, so that a configuration the driver refuses opens no device */
+	struct drv_config dc = { .policy = c->policy, .env = c->env, .max_cells = c->env.max_batch,
+	                         .warmup = c->warmup, .expected_requests = c->n,
+	                         .keep_request_rows = c->keep_request_rows, .release = live_req_done, .release_ctx = L };
+	dc.env.workers = c->workers;
+	if (drv_init(&L->drv, &dc, err, errlen) != 0)
+		return -1;
 	if (!(L->kops = rt_kernels_find(c->model, err, errlen)))
 		return -1;
 	L->be = c->backend ? c->backend : rt_backend_find(c->device, err, errlen);
@@ -628,10 +635,7 @@ static int live_setup(struct live *L, char *err, size_t errlen)
 		    L->kops->work_create(L->km, L->rows, &w->work, err, errlen) != 0)
 			return -1;
 	}
-	struct drv_config dc = { .policy = c->policy, .env = c->env, .max_cells = c->env.max_batch,
-	                         .warmup = c->warmup, .expected_requests = c->n,
-	                         .keep_request_rows = c->keep_request_rows, .release = live_req_done, .release_ctx = L };
-	return drv_init(&L->drv, &dc, err, errlen);
+	return 0;
 oom:
 	snprintf(err, errlen, "out of memory setting up the live run");
 	return -1;
@@ -648,10 +652,6 @@ int live_run(const struct live_config *c, struct live_result *res, char *err, si
 	pthread_cond_init(&L.sched_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	atomic_init(&L.gen_stop, 0);
-	if (c->workers < 1 || c->env.max_batch < 1) {
-		snprintf(err, errlen, "workers and max batch must be at least 1");
-		goto fail;
-	}
 	res->n = c->n;
 	res->reqs = calloc(c->n ? c->n : 1, sizeof *res->reqs);
 	if (!res->reqs) {

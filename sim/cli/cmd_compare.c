@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../../util/text.h"
 #include "../store/cdf_compare.h"
 #include "cli.h"
 #include "../../util/json.h"
@@ -55,7 +56,7 @@ static int compare_load_run(struct results_db *db, const char *path, const char 
 	struct results_run_info info;
 	snprintf(s->source, sizeof s->source, "%s", path);
 	s->nmatch = 1;
-	if (opt_parse_uint(spec, &id) == 0) {
+	if (txt_parse_uint(spec, UINT64_MAX, &id) == 0) {
 		if (id == 0 || id > INT64_MAX) {
 			snprintf(err, errlen, "run id '%s' is out of range", spec);
 			return -1;
@@ -116,7 +117,7 @@ static int compare_load_csv(const char *path, struct compare_side *s, char *err,
 			goto fail;
 		}
 		*comma = '\0';
-		if (opt_parse_double(line, &q) != 0 || opt_parse_double(comma + 1, &v) != 0) {
+		if (txt_parse_double(line, &q) != 0 || txt_parse_double(comma + 1, &v) != 0) {
 			snprintf(err, errlen, "%s:%d: expected two numbers quantile,latency_ms", path, lineno);
 			goto fail;
 		}

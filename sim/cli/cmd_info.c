@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../../util/text.h"
 #include "cli.h"
 #include "../../util/json.h"
 #include "options.h"
@@ -323,7 +324,7 @@ static int parse_gemm(const char *text, uint64_t dims[3])
 	strcpy(buf, text);
 	char *save = NULL, *tok = strtok_r(buf, ",", &save);
 	for (int i = 0; i < 3; i++, tok = strtok_r(NULL, ",", &save))
-		if (!tok || opt_parse_uint(tok, &dims[i]) != 0 || dims[i] == 0)
+		if (!tok || txt_parse_uint(tok, UINT64_MAX, &dims[i]) != 0 || dims[i] == 0)
 			return -1;
 	return tok ? -1 : 0;
 }

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "../../util/text.h"
 #include "../store/aggregate.h"
 #include "cli.h"
 #include "options.h"
@@ -89,7 +90,8 @@ static int sweep_parse_part(const char *s, uint64_t *i, uint64_t *n)
 		return -1;
 	memcpy(buf, s, (size_t)(slash - s));
 	buf[slash - s] = '\0';
-	if (opt_parse_uint(buf, i) != 0 || opt_parse_uint(slash + 1, n) != 0 || *i < 1 || *i > *n)
+	if (txt_parse_uint(buf, UINT64_MAX, i) != 0 || txt_parse_uint(slash + 1, UINT64_MAX, n) != 0
+	    || *i < 1 || *i > *n)
 		return -1;
 	return 0;
 }

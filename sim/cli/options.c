@@ -1,37 +1,10 @@
 /* sim/cli/options.c: parses --key=value arguments against a parameter table
  * (see options.h). getopt_long does the scanning; the table does the rest. */
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "options.h"
-
-int opt_parse_uint(const char *text, uint64_t *out)
-{
-	if (!text || !*text || *text == '-' || *text == '+' || *text == ' ')
-		return -1;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(text, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-int opt_parse_double(const char *text, double *out)
-{
-	if (!text || !*text || *text == ' ')
-		return -1;
-	char *end;
-	errno = 0;
-	double v = strtod(text, &end);
-	if (errno || *end || !isfinite(v))
-		return -1;
-	*out = v;
-	return 0;
-}
+#include "../../util/text.h"
 
 static int opt_index(const struct opt_set *s, const char *name)
 {
@@ -55,14 +28,14 @@ static int opt_check(const struct opt_def *d, const char *v, char *err, size_t e
 	case OPT_FLAG:
 		return 0;
 	case OPT_UINT:
-		if (opt_parse_uint(v, &u) != 0) {
+		if (txt_parse_uint(v, UINT64_MAX, &u) != 0) {
 			snprintf(err, errlen, "--%s=%s: expected a non-negative integer", d->name, v);
 			return -1;
 		}
 		x = (double)u;
 		break;
 	case OPT_DOUBLE:
-		if (opt_parse_double(v, &x) != 0) {
+		if (txt_parse_double(v, &x) != 0) {
 			snprintf(err, errlen, "--%s=%s: expected a number", d->name, v);
 			return -1;
 		}
@@ -145,7 +118,7 @@ uint64_t opt_uint(const struct opt_set *s, const char *name)
 	uint64_t v = 0;
 	const char *t = opt_str(s, name);
 	if (t)
-		opt_parse_uint(t, &v);
+		txt_parse_uint(t, UINT64_MAX, &v);
 	return v;
 }
 
@@ -154,7 +127,7 @@ double opt_double(const struct opt_set *s, const char *name)
 	double v = 0;
 	const char *t = opt_str(s, name);
 	if (t)
-		opt_parse_double(t, &v);
+		txt_parse_double(t, &v);
 	return v;
 }
 

@@ -48,9 +48,4 @@ int opt_flag(const struct opt_set *s, const char *name);
 int opt_given(const struct opt_set *s, const char *name);
 void opt_print_help(FILE *f, const char *usage, const struct opt_def *defs, size_t ndefs);
 
-/* Strict number parsing shared with other parsers: the whole string must be
- * the number; no sign for unsigned. 0 on success. */
-int opt_parse_uint(const char *text, uint64_t *out);
-int opt_parse_double(const char *text, double *out);
-
 #endif

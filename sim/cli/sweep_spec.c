@@ -1,6 +1,7 @@
 /* sim/cli/sweep_spec.c: reads a sweep description (sim/SWEEP.md) and enumerates
  * its points. Every option is checked here, against the run subcommand's own
  * option table, so a typo is reported with its line before any run starts. */
+#include "../../util/text.h"
 #include "sweep_spec.h"
 
 #include <errno.h>
@@ -291,11 +292,11 @@ static int sp_seeds(struct sp_ctx *c, unsigned line, char **tok, size_t n)
 		char *dots = strstr(tok[t], "..");
 		if (dots) {
 			*dots = '\0';
-			int bad = opt_parse_uint(tok[t], &lo) != 0 || opt_parse_uint(dots + 2, &hi) != 0;
+			int bad = txt_parse_uint(tok[t], UINT64_MAX, &lo) != 0 || txt_parse_uint(dots + 2, UINT64_MAX, &hi) != 0;
 			*dots = '.';
 			if (bad || hi < lo)
 				return sp_fail(c, line, "seed range '%s': expected FIRST..LAST with FIRST <= LAST", tok[t]);
-		} else if (opt_parse_uint(tok[t], &lo) != 0) {
+		} else if (txt_parse_uint(tok[t], UINT64_MAX, &lo) != 0) {
 			return sp_fail(c, line, "seed '%s': expected a non-negative integer", tok[t]);
 		} else {
 			hi = lo;

@@ -302,10 +302,6 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	struct eng e = { .c = c, .err = err, .errlen = errlen, .wake_pending_ns = INT64_MAX, .timeline = c->timeline };
 	const struct mdl_model *m = c->model;
 	memset(res, 0, sizeof *res);
-	if (c->workers < 1 || c->env.max_batch < 1) {
-		snprintf(err, errlen, "workers and max batch must be at least 1");
-		return -1;
-	}
 	uint32_t max_cells = eng_max_cells(c);
 	e.lat = eng_latency_create(m, c->hw, max_cells, err, errlen);
 	if (!e.lat)
@@ -320,6 +316,17 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	uint64_t expect = c->requests ? c->requests : (uint64_t)(c->rate_rps * c->duration_s * 1.05) + 16;
 	if (c->trace && (!c->requests || c->requests > c->trace->n))
 		expect = c->trace->n;
+	struct drv_config dc = {
+		.policy = c->policy, .env = c->env, .max_cells = max_cells, .warmup = c->warmup,
+		.expected_requests = expect, .keep_request_rows = c->keep_request_rows,
+		.release = eng_req_release, .release_ctx = &e,
+	};
+	dc.env.model = m;
+	dc.env.workers = c->workers;
+	dc.env.lat = (struct pol_latency){ .ctx = e.lat, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns };
+	/* before the devices, so that a configuration the driver refuses allocates none */
+	if (drv_init(&e.drv, &dc, err, errlen) != 0)
+		goto fail;
 	e.q = evq_create(EVQ_QUAD_HEAP, 16 + 2 * (size_t)c->workers);
 	e.devices = calloc(c->workers, sizeof *e.devices);
 	if (!e.q || !e.devices) {
@@ -339,16 +346,6 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 		for (uint32_t type = 0; e.has_cold && type < m->nnodes; type++)
 			e.devices[i].cold_owed_ns[type] = eng_latency_cold_ns(e.lat, type, INT64_MAX);
 	}
-	struct drv_config dc = {
-		.policy = c->policy, .env = c->env, .max_cells = max_cells, .warmup = c->warmup,
-		.expected_requests = expect, .keep_request_rows = c->keep_request_rows,
-		.release = eng_req_release, .release_ctx = &e,
-	};
-	dc.env.model = m;
-	dc.env.workers = c->workers;
-	dc.env.lat = (struct pol_latency){ .ctx = e.lat, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns };
-	if (drv_init(&e.drv, &dc, err, errlen) != 0)
-		goto fail;
 	if (eng_loop(&e) != 0)
 		goto fail;
 	struct drv_run_end end = { .end_ns = e.now_ns, .workers = c->workers, .sla_ns = c->sla_ns, .events = e.events,
