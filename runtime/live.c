@@ -410,41 +410,129 @@ static int live_any_done(const struct live *L)
 	return 0;
 }
 
-static int live_schedule(struct live *L, char *err, size_t errlen)
+/* The scheduler's loop state between two wake-ups. */
+struct live_sched {
+	int64_t wake_ns;              /* the policy's earliest pending wake-up */
+	int stopping, failed;
+	uint32_t nbusy;               /* workers running a task */
+	struct live_worker **done;    /* workers that finished since the last look */
+};
+
+/* Sleep (holding L->mu) until there is news: an arrival, a finished task, a
+ * wake-up that is due, a stop asked, or nothing left to wait for. */
+static void live_wait_for_news(struct live *L, const struct live_sched *S)
+{
+	for (;;) {
+		if (L->delivered < L->issued_upto || live_any_done(L))
+			return;
+		if (!S->stopping && live_stop_asked(L))
+			return;
+		if (S->nbusy == 0 && L->gen_done && (S->stopping || L->outstanding == 0 || S->wake_ns == INT64_MAX))
+			return;
+		int64_t now = live_mono_ns() - L->t0_ns;
+		if (now >= S->wake_ns)
+			return;
+		int64_t until = S->wake_ns - now < LIVE_POLL_NS ? S->wake_ns : now + LIVE_POLL_NS;
+		struct timespec ts = live_ts(L->t0_ns + until);
+		pthread_cond_timedwait(&L->sched_cv, &L->mu, &ts);
+	}
+}
+
+/* Take (holding L->mu) the workers that finished, in the order they ended. */
+static uint32_t live_take_done(struct live *L, struct live_sched *S)
+{
+	uint32_t ndone = 0;
+	for (uint32_t i = 0; i < L->c->workers; i++)
+		if (L->workers[i].job_done) {
+			L->workers[i].job_done = 0;
+			S->done[ndone++] = &L->workers[i];
+		}
+	for (uint32_t i = 1; i < ndone; i++)
+		for (uint32_t j = i; j > 0 && S->done[j]->end_ns < S->done[j - 1]->end_ns; j--) {
+			struct live_worker *x = S->done[j];
+			S->done[j] = S->done[j - 1];
+			S->done[j - 1] = x;
+		}
+	return ndone;
+}
+
+/* Hand finished tasks to the driver; after the first failure only free the workers. */
+static void live_finish_tasks(struct live *L, struct live_sched *S, uint32_t ndone, int64_t now, char *err,
+                              size_t errlen)
+{
+	for (uint32_t i = 0; i < ndone; i++) {
+		struct live_worker *w = S->done[i];
+		S->nbusy--;
+		if (w->job_rc != 0 && !S->failed) {
+			snprintf(err, errlen, "%s", w->job_err);
+			S->failed = 1;
+		}
+		if (w->job_rc != 0 || S->failed) {
+			w->busy = 0;
+			continue;
+		}
+		if (live_complete(L, w, now, err, errlen) != 0)
+			S->failed = 1;
+	}
+}
+
+/* Hand the requests issued since the last look (ids a..b-1) to the driver, in id order. */
+static void live_deliver_arrivals(struct live *L, struct live_sched *S, uint64_t a, uint64_t b, int64_t now,
+                                  char *err, size_t errlen)
 {
 	const struct live_config *c = L->c;
+	for (uint64_t id = a; id < b && !S->failed; id++) {
+		if (L->res->reqs[id].status == LIVE_DROPPED)
+			continue;
+		struct pol_request *r = &L->reqs[id].pr;
+		r->id = id;
+		r->arrival_ns = c->arrival_ns[id];
+		r->input_len = c->input_len[id];
+		r->output_len = c->output_len[id];
+		L->res->events++;
+		if (drv_arrive(&L->drv, r, now, err, errlen) != 0)
+			S->failed = 1;
+	}
+}
+
+/* Ask the policy for a task for every idle worker, and start what it offers. */
+static void live_offer_tasks(struct live *L, struct live_sched *S, int64_t now, char *err, size_t errlen)
+{
+	int64_t want = INT64_MAX;
+	for (uint32_t i = 0; i < L->c->workers; i++) {
+		struct live_worker *w = &L->workers[i];
+		if (w->busy)
+			continue;
+		int64_t t1 = live_mono_ns();
+		struct drv_task_shape shape = { 0 };
+		int got = drv_next_task(&L->drv, i, now, &w->task, &want, &shape, err, errlen);
+		if (got < 0) {
+			S->failed = S->stopping = 1;
+			atomic_store(&L->gen_stop, 1);
+			break;
+		}
+		if (got) {
+			live_dispatch(L, w, now, &shape);
+			S->nbusy++;
+		}
+		L->res->decide_ns += (double)(live_mono_ns() - t1);
+	}
+	if (want != INT64_MAX && want > now && want < S->wake_ns)
+		S->wake_ns = want;
+}
+
+static int live_schedule(struct live *L, char *err, size_t errlen)
+{
 	struct live_result *res = L->res;
-	int64_t wake_ns = INT64_MAX;     /* the policy's earliest pending wake-up */
-	int stopping = 0, failed = 0;
-	uint32_t nbusy = 0;
-	struct live_worker **done = calloc(c->workers, sizeof *done);
-	if (!done) {
+	struct live_sched S = { .wake_ns = INT64_MAX, .done = calloc(L->c->workers, sizeof *S.done) };
+	if (!S.done) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	pthread_mutex_lock(&L->mu);
 	for (;;) {
-		/* wait for news: an arrival, a finished task, a wake-up, a stop */
-		for (;;) {
-			if (L->delivered < L->issued_upto || live_any_done(L))
-				break;
-			if (!stopping && live_stop_asked(L))
-				break;
-			if (nbusy == 0 && L->gen_done && (stopping || L->outstanding == 0 || wake_ns == INT64_MAX))
-				break;
-			int64_t now = live_mono_ns() - L->t0_ns;
-			if (now >= wake_ns)
-				break;
-			int64_t until = wake_ns - now < LIVE_POLL_NS ? wake_ns : now + LIVE_POLL_NS;
-			struct timespec ts = live_ts(L->t0_ns + until);
-			pthread_cond_timedwait(&L->sched_cv, &L->mu, &ts);
-		}
-		uint32_t ndone = 0;
-		for (uint32_t i = 0; i < c->workers; i++)
-			if (L->workers[i].job_done) {
-				L->workers[i].job_done = 0;
-				done[ndone++] = &L->workers[i];
-			}
+		live_wait_for_news(L, &S);
+		uint32_t ndone = live_take_done(L, &S);
 		uint64_t a = L->delivered, b = L->issued_upto;
 		L->delivered = b;
 		pthread_mutex_unlock(&L->mu);
@@ -452,92 +540,37 @@ static int live_schedule(struct live *L, char *err, size_t errlen)
 		int64_t now = live_mono_ns() - L->t0_ns;
 		L->finished = 0;
 		/* completions in the order they ended, then arrivals in id order */
-		for (uint32_t i = 1; i < ndone; i++)
-			for (uint32_t j = i; j > 0 && done[j]->end_ns < done[j - 1]->end_ns; j--) {
-				struct live_worker *x = done[j];
-				done[j] = done[j - 1];
-				done[j - 1] = x;
-			}
-		for (uint32_t i = 0; i < ndone; i++) {
-			struct live_worker *w = done[i];
-			nbusy--;
-			if (w->job_rc != 0) {
-				if (!failed)
-					snprintf(err, errlen, "%s", w->job_err);
-				failed = 1;
-				w->busy = 0;
-				continue;
-			}
-			if (failed) {
-				w->busy = 0;
-				continue;
-			}
-			if (live_complete(L, w, now, err, errlen) != 0)
-				failed = 1;
-		}
-		for (uint64_t id = a; id < b && !failed; id++) {
-			struct live_request *rec = &res->reqs[id];
-			if (rec->status == LIVE_DROPPED)
-				continue;
-			struct pol_request *r = &L->reqs[id].pr;
-			r->id = id;
-			r->arrival_ns = c->arrival_ns[id];
-			r->input_len = c->input_len[id];
-			r->output_len = c->output_len[id];
-			res->events++;
-			if (drv_arrive(&L->drv, r, now, err, errlen) != 0)
-				failed = 1;
-		}
-		if (!stopping && (failed || live_stop_asked(L))) {
-			stopping = 1;
-			res->partial = !failed;
+		live_finish_tasks(L, &S, ndone, now, err, errlen);
+		live_deliver_arrivals(L, &S, a, b, now, err, errlen);
+		if (!S.stopping && (S.failed || live_stop_asked(L))) {
+			S.stopping = 1;
+			res->partial = !S.failed;
 			atomic_store(&L->gen_stop, 1);
 		}
-		if (wake_ns != INT64_MAX && now >= wake_ns) {
-			wake_ns = INT64_MAX;
+		if (S.wake_ns != INT64_MAX && now >= S.wake_ns) {
+			S.wake_ns = INT64_MAX;
 			res->events++;
 		}
-		if (!stopping) {
-			int64_t want = INT64_MAX;
-			for (uint32_t i = 0; i < c->workers; i++) {
-				struct live_worker *w = &L->workers[i];
-				if (w->busy)
-					continue;
-				int64_t t1 = live_mono_ns();
-				struct drv_task_shape shape = { 0 };
-				int got = drv_next_task(&L->drv, i, now, &w->task, &want, &shape, err, errlen);
-				if (got < 0) {
-					failed = stopping = 1;
-					atomic_store(&L->gen_stop, 1);
-					break;
-				}
-				if (got) {
-					live_dispatch(L, w, now, &shape);
-					nbusy++;
-				}
-				res->decide_ns += (double)(live_mono_ns() - t1);
-			}
-			if (want != INT64_MAX && want > now && want < wake_ns)
-				wake_ns = want;
-		}
+		if (!S.stopping)
+			live_offer_tasks(L, &S, now, err, errlen);
 		pthread_mutex_lock(&L->mu);
 		L->outstanding -= L->finished;
-		if (nbusy == 0 && stopping && L->gen_done)
+		if (S.nbusy == 0 && S.stopping && L->gen_done)
 			break;
-		if (nbusy == 0 && L->gen_done && L->delivered == L->issued_upto && !live_any_done(L)) {
+		if (S.nbusy == 0 && L->gen_done && L->delivered == L->issued_upto && !live_any_done(L)) {
 			if (L->outstanding == 0)
 				break;
-			if (wake_ns == INT64_MAX) {
+			if (S.wake_ns == INT64_MAX) {
 				snprintf(err, errlen, "policy %s stopped with %u requests unfinished (no task offered, no "
-				         "wake-up asked)", c->policy->name, L->outstanding);
-				failed = 1;
+				         "wake-up asked)", L->c->policy->name, L->outstanding);
+				S.failed = 1;
 				break;
 			}
 		}
 	}
 	pthread_mutex_unlock(&L->mu);
-	free(done);
-	return failed ? -1 : 0;
+	free(S.done);
+	return S.failed ? -1 : 0;
 }
 
 /* ---- setup and teardown ---- */

@@ -328,6 +328,94 @@ static int sweep_pool(struct sweep_run *r, unsigned jobs)
 	return pp_run(&pc, r->err, sizeof r->err);
 }
 
+/* Fill r->todo with this part's points that the database does not hold yet.
+ * Returns -1 on error, else the number of points in this part. */
+static long sweep_list_todo(struct sweep_run *r, uint64_t part_i, uint64_t part_n, size_t *stored, char *err,
+                            size_t errlen)
+{
+	const struct sweep_spec *spec = r->spec;
+	size_t inpart = 0;
+	if (!(r->todo = malloc((spec->npoints ? spec->npoints : 1) * sizeof *r->todo))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < spec->npoints; i++) {
+		if (i % part_n != part_i - 1)
+			continue;
+		inpart++;
+		struct sweep_point p;
+		if (sweep_point_make(spec, i, &p) != 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		int has = sweep_db_has_point(r->db, p.key, err, errlen);
+		sweep_point_free(&p);
+		if (has < 0)
+			return -1;
+		if (has)
+			(*stored)++;
+		else
+			r->todo[r->ntodo++] = i;
+	}
+	return (long)inpart;
+}
+
+struct sweep_signals {
+	struct sigaction old_int, old_term, old_hup;
+};
+
+static void sweep_catch_signals(struct sweep_signals *old)
+{
+	struct sigaction sa = { .sa_handler = sweep_on_signal };
+	sa.sa_flags = 0;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old->old_int);
+	sigaction(SIGTERM, &sa, &old->old_term);
+	sigaction(SIGHUP, &sa, &old->old_hup);
+	/* a signal the caller ignores (nohup, a background job) stays ignored, here and in the runs */
+	if (old->old_int.sa_handler == SIG_IGN)
+		sigaction(SIGINT, &old->old_int, NULL);
+	if (old->old_hup.sa_handler == SIG_IGN)
+		sigaction(SIGHUP, &old->old_hup, NULL);
+	if (old->old_term.sa_handler == SIG_IGN)
+		sigaction(SIGTERM, &old->old_term, NULL);
+}
+
+static void sweep_restore_signals(const struct sweep_signals *old)
+{
+	sigaction(SIGINT, &old->old_int, NULL);
+	sigaction(SIGTERM, &old->old_term, NULL);
+	sigaction(SIGHUP, &old->old_hup, NULL);
+}
+
+/* Run one point of every configuration left before running any, so that a
+ * bad option value in the file stops the sweep before it stores anything.
+ * Returns sweep_pool's value (-1 with err set, 1 when a signal stopped it);
+ * r->failed says whether a checked point was refused. */
+static int sweep_check_configs(struct sweep_run *r, unsigned jobs, char *err, size_t errlen)
+{
+	size_t ntodo = r->ntodo, nchk = 0, nseeds = r->spec->nseeds;
+	size_t *points = r->todo;
+	if (!(r->todo = malloc((ntodo ? ntodo : 1) * sizeof *r->todo))) {
+		r->todo = points;
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < ntodo; i++)
+		if (nchk == 0 || points[i] / nseeds != r->todo[nchk - 1] / nseeds)
+			r->todo[nchk++] = points[i];
+	r->ntodo = nchk;
+	r->checking = 1;
+	int prc = sweep_pool(r, jobs);
+	free(r->todo);
+	r->todo = points;
+	r->ntodo = ntodo;
+	r->checking = 0;
+	if (prc < 0)
+		snprintf(err, errlen, "%s", r->err);
+	return prc;
+}
+
 static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set *o, uint64_t part_i,
                             uint64_t part_n)
 {
@@ -335,7 +423,7 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	                       .tty = isatty(2), .last_decile = -1 };
 	char exe[4096], err[1024];
 	struct results_db *rdb = NULL;
-	struct sigaction sa = { .sa_handler = sweep_on_signal }, old_int, old_term, old_hup;
+	struct sweep_signals old;
 	int rc = CLI_BAD_INPUT, handlers = 0;
 	unsigned jobs = opt_given(o, "jobs") ? (unsigned)opt_uint(o, "jobs") : 0;
 	if (!jobs) {
@@ -358,79 +446,28 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	if (sweep_db_open(r.db_path, 0, &r.db, err, sizeof err) != 0)
 		goto fail;
 	rc = CLI_FAILED;
-	if (!(r.todo = malloc((spec->npoints ? spec->npoints : 1) * sizeof *r.todo))) {
-		snprintf(err, sizeof err, "out of memory");
+	size_t stored = 0;
+	long inpart = sweep_list_todo(&r, part_i, part_n, &stored, err, sizeof err);
+	if (inpart < 0)
 		goto fail;
-	}
-	size_t inpart = 0, stored = 0;
-	for (size_t i = 0; i < spec->npoints; i++) {
-		if (i % part_n != part_i - 1)
-			continue;
-		inpart++;
-		struct sweep_point p;
-		if (sweep_point_make(spec, i, &p) != 0) {
-			snprintf(err, sizeof err, "out of memory");
-			goto fail;
-		}
-		int has = sweep_db_has_point(r.db, p.key, err, sizeof err);
-		sweep_point_free(&p);
-		if (has < 0)
-			goto fail;
-		if (has)
-			stored++;
-		else
-			r.todo[r.ntodo++] = i;
-	}
 
-	sa.sa_flags = 0;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	sigaction(SIGHUP, &sa, &old_hup);
+	sweep_catch_signals(&old);
 	handlers = 1;
-	/* a signal the caller ignores (nohup, a background job) stays ignored, here and in the runs */
-	if (old_int.sa_handler == SIG_IGN)
-		sigaction(SIGINT, &old_int, NULL);
-	if (old_hup.sa_handler == SIG_IGN)
-		sigaction(SIGHUP, &old_hup, NULL);
-	if (old_term.sa_handler == SIG_IGN)
-		sigaction(SIGTERM, &old_term, NULL);
-
-	/* check one point of every configuration left before running any, so a
-	 * bad option value in the file stops the sweep before it stores anything */
-	size_t ntodo = r.ntodo, nchk = 0;
-	size_t *points = r.todo;
-	if (!(r.todo = malloc((ntodo ? ntodo : 1) * sizeof *r.todo))) {
-		r.todo = points;
-		snprintf(err, sizeof err, "out of memory");
+	int prc = sweep_check_configs(&r, jobs, err, sizeof err);
+	if (prc < 0)
 		goto fail;
-	}
-	for (size_t i = 0; i < ntodo; i++)
-		if (nchk == 0 || points[i] / spec->nseeds != r.todo[nchk - 1] / spec->nseeds)
-			r.todo[nchk++] = points[i];
-	r.ntodo = nchk;
-	r.checking = 1;
-	int prc = sweep_pool(&r, jobs);
-	free(r.todo);
-	r.todo = points;
-	r.ntodo = ntodo;
-	if (prc < 0) {
-		snprintf(err, sizeof err, "%s", r.err);
-		goto fail;
-	}
 	if (prc == 0 && r.failed) {
 		snprintf(err, sizeof err, "%s", r.first_error);
 		rc = r.bad_input ? CLI_BAD_INPUT : CLI_FAILED;
 		goto fail;
 	}
 
-	r.checking = 0;
 	r.ran = r.skipped = r.failed = 0;
 	r.bad_input = 0;
 	r.next = 0;
 	r.t0 = r.last_line_s = sweep_now_s();
 	if (!r.quiet)
-		fprintf(stderr, "sweep %s: %zu points%s, %zu stored already, %zu to run, %u at a time, into %s\n",
+		fprintf(stderr, "sweep %s: %ld points%s, %zu stored already, %zu to run, %u at a time, into %s\n",
 		        spec->path, inpart, part_n > 1 ? " in this part" : "", stored, r.ntodo, jobs, r.db_path);
 	if (prc == 0)
 		prc = sweep_pool(&r, jobs);
@@ -463,11 +500,8 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
 out:
-	if (handlers) {
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-		sigaction(SIGHUP, &old_hup, NULL);
-	}
+	if (handlers)
+		sweep_restore_signals(&old);
 	free(r.todo);
 	sweep_db_close(r.db);
 	return rc;
@@ -550,30 +584,10 @@ static void sweep_print_cell(const struct agg_stats *st)
 
 #define SWEEP_MAX_METRICS 16
 
-static int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
+/* The summary's header line: the axes, n, then each metric's columns. */
+static void sweep_summary_header(const struct sweep_spec *spec, const struct sweep_metric *const *m, size_t nm,
+                                 int csv)
 {
-	const struct sweep_metric *m[SWEEP_MAX_METRICS];
-	size_t nm = 0, missing = 0;
-	char err[768];
-	struct sweep_db *db = NULL;
-	double *vals = NULL, *row = NULL;
-	int csv = opt_flag(o, "csv"), rc = CLI_BAD_INPUT;
-	if (strcmp(opt_str(o, "metrics"), "help") == 0) {
-		size_t n;
-		const struct sweep_metric *all = sweep_metrics(&n);
-		for (size_t i = 0; i < n; i++)
-			printf("%-20s %s\n", all[i].name, all[i].help);
-		return CLI_OK;
-	}
-	if (sweep_parse_metrics(opt_str(o, "metrics"), m, SWEEP_MAX_METRICS, &nm, err, sizeof err) != 0 ||
-	    sweep_db_open(opt_str(o, "db"), 1, &db, err, sizeof err) != 0)
-		goto fail;
-	rc = CLI_FAILED;
-	if (!(vals = malloc(nm * spec->nseeds * sizeof *vals)) || !(row = malloc(nm * sizeof *row))) {
-		snprintf(err, sizeof err, "out of memory");
-		goto fail;
-	}
-	/* header */
 	for (size_t a = 0; a < spec->naxes; a++) {
 		if (csv) {
 			if (a)
@@ -599,6 +613,68 @@ static int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
 		}
 	}
 	putchar('\n');
+}
+
+/* One configuration's line: its axis labels (from point p), the seeds found
+ * (n) and each metric's statistics over them (vals: nm blocks of nseeds,
+ * sorted in place). */
+static void sweep_summary_row(const struct sweep_spec *spec, const struct sweep_point *p, double *vals,
+                              size_t n, size_t nm, int csv)
+{
+	for (size_t a = 0; a < spec->naxes; a++) {
+		const char *label = spec->axes[a].values[p->choice[a]].label;
+		if (csv) {
+			if (a)
+				putchar(',');
+			sweep_csv_field(label);
+		} else {
+			printf("%-14s ", label);
+		}
+	}
+	if (csv)
+		printf("%s%zu", spec->naxes ? "," : "", n);
+	else
+		printf("%4zu", n);
+	for (size_t k = 0; k < nm; k++) {
+		struct agg_stats st;
+		agg_compute(&vals[k * spec->nseeds], n, &st);
+		if (!csv) {
+			sweep_print_cell(&st);
+			continue;
+		}
+		sweep_print_number(st.mean);
+		sweep_print_number(st.p25);
+		sweep_print_number(st.p75);
+		sweep_print_number(st.ci_lo);
+		sweep_print_number(st.ci_hi);
+	}
+	putchar('\n');
+}
+
+static int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
+{
+	const struct sweep_metric *m[SWEEP_MAX_METRICS];
+	size_t nm = 0, missing = 0;
+	char err[768];
+	struct sweep_db *db = NULL;
+	double *vals = NULL, *row = NULL;
+	int csv = opt_flag(o, "csv"), rc = CLI_BAD_INPUT;
+	if (strcmp(opt_str(o, "metrics"), "help") == 0) {
+		size_t n;
+		const struct sweep_metric *all = sweep_metrics(&n);
+		for (size_t i = 0; i < n; i++)
+			printf("%-20s %s\n", all[i].name, all[i].help);
+		return CLI_OK;
+	}
+	if (sweep_parse_metrics(opt_str(o, "metrics"), m, SWEEP_MAX_METRICS, &nm, err, sizeof err) != 0 ||
+	    sweep_db_open(opt_str(o, "db"), 1, &db, err, sizeof err) != 0)
+		goto fail;
+	rc = CLI_FAILED;
+	if (!(vals = malloc(nm * spec->nseeds * sizeof *vals)) || !(row = malloc(nm * sizeof *row))) {
+		snprintf(err, sizeof err, "out of memory");
+		goto fail;
+	}
+	sweep_summary_header(spec, m, nm, csv);
 	for (size_t c = 0; c < spec->nconfigs; c++) {
 		size_t n = 0;
 		struct sweep_point p;
@@ -622,35 +698,8 @@ static int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
 			if (s + 1 < spec->nseeds)
 				sweep_point_free(&p);
 		}
-		for (size_t a = 0; a < spec->naxes; a++) {
-			const char *label = spec->axes[a].values[p.choice[a]].label;
-			if (csv) {
-				if (a)
-					putchar(',');
-				sweep_csv_field(label);
-			} else {
-				printf("%-14s ", label);
-			}
-		}
+		sweep_summary_row(spec, &p, vals, n, nm, csv);
 		sweep_point_free(&p);
-		if (csv)
-			printf("%s%zu", spec->naxes ? "," : "", n);
-		else
-			printf("%4zu", n);
-		for (size_t k = 0; k < nm; k++) {
-			struct agg_stats st;
-			agg_compute(&vals[k * spec->nseeds], n, &st);
-			if (!csv) {
-				sweep_print_cell(&st);
-				continue;
-			}
-			sweep_print_number(st.mean);
-			sweep_print_number(st.p25);
-			sweep_print_number(st.p75);
-			sweep_print_number(st.ci_lo);
-			sweep_print_number(st.ci_hi);
-		}
-		putchar('\n');
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		snprintf(err, sizeof err, "error writing the summary");
