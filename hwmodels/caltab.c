@@ -3,6 +3,7 @@
  * is reported once, as "FILE:LINE: field F: ..." so a person can go straight
  * to the cell that is wrong.
  */
+#include "../util/lines.h"
 #include "../util/text.h"
 #include "caltab.h"
 
@@ -559,11 +560,11 @@ int caltab_sniff(const char *path, char *err, size_t errlen)
 int caltab_read(const char *path, struct caltab **out, char *err, size_t errlen)
 {
 	struct caltab *t = NULL;
-	FILE *f = NULL;
+	struct lines_reader rd = { 0 };
 	char *line = NULL, where[600];
-	size_t cap = 0;
+	size_t len;
 	unsigned long lineno = 0;
-	int col_of[COL_COUNT], ncols = 0, in_rows = 0;
+	int col_of[COL_COUNT], ncols = 0, in_rows = 0, got;
 
 	*out = NULL;
 	if (caltab_create(&t) != 0)
@@ -571,14 +572,12 @@ int caltab_read(const char *path, struct caltab **out, char *err, size_t errlen)
 	free(t->path);
 	if (!(t->path = strdup(path)))
 		goto oom;
-	if (!(f = fopen(path, "r"))) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	if (lines_open(&rd, path, LINES_MAX_SMALL_FILE, err, errlen) != 0)
 		goto fail;
-	}
-	while (getline(&line, &cap, f) >= 0) {
+	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
 		char *s = txt_trim(line), *key, *value;
 
-		lineno++;
+		lineno = rd.lineno;
 		if (!in_rows) {
 			if (*s == '\0' || strcmp(s, CALTAB_MAGIC) == 0)
 				continue;
@@ -610,26 +609,21 @@ int caltab_read(const char *path, struct caltab **out, char *err, size_t errlen)
 		    caltab_check_row(t, &row, err, errlen) != 0 || caltab_add_row(t, &row, err, errlen) != 0)
 			goto fail;
 	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+	if (got < 0)
 		goto fail;
-	}
 	if (!in_rows) {
 		snprintf(err, errlen, "%s: no column header line (expected %s)", path, CALTAB_COLUMNS);
 		goto fail;
 	}
 	if (caltab_validate(t, err, errlen) != 0)
 		goto fail;
-	free(line);
-	fclose(f);
+	lines_close(&rd);
 	*out = t;
 	return 0;
 oom:
 	snprintf(err, errlen, "%s: out of memory", path);
 fail:
-	free(line);
-	if (f)
-		fclose(f);
+	lines_close(&rd);
 	caltab_destroy(t);
 	return -1;
 }

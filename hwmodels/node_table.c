@@ -21,6 +21,7 @@
  * GSL's error handler is never reached: points are strictly increasing and
  * queries are range-checked before any GSL call.
  */
+#include "../util/lines.h"
 #include "../util/text.h"
 #include "node_table.h"
 
@@ -168,22 +169,20 @@ static int hwtable_parse_row(const char *path, unsigned long lineno, char *s,
 static int hwtable_read(const char *path, const struct mdl_model *m, struct hwtable_row **rows,
                         size_t *nrows, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	struct lines_reader rd;
 	char *line = NULL;
-	size_t cap = 0, alloc = 0;
+	size_t len, alloc = 0;
 	unsigned long lineno = 0;
-	int seen_header = 0, rc = -1;
+	int seen_header = 0, rc = -1, got;
 
 	*rows = NULL;
 	*nrows = 0;
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	if (lines_open(&rd, path, LINES_MAX_SMALL_FILE, err, errlen) != 0)
 		return -1;
-	}
-	while (getline(&line, &cap, f) >= 0) {
+	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
 		char *s = hwtable_clean(line);
 
-		lineno++;
+		lineno = rd.lineno;
 		if (*s == '\0')
 			continue;
 		if (!seen_header) {
@@ -210,18 +209,15 @@ static int hwtable_read(const char *path, const struct mdl_model *m, struct hwta
 			goto out;
 		(*nrows)++;
 	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+	if (got < 0)
 		goto out;
-	}
 	if (!seen_header) {
 		snprintf(err, errlen, "%s: no header: expected %s", path, HWTABLE_HEADER);
 		goto out;
 	}
 	rc = 0;
 out:
-	free(line);
-	fclose(f);
+	lines_close(&rd);
 	return rc;
 }
 

@@ -2,6 +2,7 @@
  * npu_config.h). Every key lives in one table with its field, unit and
  * bounds, so parsing, messages and the documentation cannot drift apart.
  */
+#include "../util/lines.h"
 #include "npu_config.h"
 #include "../util/text.h"
 
@@ -248,32 +249,21 @@ int npu_config_load(const char *path, struct npu_config *out, char *err, size_t 
 {
 	struct npu_parser p = { .path = path, .err = err, .errlen = errlen };
 	struct npu_config c;
+	struct lines_reader rd;
 	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	FILE *f;
-	int rc = -1;
+	size_t len;
+	int rc = -1, got;
 
 	npu_config_default(&c);
-	f = fopen(path, "r");
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	if (lines_open(&rd, path, LINES_MAX_SMALL_FILE, err, errlen) != 0)
 		return -1;
-	}
-	errno = 0;
-	while ((len = getline(&line, &cap, f)) >= 0) {
-		p.line++;
-		if ((size_t)len != strlen(line)) {
-			npu_cfg_fail(&p, "NUL byte in line");
-			goto done;
-		}
+	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
+		p.line = rd.lineno;
 		if (npu_cfg_line(&p, line, &c))
 			goto done;
 	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno ? errno : EIO));
+	if (got < 0)
 		goto done;
-	}
 	if (!p.kind_line) {
 		if (p.line == 0)
 			p.line = 1;
@@ -295,8 +285,7 @@ int npu_config_load(const char *path, struct npu_config *out, char *err, size_t 
 	*out = c;
 	rc = 0;
 done:
-	free(line);
-	fclose(f);
+	lines_close(&rd);
 	return rc;
 }
 

@@ -78,6 +78,8 @@ void calsel_parse_cpuinfo(const char *text, struct calsel_cpu *out)
 	}
 }
 
+#define CALSEL_MAX_CPUINFO (16 << 20)
+
 int calsel_read_cpuinfo(const char *path, struct calsel_cpu *out, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
@@ -106,6 +108,11 @@ int calsel_read_cpuinfo(const char *path, struct calsel_cpu *out, char *err, siz
 		used += got;
 		if (got == 0)
 			break;
+		/* a 1,024-CPU machine's cpuinfo is about 1.5 MB */
+		if (used > CALSEL_MAX_CPUINFO) {
+			snprintf(err, errlen, "%s: more than %d MiB; not a cpuinfo file", path, CALSEL_MAX_CPUINFO >> 20);
+			goto out;
+		}
 	}
 	if (ferror(f)) {
 		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));

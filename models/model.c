@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
+#include "../util/lines.h"
 #include "model.h"
 #include "../util/text.h"
 
@@ -535,9 +536,10 @@ static int mdl_load_named(const char *path, const char *expect_name, struct mdl_
                           char *err, size_t errlen)
 {
 	struct mdl_model *m = NULL;
-	FILE *f = NULL;
+	struct lines_reader rd = { 0 };
 	char *line = NULL;
-	size_t line_cap = 0;
+	size_t len;
+	int got;
 
 	if (out)
 		*out = NULL;
@@ -560,37 +562,23 @@ static int mdl_load_named(const char *path, const char *expect_name, struct mdl_
 	}
 	memcpy(m->path, path, strlen(path) + 1);
 
-	f = fopen(path, "r");
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	if (lines_open(&rd, path, LINES_MAX_SMALL_FILE, err, errlen) != 0)
 		goto fail;
-	}
-	ssize_t len;
-	errno = 0;
-	while ((len = getline(&line, &line_cap, f)) >= 0) {
-		p.line++;
-		if ((size_t)len != strlen(line)) {
-			mdl_parse_fail(&p, "NUL byte in line");
-			goto fail;
-		}
+	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
+		p.line = rd.lineno;
 		if (mdl_parse_line(&p, line) != 0)
 			goto fail;
 	}
-	if (ferror(f)) {
-		mdl_parse_fail(&p, "read error: %s", strerror(errno ? errno : EIO));
+	if (got < 0)
 		goto fail;
-	}
 	if (mdl_parse_finish(&p) != 0)
 		goto fail;
 
-	free(line);
-	fclose(f);
+	lines_close(&rd);
 	*out = m;
 	return 0;
 fail:
-	free(line);
-	if (f)
-		fclose(f);
+	lines_close(&rd);
 	mdl_free(m);
 	return -1;
 }

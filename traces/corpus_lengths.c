@@ -84,8 +84,14 @@ int main(int argc, char **argv)
 	}
 	char buf[1 << 16];
 	size_t n;
-	while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+	while ((n = fread(buf, 1, sizeof buf, in)) > 0) {
+		/* text has no NUL bytes; without this check /dev/zero would be read forever */
+		if (memchr(buf, '\0', n)) {
+			fprintf(stderr, "corpus-lengths: '%s' holds a NUL byte: not a text corpus\n", in_path);
+			goto done;
+		}
 		trc_corpus_feed(c, buf, n);
+	}
 	if (ferror(in)) {
 		fprintf(stderr, "corpus-lengths: read error on '%s': %s\n", in_path, strerror(errno));
 		goto done;

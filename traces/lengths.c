@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L   /* getline */
 #endif
 #include "workload.h"
+#include "../util/lines.h"
 #include "../util/text.h"
 
 #include <errno.h>
@@ -184,32 +185,21 @@ static int trc_cmp_row(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Reads an empirical "length,weight" file into a table. Repeated lengths
- * add their weights, so concatenated histograms stay valid files. */
-static int trc_lengths_load_file(struct trc_lengths *d, const char *path, char *err, size_t errlen)
+/* Reads the "length,weight" rows of an empirical length file into *rows
+ * (caller frees), in file order. */
+static int trc_lengths_read_rows(const char *path, struct trc_len_row **rows, size_t *nrows, char *err,
+                                 size_t errlen)
 {
-	FILE *fp = NULL;
-	char *line = NULL;
-	size_t linecap = 0;
+	struct lines_reader rd;
+	char *line;
+	size_t len, n = 0, cap = 0;
 	struct trc_len_row *row = NULL;
-	uint32_t *v = NULL;
-	double *w = NULL;
-	size_t n = 0, cap = 0;
-	unsigned long lineno = 0;
-	int seen_data = 0;
+	int seen_data = 0, got;
 
-	fp = fopen(path, "r");
-	if (!fp) {
-		snprintf(err, errlen, "cannot open length file '%s': %s", path, strerror(errno));
+	if (lines_open(&rd, path, LINES_MAX_WORKLOAD_FILE, err, errlen) != 0)
 		return -1;
-	}
-	ssize_t len;
-	while ((len = getline(&line, &linecap, fp)) >= 0) {
-		lineno++;
-		if (strlen(line) != (size_t)len) {
-			snprintf(err, errlen, "%s:%lu: line contains a NUL byte", path, lineno);
-			goto fail;
-		}
+	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
+		unsigned long lineno = rd.lineno;
 		char *s = txt_trim(line);
 		if (txt_line_is_blank_or_comment(s))
 			continue;
@@ -238,8 +228,10 @@ static int trc_lengths_load_file(struct trc_lengths *d, const char *path, char *
 		if (n == cap) {
 			size_t ncap = cap ? 2 * cap : 64;
 			struct trc_len_row *nrow = realloc(row, ncap * sizeof *nrow);
-			if (!nrow)
-				goto oom;
+			if (!nrow) {
+				snprintf(err, errlen, "%s: out of memory", path);
+				goto fail;
+			}
 			row = nrow;
 			cap = ncap;
 		}
@@ -247,14 +239,33 @@ static int trc_lengths_load_file(struct trc_lengths *d, const char *path, char *
 		row[n].weight = weight;
 		n++;
 	}
-	if (ferror(fp)) {
-		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+	if (got < 0)
 		goto fail;
-	}
 	if (n == 0) {
 		snprintf(err, errlen, "%s: no 'length,weight' rows", path);
 		goto fail;
 	}
+	lines_close(&rd);
+	*rows = row;
+	*nrows = n;
+	return 0;
+fail:
+	lines_close(&rd);
+	free(row);
+	return -1;
+}
+
+/* Reads an empirical "length,weight" file into a table. Repeated lengths
+ * add their weights, so concatenated histograms stay valid files. */
+static int trc_lengths_load_file(struct trc_lengths *d, const char *path, char *err, size_t errlen)
+{
+	struct trc_len_row *row = NULL;
+	uint32_t *v = NULL;
+	double *w = NULL;
+	size_t n = 0;
+
+	if (trc_lengths_read_rows(path, &row, &n, err, errlen) != 0)
+		return -1;
 	qsort(row, n, sizeof *row, trc_cmp_row);
 	v = malloc(n * sizeof *v);
 	w = malloc(n * sizeof *w);
@@ -282,8 +293,6 @@ static int trc_lengths_load_file(struct trc_lengths *d, const char *path, char *
 	}
 	if (trc_lengths_set_table(d, v, w, distinct) != 0)
 		goto oom;
-	fclose(fp);
-	free(line);
 	free(row);
 	free(v);
 	free(w);
@@ -291,8 +300,6 @@ static int trc_lengths_load_file(struct trc_lengths *d, const char *path, char *
 oom:
 	snprintf(err, errlen, "%s: out of memory", path);
 fail:
-	fclose(fp);
-	free(line);
 	free(row);
 	free(v);
 	free(w);

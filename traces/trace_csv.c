@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L   /* getline */
 #endif
 #include "workload.h"
+#include "../util/lines.h"
 #include "../util/text.h"
 
 #include <errno.h>
@@ -55,28 +56,20 @@ static int trc_trace_length(const char *path, unsigned long lineno, const char *
 int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t errlen)
 {
 	struct trc_trace *t = NULL;
-	FILE *fp = NULL;
+	struct lines_reader rd;
 	char *line = NULL;
-	size_t linecap = 0, cap = 0;
+	size_t len, cap = 0;
 	unsigned long lineno = 0;
-	int seen_header = 0;
+	int seen_header = 0, got;
 
 	*out = NULL;
-	fp = fopen(path, "r");
-	if (!fp) {
-		snprintf(err, errlen, "cannot open trace '%s': %s", path, strerror(errno));
+	if (lines_open(&rd, path, LINES_MAX_WORKLOAD_FILE, err, errlen) != 0)
 		return -1;
-	}
 	t = calloc(1, sizeof *t);
 	if (!t)
 		goto oom;
-	ssize_t len;
-	while ((len = getline(&line, &linecap, fp)) >= 0) {
-		lineno++;
-		if (strlen(line) != (size_t)len) {
-			snprintf(err, errlen, "%s:%lu: line contains a NUL byte", path, lineno);
-			goto fail;
-		}
+	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
+		lineno = rd.lineno;
 		char *s = txt_trim(line);
 		if (txt_line_is_blank_or_comment(s))
 			continue;
@@ -97,9 +90,9 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			goto fail;
 		}
 		double arrival_s;
-		if (txt_parse_double(f[0], &arrival_s) != 0 || arrival_s < 0) {
-			snprintf(err, errlen, "%s:%lu: arrival_s must be a finite number >= 0, got '%.40s'",
-			         path, lineno, f[0]);
+		if (txt_parse_double(f[0], &arrival_s) != 0 || arrival_s < 0 || arrival_s > TRC_MAX_SPAN_S) {
+			snprintf(err, errlen, "%s:%lu: arrival_s must be a number from 0 to %g, got '%.40s'",
+			         path, lineno, TRC_MAX_SPAN_S, f[0]);
 			goto fail;
 		}
 		if (t->n > 0 && arrival_s < t->arrival_s[t->n - 1]) {
@@ -121,10 +114,8 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 		t->output_len[t->n] = outl;
 		t->n++;
 	}
-	if (ferror(fp)) {
-		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+	if (got < 0)
 		goto fail;
-	}
 	if (!seen_header) {
 		snprintf(err, errlen, "%s: empty trace: expected header '" TRC_TRACE_HEADER "'", path);
 		goto fail;
@@ -133,15 +124,13 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 		snprintf(err, errlen, "%s: trace has a header but no requests", path);
 		goto fail;
 	}
-	fclose(fp);
-	free(line);
+	lines_close(&rd);
 	*out = t;
 	return 0;
 oom:
 	snprintf(err, errlen, "%s: out of memory after %lu lines", path, lineno);
 fail:
-	fclose(fp);
-	free(line);
+	lines_close(&rd);
 	trc_trace_free(t);
 	return -1;
 }

@@ -27,6 +27,11 @@ struct trc_arrivals {
 /* Validates rate and cv (> 0, finite). */
 int trc_arrivals_init(struct trc_arrivals *a, double rate_rps, double cv, char *err, size_t errlen);
 
+/* Latest arrival a trace may hold and longest span of generated arrivals,
+ * in seconds (31.7 years). Simulated time is int64 nanoseconds (292 years);
+ * this leaves the rest of the clock to service times. */
+#define TRC_MAX_SPAN_S 1e9
+
 /* Next inter-arrival gap in seconds (exponential when cv == 1, Gamma otherwise). */
 double trc_arrivals_next_gap_s(const struct trc_arrivals *a, gsl_rng *r);
 

@@ -1,5 +1,6 @@
 /* util/text.c: strict field parsers for the traces/ readers and tools
  * (see parse.h for why they refuse what strtod and strtoul would accept). */
+#include "lines.h"
 #include "text.h"
 
 #include <errno.h>
@@ -93,28 +94,22 @@ void txt_format_double(char *buf, size_t buflen, double x)
 int txt_sniff_lines(const char *path, int (*judge)(char *line, unsigned long lineno, void *ctx), void *ctx,
                     char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char *line = NULL;
-	size_t cap = 0;
-	unsigned long n = 0;
-	int rc = 0;
+	struct lines_reader rd;
+	char *line;
+	size_t len;
+	int rc = 0, got;
 
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	if (lines_open(&rd, path, LINES_MAX_SMALL_FILE, err, errlen) != 0)
 		return -1;
-	}
-	while (getline(&line, &cap, f) >= 0) {
-		int v = judge(line, ++n, ctx);
+	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
+		int v = judge(line, rd.lineno, ctx);
 		if (v >= 0) {
 			rc = v;
 			break;
 		}
 	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+	if (got < 0)
 		rc = -1;
-	}
-	free(line);
-	fclose(f);
+	lines_close(&rd);
 	return rc;
 }

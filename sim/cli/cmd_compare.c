@@ -17,6 +17,7 @@
 #include "../store/cdf_compare.h"
 #include "cli.h"
 #include "../../util/json.h"
+#include "../../util/lines.h"
 #include "options.h"
 #include "../store/results.h"
 
@@ -82,29 +83,24 @@ static int compare_load_run(struct results_db *db, const char *path, const char 
  * skipped. Errors name the file and line. */
 static int compare_load_csv(const char *path, struct compare_side *s, char *err, size_t errlen)
 {
-	char line[512];
-	int lineno = 0, header = 0, n = 0;
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		snprintf(err, errlen, "cannot read baseline CDF '%s'", path);
+	struct lines_reader rd;
+	char *line;
+	size_t len;
+	int header = 0, n = 0, got;
+	unsigned long lineno;
+	if (lines_open(&rd, path, LINES_MAX_SMALL_FILE, err, errlen) != 0)
 		return -1;
-	}
 	snprintf(s->source, sizeof s->source, "%s", path);
 	s->run_id = 0;
 	s->nmatch = 1;
-	while (fgets(line, sizeof line, f)) {
-		lineno++;
-		size_t len = strlen(line);
-		if (len == sizeof line - 1 && line[len - 1] != '\n') {
-			snprintf(err, errlen, "%s:%d: line too long", path, lineno);
-			goto fail;
-		}
+	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
+		lineno = rd.lineno;
 		line[strcspn(line, "\r\n")] = '\0';
 		if (line[0] == '#' || line[0] == '\0')
 			continue;
 		if (!header) {
 			if (strcmp(line, "quantile,latency_ms") != 0) {
-				snprintf(err, errlen, "%s:%d: expected the header 'quantile,latency_ms'", path, lineno);
+				snprintf(err, errlen, "%s:%lu: expected the header 'quantile,latency_ms'", path, lineno);
 				goto fail;
 			}
 			header = 1;
@@ -113,38 +109,36 @@ static int compare_load_csv(const char *path, struct compare_side *s, char *err,
 		char *comma = strchr(line, ',');
 		double q, v;
 		if (!comma) {
-			snprintf(err, errlen, "%s:%d: expected quantile,latency_ms", path, lineno);
+			snprintf(err, errlen, "%s:%lu: expected quantile,latency_ms", path, lineno);
 			goto fail;
 		}
 		*comma = '\0';
 		if (txt_parse_double(line, &q) != 0 || txt_parse_double(comma + 1, &v) != 0) {
-			snprintf(err, errlen, "%s:%d: expected two numbers quantile,latency_ms", path, lineno);
+			snprintf(err, errlen, "%s:%lu: expected two numbers quantile,latency_ms", path, lineno);
 			goto fail;
 		}
 		if (n == METRICS_CDF_POINTS) {
-			snprintf(err, errlen, "%s:%d: more than %d CDF rows", path, lineno, METRICS_CDF_POINTS);
+			snprintf(err, errlen, "%s:%lu: more than %d CDF rows", path, lineno, METRICS_CDF_POINTS);
 			goto fail;
 		}
 		if (fabs(q - (double)(n + 1) / METRICS_CDF_POINTS) > 1e-9) {
-			snprintf(err, errlen, "%s:%d: quantile %s, expected %g", path, lineno, line,
+			snprintf(err, errlen, "%s:%lu: quantile %s, expected %g", path, lineno, line,
 			         (double)(n + 1) / METRICS_CDF_POINTS);
 			goto fail;
 		}
 		s->cdf_ms[n++] = v;
 	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "error reading baseline CDF '%s'", path);
+	if (got < 0)
 		goto fail;
-	}
 	if (n != METRICS_CDF_POINTS) {
 		snprintf(err, errlen, "%s: %d CDF rows, expected %d", path, n, METRICS_CDF_POINTS);
 		goto fail;
 	}
-	fclose(f);
+	lines_close(&rd);
 	snprintf(s->label, sizeof s->label, "CDF file %s", path);
 	return 0;
 fail:
-	fclose(f);
+	lines_close(&rd);
 	return -1;
 }
 

@@ -20,7 +20,6 @@
 
 #define RUN_DEFAULT_POLICY "lazy"    /* DESIGN.md section 3 */
 
-#define RUN_MAX_SPAN_S 1e9          /* longest simulated arrival span, seconds */
 
 static const struct opt_def run_opts[] = {
 	{ "policy", OPT_STR, RUN_DEFAULT_POLICY, 0, 0, 0, "batching policy (simbatch list policies)" },
@@ -302,9 +301,9 @@ static int run_check_config(const struct run_job *j, char *err, size_t errlen)
 	 * that so completions after them cannot overflow. */
 	double span_s = j->trace ? j->trace->arrival_s[c->requests - 1]
 	                         : c->requests ? c->requests / c->rate_rps : c->duration_s;
-	if (span_s > RUN_MAX_SPAN_S) {
+	if (span_s > TRC_MAX_SPAN_S) {
 		snprintf(err, errlen, "the arrivals would span about %.3g s of simulated time (limit %.0e s); "
-		         "raise --rate or lower --requests / --duration", span_s, RUN_MAX_SPAN_S);
+		         "raise --rate or lower --requests / --duration", span_s, TRC_MAX_SPAN_S);
 		return -1;
 	}
 	if (c->warmup >= (c->requests ? c->requests : UINT64_MAX)) {

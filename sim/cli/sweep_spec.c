@@ -3,6 +3,7 @@
  * option table, so a typo is reported with its line before any run starts. */
 #include "../../util/text.h"
 #include "sweep_spec.h"
+#include "../../util/lines.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -377,11 +378,11 @@ int sweep_spec_load(const char *path, const struct opt_def *defs, size_t ndefs,
                     struct sweep_spec **out, char *err, size_t errlen)
 {
 	char *buf = NULL;
-	size_t cap = 0;
+	size_t len;
 	char **tok = NULL;
-	FILE *f = NULL;
+	struct lines_reader rd = { 0 };
 	unsigned line = 0;
-	int any = 0;
+	int any = 0, got;
 	struct sp_ctx c = { .path = path, .defs = defs, .ndefs = ndefs, .err = err, .errlen = errlen,
 	                    .variant_axis = -1 };
 	*out = NULL;
@@ -390,12 +391,10 @@ int sweep_spec_load(const char *path, const struct opt_def *defs, size_t ndefs,
 		sp_oom(&c, 0);
 		goto fail;
 	}
-	if (!(f = fopen(path, "r"))) {
-		sp_fail(&c, 0, "cannot read sweep file: %s", strerror(errno));
+	if (lines_open(&rd, path, LINES_MAX_SMALL_FILE, err, errlen) != 0)
 		goto fail;
-	}
-	while (getline(&buf, &cap, f) >= 0) {
-		line++;
+	while ((got = lines_next(&rd, &buf, &len, err, errlen)) > 0) {
+		line = (unsigned)rd.lineno;
 		size_t n = sp_tokenize(buf, tok, SWEEP_MAX_TOKENS);
 		if (n == (size_t)-1) {
 			sp_fail(&c, line, "more than %d words on one line", SWEEP_MAX_TOKENS);
@@ -423,10 +422,8 @@ int sweep_spec_load(const char *path, const struct opt_def *defs, size_t ndefs,
 		if (rc != 0)
 			goto fail;
 	}
-	if (ferror(f)) {
-		sp_fail(&c, line, "read error");
+	if (got < 0)
 		goto fail;
-	}
 	if (!any) {
 		sp_fail(&c, 0, "empty sweep (no fixed, axis, variant or seeds line)");
 		goto fail;
@@ -454,15 +451,12 @@ int sweep_spec_load(const char *path, const struct opt_def *defs, size_t ndefs,
 		goto fail;
 	}
 	c.s->npoints = c.s->nconfigs * c.s->nseeds;
-	fclose(f);
-	free(buf);
+	lines_close(&rd);
 	free(tok);
 	*out = c.s;
 	return 0;
 fail:
-	if (f)
-		fclose(f);
-	free(buf);
+	lines_close(&rd);
 	free(tok);
 	sweep_spec_free(c.s);
 	return -1;
