@@ -36,16 +36,19 @@ struct npu_key {
 };
 
 /* Bounds keep every product in npu_systolic.c far inside 64 bits and say
- * what makes physical sense; they are not tuned to anything. */
+ * what makes physical sense; they are not tuned to anything. The clock and
+ * the memory have floors (1 MHz, 1 MB/s: below any accelerator or DRAM
+ * interface built) so that a typo such as freq_mhz = 0.000001 is refused by
+ * name instead of giving nodes that outlast the simulated clock. */
 static const struct npu_key npu_keys[] = {
 	{ "rows", NPU_KEY_U32, offsetof(struct npu_config, rows), 1, 1, 65536, 0, "PEs" },
 	{ "cols", NPU_KEY_U32, offsetof(struct npu_config, cols), 1, 1, 65536, 0, "PEs" },
-	{ "freq_mhz", NPU_KEY_SCALED, offsetof(struct npu_config, freq_hz), 1e6, 0, 1e6, 1, "MHz" },
+	{ "freq_mhz", NPU_KEY_SCALED, offsetof(struct npu_config, freq_hz), 1e6, 1, 1e6, 0, "MHz" },
 	{ "act_sram_kib", NPU_KEY_KIB, offsetof(struct npu_config, act_sram_bytes), 1024, 1, 1 << 30, 0, "KiB" },
 	{ "weight_sram_kib", NPU_KEY_KIB, offsetof(struct npu_config, weight_sram_bytes), 1024, 1, 1 << 30, 0, "KiB" },
 	{ "mem_channels", NPU_KEY_U32, offsetof(struct npu_config, mem_channels), 1, 1, 4096, 0, "channels" },
 	{ "mem_latency_cycles", NPU_KEY_U32, offsetof(struct npu_config, mem_latency_cycles), 1, 0, 1e7, 0, "cycles" },
-	{ "mem_bw_gbs", NPU_KEY_SCALED, offsetof(struct npu_config, mem_bw_bytes_s), 1e9, 0, 1e6, 1, "GB/s" },
+	{ "mem_bw_gbs", NPU_KEY_SCALED, offsetof(struct npu_config, mem_bw_bytes_s), 1e9, 1e-3, 1e6, 0, "GB/s" },
 	{ "elem_bytes", NPU_KEY_U32, offsetof(struct npu_config, elem_bytes), 1, 1, 16, 0, "bytes" },
 	{ "vector_lanes", NPU_KEY_U32, offsetof(struct npu_config, vector_lanes), 1, 1, 1 << 24, 0, "lanes" },
 	{ "dataflow", NPU_KEY_DATAFLOW, offsetof(struct npu_config, dataflow), 1, 0, 0, 0, "" },

@@ -11,12 +11,12 @@
  *
  *   key                   unit / values         default (Table I)
  *   rows, cols            PEs, 1..65536         128, 128
- *   freq_mhz              MHz, > 0              700
+ *   freq_mhz              MHz, >= 1             700
  *   act_sram_kib          KiB (1024 B)          8192
  *   weight_sram_kib       KiB                   4096
  *   mem_channels          count                 8
  *   mem_latency_cycles    cycles, >= 0          100
- *   mem_bw_gbs            GB/s (1e9 B/s), > 0   360
+ *   mem_bw_gbs            GB/s (1e9 B/s), >= 0.001  360
  *   elem_bytes            bytes, 1..16          1
  *   vector_lanes          element-wise ops/cycle  = cols
  *   dataflow              ws | os | is          ws

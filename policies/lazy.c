@@ -201,9 +201,9 @@ static uint32_t lazy_admissible(struct lazy_state *s, const struct batch_table *
 	} else {
 		int64_t sum_ns = 0;
 		for (uint32_t i = 0; i < n; i++)
-			sum_ns += lazy_remaining_ns(bt->members[i]);
+			sum_ns = ns_add(sum_ns, lazy_remaining_ns(bt->members[i]));
 		for (const struct pol_request *c = s->infq.head; k < kmax; c = c->pol_next) {
-			sum_ns += lazy_remaining_ns(c);      /* Eq. 2: one more member's estimate */
+			sum_ns = ns_add(sum_ns, lazy_remaining_ns(c));      /* Eq. 2: one more member's estimate */
 			if (slk_slack_ns(s->sla_ns, now_ns - oldest_new_ns, sum_ns) < 0)
 				break;
 			k++;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "slack.h"
+#include "../util/ns_math.h"
 
 int slk_init(struct slk_table *t, const struct mdl_model *m, const struct pol_latency *lat,
              uint32_t dec_timesteps, char *err, size_t errlen)
@@ -23,9 +24,9 @@ int slk_init(struct slk_table *t, const struct mdl_model *m, const struct pol_la
 		int64_t ns = lat->node_ns(lat->ctx, n, 1);
 		t->node_ns[n] = ns;
 		switch (m->nodes[n].kind) {
-		case MDL_STATIC: t->static_ns += ns; break;
-		case MDL_ENCODER: t->encoder_ns += ns; break;
-		case MDL_DECODER: t->decoder_ns += ns; break;
+		case MDL_STATIC: t->static_ns = ns_add(t->static_ns, ns); break;
+		case MDL_ENCODER: t->encoder_ns = ns_add(t->encoder_ns, ns); break;
+		case MDL_DECODER: t->decoder_ns = ns_add(t->decoder_ns, ns); break;
 		default: break;  /* tree cells: priced per level, see slk_single_exec_ns */
 		}
 	}
@@ -42,8 +43,8 @@ int64_t slk_single_exec_ns(const struct slk_table *t, uint32_t enc_timesteps)
 {
 	if (t->model->is_tree)
 		return t->lat.graph_ns(t->lat.ctx, 1, enc_timesteps, 0);
-	return t->static_ns + t->encoder_ns * (int64_t)enc_timesteps +
-	       t->decoder_ns * (int64_t)t->dec_timesteps;
+	return ns_add(ns_add(t->static_ns, ns_mul(t->encoder_ns, enc_timesteps)),
+	              ns_mul(t->decoder_ns, t->dec_timesteps));
 }
 
 int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t cells)
@@ -202,7 +203,7 @@ int64_t slk_exact_drain_ns(struct slk_exact *x, struct pol_request *const *reqs,
 		for (uint32_t j = 1; j <= m; j++) {
 			uint32_t next = j < m ? r[j] : 0;
 			if (r[j - 1] > next)
-				total += (int64_t)(r[j - 1] - next) * slk_exact_price(x, t, j);
+				total = ns_add(total, ns_mul(slk_exact_price(x, t, j), (int64_t)(r[j - 1] - next)));
 		}
 		x->nrems[t] = 0;
 		if (!x->runs[t])
@@ -211,7 +212,7 @@ int64_t slk_exact_drain_ns(struct slk_exact *x, struct pol_request *const *reqs,
 		for (uint32_t k = 0; k < x->runs[t]; k++) {
 			cells += x->cells[t][k];
 			if (cells > 0)
-				total += slk_exact_price(x, t, cells);
+				total = ns_add(total, slk_exact_price(x, t, cells));
 		}
 		/* clear for the next call: runs[t] + 1 slots were touched */
 		memset(x->cells[t], 0, (size_t)(x->runs[t] + 1) * sizeof *x->cells[t]);

@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "../util/ns_math.h"
 #include "policy.h"
 
 struct slk_table {
@@ -49,7 +50,7 @@ int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32
 /* Eq. 1 (one request) and Eq. 2 (exec_ns summed over the batch). */
 static inline int64_t slk_slack_ns(int64_t sla_ns, int64_t wait_ns, int64_t exec_ns)
 {
-	return sla_ns - (wait_ns + exec_ns);
+	return sla_ns - ns_add(wait_ns, exec_ns);     /* >= -INT64_MAX: sla_ns >= 0 */
 }
 
 /* The oracle's exact drain time: the device time to finish every one of

@@ -6,6 +6,7 @@ files left whole by a refused or killed run.
 Usage: test_hardening.py PATH/TO/simbatch"""
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,5 +83,77 @@ with open(big, "wb") as f:
     f.truncate(65 << 20)
 refused("model: a 65 MiB file is refused by its size", sb("--model=" + big, "--no-db"), "more than the 64 MiB")
 
+# ---- simulated time: refused up front at the bound, checked beyond it ----
+def node_table(name, latency_s):
+    return write(name, f"node,batch,latency_s\n*,1,{latency_s}\n".encode())
+
+
+ONE = ["--model=lstm", "--policy=serial", "--input-len=fixed:1", "--rate=10"]
+odb = os.path.join(td, "overflow.db")
+r = sb("--hw=" + node_table("t1e9.csv", "1e9"), *ONE, "--requests=20", "--json", "--db=" + odb)
+refused("a node of 1e9 s is refused (the issue's example)", r, "more than the 1e+06 s a node may take")
+check("... and nothing is stored", not os.path.exists(odb), "the database was created")
+refused("a node of 1e300 s is refused", sb("--hw=" + node_table("t1e300.csv", "1e300"), *ONE, "--no-db"),
+        "more than the 1e+06 s")
+refused("a node just over 1e6 s is refused", sb("--hw=" + node_table("tover.csv", "1000000.001"), *ONE, "--no-db"),
+        "more than the 1e+06 s")
+r = sb("--hw=" + node_table("tedge.csv", "1e6"), *ONE, "--requests=20", "--no-db", "--json")
+check("a node of exactly 1e6 s runs", r.returncode == 0 and '"completed":20' in r.stdout.replace(" ", ""),
+      r.stderr)
+# 10,000 requests of 1e6 s back to back need 1e10 s; the clock holds 9.22e9
+r = sb("--hw=" + node_table("tedge2.csv", "1e6"), *ONE, "--requests=10000", "--db=" + odb)
+refused("a run whose clock would pass 292 years is refused", r, "simulated time overflows")
+check("... and nothing is stored", not os.path.exists(odb), "the database was created")
+model = write("huge.model", b"model huge\nsource test: one node of 2^64-1 elementwise operations\n"
+              b"node n static elementwise=18446744073709551615\n")
+refused("elementwise = 2^64-1 on the NPU is refused", sb("--model=" + model, "--hw=npu", "--no-db"), "node n at batch 1")
+for freq in ("0.000001", "1e-300"):
+    cfg = write("slow.cfg", f"kind = npu\nfreq_mhz = {freq}\n".encode())
+    refused(f"an NPU at {freq} MHz is refused by name", sb("--hw=" + cfg, "--no-db"), "key 'freq_mhz'")
+
+# ---- output files: a refused, failed or killed run leaves them byte for byte ----
+KEEP = b"keep me\n"
+outs = {name: write(name, KEEP) for name in ("r.csv", "t.json", "o.txt", "i.csv")}
+
+
+def outputs_unchanged(name):
+    changed = [n for n, p in outs.items() if open(p, "rb").read() != KEEP]
+    check(name, not changed, f"changed: {changed}")
+
+
+OUT_ARGS = ["--requests-out=" + outs["r.csv"], "--timeline-out=" + outs["t.json"]]
+r = sb("--model=treelstm", "--policy=graph", "--requests=10", "--no-db", *OUT_ARGS)
+check("the issue's refused run exits 2", r.returncode == 2, r.stderr)
+outputs_unchanged("a run refused by its policy leaves --requests-out and --timeline-out whole")
+os.makedirs(os.path.join(td, "adir"), exist_ok=True)
+r = sb("--requests=10", "--db=" + os.path.join(td, "adir"), *OUT_ARGS)
+check("a directory as --db is refused", r.returncode == 2, r.stderr)
+outputs_unchanged("a bad --db leaves the outputs whole")
+r = sb("--hw=" + node_table("tedge3.csv", "1e6"), *ONE, "--requests=10000", "--no-db", *OUT_ARGS)
+check("a run failing mid-way exits 2", r.returncode == 2, r.stderr)
+outputs_unchanged("a run that fails mid-way leaves the outputs whole")
+# killed while writing a long timeline
+p = subprocess.Popen([SB, "--model=gnmt", "--policy=lazy", "--requests=2000000", "--no-db", *OUT_ARGS],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=td)
+try:
+    p.wait(timeout=1.0)
+except subprocess.TimeoutExpired:
+    p.kill()
+    p.wait()
+check("the long run was killed, not finished", p.returncode == -9, p.returncode)
+outputs_unchanged("SIGKILL during the run leaves the outputs whole")
+live_outs = ["--outputs-out=" + outs["o.txt"], "--issue-out=" + outs["i.csv"]]
+r = sb("live", "--model=gnmt", "--policy=graph", "--requests=10", "--no-db", "--max-batch=0", *OUT_ARGS, *live_outs)
+check("a refused live run exits 2", r.returncode == 2, r.stderr)
+outputs_unchanged("a refused live run leaves its four outputs whole")
+leftovers = [n for n in os.listdir(td) if n.startswith(".") and n[1:].split(".")[0] in ("r", "t", "o", "i")]
+check("refused runs leave no temporary files", len(leftovers) <= 2, leftovers)   # the killed run's two
+r = sb("--requests=10", "--no-db", *OUT_ARGS)
+check("a good run replaces the outputs", r.returncode == 0 and open(outs["r.csv"], "rb").read() != KEEP
+      and open(outs["t.json"], "rb").read().startswith(b"{"), r.stderr)
+check("... with the usual permissions", oct(os.stat(outs["r.csv"]).st_mode & 0o777) == oct(0o666 & ~os.umask(0o22)),
+      oct(os.stat(outs["r.csv"]).st_mode))
+
+shutil.rmtree(td, ignore_errors=True)     # the 100 MB files
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

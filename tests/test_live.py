@@ -9,7 +9,7 @@
    generous sanity bound (the measured figures are printed, not asserted);
  - the run is stored marked live, its JSON has the contract's keys;
  - bad input exits 2 with one line and no database row; saturation drops
-   and counts; SIGINT stores a partial run and exits 130; --profile-out
+   and counts; SIGINT, SIGTERM and SIGHUP store a partial run and exit 128 + N; --profile-out
    writes a table `simbatch run --hw` accepts.
 Usage: test_live.py PATH/TO/simbatch"""
 import csv
@@ -226,6 +226,19 @@ if stored:
     part = con.execute("select value from run_config where key = 'live.partial'").fetchone()
     con.close()
     check("SIGINT: live.partial = 1", part == ("1",), part)
+
+# SIGTERM and SIGHUP stop a run the same way, each with its own exit status
+for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")):
+    sdb = os.path.join(td, name + ".db")
+    p = subprocess.Popen([SB, "live", "--model=" + paths["t_s2s"], "--hw=" + hw, "--rate=20", "--requests=2000",
+                          "--db=" + sdb, "--json", "--max-batch=8"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    p.send_signal(sig)
+    out, errs = p.communicate(timeout=60)
+    check(f"{name}: exit {128 + sig}", p.returncode == 128 + sig, (p.returncode, errs))
+    stored = runs(sdb)
+    check(f"{name}: the partial run is stored", len(stored) == 1 and stored[0][1] == 1, stored)
 
 # ---- the kernels' own latency table calibrates the simulator ----
 prof = os.path.join(td, "prof.csv")

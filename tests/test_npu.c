@@ -913,7 +913,11 @@ static void test_config_files(void **state)
 	load_err("kind = npu\n = 4\n", 2, "expected KEY = VALUE");
 	load_err("kind = npu\nrows =   # nothing\n", 2, "key 'rows' has no value");
 	load_err("kind = npu\nrow = 4\n", 2, "unknown key 'row' (known: kind, rows, cols,");
-	load_err("kind = npu\nfreq_mhz = 0\n", 2, "key 'freq_mhz': expected a number > 0");
+	load_err("kind = npu\nfreq_mhz = 0\n", 2, "key 'freq_mhz': expected a number >= 1 and <= 1e+06 MHz");
+	/* the floors (issue 12): a clock or a memory this slow would outlast the simulated clock */
+	load_err("kind = npu\nfreq_mhz = 0.999\n", 2, "key 'freq_mhz': expected a number >= 1");
+	load_err("kind = npu\nfreq_mhz = 0.000001\n", 2, "key 'freq_mhz': expected a number >= 1");
+	load_err("kind = npu\nmem_bw_gbs = 0.0009\n", 2, "key 'mem_bw_gbs': expected a number >= 0.001");
 	load_err("kind = npu\nfreq_mhz = nan\n", 2, "key 'freq_mhz'");
 	load_err("kind = npu\nfreq_mhz = 700MHz\n", 2, "got '700MHz'");
 	load_err("kind = npu\nmem_bw_gbs = 1e400\n", 2, "key 'mem_bw_gbs'");

@@ -12,10 +12,11 @@
  * node latency table, then exit: a calibration of the simulator against
  * this runtime).
  *
- * SIGINT (or SIGTERM) stops the run cleanly: no more arrivals, running
- * tasks finish, the completed requests are stored as a run with
- * live.partial = 1 (JSON "partial": true), and the exit status is 130. A
- * second SIGINT kills as usual. */
+ * SIGINT, SIGTERM and SIGHUP alike stop the run cleanly: no more arrivals,
+ * running tasks finish, the completed requests are stored as a run with
+ * live.partial = 1 (JSON "partial": true), and the exit status is 128 plus
+ * the signal's number (130, 143, 129), as a shell reports it. A second
+ * signal kills as usual. */
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../../util/outfile.h"
 #include "cli.h"
 #include "../engine/engine.h"
 #include "../engine/latency.h"
@@ -32,7 +34,6 @@
 #include "../../runtime/live.h"
 #include "../../runtime/profile.h"
 
-#define LIVE_EXIT_STOPPED 130       /* 128 + SIGINT, as a shell reports a Ctrl-C */
 
 static const struct opt_def live_own_opts[] = {
 	{ "device", OPT_STR, "cpu", 0, 0, 0, "where the kernels run: cpu, or gpu (the CUDA backend, where built)" },
@@ -52,7 +53,8 @@ static const char live_usage[] =
 	"usage: simbatch live [--policy=P] [--rate=R] [--requests=N | --duration=S] [--model=M] [--trace=F] ...\n"
 	"Serves the run on real kernels (runtime/) on the wall clock with the same policy code, and stores it as\n"
 	"a live run. --hw gives the latency estimates the policy sees (default: this machine's calibration).\n"
-	"Exit status: 0 done, 130 stopped by SIGINT (partial run stored), 2 bad input, 1 failure.";
+	"Exit status: 0 done, 128 + N stopped by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129; the partial run "
+	"is stored), 2 bad input, 1 failure.";
 
 /* live's table into opts (OPT_MAX entries): run's, with --hw defaulting to
  * the CPU calibration, then live's own. Returns its length. */
@@ -79,8 +81,7 @@ static volatile sig_atomic_t live_stop_flag;
 
 static void live_on_signal(int sig)
 {
-	(void)sig;
-	live_stop_flag = 1;
+	live_stop_flag = sig;
 }
 
 static int live_gemm_kind(const char *s, enum rt_gemm_kind *out, char *err, size_t errlen)
@@ -102,12 +103,11 @@ static int live_check_path(const struct opt_set *o, const char *opt, char *err, 
 	const char *path = opt_str(o, opt);
 	if (!path)
 		return 0;
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		snprintf(err, errlen, "cannot write --%s '%s'", opt, path);
+	char why[256];
+	if (outfile_check(path, why, sizeof why) != 0) {
+		snprintf(err, errlen, "--%s: %.256s", opt, why);
 		return -1;
 	}
-	fclose(f);
 	return 0;
 }
 
@@ -244,11 +244,10 @@ static int live_write_timeline(struct timeline *tl, const struct live_result *lr
 
 static int live_write_outputs(const char *path, const struct live_result *lr, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		snprintf(err, errlen, "cannot write --outputs-out '%s'", path);
+	struct outfile of;
+	if (outfile_open(&of, path, err, errlen) != 0)
 		return -1;
-	}
+	FILE *f = of.f;
 	fprintf(f, "# id input_len output_len | emitted tokens | final vector\n");
 	for (uint64_t i = 0; i < lr->n; i++) {
 		const struct live_request *q = &lr->reqs[i];
@@ -262,21 +261,15 @@ static int live_write_outputs(const char *path, const struct live_result *lr, ch
 			fprintf(f, " %.9g", q->values[j]);
 		fputc('\n', f);
 	}
-	int bad = fflush(f) != 0 || ferror(f);
-	if (fclose(f) != 0 || bad) {
-		snprintf(err, errlen, "error writing --outputs-out '%s'", path);
-		return -1;
-	}
-	return 0;
+	return outfile_commit(&of, err, errlen);
 }
 
 static int live_write_issue(const char *path, const struct live_result *lr, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		snprintf(err, errlen, "cannot write --issue-out '%s'", path);
+	struct outfile of;
+	if (outfile_open(&of, path, err, errlen) != 0)
 		return -1;
-	}
+	FILE *f = of.f;
 	fprintf(f, "id,scheduled_s,issue_s,late_us,status\n");
 	static const char *const status[] = { "not_issued", "done", "dropped", "abandoned" };
 	for (uint64_t i = 0; i < lr->n; i++) {
@@ -286,12 +279,7 @@ static int live_write_issue(const char *path, const struct live_result *lr, char
 		fprintf(f, "%llu,%.9f,%.9f,%.3f,%s\n", (unsigned long long)i, q->arrival_ns * 1e-9, q->issue_ns * 1e-9,
 		        (q->issue_ns - q->arrival_ns) * 1e-3, status[q->status]);
 	}
-	int bad = fflush(f) != 0 || ferror(f);
-	if (fclose(f) != 0 || bad) {
-		snprintf(err, errlen, "error writing --issue-out '%s'", path);
-		return -1;
-	}
-	return 0;
+	return outfile_commit(&of, err, errlen);
 }
 
 /* ---- the summary's live part ---- */
@@ -412,7 +400,7 @@ static int live_extra(const struct opt_set *o, const struct live_result *lr, str
 		x->text = NULL;
 		goto oom;
 	}
-	x->exit_code = lr->partial ? LIVE_EXIT_STOPPED : CLI_OK;
+	x->exit_code = lr->partial ? 128 + (int)live_stop_flag : CLI_OK;
 	return 0;
 oom:
 	snprintf(err, errlen, "out of memory");
@@ -427,7 +415,7 @@ static int live_serve(const struct opt_set *o, const struct eng_config *c, struc
 	struct live_schedule sch;
 	struct live_result lr = { 0 };
 	struct eng_latency *lat = NULL;
-	struct sigaction sa, old_int, old_term;
+	struct sigaction sa, old_int, old_term, old_hup;
 	int rc = live_make_schedule(c, &sch, err, errlen), have_sig = 0;
 	if (rc != CLI_OK)
 		return rc;
@@ -454,6 +442,7 @@ static int live_serve(const struct opt_set *o, const struct eng_config *c, struc
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
 	have_sig = 1;
 	if (live_run(&lc, &lr, err, errlen) != 0)
 		goto out;
@@ -474,6 +463,7 @@ out:
 	if (have_sig) {
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGHUP, &old_hup, NULL);
 	}
 	if (rc != CLI_OK) {
 		drv_result_free(res);
@@ -491,7 +481,7 @@ static int live_profile(const struct opt_set *o)
 {
 	char err[512] = "";
 	struct mdl_model *m = NULL;
-	FILE *f = NULL;
+	struct outfile of = { 0 };
 	struct trc_lengths *in = NULL, *out = NULL;
 	const char *path = opt_str(o, "profile-out");
 	int rc = CLI_BAD_INPUT;
@@ -520,10 +510,8 @@ static int live_profile(const struct opt_set *o)
 			goto out;
 		out_len = (uint32_t)lround(trc_lengths_mean(out));
 	}
-	if (!(f = fopen(path, "w"))) {
-		snprintf(err, sizeof err, "cannot write --profile-out '%s'", path);
+	if (outfile_open(&of, path, err, sizeof err) != 0)
 		goto out;
-	}
 	struct rt_profile_config pc = { .model = m, .device = opt_str(o, "device"), .gemm = g, .seed = opt_uint(o, "seed"),
 	                                .batches = batches, .nbatches = nb, .input_len = in_len ? in_len : 1,
 	                                .output_len = out_len ? out_len : 1, .reps = (uint32_t)opt_uint(o, "profile-reps") };
@@ -532,20 +520,11 @@ static int live_profile(const struct opt_set *o)
 	if (!m->uses_output_len)
 		pc.output_len = 0;
 	rc = CLI_FAILED;
-	if (rt_profile(&pc, f, err, sizeof err) != 0)
+	if (rt_profile(&pc, of.f, err, sizeof err) != 0 || outfile_commit(&of, err, sizeof err) != 0)
 		goto out;
-	if (fclose(f) != 0) {
-		f = NULL;
-		snprintf(err, sizeof err, "error writing --profile-out '%s'", path);
-		goto out;
-	}
-	f = NULL;
 	rc = CLI_OK;
 out:
-	if (f) {
-		fclose(f);
-		remove(path);
-	}
+	outfile_abort(&of);
 	if (rc != CLI_OK)
 		fprintf(stderr, "simbatch: %s\n", err);
 	trc_lengths_free(in);

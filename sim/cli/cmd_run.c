@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "cli.h"
 #include "../engine/engine.h"
 #include "options.h"
@@ -17,6 +18,7 @@
 #include "../store/results.h"
 #include "../engine/timeline.h"
 #include "version.h"
+#include "../../util/outfile.h"
 
 #define RUN_DEFAULT_POLICY "lazy"    /* DESIGN.md section 3 */
 
@@ -76,7 +78,9 @@ struct run_job {             /* a prepared run; released by run_job_free */
 	struct trc_lengths *input_len, *output_len;
 	struct trc_trace *trace;
 	struct results_db *db;
-	FILE *requests_out;
+	int db_created;              /* this run created the database file: removed if the run fails */
+	int stored;                  /* the run reached the database */
+	struct outfile requests_out;
 	struct timeline *timeline;
 	char input_spec[MDL_SPEC_MAX + 8], output_spec[MDL_SPEC_MAX + 8];
 };
@@ -86,9 +90,10 @@ void run_job_free(struct run_job *j)
 	if (!j)
 		return;
 	timeline_close(j->timeline, 0, NULL, 0);
-	if (j->requests_out)
-		fclose(j->requests_out);
+	outfile_abort(&j->requests_out);
 	results_close(j->db);
+	if (j->db_created && !j->stored)
+		results_remove(opt_str(&j->o, "db"));
 	trc_trace_free(j->trace);
 	trc_lengths_free(j->input_len);
 	trc_lengths_free(j->output_len);
@@ -333,16 +338,17 @@ static int run_open_outputs(struct run_job *j, char *err, size_t errlen)
 {
 	const struct opt_set *o = &j->o;
 	const char *req_out = opt_str(o, "requests-out");
-	if (req_out && !(j->requests_out = fopen(req_out, "w"))) {
-		snprintf(err, errlen, "cannot write --requests-out '%s'", req_out);
+	if (req_out && outfile_open(&j->requests_out, req_out, err, errlen) != 0)
 		return -1;
-	}
 	const char *tl_path = opt_str(o, "timeline-out");
 	if (tl_path && timeline_open(tl_path, j->model, j->c.workers, &j->timeline, err, errlen) != 0)
 		return -1;
 	j->c.timeline = j->timeline;
-	if (!opt_flag(o, "no-db") && results_open(opt_str(o, "db"), &j->db, err, errlen) != 0)
-		return -1;
+	if (!opt_flag(o, "no-db")) {
+		j->db_created = access(opt_str(o, "db"), F_OK) != 0;
+		if (results_open(opt_str(o, "db"), &j->db, err, errlen) != 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -432,19 +438,24 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		.workers = c->workers, .max_batch = c->env.max_batch, .sla_ms = opt_double(o, "sla"),
 		.wall_s = wall_s, .run_id = -1, .res = res, .model_def = j->model, .extra_json = x->json,
 	};
-	if (j->requests_out && run_write_requests(j->requests_out, res) != 0) {
+	/* the files are written, then the run stored, then the files renamed into
+	 * place: a run that fails before the end changes no file of the user's */
+	if (j->requests_out.f && run_write_requests(j->requests_out.f, res) != 0) {
 		snprintf(err, sizeof err, "error writing --requests-out '%s'", opt_str(o, "requests-out"));
 		goto fail;
-	}
-	if (j->timeline) {
-		struct timeline *tl = j->timeline;
-		j->timeline = NULL;
-		if (timeline_close(tl, 1, err, sizeof err) != 0)
-			goto fail;
 	}
 	if (j->db) {
 		json = report_json(&rep, 0);
 		if (run_store(j, live, &rep, x, json, err, sizeof err) != 0)
+			goto fail;
+		j->stored = 1;
+	}
+	if (outfile_commit(&j->requests_out, err, sizeof err) != 0)
+		goto fail;
+	if (j->timeline) {
+		struct timeline *tl = j->timeline;
+		j->timeline = NULL;
+		if (timeline_close(tl, 1, err, sizeof err) != 0)
 			goto fail;
 	}
 	if (opt_flag(o, "json")) {

@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "evq.h"
 #include "timeline.h"
+#include "../../util/ns_math.h"
 
 #define ENG_POOL_CHUNK 4096
 
@@ -162,7 +163,7 @@ static int64_t eng_cold_extra(struct eng *e, struct eng_device *d, const struct 
 		int runs = t->kind == POL_TASK_GRAPH ? mdl_node_repeats(m, type, max_in, max_out) > 0
 		                                     : type == t->node_type;
 		if (runs) {
-			extra += d->cold_owed_ns[type];
+			extra = ns_add(extra, d->cold_owed_ns[type]);
 			d->cold_owed_ns[type] = 0;
 		}
 	}
@@ -179,7 +180,13 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	                 ? eng_latency_graph_ns(e->lat, t->nreq, shape->max_input_len, shape->max_output_len)
 	                 : eng_latency_node_ns(e->lat, t->node_type, t->cells);
 	if (e->has_cold)
-		dur_ns += eng_cold_extra(e, d, t, now_ns, shape->max_input_len, shape->max_output_len);
+		dur_ns = ns_add(dur_ns, eng_cold_extra(e, d, t, now_ns, shape->max_input_len, shape->max_output_len));
+	if (dur_ns > INT64_MAX - 1 - now_ns) {
+		snprintf(e->err, e->errlen, "simulated time overflows: a task starting at %.6g s would end past the "
+		         "int64 nanosecond clock (292 years); the service times are too long to simulate",
+		         (double)now_ns * 1e-9);
+		return -1;
+	}
 	t->end_ns = now_ns + dur_ns;
 	d->busy = 1;
 	if (e->timeline && timeline_task(e->timeline, t) != 0) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "latency.h"
+#include "../../util/ns_math.h"
 
 struct eng_latency {
 	const struct mdl_model *model;  /* not owned: tree levels for graph latencies */
@@ -51,6 +52,12 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 			double extra_s = hw_cold_start(hw, t, lat_cold_grid_ms[i] * 1e-3);
 			double before = i ? l->cold_ns[t * LAT_COLD_GRID + i - 1] : 0;
 			/* non-decreasing up to rounding (interpolation can land an ulp low) */
+			if (extra_s > ENG_MAX_NODE_S) {
+				snprintf(err, errlen, "hardware model %s gave a cold start of %g s for node %s: more than the "
+				         "%g s a node may take in simulated time", hw->label, extra_s, m->nodes[t].name,
+				         ENG_MAX_NODE_S);
+				goto fail;
+			}
 			if (!isfinite(extra_s) || extra_s * 1e9 < before * (1 - 1e-9) - 1e-6) {
 				snprintf(err, errlen, "hardware model %s gave a cold start of %g s after %g ms idle for node %s "
 				         "(must be finite and non-decreasing in the idle time)", hw->label, extra_s,
@@ -70,12 +77,18 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 				         hw->label, cost.seconds, m->nodes[t].name, b);
 				goto fail;
 			}
+			if (cost.seconds > ENG_MAX_NODE_S) {
+				snprintf(err, errlen, "hardware model %s gives node %s at batch %u %g s: more than the %g s a "
+				         "node may take in simulated time", hw->label, m->nodes[t].name, b, cost.seconds,
+				         ENG_MAX_NODE_S);
+				goto fail;
+			}
 			int64_t ns = lat_round_ns(cost.seconds);
 			l->node_ns[t * stride + b] = ns;
 			switch (m->nodes[t].kind) {
-			case MDL_ENCODER: l->encoder_ns[b] += ns; break;
-			case MDL_DECODER: l->decoder_ns[b] += ns; break;
-			case MDL_STATIC: l->static_ns[b] += ns; break;
+			case MDL_ENCODER: l->encoder_ns[b] = ns_add(l->encoder_ns[b], ns); break;
+			case MDL_DECODER: l->decoder_ns[b] = ns_add(l->decoder_ns[b], ns); break;
+			case MDL_STATIC: l->static_ns[b] = ns_add(l->static_ns[b], ns); break;
 			default: break;  /* tree cells: priced per level in graph_ns */
 			}
 		}
@@ -140,8 +153,8 @@ int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint
 {
 	const struct eng_latency *l = ctx;
 	assert(batch >= 1 && batch <= l->max_batch);
-	int64_t ns = l->static_ns[batch] + l->encoder_ns[batch] * (int64_t)input_len +
-	             l->decoder_ns[batch] * (int64_t)output_len;
+	int64_t ns = ns_add(ns_add(l->static_ns[batch], ns_mul(l->encoder_ns[batch], input_len)),
+	                    ns_mul(l->decoder_ns[batch], output_len));
 	if (l->model->is_tree) {
 		/* every level of the largest tree, all members' cells of a level in one batch */
 		uint64_t n = mdl_chain_length(l->model, input_len, output_len);
@@ -149,7 +162,8 @@ int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint
 			uint32_t t = mdl_node_at(l->model, pos, input_len, output_len);
 			enum mdl_kind k = l->model->nodes[t].kind;
 			if (k == MDL_LEAF || k == MDL_INTERNAL)
-				ns += eng_latency_node_ns(ctx, t, batch * mdl_cells_at(l->model, pos, input_len, output_len));
+				ns = ns_add(ns, eng_latency_node_ns(ctx, t, batch * mdl_cells_at(l->model, pos, input_len,
+				                                                                 output_len)));
 		}
 	}
 	return ns;

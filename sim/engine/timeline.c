@@ -4,10 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "timeline.h"
+#include "../../util/outfile.h"
 
 struct timeline {
-	FILE *f;                        /* owned */
-	char *path;                     /* owned copy, to remove on failure */
+	struct outfile out;             /* renamed onto the target when the run succeeds */
+	FILE *f;                        /* out.f */
 	const struct mdl_model *model;  /* not owned: node names */
 	int failed;                     /* a write failed */
 };
@@ -17,18 +18,16 @@ int timeline_open(const char *path, const struct mdl_model *m, uint32_t workers,
 {
 	*out = NULL;
 	struct timeline *t = calloc(1, sizeof *t);
-	if (!t || !(t->path = strdup(path))) {
-		free(t);
+	if (!t) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	t->model = m;
-	if (!(t->f = fopen(path, "w"))) {
-		snprintf(err, errlen, "cannot write --timeline-out '%s'", path);
-		free(t->path);
+	if (outfile_open(&t->out, path, err, errlen) != 0) {
 		free(t);
 		return -1;
 	}
+	t->f = t->out.f;
 	fprintf(t->f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"
 	        "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"simbatch %s\"}}",
 	        m->name);
@@ -58,20 +57,15 @@ int timeline_close(struct timeline *t, int keep, char *err, size_t errlen)
 	if (!t)
 		return 0;
 	int rc = 0;
-	if (keep) {
+	if (keep && !t->failed) {
 		fputs("\n]}\n", t->f);
-		if (ferror(t->f))
-			t->failed = 1;
+		rc = outfile_commit(&t->out, err, errlen);
+	} else {
+		if (keep)
+			snprintf(err, errlen, "error writing --timeline-out '%s'", t->out.path);
+		rc = keep ? -1 : 0;
+		outfile_abort(&t->out);
 	}
-	if (fclose(t->f) != 0)
-		t->failed = 1;
-	if (keep && t->failed) {
-		snprintf(err, errlen, "error writing --timeline-out '%s'", t->path);
-		rc = -1;
-	}
-	if (!keep || rc)
-		remove(t->path);
-	free(t->path);
 	free(t);
 	return rc;
 }

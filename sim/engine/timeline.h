@@ -6,8 +6,9 @@
  *
  * Contract:
  *  - Streams: each task is written when it starts, so memory does not grow
- *    with the run. timeline_close(t, 0) removes the file (a failed run leaves
- *    no half-written timeline).
+ *    with the run, into a temporary file beside the target (util/outfile.h):
+ *    timeline_close(t, 1) renames it into place, timeline_close(t, 0)
+ *    removes it, so a failed run leaves an existing timeline as it was.
  */
 #ifndef SB_TIMELINE_H
 #define SB_TIMELINE_H

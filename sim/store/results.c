@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -367,6 +368,15 @@ fail:
 void results_close(struct results_db *db)
 {
 	results_free(db);
+}
+
+void results_remove(const char *path)
+{
+	static const char *const side[] = { "", "-journal", "-wal", "-shm" };
+	char p[4096];
+	for (size_t i = 0; i < sizeof side / sizeof side[0]; i++)
+		if ((size_t)snprintf(p, sizeof p, "%s%s", path, side[i]) < sizeof p)
+			unlink(p);
 }
 
 /* Steps an INSERT and resets it for the next row; 0 or -1 with err. */

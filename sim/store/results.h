@@ -73,6 +73,9 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 int results_write_run(struct results_db *db, const struct results_run *run, int64_t *run_id,
                       char *err, size_t errlen);
 void results_close(struct results_db *db);
+/* Removes a closed database file and SQLite's side files (-journal, -wal,
+ * -shm): for a file a failed run created, so that it leaves nothing behind. */
+void results_remove(const char *path);
 /* Reads run run_id's latency CDF: cdf_ms[i] = quantile (i+1)/1000 in ms, as
  * metrics_summary.cdf_ms. Returns 0, or -1 with err ("no run N in PATH" when
  * the run does not exist) and cdf_ms untouched. */
