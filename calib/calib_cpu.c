@@ -13,6 +13,7 @@
  *
  * Exit status: 0 done, 1 failure (I/O, memory, BLAS), 2 bad option.
  */
+#include "../util/outfile.h"
 #include "../kernels/fpu.h"
 #include "cpu_bench.h"
 #include "../kernels/cpu_select.h"
@@ -354,34 +355,6 @@ static int cc_header(struct caltab *t, const struct cc_args *a, const struct cal
 	return 0;
 }
 
-/* Writes the CSV next to its final name and renames it into place, so a
- * failed run never leaves half a table behind. */
-static int cc_write_csv(struct caltab *t, const char *path, char *err, size_t errlen)
-{
-	char tmp[512];
-	FILE *f;
-
-	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
-		snprintf(err, errlen, "%s: path too long", path);
-		return -1;
-	}
-	if (!(f = fopen(tmp, "w"))) {
-		snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
-		return -1;
-	}
-	if (caltab_write(t, f, tmp, err, errlen) != 0) {
-		fclose(f);
-		remove(tmp);
-		return -1;
-	}
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-		remove(tmp);
-		return -1;
-	}
-	return 0;
-}
-
 /* The cold-start field (hwmodels/caltab.h): the refill after idle
  * measured on the plan's largest weight up to CC_COLD_MAX_BYTES (a GEMM at
  * batch 1, the case where a step reads all of it), at idle times from half
@@ -552,6 +525,11 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
+	/* before minutes of benchmarks: can the table be written there? */
+	if (outfile_check(a.out, err, sizeof err) != 0) {
+		rc = 2;
+		goto fail;
+	}
 
 	rc = 1;
 	if (calsel_read_cpuinfo("/proc/cpuinfo", &cpu, err, sizeof err) != 0 ||
@@ -586,7 +564,7 @@ int main(int argc, char **argv)
 		goto fail;
 	size_t lowered = caltab_make_monotone(t);
 	if (cc_header(t, &a, &cpu, dl.dli_fname, why, plan, lowered, load0, calbench_now() - t0, argc, argv, err, sizeof err) != 0 ||
-	    caltab_validate(t, err, sizeof err) != 0 || cc_write_csv(t, a.out, err, sizeof err) != 0)
+	    caltab_validate(t, err, sizeof err) != 0 || caltab_write_file(t, a.out, err, sizeof err) != 0)
 		goto fail;
 	int64_t id = 0;
 	if (!a.no_db && calstore_write(a.db, t, a.out, &id, err, sizeof err) != 0)

@@ -37,6 +37,7 @@ extern "C" {
 #include "store.h"
 #include "../kernels/gpu_cells.cuh"
 #include "../hwmodels/caltab.h"
+#include "../util/outfile.h"
 #include "../models/model.h"
 }
 
@@ -213,6 +214,9 @@ static int cu_parse(int argc, char **argv, cu_args *a, char *err, size_t errlen)
 		snprintf(err, errlen, "--max-reps=%u is below --reps=%u", a->max_reps, a->min_reps);
 		return -1;
 	}
+	/* before the benchmarks: can the table be written there? */
+	if (!a->help && outfile_check(a->out, err, errlen) != 0)
+		return -1;
 	if (a->models.n == 0)
 		return calplan_models_add(&a->models, CALPLAN_DEFAULT_MODELS, err, errlen);
 	return 0;
@@ -547,7 +551,6 @@ int main(int argc, char **argv)
 		size_t lowered = caltab_make_monotone(t);
 		char date[32];
 		time_t now = time(NULL);
-		FILE *f;
 		int64_t id;
 
 		strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -576,18 +579,8 @@ int main(int argc, char **argv)
 			goto fail;
 		if (caltab_validate(t, err, sizeof err) != 0)
 			goto fail;
-		if (!(f = fopen(a.out, "w"))) {
-			snprintf(err, sizeof err, "%s: cannot write: %s", a.out, strerror(errno));
+		if (caltab_write_file(t, a.out, err, sizeof err) != 0)
 			goto fail;
-		}
-		if (caltab_write(t, f, a.out, err, sizeof err) != 0) {
-			fclose(f);
-			goto fail;
-		}
-		if (fclose(f) != 0) {
-			snprintf(err, sizeof err, "%s: cannot write: %s", a.out, strerror(errno));
-			goto fail;
-		}
 		if (!a.no_db && calstore_write(a.db, t, a.out, &id, err, sizeof err) != 0)
 			goto fail;
 		if (!a.quiet)

@@ -4,6 +4,7 @@
  * to the cell that is wrong.
  */
 #include "../util/lines.h"
+#include "../util/outfile.h"
 #include "../util/text.h"
 #include "caltab.h"
 
@@ -626,6 +627,18 @@ fail:
 	lines_close(&rd);
 	caltab_destroy(t);
 	return -1;
+}
+
+int caltab_write_file(struct caltab *t, const char *path, char *err, size_t errlen)
+{
+	struct outfile o;
+	if (outfile_open(&o, path, err, errlen) != 0)
+		return -1;
+	if (caltab_write(t, o.f, path, err, errlen) != 0) {
+		outfile_abort(&o);
+		return -1;
+	}
+	return outfile_commit(&o, err, errlen);
 }
 
 int caltab_write(struct caltab *t, FILE *f, const char *name, char *err, size_t errlen)

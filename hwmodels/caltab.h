@@ -128,6 +128,9 @@ size_t caltab_make_monotone(struct caltab *t);
 /* Writes the table as CSV: the magic line, the header fields in order, the
  * column header, the rows sorted. Returns 0, or -1 with err on a write error. */
 int caltab_write(struct caltab *t, FILE *f, const char *name, char *err, size_t errlen);
+/* caltab_write into a temporary file beside path, renamed onto it when whole
+ * (util/outfile.h): a failed calibration leaves an existing table as it was. */
+int caltab_write_file(struct caltab *t, const char *path, char *err, size_t errlen);
 
 /* 0 when name is "cpu" or "gpu-NAME" with NAME of [a-z0-9_-] (1 to 47
  * characters; no dot, so "gpu-x.csv" reads as a file name); -1 otherwise. */

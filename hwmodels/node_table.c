@@ -321,7 +321,8 @@ static int hwtable_open(const char *path, const struct mdl_model *m, struct hw_m
 	}
 	if (hwtable_read(path, m, &rows, &nrows, err, errlen))
 		goto fail;
-	qsort(rows, nrows, sizeof *rows, hwtable_row_cmp);
+	if (nrows > 1)         /* qsort of a NULL array, even of 0 rows, is undefined */
+		qsort(rows, nrows, sizeof *rows, hwtable_row_cmp);
 	if (hwtable_check_duplicates(path, m, rows, nrows, err, errlen))
 		goto fail;
 

@@ -154,6 +154,60 @@ check("a good run replaces the outputs", r.returncode == 0 and open(outs["r.csv"
 check("... with the usual permissions", oct(os.stat(outs["r.csv"]).st_mode & 0o777) == oct(0o666 & ~os.umask(0o22)),
       oct(os.stat(outs["r.csv"]).st_mode))
 
+# ---- undefined behaviour (UBSan halts the sanitizer build's run) ----
+r = sb("--hw=" + write("header-only.csv", b"node,batch,latency_s\n"), "--model=lstm", "--no-db")
+refused("a node table with only its header is refused (qsort of no rows)", r, "header-only.csv")
+
+# ---- exit codes: 2 for bad input, 1 when the machine failed ----
+r = sb("frobnicate")
+check("an unknown subcommand: one line, exit 2", r.returncode == 2 and len(r.stderr.strip().split("\n")) == 1
+      and "simbatch --help" in r.stderr, r.stderr)
+for form in (["--po=serial"], ["--policy", "serial"], ["-policy=serial"]):
+    refused(f"{' '.join(form)} is refused (only --key=value, whole names)", sb(*form, "--requests=5", "--no-db"),
+            "--policy")
+good = os.path.join(td, "good.db")
+r = sb("--requests=20", "--db=" + good)
+check("a run to damage is stored", r.returncode == 0, r.stderr)
+damaged = write("damaged.db", open(good, "rb").read())
+with open(damaged, "r+b") as f:
+    f.seek(os.path.getsize(damaged) // 2)
+    f.write(b"\xff" * 4096)
+merged = os.path.join(td, "merged.db")
+r = sb("merge", merged, damaged)
+refused("merge of a damaged shard exits 2, as run and compare do", r, "damaged.db")
+check("... and creates no output database", not os.path.exists(merged), "merged.db exists")
+if not MEM_LIMIT:
+    print("skip out of memory (sanitizer build)")
+else:
+    r = subprocess.run(["bash", "-c", f"ulimit -v 200000; exec {SB} --requests=50000000 --no-db --model=resnet50 "
+                        "--policy=serial"], capture_output=True, text=True, timeout=60)
+    check("out of memory exits 1 (cli.h)", r.returncode == 1 and "out of memory" in r.stderr, r.stderr)
+# a full disk: a small tmpfs where the machine lets us mount one (root, outside most containers)
+full = os.path.join(td, "full")
+os.makedirs(full)
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", full], capture_output=True).returncode != 0:
+    print("skip full disk (cannot mount a tmpfs here)")
+else:
+    try:
+        with open(os.path.join(full, "fill"), "wb") as f:
+            f.write(b"\0" * 12288)
+        r = sb("--requests=10", "--db=" + os.path.join(full, "r.db"))
+        check("a full disk creating the database exits 1", r.returncode == 1, r.stderr)
+        check("... and leaves no database", not os.path.exists(os.path.join(full, "r.db")), os.listdir(full))
+        r = sb("--requests=2000", "--no-db", "--timeline-out=" + os.path.join(full, "t.json"))
+        check("a full disk writing the timeline exits 1", r.returncode == 1, r.stderr)
+        check("... and leaves no file", os.listdir(full) == ["fill"], os.listdir(full))
+    finally:
+        subprocess.run(["umount", full])
+r = sb("calibrate", "--device=cpu", "--out=" + td, "--no-db", timeout=10)
+check("calibrate --out=DIR is refused before any benchmark", r.returncode == 2 and "directory" in r.stderr, r.stderr)
+
+# ---- defaults that work: live on every live model with no --hw ----
+for model in ("gru", "mlp", "lstm"):
+    r = sb("live", "--model=" + model, "--requests=20", "--rate=50", "--no-db", "--json", timeout=300)
+    check(f"live --model={model} with the default --hw runs", r.returncode == 0 and '"hw":"profile"' in
+          r.stdout.replace(" ", ""), r.stderr[-300:])
+
 shutil.rmtree(td, ignore_errors=True)     # the 100 MB files
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

@@ -9,6 +9,7 @@
 #define SB_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum cli_exit {
 	CLI_OK = 0,
@@ -16,7 +17,24 @@ enum cli_exit {
 	CLI_BAD_INPUT = 2,    /* an option, file or name was wrong */
 };
 
+/* The exit code for a failure described by err, where one error path carries
+ * both kinds: CLI_FAILED when the machine failed (out of memory, a read or
+ * write error, a full disk), CLI_BAD_INPUT otherwise. Every such message of
+ * simbatch's says so with one of the phrases cli_status_of looks for. */
+int cli_status_of(const char *err);
+
 int cmd_run(int argc, char **argv);
+
+/* --hw=profile (live's default, and accepted by run): times the live
+ * runtime's kernels of model m on this machine up to max_batch, as
+ * `live --profile-out` does, and opens that table as the hardware model,
+ * labelled "profile". Options come from o where it has them (live's --device,
+ * --gemm, --profile-reps). 0, or -1 with err. */
+struct mdl_model;
+struct hw_model;
+struct opt_set;
+int live_profile_hw(const struct opt_set *o, const struct mdl_model *m, uint32_t max_batch, struct hw_model **out,
+                    char *err, size_t errlen);
 int cmd_list(int argc, char **argv);
 int cmd_model_info(int argc, char **argv);
 int cmd_hw_info(int argc, char **argv);

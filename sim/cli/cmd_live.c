@@ -66,9 +66,10 @@ static size_t live_options(struct opt_def *opts)
 	for (size_t i = 0; i < n && nopts + sizeof live_own_opts / sizeof live_own_opts[0] < OPT_MAX; i++) {
 		opts[nopts] = run[i];
 		if (strcmp(run[i].name, "hw") == 0) {
-			opts[nopts].defval = "cpu";
+			opts[nopts].defval = "profile";
 			opts[nopts].help = "latency estimates the policy sees: a hardware model or node latency "
-			                   "table (default cpu: this machine's calibration)";
+			                   "table (default profile: this runtime's kernels timed on this machine "
+			                   "before the run, well under a second for the shipped models)";
 		}
 		nopts++;
 	}
@@ -475,24 +476,25 @@ out:
 	return rc;
 }
 
-/* ---- --profile-out: the kernels' node latency table ---- */
+/* ---- --profile-out and --hw=profile: the kernels' node latency table ---- */
 
-static int live_profile(const struct opt_set *o)
+/* Times the live kernels of model m on this machine at batches 1, 2, 4, ...
+ * up to maxb and writes the node latency table to f. The device, GEMM kind,
+ * seed and repetitions come from o where it has them (live's options), else
+ * the defaults of live's table (cpu, packed, 1, 11). Returns 0, or -1 with err. */
+static int live_profile_write(const struct opt_set *o, const struct mdl_model *m, uint32_t maxb, FILE *f,
+                              char *err, size_t errlen)
 {
-	char err[512] = "";
-	struct mdl_model *m = NULL;
-	struct outfile of = { 0 };
 	struct trc_lengths *in = NULL, *out = NULL;
-	const char *path = opt_str(o, "profile-out");
-	int rc = CLI_BAD_INPUT;
 	uint32_t batches[40], nb = 0;
 	enum rt_gemm_kind g;
+	const char *device = opt_str(o, "device") ? opt_str(o, "device") : "cpu";
+	const char *gemm = opt_str(o, "gemm") ? opt_str(o, "gemm") : "packed";
+	int rc = -1;
 
-	if (mdl_load(opt_str(o, "model"), &m, err, sizeof err) != 0 || !rt_kernels_find(m, err, sizeof err) ||
-	    live_gemm_kind(opt_str(o, "gemm"), &g, err, sizeof err) != 0 ||
-	    !rt_backend_find(opt_str(o, "device"), err, sizeof err))
-		goto out;
-	uint32_t maxb = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : 64;
+	if (!rt_kernels_find(m, err, errlen) || live_gemm_kind(gemm, &g, err, errlen) != 0 ||
+	    !rt_backend_find(device, err, errlen))
+		return -1;
 	for (uint32_t b = 1; b < maxb && nb < 39; b *= 2)
 		batches[nb++] = b;
 	batches[nb++] = maxb;
@@ -501,34 +503,73 @@ static int live_profile(const struct opt_set *o)
 	const char *outs = opt_str(o, "output-len") ? opt_str(o, "output-len") : m->output_len_spec;
 	uint32_t in_len = 0, out_len = 0;
 	if (m->uses_input_len) {
-		if (trc_lengths_parse(ins, &in, err, sizeof err) != 0)
+		if (trc_lengths_parse(ins, &in, err, errlen) != 0)
 			goto out;
 		in_len = (uint32_t)lround(trc_lengths_mean(in));
 	}
 	if (m->uses_output_len) {
-		if (trc_lengths_parse(outs, &out, err, sizeof err) != 0)
+		if (trc_lengths_parse(outs, &out, err, errlen) != 0)
 			goto out;
 		out_len = (uint32_t)lround(trc_lengths_mean(out));
 	}
-	if (outfile_open(&of, path, err, sizeof err) != 0)
+	struct rt_profile_config pc = {
+		.model = m, .device = device, .gemm = g, .seed = opt_str(o, "seed") ? opt_uint(o, "seed") : 1,
+		.batches = batches, .nbatches = nb, .input_len = m->uses_input_len ? (in_len ? in_len : 1) : 0,
+		.output_len = m->uses_output_len ? (out_len ? out_len : 1) : 0,
+		.reps = opt_str(o, "profile-reps") ? (uint32_t)opt_uint(o, "profile-reps") : 11,
+	};
+	rc = rt_profile(&pc, f, err, errlen);
+out:
+	trc_lengths_free(in);
+	trc_lengths_free(out);
+	return rc;
+}
+
+int live_profile_hw(const struct opt_set *o, const struct mdl_model *m, uint32_t max_batch, struct hw_model **out,
+                    char *err, size_t errlen)
+{
+	char path[64];
+	FILE *f = tmpfile();          /* anonymous: gone when closed, whatever happens */
+	if (!f) {
+		snprintf(err, errlen, "--hw=profile: cannot create a temporary file");
+		return -1;
+	}
+	int rc = live_profile_write(o, m, max_batch, f, err, errlen);
+	if (rc == 0 && fflush(f) != 0) {
+		snprintf(err, errlen, "--hw=profile: error writing the temporary table");
+		rc = -1;
+	}
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fileno(f));
+	if (rc == 0 && (rc = hw_open(path, m, out, err, errlen)) == 0)
+		snprintf((*out)->label, sizeof (*out)->label, "profile");
+	fclose(f);
+	return rc;
+}
+
+static int live_profile(const struct opt_set *o)
+{
+	char err[512] = "";
+	struct mdl_model *m = NULL;
+	struct outfile of = { 0 };
+	int rc = CLI_BAD_INPUT;
+
+	if (mdl_load(opt_str(o, "model"), &m, err, sizeof err) != 0)
 		goto out;
-	struct rt_profile_config pc = { .model = m, .device = opt_str(o, "device"), .gemm = g, .seed = opt_uint(o, "seed"),
-	                                .batches = batches, .nbatches = nb, .input_len = in_len ? in_len : 1,
-	                                .output_len = out_len ? out_len : 1, .reps = (uint32_t)opt_uint(o, "profile-reps") };
-	if (!m->uses_input_len)
-		pc.input_len = 0;
-	if (!m->uses_output_len)
-		pc.output_len = 0;
+	if (outfile_open(&of, opt_str(o, "profile-out"), err, sizeof err) != 0)
+		goto out;
+	uint32_t maxb = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : 64;
+	if (live_profile_write(o, m, maxb, of.f, err, sizeof err) != 0) {
+		rc = cli_status_of(err);
+		goto out;
+	}
 	rc = CLI_FAILED;
-	if (rt_profile(&pc, of.f, err, sizeof err) != 0 || outfile_commit(&of, err, sizeof err) != 0)
+	if (outfile_commit(&of, err, sizeof err) != 0)
 		goto out;
 	rc = CLI_OK;
 out:
 	outfile_abort(&of);
 	if (rc != CLI_OK)
 		fprintf(stderr, "simbatch: %s\n", err);
-	trc_lengths_free(in);
-	trc_lengths_free(out);
 	mdl_free(m);
 	return rc;
 }

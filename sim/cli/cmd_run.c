@@ -30,7 +30,8 @@ static const struct opt_def run_opts[] = {
 	{ "duration", OPT_DOUBLE, NULL, 0, 1e9, 1, "stop arrivals after SECONDS of simulated time" },
 	{ "warmup", OPT_UINT, "0", 0, 1e12, 0, "first N requests excluded from metrics" },
 	{ "model", OPT_STR, "transformer", 0, 0, 0, "model name or .model file (simbatch list models)" },
-	{ "hw", OPT_STR, "npu", 0, 0, 0, "hardware model name or node latency table file" },
+	{ "hw", OPT_STR, "npu", 0, 0, 0, "hardware model name, node latency table file, or profile (this "
+	  "machine's live kernels, timed first)" },
 	{ "workers", OPT_UINT, "1", 1, 4096, 0, "devices" },
 	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms" },
 	{ "seed", OPT_UINT, "1", 0, 1.8e19, 0, "random seed" },
@@ -216,16 +217,22 @@ void run_extra_free(struct run_extra *x)
 }
 
 /* The model, the hardware, and the requests' lengths or trace. */
-static int run_load_inputs(struct run_job *j, char *err, size_t errlen)
+static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *err, size_t errlen)
 {
 	const struct opt_set *o = &j->o;
 	if (opt_given(o, "requests") && opt_given(o, "duration")) {
 		snprintf(err, errlen, "give --requests or --duration, not both");
 		return -1;
 	}
-	if (mdl_load(opt_str(o, "model"), &j->model, err, errlen) != 0 ||
-	    hw_open(opt_str(o, "hw"), j->model, &j->hw, err, errlen) != 0)
+	if (mdl_load(opt_str(o, "model"), &j->model, err, errlen) != 0)
 		return -1;
+	if (strcmp(opt_str(o, "hw"), "profile") == 0) {
+		uint32_t max_batch = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : pol->default_max_batch;
+		if (live_profile_hw(o, j->model, max_batch, &j->hw, err, errlen) != 0)
+			return -1;
+	} else if (hw_open(opt_str(o, "hw"), j->model, &j->hw, err, errlen) != 0) {
+		return -1;
+	}
 	const char *trace_path = opt_str(o, "trace");
 	if (trace_path) {
 		if (trc_trace_load(trace_path, &j->trace, err, errlen) != 0)
@@ -374,7 +381,7 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 		cli_unknown_policy(opt_str(&j->o, "policy"), err, sizeof err);
 		goto fail;
 	}
-	if (run_load_inputs(j, err, sizeof err) != 0 || run_build_config(j, pol, err, sizeof err) != 0 ||
+	if (run_load_inputs(j, pol, err, sizeof err) != 0 || run_build_config(j, pol, err, sizeof err) != 0 ||
 	    run_check_config(j, err, sizeof err) != 0 || run_open_outputs(j, err, sizeof err) != 0)
 		goto fail;
 	*out = j;
@@ -382,7 +389,7 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
 	run_job_free(j);
-	return CLI_BAD_INPUT;
+	return cli_status_of(err);
 }
 
 /* One row in the database: the run, its configuration, its statistics. */
@@ -493,12 +500,12 @@ int cmd_run(int argc, char **argv)
 	struct run_extra extra = { 0 };
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	/* the engine's errors (a policy that stops, a request the model cannot
-	 * run) are the input's fault */
+	/* the engine's errors are the input's fault (a policy that stops, a
+	 * request the model cannot run), save a failed timeline write or memory */
 	if (eng_run(&j->c, &res, err, sizeof err) != 0) {
 		fprintf(stderr, "simbatch: %s\n", err);
 		run_job_free(j);
-		return CLI_BAD_INPUT;
+		return cli_status_of(err);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	rc = run_job_report(j, 0, &res, &extra, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);

@@ -31,6 +31,18 @@ static void main_usage(FILE *f)
 		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
 }
 
+int cli_status_of(const char *err)
+{
+	static const char *const machine[] = {
+		"out of memory", "error writing", "write error", "read error", "disk is full", "disk I/O error",
+		"No space left", "Input/output error",
+	};
+	for (size_t i = 0; i < sizeof machine / sizeof machine[0]; i++)
+		if (strstr(err, machine[i]))
+			return CLI_FAILED;
+	return CLI_BAD_INPUT;
+}
+
 int main(int argc, char **argv)
 {
 	/* GSL's default handler aborts; every GSL call here checks its result. */
@@ -39,8 +51,7 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 			if (strcmp(argv[1], commands[i].name) == 0)
 				return commands[i].run(argc - 1, argv + 1);
-		fprintf(stderr, "simbatch: unknown subcommand '%s'\n", argv[1]);
-		main_usage(stderr);
+		fprintf(stderr, "simbatch: unknown subcommand '%s' (the subcommands: simbatch --help)\n", argv[1]);
 		return CLI_BAD_INPUT;
 	}
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {

@@ -49,6 +49,24 @@ static int opt_check(const struct opt_def *d, const char *v, char *err, size_t e
 	return 0;
 }
 
+/* getopt_long_only also takes -key, unambiguous prefixes (--po=serial) and
+ * "--key value"; the contract is --key=value with the whole name, so that a
+ * command line reads the same in a year and in the results database. */
+static int opt_exact_form(char **argv, int optind_after, const struct opt_def *d, char *err, size_t errlen)
+{
+	const char *tok = argv[optind_after - 1];
+	if (d->type != OPT_FLAG && optarg == tok) {
+		snprintf(err, errlen, "%s: write --%s=VALUE in one argument", argv[optind_after - 2], d->name);
+		return -1;
+	}
+	size_t n = strcspn(tok, "=");
+	if (strncmp(tok, "--", 2) != 0 || n - 2 != strlen(d->name) || strncmp(tok + 2, d->name, n - 2) != 0) {
+		snprintf(err, errlen, "unknown option '%.*s' (did you mean --%s? see --help)", (int)n, tok, d->name);
+		return -1;
+	}
+	return 0;
+}
+
 int opt_parse(struct opt_set *s, const struct opt_def *defs, size_t ndefs,
               int argc, char **argv, size_t max_positional, char *err, size_t errlen)
 {
@@ -87,6 +105,8 @@ int opt_parse(struct opt_set *s, const struct opt_def *defs, size_t ndefs,
 			return -1;
 		}
 		size_t i = (size_t)(c - 256);
+		if (opt_exact_form(argv, optind, &defs[i], err, errlen) != 0)
+			return -1;
 		if (s->given[i]) {
 			snprintf(err, errlen, "--%s given twice", defs[i].name);
 			return -1;

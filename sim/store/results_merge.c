@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "results.h"
 
 #define RMERGE_BUSY_MS 10000
@@ -49,6 +50,14 @@ static int rm_fail(struct rmerge *m, int code, const char *fmt, ...)
 	vsnprintf(m->err, m->errlen, fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+/* A shard SQLite finds damaged or not a database is bad input, as it is to
+ * run and compare; any other read failure is the machine's. */
+static int rm_read_code(sqlite3 *db)
+{
+	int e = sqlite3_errcode(db);
+	return e == SQLITE_CORRUPT || e == SQLITE_NOTADB ? RMERGE_BAD_INPUT : -1;
 }
 
 int rmerge_read_version(sqlite3 *db, const char *path, char *ver, size_t verlen, char *err, size_t errlen)
@@ -199,7 +208,7 @@ static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver
 	}
 	if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
 	                       -1, &st, NULL) != SQLITE_OK) {
-		code = rm_fail(m, -1, "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
 		goto fail;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -217,7 +226,7 @@ static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver
 		}
 		struct rmerge_table theirs;
 		if (rm_columns(db, name, strcmp(name, "runs") == 0 ? "run_id" : NULL, &theirs) < 0) {
-			code = rm_fail(m, -1, "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+			code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
 			goto fail;
 		}
 		for (size_t c = 0; c < theirs.ncols; c++) {
@@ -232,7 +241,7 @@ static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver
 		}
 	}
 	if (rc != SQLITE_DONE) {
-		code = rm_fail(m, -1, "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
 		goto fail;
 	}
 	sqlite3_finalize(st);
@@ -298,7 +307,7 @@ static int rm_src_init(struct rmerge *m, struct rm_src *s, sqlite3 *db, const ch
 	                       " FROM runs WHERE run_id = ?1", -1, &s->id_run, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "SELECT key, coalesce(value, '') FROM run_config WHERE run_id = ?1 ORDER BY key",
 	                       -1, &s->id_cfg, NULL) != SQLITE_OK) {
-		rm_fail(m, -1, "cannot read '%s': %s", path, sqlite3_errmsg(db));
+		rm_fail(m, rm_read_code(db), "cannot read '%s': %s", path, sqlite3_errmsg(db));
 		rm_src_release(s);
 		return -1;
 	}
@@ -369,7 +378,7 @@ static int rm_prepare_select(struct rmerge *m, struct rm_src *s, struct rmerge_t
 	*st = NULL;
 	int n = rm_columns(s->db, t->name, is_runs ? "run_id" : NULL, &theirs);
 	if (n < 0)
-		return rm_fail(m, -1, "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
+		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
 	if (n == 0)
 		return 0;
 	used += (size_t)snprintf(sql, sizeof sql, "SELECT ");
@@ -390,7 +399,7 @@ static int rm_prepare_select(struct rmerge *m, struct rm_src *s, struct rmerge_t
 	rm_quote(q, sizeof q, is_runs ? "run_id" : t->fk);
 	snprintf(sql + used, sizeof sql - used, "%s = ?1", q);
 	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
-		return rm_fail(m, -1, "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
+		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
 	return 0;
 }
 
@@ -420,7 +429,7 @@ static int rm_copy_rows(struct rmerge *m, struct rm_src *s, struct rmerge_table 
 	}
 	sqlite3_reset(sel);
 	if (rc != SQLITE_DONE)
-		return rm_fail(m, -1, "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
+		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
 	return 0;
 }
 
@@ -431,13 +440,14 @@ static int rm_merge_shard(struct rmerge *m, sqlite3 *db, const char *path, struc
 	int code = -1, rc;
 	if (rm_src_init(m, &s, db, path) != 0)
 		return -1;
-	if (rm_prepare_select(m, &s, &m->runs, &s.sel[0]) != 0)
+	/* code carries each step's failure: -1, or RMERGE_BAD_INPUT for a damaged shard */
+	if ((code = rm_prepare_select(m, &s, &m->runs, &s.sel[0])) != 0)
 		goto done;
 	for (size_t i = 0; i < m->nchild; i++)
-		if (rm_prepare_select(m, &s, &m->child[i], &s.sel[1 + i]) != 0)
+		if ((code = rm_prepare_select(m, &s, &m->child[i], &s.sel[1 + i])) != 0)
 			goto done;
 	if (sqlite3_prepare_v2(db, "SELECT run_id FROM runs ORDER BY run_id", -1, &ids, NULL) != SQLITE_OK) {
-		rm_fail(m, -1, "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
 		goto done;
 	}
 	while ((rc = sqlite3_step(ids)) == SQLITE_ROW) {
@@ -445,23 +455,23 @@ static int rm_merge_shard(struct rmerge *m, sqlite3 *db, const char *path, struc
 		stats->runs_read++;
 		int fresh = rm_mark_seen(m, &s, from);
 		if (fresh < 0) {
-			rm_fail(m, -1, "cannot compare runs of '%s' with '%s': %s", path, m->out_path, sqlite3_errmsg(m->out));
+			code = rm_fail(m, -1, "cannot compare runs of '%s' with '%s': %s", path, m->out_path, sqlite3_errmsg(m->out));
 			goto done;
 		}
 		if (!fresh) {
 			stats->runs_duplicate++;
 			continue;
 		}
-		if (rm_copy_rows(m, &s, &m->runs, s.sel[0], from, 0) != 0)
+		if ((code = rm_copy_rows(m, &s, &m->runs, s.sel[0], from, 0)) != 0)
 			goto done;
 		sqlite3_int64 to = sqlite3_last_insert_rowid(m->out);
 		for (size_t i = 0; i < m->nchild; i++)
-			if (rm_copy_rows(m, &s, &m->child[i], s.sel[1 + i], from, to) != 0)
+			if ((code = rm_copy_rows(m, &s, &m->child[i], s.sel[1 + i], from, to)) != 0)
 				goto done;
 		stats->runs_added++;
 	}
 	if (rc != SQLITE_DONE) {
-		rm_fail(m, -1, "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
 		goto done;
 	}
 	code = 0;
@@ -490,7 +500,9 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 	for (size_t i = 0; i < nshards; i++)
 		if (rm_same_file(shards[i], out_path))
 			return rm_fail(&m, RMERGE_BAD_INPUT, "shard '%s' is the output database", shards[i]);
-	/* results_open creates OUT with the current schema, or checks it is ours */
+	/* results_open creates OUT with the current schema, or checks it is ours;
+	 * a merge that fails removes an OUT it created */
+	int created = access(out_path, F_OK) != 0;
 	if (results_open(out_path, &rdb, err, errlen) != 0)
 		return RMERGE_BAD_INPUT;
 	results_close(rdb);
@@ -549,15 +561,14 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 		/* already checked above; reopened one at a time to keep file handles few */
 		if ((code = rm_open_shard(&m, shards[i], out_ver, &db)) != 0)
 			goto done;
-		code = -1;
-		if (rm_merge_shard(&m, db, shards[i], stats) != 0)
+		if ((code = rm_merge_shard(&m, db, shards[i], stats)) != 0)
 			goto done;
 		sqlite3_close(db);
 		db = NULL;
 		stats->shards++;
 	}
 	if (sqlite3_exec(m.out, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		rm_fail(&m, -1, "cannot write to '%s': %s", out_path, sqlite3_errmsg(m.out));
+		code = rm_fail(&m, -1, "cannot write to '%s': %s", out_path, sqlite3_errmsg(m.out));
 		goto done;
 	}
 	in_tx = 0;
@@ -575,5 +586,7 @@ done:
 	for (size_t i = 0; i < m.nchild; i++)
 		sqlite3_finalize(m.child[i].ins);
 	sqlite3_close(m.out);
+	if (code != 0 && created)
+		results_remove(out_path);
 	return code;
 }
