@@ -31,18 +31,6 @@ static void main_usage(FILE *f)
 		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
 }
 
-int cli_status_of(const char *err)
-{
-	static const char *const machine[] = {
-		"out of memory", "error writing", "write error", "read error", "disk is full", "disk I/O error",
-		"No space left", "Input/output error",
-	};
-	for (size_t i = 0; i < sizeof machine / sizeof machine[0]; i++)
-		if (strstr(err, machine[i]))
-			return CLI_FAILED;
-	return CLI_BAD_INPUT;
-}
-
 int main(int argc, char **argv)
 {
 	/* GSL's default handler aborts; every GSL call here checks its result. */
