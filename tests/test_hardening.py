@@ -4,6 +4,8 @@ with no newline, a 100 MB line and NUL bytes are refused with one line and
 exit 2 under a memory limit), simulated time that cannot overflow, and output
 files left whole by a refused or killed run.
 Usage: test_hardening.py PATH/TO/simbatch"""
+import json
+import math
 import os
 import resource
 import shutil
@@ -207,6 +209,69 @@ for model in ("gru", "mlp", "lstm"):
     r = sb("live", "--model=" + model, "--requests=20", "--rate=50", "--no-db", "--json", timeout=300)
     check(f"live --model={model} with the default --hw runs", r.returncode == 0 and '"hw":"profile"' in
           r.stdout.replace(" ", ""), r.stderr[-300:])
+
+# ---- every numeric run option at the edges of its bounds ----
+# Each either runs, with every number in its JSON finite and every time >= 0,
+# or is refused with one line (2) or fails cleanly (1): never a wrapped clock.
+def json_numbers(x):
+    if isinstance(x, dict):
+        for v in x.values():
+            yield from json_numbers(v)
+    elif isinstance(x, list):
+        for v in x:
+            yield from json_numbers(v)
+    elif isinstance(x, (int, float)) and not isinstance(x, bool):
+        yield x
+
+
+EDGES = [  # (policy, model, options): min and max of each numeric option of `run`
+    ("serial", "resnet50", ["--rate=1e12"]), ("serial", "resnet50", ["--rate=1e-300"]),
+    ("serial", "resnet50", ["--rate=1e-6", "--duration=1e9", "--requests=0"]),
+    ("serial", "resnet50", ["--warmup=1000000000000"]), ("serial", "resnet50", ["--workers=4096"]),
+    ("lazy", "gnmt", ["--sla=1e9"]), ("lazy", "gnmt", ["--sla=1e-300"]),
+    ("serial", "resnet50", ["--seed=18000000000000000000"]),
+    ("serial", "resnet50", ["--arrival-cv=100"]), ("serial", "resnet50", ["--arrival-cv=1e-300"]),
+    ("graph", "gnmt", ["--window=1e9"]), ("graph", "gnmt", ["--bucket-width=1000000000"]),
+    ("graph", "gnmt", ["--max-batch=65536", "--min-batch=65536"]),
+    ("cellular", "lstm", ["--max-tasks=1000000"]), ("cellular", "seq2seq", ["--max-batch-decoder=65536"]),
+    ("lazy", "gnmt", ["--coverage=1"]), ("lazy", "gnmt", ["--coverage=1e-300"]),
+    ("topup", "seq2seq", ["--topup-threshold=0"]), ("topup", "seq2seq", ["--topup-threshold=1"]),
+]
+if MEM_LIMIT:   # a trillion requests' statistics: out of memory, which ASan reports as an error of its own
+    EDGES.append(("serial", "resnet50", ["--rate=1e12", "--requests=1000000000000"]))
+for policy, model, opts in EDGES:
+    args = ["--policy=" + policy, "--model=" + model, "--requests=50", "--no-db", "--json", *opts]
+    if "--requests=0" in opts:
+        args = [a for a in args if not a.startswith("--requests")]
+    r = sb(*args, timeout=300)
+    name = f"{policy} {model} {' '.join(opts)}"
+    if r.returncode == 0:
+        j = json.loads(r.stdout)
+        nums = list(json_numbers(j))
+        lat = j["latency_ms"]
+        check(f"{name}: runs with finite numbers and latencies >= 0",
+              all(math.isfinite(v) for v in nums) and lat["min"] >= 0 and lat["max"] >= lat["min"], r.stdout[:300])
+    else:
+        lines = r.stderr.strip().split("\n")
+        check(f"{name}: refused or failed with one line ({r.returncode})", r.returncode in (1, 2) and len(lines) == 1,
+              r.stderr[-300:])
+
+# ---- every NPU key at its bounds (hwmodels/npu_config.c), the others at Table I ----
+NPU_EDGES = {"rows": (1, 65536), "cols": (1, 65536), "freq_mhz": (1, 1e6), "act_sram_kib": (1, 1 << 30),
+             "weight_sram_kib": (1, 1 << 30), "mem_channels": (1, 4096), "mem_latency_cycles": (0, 10000000),
+             "mem_bw_gbs": (0.001, 1e6), "elem_bytes": (1, 16), "vector_lanes": (1, 1 << 24)}
+for key, edges in NPU_EDGES.items():
+    for v in edges:
+        cfg = write(f"edge-{key}-{v}.npu", f"kind = npu\n{key} = {v}\n".encode())
+        r = sb("--hw=" + cfg, "--model=resnet50", "--policy=serial", "--requests=20", "--no-db", "--json",
+               timeout=300)
+        if r.returncode == 0:
+            j = json.loads(r.stdout)
+            check(f"NPU {key} = {v}: runs with finite numbers",
+                  all(math.isfinite(x) for x in json_numbers(j)) and j["latency_ms"]["min"] >= 0, r.stdout[:200])
+        else:
+            check(f"NPU {key} = {v}: refused with one line", r.returncode == 2 and
+                  len(r.stderr.strip().split("\n")) == 1, r.stderr[-300:])
 
 shutil.rmtree(td, ignore_errors=True)     # the 100 MB files
 print(f"{len(failures)} failure(s)")

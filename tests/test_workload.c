@@ -166,14 +166,25 @@ static void test_arrivals_errors(void **state)
 		assert_int_equal(trc_arrivals_init(&a, bad_rates[i], 1.0, err, sizeof err), -1);
 		check_contains(err, "rate must be a positive number of requests per second, got");
 	}
-	const double bad_cvs[] = {0.0, -0.5, NAN, INFINITY};
+	/* 1e-300 made NaN gaps (Gamma shape 1e600) and negative stored latencies */
+	const double bad_cvs[] = {0.0, -0.5, NAN, INFINITY, 1e-300, 0.000999, 100.01};
 	for (size_t i = 0; i < sizeof bad_cvs / sizeof bad_cvs[0]; i++) {
 		err[0] = '\0';
 		assert_int_equal(trc_arrivals_init(&a, 10.0, bad_cvs[i], err, sizeof err), -1);
-		check_contains(err, "cv must be a positive number");
+		check_contains(err, "cv must be a number from 0.001 to 100");
 	}
 	assert_int_equal(trc_arrivals_init(&a, 10.0, 0.3, err, sizeof err), 0);
 	assert_true(a.rate_rps == 10.0 && a.cv == 0.3);
+	/* at the bounds the gaps are finite and non-negative */
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	for (int e = 0; e < 2; e++) {
+		assert_int_equal(trc_arrivals_init(&a, 10.0, e ? TRC_MAX_CV : TRC_MIN_CV, err, sizeof err), 0);
+		for (int i = 0; i < 10000; i++) {
+			double g = trc_arrivals_next_gap_s(&a, r);
+			assert_true(isfinite(g) && g >= 0);
+		}
+	}
+	gsl_rng_free(r);
 }
 
 /* ---- lengths: closed forms ---- */

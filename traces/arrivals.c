@@ -16,8 +16,9 @@ int trc_arrivals_init(struct trc_arrivals *a, double rate_rps, double cv, char *
 		snprintf(err, errlen, "rate must be a positive number of requests per second, got %g", rate_rps);
 		return -1;
 	}
-	if (!(cv > 0) || !isfinite(cv)) {
-		snprintf(err, errlen, "arrival cv must be a positive number (1 = Poisson), got %g", cv);
+	if (!(cv >= TRC_MIN_CV && cv <= TRC_MAX_CV)) {
+		snprintf(err, errlen, "arrival cv must be a number from %g to %g (1 = Poisson), got %g", TRC_MIN_CV,
+		         TRC_MAX_CV, cv);
 		return -1;
 	}
 	a->rate_rps = rate_rps;

@@ -23,7 +23,7 @@ int trc_source_init(struct trc_source *s, const struct trc_source_config *c, cha
 	return 0;
 }
 
-int trc_source_next(struct trc_source *s, struct trc_request *out)
+int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, size_t errlen)
 {
 	const struct trc_source_config *c = &s->c;
 	uint64_t id = s->next_id;
@@ -40,6 +40,13 @@ int trc_source_next(struct trc_source *s, struct trc_request *out)
 			s->next_arrival_s += trc_arrivals_next_gap_s(&s->arrivals, s->rng_arrivals);
 		if ((c->requests && id >= c->requests) || (!c->requests && s->next_arrival_s >= c->duration_s))
 			goto end;
+		/* the expected span is checked before the run; a draw can still land past it */
+		if (!(s->next_arrival_s <= TRC_MAX_SPAN_S)) {      /* NaN too */
+			snprintf(err, errlen, "request %llu arrives at %.4g s of simulated time, past the %.0e s arrivals "
+			         "may span (int64 nanoseconds); raise --rate or lower --requests",
+			         (unsigned long long)id, s->next_arrival_s, TRC_MAX_SPAN_S);
+			return -1;
+		}
 		*out = (struct trc_request){
 			.id = id, .arrival_ns = (int64_t)(s->next_arrival_s * 1e9 + 0.5),
 			.input_len = c->input_len ? trc_lengths_draw(c->input_len, s->rng_lengths) : 0,

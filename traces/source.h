@@ -52,8 +52,10 @@ struct trc_source {
 
 /* 0, or -1 with err (a bad rate or cv, out of memory). */
 int trc_source_init(struct trc_source *s, const struct trc_source_config *c, char *err, size_t errlen);
-/* The next request into *out: 1, or 0 when the stream has ended. */
-int trc_source_next(struct trc_source *s, struct trc_request *out);
+/* The next request into *out: 1, 0 when the stream has ended, or -1 with err
+ * when a generated arrival lands past TRC_MAX_SPAN_S (a trace is checked when
+ * it is read). */
+int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, size_t errlen);
 void trc_source_fini(struct trc_source *s);
 
 #endif

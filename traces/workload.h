@@ -24,7 +24,14 @@ struct trc_arrivals {
 	double cv;         /* coefficient of variation of inter-arrival gaps: 1 = Poisson (exponential gaps); otherwise Gamma with shape 1/cv^2 */
 };
 
-/* Validates rate and cv (> 0, finite). */
+/* Smallest and largest arrival cv. Gaps are Gamma with shape 1/cv^2: at cv
+ * 1e-3 (shape 1e6) they differ from the mean by 0.1%, as regular as any
+ * study needs, while a far smaller cv overflows the shape (cv 1e-300: NaN
+ * gaps). At cv 100 (shape 1e-4) nearly all gaps are 0 and a few are huge. */
+#define TRC_MIN_CV 1e-3
+#define TRC_MAX_CV 100.0
+
+/* Validates rate (> 0, finite) and cv (TRC_MIN_CV to TRC_MAX_CV). */
 int trc_arrivals_init(struct trc_arrivals *a, double rate_rps, double cv, char *err, size_t errlen);
 
 /* Latest arrival a trace may hold and longest span of generated arrivals,

@@ -206,7 +206,12 @@ static int live_make_schedule(const struct eng_config *c, struct live_schedule *
 		return CLI_BAD_INPUT;
 	int rc = CLI_OK;
 	struct trc_request q;
-	while (rc == CLI_OK && trc_source_next(&src, &q)) {
+	int got;
+	while (rc == CLI_OK && (got = trc_source_next(&src, &q, err, errlen)) != 0) {
+		if (got < 0) {
+			rc = CLI_BAD_INPUT;
+			break;
+		}
 		if (!drv_runnable(m, q.id, q.input_len, q.output_len, err, errlen))
 			rc = CLI_BAD_INPUT;
 		else if (live_schedule_push(s, q.arrival_ns, q.input_len, q.output_len) != 0) {

@@ -85,12 +85,15 @@ static void eng_req_release(void *ctx, struct pol_request *r, int64_t finish_ns)
 	e->free_reqs = r;
 }
 
-/* Takes the next request from the source as the pending arrival, if any. */
-static void eng_schedule_arrival(struct eng *e)
+/* Takes the next request from the source as the pending arrival, if any.
+ * 0, or -1 with e->err (an arrival past the clock's span). */
+static int eng_schedule_arrival(struct eng *e)
 {
-	e->arrival_pending = trc_source_next(&e->source, &e->next);
+	int got = trc_source_next(&e->source, &e->next, e->err, e->errlen);
+	e->arrival_pending = got > 0;
 	if (e->arrival_pending)
 		e->arrival = (struct event){ .time_ns = e->next.arrival_ns, .key = e->next.id, .kind = EV_ARRIVAL };
+	return got < 0 ? -1 : 0;
 }
 
 /* The earliest pending event in the one total order, or NULL. */
@@ -130,8 +133,7 @@ static int eng_on_arrival(struct eng *e, const struct event *ev)
 		eng_req_release(e, r, 0);
 		return -1;
 	}
-	eng_schedule_arrival(e);
-	return 0;
+	return eng_schedule_arrival(e);
 }
 
 static int eng_on_task_done(struct eng *e, const struct event *ev)
@@ -242,7 +244,8 @@ static int eng_handle(struct eng *e, const struct event *ev)
 static int eng_loop(struct eng *e)
 {
 	struct event ev;
-	eng_schedule_arrival(e);
+	if (eng_schedule_arrival(e) != 0)
+		return -1;
 	while (eng_pop(e, &ev)) {
 		int64_t now = ev.time_ns;
 		e->now_ns = now;
