@@ -74,8 +74,7 @@ for what, (first, argv) in readers.items():
         "a 100 MB line": (write(tag + "-long", first + HUGE), ("line longer than 1048576 bytes", "more than the 64 MiB")),
         "NUL bytes": (write(tag + "-nul", first + b"x\0y\n"), "a NUL byte"),
     }
-    if not first:
-        cases["/dev/zero"] = ("/dev/zero", "/dev/zero")
+    cases["/dev/zero"] = ("/dev/zero", "/dev/zero")
     for case, (path, want) in cases.items():
         extra = [] if argv(path)[0] in ("sweep", "compare") else ["--no-db"]
         refused(f"{what}: {case} is refused", sb(*argv(path), *extra), want)

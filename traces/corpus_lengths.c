@@ -11,6 +11,7 @@
 #include "corpus.h"
 #include "../util/text.h"
 #include "workload.h"
+#include "../util/outfile.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -102,20 +103,22 @@ int main(int argc, char **argv)
 		        in_path, (unsigned)max_words);
 		goto done;
 	}
-	/* Opened only now, so a failed run leaves no half-written file behind. */
-	out = out_path ? fopen(out_path, "w") : stdout;
-	if (!out) {
-		fprintf(stderr, "corpus-lengths: cannot write '%s': %s\n", out_path, strerror(errno));
+	/* a file appears whole when it is done (util/outfile.h) */
+	struct outfile of = { 0 };
+	if (out_path && outfile_open(&of, out_path, err, sizeof err) != 0) {
+		fprintf(stderr, "corpus-lengths: %s\n", err);
 		goto done;
 	}
+	out = out_path ? of.f : stdout;
 	int werr = trc_corpus_write(c, out) != 0;
 	werr |= fflush(out) != 0;
-	if (out != stdout)
-		werr |= fclose(out) != 0;
 	out = NULL;
-	if (werr) {
-		fprintf(stderr, "corpus-lengths: write error on '%s': %s\n",
-		        out_path ? out_path : "standard output", strerror(errno));
+	if (werr || (out_path && outfile_commit(&of, err, sizeof err) != 0)) {
+		if (werr)
+			snprintf(err, sizeof err, "write error on '%s': %s", out_path ? out_path : "standard output",
+			         strerror(errno));
+		outfile_abort(&of);
+		fprintf(stderr, "corpus-lengths: %s\n", err);
 		status = 1;
 		goto done;
 	}

@@ -11,6 +11,7 @@
  *
  * Exit status: 0 done, 1 write error, 2 bad option.
  */
+#include "../util/outfile.h"
 #include "../util/rng.h"
 #include "../util/text.h"
 #include "workload.h"
@@ -48,7 +49,15 @@ static int mt_bad(const char *what, const char *value)
 	return 2;
 }
 
-int main(int argc, char **argv)
+struct mt_args {
+	double rate_rps, cv;
+	uint64_t requests, seed;
+	const char *in_spec, *out_spec, *out_path;
+};
+
+/* Reads the options into *a. Returns -1 to go on, else the exit status
+ * (0 after --help, 2 for a bad option, with its message printed). */
+static int mt_parse(int argc, char **argv, struct mt_args *a)
 {
 	static const struct option opts[] = {
 		{"rate", required_argument, NULL, 'r'},
@@ -61,40 +70,31 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	double rate_rps = 0, cv = 1.0;
-	uint64_t requests = 0, seed = 1;
-	int have_rate = 0, have_requests = 0;
-	const char *in_spec = MT_DEFAULT_LENGTHS, *out_spec = MT_DEFAULT_LENGTHS, *out_path = NULL;
-	int opt;
+	int have_rate = 0, have_requests = 0, opt;
+	*a = (struct mt_args){ .cv = 1.0, .seed = 1, .in_spec = MT_DEFAULT_LENGTHS, .out_spec = MT_DEFAULT_LENGTHS };
 	while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
-			if (txt_parse_double(optarg, &rate_rps) != 0)
+			if (txt_parse_double(optarg, &a->rate_rps) != 0)
 				return mt_bad("--rate must be a positive number of requests per second", optarg);
 			have_rate = 1;
 			break;
 		case 'n':
-			if (txt_parse_uint(optarg, UINT64_MAX, &requests) != 0 || requests < 1)
+			if (txt_parse_uint(optarg, UINT64_MAX, &a->requests) != 0 || a->requests < 1)
 				return mt_bad("--requests must be an integer >= 1", optarg);
 			have_requests = 1;
 			break;
 		case 'c':
-			if (txt_parse_double(optarg, &cv) != 0)
+			if (txt_parse_double(optarg, &a->cv) != 0)
 				return mt_bad("--arrival-cv must be a positive number", optarg);
 			break;
-		case 'i':
-			in_spec = optarg;
-			break;
-		case 'L':
-			out_spec = optarg;
-			break;
+		case 'i': a->in_spec = optarg; break;
+		case 'L': a->out_spec = optarg; break;
 		case 's':
-			if (txt_parse_uint(optarg, UINT64_MAX, &seed) != 0)
+			if (txt_parse_uint(optarg, UINT64_MAX, &a->seed) != 0)
 				return mt_bad("--seed must be a non-negative integer", optarg);
 			break;
-		case 'o':
-			out_path = optarg;
-			break;
+		case 'o': a->out_path = optarg; break;
 		case 'h':
 			mt_usage(stdout);
 			return 0;
@@ -112,68 +112,102 @@ int main(int argc, char **argv)
 		mt_usage(stderr);
 		return 2;
 	}
+	return -1;
+}
 
-	char err[512];
-	struct trc_arrivals arr;
-	struct trc_lengths *in_len = NULL, *out_len = NULL;
-	gsl_rng *r_arr = NULL, *r_len = NULL;
-	FILE *out = NULL;
-	int status = 2;
-	if (trc_arrivals_init(&arr, rate_rps, cv, err, sizeof err) != 0) {
-		fprintf(stderr, "make-trace: %s\n", err);
-		goto done;
-	}
-	if (trc_lengths_parse(in_spec, &in_len, err, sizeof err) != 0) {
-		fprintf(stderr, "make-trace: --input-len: %s\n", err);
-		goto done;
-	}
-	if (trc_lengths_parse(out_spec, &out_len, err, sizeof err) != 0) {
-		fprintf(stderr, "make-trace: --output-len: %s\n", err);
-		goto done;
-	}
-	r_arr = rng_create(seed, RNG_ARRIVALS);
-	r_len = rng_create(seed, RNG_LENGTHS);
-	if (!r_arr || !r_len) {
-		fprintf(stderr, "make-trace: out of memory\n");
-		status = 1;
-		goto done;
-	}
-	out = out_path ? fopen(out_path, "w") : stdout;
-	if (!out) {
-		fprintf(stderr, "make-trace: cannot write '%s': %s\n", out_path, strerror(errno));
-		goto done;
-	}
+/* The trace: provenance comments, the header, one row per request. 0, or
+ * -1 when an arrival lands past TRC_MAX_SPAN_S (message printed). */
+static int mt_write(FILE *out, const struct mt_args *a, const struct trc_arrivals *arr, const struct trc_lengths *in_len,
+                    const struct trc_lengths *out_len, gsl_rng *r_arr, gsl_rng *r_len)
+{
 	/* Provenance first: the trace says how it was made (comments are part
 	 * of the format). */
 	fprintf(out, "# make-trace --rate=%.17g --requests=%llu --arrival-cv=%.17g --input-len=%s "
 	        "--output-len=%s --seed=%llu\n",
-	        rate_rps, (unsigned long long)requests, cv, in_spec, out_spec, (unsigned long long)seed);
+	        a->rate_rps, (unsigned long long)a->requests, a->cv, a->in_spec, a->out_spec,
+	        (unsigned long long)a->seed);
 	fprintf(out, "# mean input_len %.6f, mean output_len %.6f (exact, of the distributions)\n",
 	        trc_lengths_mean(in_len), trc_lengths_mean(out_len));
 	fputs("arrival_s,input_len,output_len\n", out);
 	/* Nanosecond resolution is the simulator's clock tick, so replaying
 	 * the trace loses nothing; rounding keeps the times non-decreasing. */
 	double t_s = 0;
-	for (uint64_t i = 0; i < requests; i++) {
-		t_s += trc_arrivals_next_gap_s(&arr, r_arr);
+	for (uint64_t i = 0; i < a->requests; i++) {
+		t_s += trc_arrivals_next_gap_s(arr, r_arr);
+		if (!(t_s <= TRC_MAX_SPAN_S)) {
+			fprintf(stderr, "make-trace: request %llu arrives at %.4g s, past the %.0e s a trace may span; "
+			        "raise --rate or lower --requests\n", (unsigned long long)i, t_s, TRC_MAX_SPAN_S);
+			return -1;
+		}
 		uint32_t in_l = trc_lengths_draw(in_len, r_len);
 		uint32_t out_l = trc_lengths_draw(out_len, r_len);
 		if (fprintf(out, "%.9f,%u,%u\n", t_s, in_l, out_l) < 0)
 			break;
 	}
-	int werr = ferror(out) != 0;
-	werr |= fflush(out) != 0;
-	if (out != stdout)
-		werr |= fclose(out) != 0;
-	out = NULL;
-	if (werr) {
-		fprintf(stderr, "make-trace: write error on '%s': %s\n",
-		        out_path ? out_path : "standard output", strerror(errno));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct mt_args a;
+	int status = mt_parse(argc, argv, &a);
+	if (status >= 0)
+		return status;
+
+	char err[512];
+	struct trc_arrivals arr;
+	struct trc_lengths *in_len = NULL, *out_len = NULL;
+	gsl_rng *r_arr = NULL, *r_len = NULL;
+	struct outfile of = { 0 };
+	FILE *out = stdout;
+	status = 2;
+	if (trc_arrivals_init(&arr, a.rate_rps, a.cv, err, sizeof err) != 0) {
+		fprintf(stderr, "make-trace: %s\n", err);
+		goto done;
+	}
+	if ((double)a.requests / a.rate_rps > TRC_MAX_SPAN_S) {
+		fprintf(stderr, "make-trace: %llu requests at %g req/s span about %.3g s, past the %.0e s a trace may "
+		        "span\n", (unsigned long long)a.requests, a.rate_rps, (double)a.requests / a.rate_rps,
+		        TRC_MAX_SPAN_S);
+		goto done;
+	}
+	if (trc_lengths_parse(a.in_spec, &in_len, err, sizeof err) != 0) {
+		fprintf(stderr, "make-trace: --input-len: %s\n", err);
+		goto done;
+	}
+	if (trc_lengths_parse(a.out_spec, &out_len, err, sizeof err) != 0) {
+		fprintf(stderr, "make-trace: --output-len: %s\n", err);
+		goto done;
+	}
+	r_arr = rng_create(a.seed, RNG_ARRIVALS);
+	r_len = rng_create(a.seed, RNG_LENGTHS);
+	if (!r_arr || !r_len) {
+		fprintf(stderr, "make-trace: out of memory\n");
 		status = 1;
+		goto done;
+	}
+	/* a file appears whole when the trace is done (util/outfile.h) */
+	if (a.out_path) {
+		if (outfile_open(&of, a.out_path, err, sizeof err) != 0) {
+			fprintf(stderr, "make-trace: %s\n", err);
+			goto done;
+		}
+		out = of.f;
+	}
+	if (mt_write(out, &a, &arr, in_len, out_len, r_arr, r_len) != 0)
+		goto done;
+	status = 1;
+	if (!a.out_path && (fflush(out) != 0 || ferror(out))) {
+		fprintf(stderr, "make-trace: write error on standard output: %s\n", strerror(errno));
+		goto done;
+	}
+	if (a.out_path && outfile_commit(&of, err, sizeof err) != 0) {
+		fprintf(stderr, "make-trace: %s\n", err);
 		goto done;
 	}
 	status = 0;
 done:
+	outfile_abort(&of);
 	gsl_rng_free(r_arr);
 	gsl_rng_free(r_len);
 	trc_lengths_free(in_len);
