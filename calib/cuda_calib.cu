@@ -432,6 +432,90 @@ static void cu_device_name(const char *prop_name, char *out, size_t len)
 	out[j] = '\0';
 }
 
+/* Times every point of the plan into t, shape by shape. 0, or -1 with err. */
+static int cu_measure(const cu_args *a, const calplan *plan, cublasHandle_t blas, caltab *t, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < plan->nshapes; i++) {
+		const calplan_shape *s = &plan->shapes[i];
+		cu_point p;
+
+		memset(&p, 0, sizeof p);
+		p.s = s;
+		p.prec = a->precision;
+		p.blas = blas;
+		p.hidden = a->hidden;
+		p.kind = s->op != CALTAB_ELEMENTWISE ? 0 : s->m == (uint64_t)a->hidden * CU_LSTM_OPS_PER_UNIT ? 1 : 2;
+		if (s->max_batch == 0) {
+			fprintf(stderr, "calib-cuda: shape of %s exceeds the budget at batch %u: not measured\n", s->user,
+			        plan->batches[0]);
+			continue;
+		}
+		if (cu_point_alloc(&p, s->max_batch, err, errlen) != 0) {
+			cu_point_free(&p);
+			return -1;
+		}
+		for (size_t j = 0; j < plan->nbatches && plan->batches[j] <= s->max_batch; j++) {
+			caltab_row row;
+			double med = 0;
+			unsigned reps = 0;
+
+			memset(&row, 0, sizeof row);
+			if (cu_time(a, &p, plan->batches[j], &med, &reps, err, errlen) != 0) {
+				cu_point_free(&p);
+				return -1;
+			}
+			row.op = s->op;
+			row.m_per_sample = s->m;
+			row.k = s->k;
+			row.n = s->n;
+			row.batch = plan->batches[j];
+			row.latency_s = row.measured_s = med;
+			row.reps = reps;
+			if (caltab_add_row(t, &row, err, errlen) != 0) {
+				cu_point_free(&p);
+				return -1;
+			}
+			if (!a->quiet)
+				fprintf(stderr, "%-10s %llux%llux%llu b=%-5u %10.4f ms  %9.1f G/s\n", caltab_op_name(s->op),
+				        (unsigned long long)s->m, (unsigned long long)s->k, (unsigned long long)s->n, row.batch,
+				        med * 1e3, calplan_flops(s, row.batch) / med / 1e9);
+		}
+		cu_point_free(&p);
+	}
+	return 0;
+}
+
+/* The table's header fields: the device, the library, how it was timed. 0, or -1 with err. */
+static int cu_header(caltab *t, const cu_args *a, const cudaDeviceProp *prop, const char *device, int blas_ver, int rt,
+                     int drv, size_t lowered, double wall_s, char *err, size_t errlen)
+{
+	char date[32];
+	time_t now = time(NULL);
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	return (caltab_set_fieldf(t, "device", err, errlen, "%s (%s, sm_%d%d, %d SMs, %.1f GiB)", device, prop->name,
+		             prop->major, prop->minor, prop->multiProcessorCount, prop->totalGlobalMem / 1073741824.0) ||
+		    caltab_set_fieldf(t, "date", err, errlen, "%s", date) ||
+		    caltab_set_fieldf(t, "library", err, errlen, "cuBLAS %d, CUDA runtime %d, driver %d", blas_ver, rt, drv) ||
+		    caltab_set_fieldf(t, "gemm", err, errlen, "%s, row-major via the transposed column-major call; "
+		             "attn rows: strided batched GEMM of batch products",
+		             a->precision == CU_FP32 ? "cublasSgemm fp32 (CUDA cores, pedantic math: no TF32)" :
+		             a->precision == CU_FP16 ? "cublasGemmEx fp16 inputs, fp32 accumulate and output (tensor cores)" :
+		                                      "cublasGemmEx bf16 inputs, fp32 accumulate and output (tensor cores)") ||
+		    caltab_set_fieldf(t, "precision", err, errlen, "%s",
+		             a->precision == CU_FP32 ? "fp32" : a->precision == CU_FP16 ? "fp16" : "bf16") ||
+		    caltab_set_fieldf(t, "elementwise", err, errlen, "fused fp32 kernels: LSTM cell (%d ops per unit) and GRU "
+		             "cell (%d ops per unit), hidden %u, the live runtime's kernels (kernels/gpu_cells.cuh), one thread "
+		             "per element, %d per block", CU_LSTM_OPS_PER_UNIT, CU_GRU_OPS_PER_UNIT, a->hidden, GPU_CELLS_THREADS) ||
+		    caltab_set_fieldf(t, "timing", err, errlen, "CUDA events on the default stream; %u warm-up calls, then %u to %u "
+		             "samples until %.3g s timed (calls under 20 us timed in groups); median sample", a->warmup,
+		             a->min_reps, a->max_reps, a->min_time_s) ||
+		    caltab_set_fieldf(t, "budget", err, errlen, "points above %.4g GFLOP per call or %.4g MiB of operands not "
+		             "measured", a->max_gflop, a->max_mib) ||
+		    caltab_set_fieldf(t, "monotone", err, errlen, "latency_s = smallest measured_s at this or a larger batch; %zu "
+		             "of %zu rows lowered", lowered, t->nrows) ||
+		    caltab_set_fieldf(t, "conditions", err, errlen, "%.0f s wall", wall_s)) ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	cu_args a;
@@ -500,82 +584,14 @@ int main(int argc, char **argv)
 	}
 	if (!a.quiet)
 		fprintf(stderr, "calib-cuda: %s (%s), cuBLAS %d, %.1f GFLOP\n", prop.name, device, blas_ver, gflop);
-	for (size_t i = 0; i < plan->nshapes; i++) {
-		const calplan_shape *s = &plan->shapes[i];
-		cu_point p;
-
-		memset(&p, 0, sizeof p);
-		p.s = s;
-		p.prec = a.precision;
-		p.blas = blas;
-		p.hidden = a.hidden;
-		p.kind = s->op != CALTAB_ELEMENTWISE ? 0 : s->m == (uint64_t)a.hidden * CU_LSTM_OPS_PER_UNIT ? 1 : 2;
-		if (s->max_batch == 0) {
-			fprintf(stderr, "calib-cuda: shape of %s exceeds the budget at batch %u: not measured\n", s->user,
-			        plan->batches[0]);
-			continue;
-		}
-		if (cu_point_alloc(&p, s->max_batch, err, sizeof err) != 0) {
-			cu_point_free(&p);
-			goto fail;
-		}
-		for (size_t j = 0; j < plan->nbatches && plan->batches[j] <= s->max_batch; j++) {
-			caltab_row row;
-			double med = 0;
-			unsigned reps = 0;
-
-			memset(&row, 0, sizeof row);
-			if (cu_time(&a, &p, plan->batches[j], &med, &reps, err, sizeof err) != 0) {
-				cu_point_free(&p);
-				goto fail;
-			}
-			row.op = s->op;
-			row.m_per_sample = s->m;
-			row.k = s->k;
-			row.n = s->n;
-			row.batch = plan->batches[j];
-			row.latency_s = row.measured_s = med;
-			row.reps = reps;
-			if (caltab_add_row(t, &row, err, sizeof err) != 0) {
-				cu_point_free(&p);
-				goto fail;
-			}
-			if (!a.quiet)
-				fprintf(stderr, "%-10s %llux%llux%llu b=%-5u %10.4f ms  %9.1f G/s\n", caltab_op_name(s->op),
-				        (unsigned long long)s->m, (unsigned long long)s->k, (unsigned long long)s->n, row.batch,
-				        med * 1e3, calplan_flops(s, row.batch) / med / 1e9);
-		}
-		cu_point_free(&p);
-	}
+	if (cu_measure(&a, plan, blas, t, err, sizeof err) != 0)
+		goto fail;
 	{
 		size_t lowered = caltab_make_monotone(t);
-		char date[32];
 		time_t now = time(NULL);
 		int64_t id;
 
-		strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-		if (caltab_set_fieldf(t, "device", err, sizeof err, "%s (%s, sm_%d%d, %d SMs, %.1f GiB)", device, prop.name,
-		             prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0) ||
-		    caltab_set_fieldf(t, "date", err, sizeof err, "%s", date) ||
-		    caltab_set_fieldf(t, "library", err, sizeof err, "cuBLAS %d, CUDA runtime %d, driver %d", blas_ver, rt, drv) ||
-		    caltab_set_fieldf(t, "gemm", err, sizeof err, "%s, row-major via the transposed column-major call; "
-		             "attn rows: strided batched GEMM of batch products",
-		             a.precision == CU_FP32 ? "cublasSgemm fp32 (CUDA cores, pedantic math: no TF32)" :
-		             a.precision == CU_FP16 ? "cublasGemmEx fp16 inputs, fp32 accumulate and output (tensor cores)" :
-		                                      "cublasGemmEx bf16 inputs, fp32 accumulate and output (tensor cores)") ||
-		    caltab_set_fieldf(t, "precision", err, sizeof err, "%s",
-		             a.precision == CU_FP32 ? "fp32" : a.precision == CU_FP16 ? "fp16" : "bf16") ||
-		    caltab_set_fieldf(t, "elementwise", err, sizeof err, "fused fp32 kernels: LSTM cell (%d ops per unit) and GRU "
-		             "cell (%d ops per unit), hidden %u, the live runtime's kernels (kernels/gpu_cells.cuh), one thread "
-		             "per element, %d per block", CU_LSTM_OPS_PER_UNIT, CU_GRU_OPS_PER_UNIT, a.hidden, GPU_CELLS_THREADS) ||
-		    caltab_set_fieldf(t, "timing", err, sizeof err, "CUDA events on the default stream; %u warm-up calls, then %u to %u "
-		             "samples until %.3g s timed (calls under 20 us timed in groups); median sample", a.warmup,
-		             a.min_reps, a.max_reps, a.min_time_s) ||
-		    caltab_set_fieldf(t, "budget", err, sizeof err, "points above %.4g GFLOP per call or %.4g MiB of operands not "
-		             "measured", a.max_gflop, a.max_mib) ||
-		    caltab_set_fieldf(t, "monotone", err, sizeof err, "latency_s = smallest measured_s at this or a larger batch; %zu "
-		             "of %zu rows lowered", lowered, t->nrows) ||
-		    caltab_set_fieldf(t, "conditions", err, sizeof err, "%.0f s wall", difftime(now, start)))
+		if (cu_header(t, &a, &prop, device, blas_ver, rt, drv, lowered, difftime(now, start), err, sizeof err) != 0)
 			goto fail;
 		if (caltab_validate(t, err, sizeof err) != 0)
 			goto fail;
