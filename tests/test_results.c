@@ -138,7 +138,7 @@ static void check_run_rows(sqlite3 *db, int64_t id, const struct results_run *r)
 	sqlite3_stmt *st = NULL;
 	assert_int_equal(sqlite3_prepare_v2(db,
 		"SELECT created_utc, code_version, live, policy, model, hw, rate_rps, seed, sla_ms,"
-		" requests, completed, throughput_rps, mean_batch, events, wall_s, summary_json"
+		" requests, completed, throughput_rps, mean_batch, events, wall_s, summary_json, saturated"
 		" FROM runs WHERE run_id = ?1", -1, &st, NULL), SQLITE_OK);
 	sqlite3_bind_int64(st, 1, id);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -150,6 +150,7 @@ static void check_run_rows(sqlite3 *db, int64_t id, const struct results_run *r)
 	            ts[19] == '.' && ts[23] == 'Z');
 	assert_text(st, 1, r->code_version);
 	assert_int_equal(sqlite3_column_int(st, 2), r->live);
+	assert_int_equal(sqlite3_column_int(st, 16), r->saturated);
 	assert_text(st, 3, r->policy);
 	assert_text(st, 4, r->model);
 	assert_text(st, 5, r->hw);
@@ -252,6 +253,7 @@ static void test_create_write_read(void **state)
 	fill_run(&r2, &s2, NULL, 0);
 	r2.seed = 18446744073709551557ull;   /* above INT64_MAX: kept as its bit pattern */
 	r2.live = 1;
+	r2.saturated = 1;
 	r2.code_version = NULL;
 	int64_t id1 = 0, id2 = 0;
 	assert_int_equal(results_write_run(db, &r1, &id1, err, sizeof(err)), 0);
@@ -276,7 +278,7 @@ static void test_create_write_read(void **state)
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_requests"), 5);
 	assert_int_equal(count_rows(plain,
 		"SELECT count(*) FROM simbatch_meta WHERE (key = 'application' AND value = 'simbatch')"
-		" OR (key = 'schema_version' AND value = '1' AND typeof(value) = 'text')"), 2);
+		" OR (key = 'schema_version' AND value = '2' AND typeof(value) = 'text')"), 2);
 	sqlite3_stmt *st = NULL;
 	assert_int_equal(sqlite3_prepare_v2(plain, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -394,12 +396,49 @@ static void test_wrong_schema_version_refused(void **state)
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 	results_close(db);
 	sqlite3 *plain = open_plain(path);
-	assert_int_equal(sqlite3_exec(plain, "UPDATE simbatch_meta SET value = '2' WHERE key = 'schema_version'",
+	assert_int_equal(sqlite3_exec(plain, "UPDATE simbatch_meta SET value = '3' WHERE key = 'schema_version'",
 	                              NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(plain);
 	snprintf(want, sizeof(want),
-	         "results database '%s' has schema version 2; this simbatch writes version 1", path);
+	         "results database '%s' has schema version 3; this simbatch writes version 2", path);
 	expect_refused(path, want);
+}
+
+/* A version-1 file (no runs.saturated) is read as it is and upgraded in
+ * place when opened for writing: its runs keep NULL, new runs their flag. */
+static void test_version_1_upgraded(void **state)
+{
+	(void)state;
+	char path[128], err[256];
+	tmp_path(path, sizeof(path), "v1.db");
+	struct results_db *db = NULL;
+	struct metrics_summary s1;
+	fill_summary(&s1, 1.0);
+	struct results_run r1;
+	fill_run(&r1, &s1, NULL, 0);
+	int64_t id1 = 0, id2 = 0;
+	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
+	assert_int_equal(results_write_run(db, &r1, &id1, err, sizeof(err)), 0);
+	results_close(db);
+	sqlite3 *plain = open_plain(path);
+	assert_int_equal(sqlite3_exec(plain, "ALTER TABLE runs DROP COLUMN saturated;"
+	                              "UPDATE simbatch_meta SET value = '1' WHERE key = 'schema_version'",
+	                              NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(plain);
+	struct results_run_info info;
+	assert_int_equal(results_open_readonly(path, &db, err, sizeof(err)), 0);
+	assert_int_equal(results_read_run_info(db, id1, &info, err, sizeof(err)), 0);
+	assert_int_equal(info.saturated, -1);
+	results_close(db);
+	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
+	r1.saturated = 1;
+	assert_int_equal(results_write_run(db, &r1, &id2, err, sizeof(err)), 0);
+	results_close(db);
+	plain = open_plain(path);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM simbatch_meta WHERE key = 'schema_version' AND value = '2'"), 1);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM runs WHERE saturated IS NULL"), 1);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM runs WHERE saturated = 1"), 1);
+	sqlite3_close(plain);
 }
 
 static void test_unwritable_refused(void **state)
@@ -534,6 +573,7 @@ int main(void)
 		cmocka_unit_test(test_not_a_database_refused),
 		cmocka_unit_test(test_foreign_database_refused),
 		cmocka_unit_test(test_wrong_schema_version_refused),
+		cmocka_unit_test(test_version_1_upgraded),
 		cmocka_unit_test(test_unwritable_refused),
 		cmocka_unit_test(test_failed_write_rolls_back),
 		cmocka_unit_test(test_two_writers),

@@ -274,7 +274,7 @@ for ext in ("-wal", "-shm"):
     if os.path.exists(p1 + ext):
         shutil.copy(p1 + ext, v2 + ext)
 con = sqlite3.connect(v2)
-con.execute("update simbatch_meta set value='2' where key='schema_version'")
+con.execute("update simbatch_meta set value='3' where key='schema_version'")   # a newer simbatch's
 con.commit()
 con.close()
 before = run_count(pm)

@@ -47,6 +47,8 @@ struct compare_side {        /* one side of the comparison */
 	char source[512];                 /* database path or CSV path */
 	int64_t run_id;                   /* 0 for a CSV baseline */
 	size_t nmatch;                    /* runs the selector matched (1 for an id) */
+	int live;                         /* -1 for a CSV baseline */
+	int saturated;                    /* 0, 1, -1 unknown (a CSV, or a run stored before it was recorded) */
 };
 
 /* Resolves spec (an id or a selector) in db and reads the run's CDF. */
@@ -69,12 +71,15 @@ static int compare_load_run(struct results_db *db, const char *path, const char 
 	if (results_read_run_info(db, s->run_id, &info, err, errlen) != 0 ||
 	    results_read_cdf(db, s->run_id, s->cdf_ms, err, errlen) != 0)
 		return -1;
+	s->live = info.live;
+	s->saturated = info.saturated;
 	char extra[64] = "";
 	if (s->nmatch > 1)
 		snprintf(extra, sizeof extra, ", newest of %zu matching", s->nmatch);
-	snprintf(s->label, sizeof s->label, "run %lld in %s: %s %s %s rate=%g seed=%llu, %llu requests%s",
-	         (long long)s->run_id, path, info.policy, info.model, info.hw, info.rate_rps,
-	         (unsigned long long)info.seed, (unsigned long long)info.completed, extra);
+	snprintf(s->label, sizeof s->label, "%s run %lld in %s: %s %s %s rate=%g seed=%llu, %llu requests%s%s",
+	         info.live ? "live" : "simulated", (long long)s->run_id, path, info.policy, info.model, info.hw,
+	         info.rate_rps, (unsigned long long)info.seed, (unsigned long long)info.completed, extra,
+	         info.saturated == 1 ? ", SATURATED (its latencies depend on the run's length)" : "");
 	return 0;
 }
 
@@ -93,6 +98,7 @@ static int compare_load_csv(const char *path, struct compare_side *s, char *err,
 	snprintf(s->source, sizeof s->source, "%s", path);
 	s->run_id = 0;
 	s->nmatch = 1;
+	s->live = s->saturated = -1;
 	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
 		lineno = rd.lineno;
 		line[strcspn(line, "\r\n")] = '\0';
@@ -165,7 +171,9 @@ static void compare_print_json(const struct compare_side *b, const struct compar
 			printf("%lld", (long long)sides[i]->run_id);
 		else
 			printf("null");
-		printf(",\"matched\":%zu,\"label\":", sides[i]->nmatch);
+		printf(",\"matched\":%zu,\"live\":%s,\"saturated\":%s,\"label\":", sides[i]->nmatch,
+		       sides[i]->live < 0 ? "null" : sides[i]->live ? "true" : "false",
+		       sides[i]->saturated < 0 ? "null" : sides[i]->saturated ? "true" : "false");
 		json_write_string(stdout, sides[i]->label);
 		printf("},");
 	}

@@ -420,7 +420,7 @@ static int run_store(struct run_job *j, int live, struct report_run *rep, const 
 		.policy = rep->policy, .model = rep->model, .hw = rep->hw, .rate_rps = rep->rate_rps,
 		.seed = j->c.seed, .sla_ms = rep->sla_ms, .requests = res->issued, .completed = res->completed,
 		.throughput_rps = res->throughput_rps, .mean_batch = res->mean_batch, .events = res->events,
-		.wall_s = rep->wall_s, .live = live, .code_version = SIMBATCH_VERSION,
+		.wall_s = rep->wall_s, .live = live, .saturated = report_saturated(rep), .code_version = SIMBATCH_VERSION,
 		.summary_json = json ? json : "{}", .summary = &res->summary, .nconfig = ncfg, .config = cfg,
 		.nrequest_rows = opt_flag(o, "db-requests") ? res->nrows : 0, .request_rows = res->rows,
 		.once_key = opt_str(o, "sweep-point") ? "sweep-point" : NULL,

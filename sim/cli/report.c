@@ -6,8 +6,7 @@
 #include "../../util/json.h"
 #include "report.h"
 
-/* Overloaded: the devices never idled and served clearly less than offered. */
-static int report_saturated(const struct report_run *r)
+int report_saturated(const struct report_run *r)
 {
 	const struct drv_result *res = r->res;
 	return res->busy_fraction > 0.99 && r->rate_rps > 0 && res->throughput_rps < 0.95 * r->rate_rps;

@@ -42,4 +42,9 @@ size_t report_stats(const struct report_run *r, struct results_stat *out, char (
 char *report_json(const struct report_run *r, int with_run_fields);
 void report_text(FILE *f, const struct report_run *r);
 
+/* Overloaded: the devices never idled (busy > 99%) and served clearly less
+ * than offered (< 95%): the queue grew for the whole run, so its latencies
+ * depend on its length. Stored as runs.saturated and in the JSON. */
+int report_saturated(const struct report_run *r);
+
 #endif

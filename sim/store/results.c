@@ -47,7 +47,8 @@ static const char results_schema_sql[] =
 	"  mean_batch REAL,\n"
 	"  events INTEGER,\n"
 	"  wall_s REAL,\n"
-	"  summary_json TEXT);\n"
+	"  summary_json TEXT,\n"
+	"  saturated INTEGER);\n"
 	"CREATE TABLE run_config(\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,\n"
 	"  key TEXT NOT NULL,\n"
@@ -90,9 +91,14 @@ static const char results_schema_sql[] =
 static const char sql_insert_meta[] = "INSERT INTO simbatch_meta(key, value) VALUES(?1, ?2)";
 static const char sql_insert_run[] =
 	"INSERT INTO runs(created_utc, code_version, live, policy, model, hw, rate_rps, seed,"
-	" sla_ms, requests, completed, throughput_rps, mean_batch, events, wall_s, summary_json)"
+	" sla_ms, requests, completed, throughput_rps, mean_batch, events, wall_s, summary_json, saturated)"
 	" VALUES(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-	" ?11, ?12, ?13, ?14, ?15)";
+	" ?11, ?12, ?13, ?14, ?15, ?16)";
+
+/* Version 1 lacked runs.saturated; its runs keep NULL there (not known). */
+static const char sql_migrate_v1[] =
+	"ALTER TABLE runs ADD COLUMN saturated INTEGER;"
+	"UPDATE simbatch_meta SET value = '2' WHERE key = 'schema_version';";
 static const char sql_insert_config[] = "INSERT INTO run_config(run_id, key, value) VALUES(?1, ?2, ?3)";
 static const char sql_insert_metrics[] =
 	"INSERT INTO run_metrics(run_id, count, mean_ms, p50_ms, p90_ms, p95_ms, p99_ms, p999_ms,"
@@ -116,11 +122,13 @@ struct results_db {
 	sqlite3_stmt *ins_cdf;
 	sqlite3_stmt *ins_request;
 	sqlite3_stmt *ins_stat;
+	int version_1;                /* opened read-only at schema version 1: no runs.saturated */
 };
 
 enum db_kind {
 	DB_EMPTY,                     /* no schema objects at all: ours to create */
 	DB_OURS,                      /* simbatch_meta says simbatch, this schema version */
+	DB_VERSION_1,                 /* simbatch, schema version 1: upgraded when opened for writing */
 	DB_OTHER_VERSION,             /* simbatch, another schema version */
 	DB_FOREIGN,                   /* not SQLite, or another application's database */
 	DB_ERROR,                     /* could not tell (I/O error, locked, ...) */
@@ -197,6 +205,10 @@ static enum db_kind classify(struct results_db *r, char **version, char *err, si
 	if (t && strcmp(t, want) == 0) {
 		free(t);
 		return DB_OURS;
+	}
+	if (t && strcmp(t, "1") == 0) {
+		free(t);
+		return DB_VERSION_1;
 	}
 	*version = t ? t : strdup("(none)");
 	return DB_OTHER_VERSION;
@@ -294,6 +306,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		goto fail;
 	case DB_EMPTY:
 	case DB_OURS:
+	case DB_VERSION_1:
 		break;
 	}
 	/* SQLite silently opens a file it may not write read-only, and then even
@@ -327,6 +340,10 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 			goto fail;
 		}
 		if (sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+			goto not_writable;
+	} else if (kind == DB_VERSION_1) {
+		if (sqlite3_exec(r->db, sql_migrate_v1, NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 			goto not_writable;
 	} else {
 		/* a real page write proves the file, its journal and directory writable now */
@@ -473,6 +490,7 @@ int results_write_run(struct results_db *db, const struct results_run *run, int6
 	bind_u64(st, 13, run->events);
 	sqlite3_bind_double(st, 14, run->wall_s);
 	bind_text(st, 15, run->summary_json);
+	sqlite3_bind_int(st, 16, run->saturated);
 	if (step_insert(db, st, err, errlen) < 0)
 		goto fail;
 	sqlite3_clear_bindings(st);
@@ -625,6 +643,9 @@ int results_open_readonly(const char *path, struct results_db **out, char *err, 
 		set_err(err, errlen, "results database '%s' has schema version %s; this simbatch reads version %d",
 		        path, version, RESULTS_SCHEMA_VERSION);
 		goto fail;
+	case DB_VERSION_1:
+		r->version_1 = 1;
+		break;
 	case DB_OURS:
 		break;
 	}
@@ -647,8 +668,9 @@ int results_read_run_info(struct results_db *db, int64_t run_id, struct results_
 {
 	sqlite3_stmt *st = NULL;
 	*out = (struct results_run_info){ 0 };
-	if (sqlite3_prepare_v2(db->db, "SELECT policy, model, hw, rate_rps, seed, sla_ms, completed"
-	                       " FROM runs WHERE run_id = ?1", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db->db, db->version_1 ? "SELECT policy, model, hw, rate_rps, seed, sla_ms, completed, live,"
+	                       " NULL FROM runs WHERE run_id = ?1" : "SELECT policy, model, hw, rate_rps, seed, sla_ms,"
+	                       " completed, live, saturated FROM runs WHERE run_id = ?1", -1, &st, NULL) != SQLITE_OK)
 		goto sql_fail;
 	sqlite3_bind_int64(st, 1, run_id);
 	int rc = sqlite3_step(st);
@@ -667,6 +689,8 @@ int results_read_run_info(struct results_db *db, int64_t run_id, struct results_
 	out->seed = (uint64_t)sqlite3_column_int64(st, 4);
 	out->sla_ms = sqlite3_column_double(st, 5);
 	out->completed = (uint64_t)sqlite3_column_int64(st, 6);
+	out->live = sqlite3_column_int(st, 7);
+	out->saturated = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 8);
 	sqlite3_finalize(st);
 	return 0;
 sql_fail:
@@ -710,7 +734,9 @@ int results_find_run(struct results_db *db, const char *selector, int64_t *run_i
 	}
 	if (nterms == 0)
 		goto malformed;
-	if (sqlite3_prepare_v2(db->db, "SELECT run_id FROM runs ORDER BY run_id DESC", -1, &runs, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(db->db, db->version_1 ? "SELECT run_id, live, NULL FROM runs ORDER BY run_id DESC"
+	                       : "SELECT run_id, live, saturated FROM runs ORDER BY run_id DESC", -1, &runs, NULL)
+	    != SQLITE_OK ||
 	    sqlite3_prepare_v2(db->db, "SELECT value FROM run_config WHERE run_id = ?1 AND key = ?2", -1, &cfg,
 	                       NULL) != SQLITE_OK)
 		goto sql_fail;
@@ -719,6 +745,13 @@ int results_find_run(struct results_db *db, const char *selector, int64_t *run_i
 		sqlite3_int64 id = sqlite3_column_int64(runs, 0);
 		int all = 1;
 		for (size_t i = 0; i < nterms && all; i++) {
+			/* live and saturated are columns of the run, not options */
+			int col = strcmp(key[i], "live") == 0 ? 1 : strcmp(key[i], "saturated") == 0 ? 2 : 0;
+			if (col) {
+				const unsigned char *v = sqlite3_column_text(runs, col);
+				all = v && selector_value_matches((const char *)v, val[i]);
+				continue;
+			}
 			sqlite3_bind_int64(cfg, 1, id);
 			sqlite3_bind_text(cfg, 2, key[i], -1, SQLITE_STATIC);
 			int crc = sqlite3_step(cfg);

@@ -23,7 +23,7 @@
 #include "../../policies/driver.h"   /* drv_request_row */
 #include "../../util/metrics.h"
 
-#define RESULTS_SCHEMA_VERSION 1
+#define RESULTS_SCHEMA_VERSION 2   /* 2 added runs.saturated; a version-1 file is upgraded when opened for writing */
 
 struct results_db;
 
@@ -49,6 +49,7 @@ struct results_run {
 	uint64_t events;
 	double wall_s;
 	int live;                    /* 0 simulated, 1 live runtime */
+	int saturated;               /* 1: the devices never idled and served clearly less than offered */
 	const char *code_version;
 	const char *summary_json;    /* the JSON summary as printed (without run_id) */
 	const struct metrics_summary *summary;
@@ -93,13 +94,16 @@ struct results_run_info {    /* what names a stored run in a report */
 	char policy[64], model[256], hw[256];   /* truncated if longer */
 	double rate_rps, sla_ms;
 	uint64_t seed, completed;
+	int live;                    /* 0 simulated, 1 live */
+	int saturated;               /* 0, 1, or -1: stored before simbatch recorded it */
 };
 /* Returns 0 with *out filled, or -1 with err ("no run N in PATH"). */
 int results_read_run_info(struct results_db *db, int64_t run_id, struct results_run_info *out,
                           char *err, size_t errlen);
 /* Finds the newest run whose stored options (run_config) match every term of
  * selector "key=value[,key=value...]", e.g. "policy=graph,model=lstm,rate=500";
- * numbers match by value. Returns 0 with *run_id and *nmatch (how many runs
+ * numbers match by value; the keys live and saturated (0 or 1) match the
+ * run's columns of those names. Returns 0 with *run_id and *nmatch (how many runs
  * matched), or -1 with err when the selector is malformed or nothing matches. */
 int results_find_run(struct results_db *db, const char *selector, int64_t *run_id, size_t *nmatch,
                      char *err, size_t errlen);

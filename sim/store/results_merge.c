@@ -201,9 +201,11 @@ static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver
 	if ((code = rmerge_read_version(db, path, ver, sizeof ver, m->err, m->errlen)) != 0)
 		goto fail;
 	code = RMERGE_BAD_INPUT;
-	if (strcmp(ver, out_ver) != 0) {
+	/* an older shard merges into a newer OUT: its columns are a subset (checked
+	 * below) and the ones it lacks stay NULL, as in a database upgraded in place */
+	if (atoi(ver) < 1 || atoi(ver) > atoi(out_ver)) {
 		rm_fail(m, code, "cannot merge '%s' (schema version %s) into '%s' (schema version %s): "
-		        "databases of different schema versions are incompatible", path, ver, m->out_path, out_ver);
+		        "a newer shard does not fit an older database", path, ver, m->out_path, out_ver);
 		goto fail;
 	}
 	if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
