@@ -315,6 +315,25 @@ static void test_growth_and_memory(void **state)
 	metrics_destroy(m);
 }
 
+/* MLPerf LoadGen's early-stopping counts, by hand: with none over, the
+ * smallest n with 0.99^n <= 0.01 is ceil(ln 0.01 / ln 0.99) = 459, and for a
+ * p99.9 ceil(ln 0.01 / ln 0.999) = 4603; with one over, the smallest n with
+ * 0.99^n + n 0.01 0.99^(n-1) <= 0.01 is 662 (the issue's figures, MLPerf's
+ * table). */
+static void test_tail_min_requests(void **state)
+{
+	(void)state;
+	assert_int_equal(metrics_tail_min_requests(0.99, 0, 0.99), 459);
+	assert_int_equal(metrics_tail_min_requests(0.99, 1, 0.99), 662);
+	assert_int_equal(metrics_tail_min_requests(0.999, 0, 0.99), 4603);
+	assert_int_equal((int)ceil(log(0.01) / log(0.99)), 459);
+	assert_int_equal((int)ceil(log(0.01) / log(0.999)), 4603);
+	/* one fewer does not reach the confidence */
+	assert_true(pow(0.99, 458) > 0.01 && pow(0.99, 459) <= 0.01);
+	assert_true(pow(0.99, 661) + 661 * 0.01 * pow(0.99, 660) > 0.01);
+	assert_true(pow(0.99, 662) + 662 * 0.01 * pow(0.99, 661) <= 0.01);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_queue_histogram_by_hand),
 		cmocka_unit_test(test_violation_rate_by_hand),
 		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_tail_min_requests),
 		cmocka_unit_test(test_growth_and_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
  * since an interpolated quantile is not defined on bucketed data.
  */
 #include "metrics.h"
+#include <gsl/gsl_cdf.h>
 
 #include <assert.h>
 #include <stdlib.h>
@@ -365,4 +366,22 @@ const int64_t *metrics_sorted_ns(const struct metrics *m, size_t *n)
 size_t metrics_memory_bytes(const struct metrics *m)
 {
 	return sizeof(*m) + m->cap * sizeof(*m->lat_ns);
+}
+
+uint64_t metrics_tail_min_requests(double q, uint64_t over, double conf)
+{
+	/* P(at most `over` of n requests land above the true q-quantile) falls
+	 * with n; the answer is the first n where it is at most 1 - conf */
+	double p = 1.0 - q, alpha = 1.0 - conf;
+	uint64_t lo = over + 1, hi = over + 1;
+	while (gsl_cdf_binomial_P((unsigned)over, p, (unsigned)hi) > alpha)
+		hi *= 2;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (gsl_cdf_binomial_P((unsigned)over, p, (unsigned)mid) <= alpha)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
 }

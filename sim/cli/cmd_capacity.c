@@ -12,16 +12,17 @@
  * alone and the p99 is close to monotone in the rate. With several seeds the
  * p99 of a rate is the mean of the seeds' p99s.
  *
- * Requests per rate (the rule): at least CAP_TAIL_SAMPLES = 200 measured
- * requests above the p99, i.e. 20,000 measured requests, plus a warm-up of
- * 10% that is left out (the empty system at t = 0 flatters the tail). With
- * 200 tail samples the binomial standard error of the tail fraction is
- * sqrt(0.01 * 0.99 / 20000) = 0.0007, about 7% of the 1% it estimates, so
- * the measured p99 lies between the true p98.86 and p99.14 with 95%
- * confidence for independent samples. Latencies near capacity are
- * correlated (long busy periods), which shrinks the effective sample: add
- * --seeds or --requests there. (MLPerf asks 270,336 queries of a Server run
- * because its single run must be conclusive; a bisection probe needs less.)
+ * Requests per rate (the rule): MLPerf LoadGen's early-stopping rule, the one
+ * the summary's tail marks use (util/metrics.h): the fewest measured
+ * requests for which a p99 with CAP_TAIL_SAMPLES = 200 requests above it
+ * still bounds the true p99 from above with 99% confidence, 23,527, plus a
+ * warm-up of 10% that is left out (the empty system at t = 0 flatters the
+ * tail). 200 tail samples keep the binomial standard error of the tail
+ * fraction near 7% of the 1% it estimates, so a probe's p99 is steady enough
+ * to bisect on. Latencies near capacity are correlated (long busy periods),
+ * which shrinks the effective sample: add --seeds or --requests there.
+ * (MLPerf asks 270,336 queries of a Server run because its single run must
+ * be conclusive; a bisection probe needs less.)
  *
  * Each rate is a child `simbatch run --json --no-db` (procpool.h), so every
  * run option (policy knobs, lengths, workers) works here unchanged. */
@@ -37,7 +38,7 @@
 #include "procpool.h"
 
 #define CAP_QUANTILE 0.99
-#define CAP_TAIL_SAMPLES 200.0        /* measured requests above the p99 (see the rule above) */
+#define CAP_TAIL_SAMPLES 200          /* measured requests above the p99 (see the rule above) */
 #define CAP_WARMUP_FRACTION 0.1
 #define CAP_MAX_STEPS 12              /* doublings / halvings before giving up: at 1/4096 of the
                                          estimate queueing is negligible, so a p99 over the SLA there
@@ -47,7 +48,7 @@
 static const struct opt_def cap_opts[] = {
 	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms: the p99 must not exceed it" },
 	{ "tolerance", OPT_DOUBLE, "0.02", 0, 1, 1, "stop when the bracket is within this fraction of its lower end" },
-	{ "requests", OPT_UINT, NULL, 1, 1e12, 0, "requests per rate (default 22000: 20000 measured + 10% warm-up)" },
+	{ "requests", OPT_UINT, NULL, 1, 1e12, 0, "requests per rate (default 25879: 23527 measured, MLPerf early stopping with 200 above the p99, + 10% warm-up)" },
 	{ "warmup", OPT_UINT, NULL, 0, 1e12, 0, "first requests of each rate left out (default 10% of the measured)" },
 	{ "seeds", OPT_UINT, "1", 1, 1000, 0, "seeds per rate (the p99 of a rate is their mean)" },
 	{ "seed", OPT_UINT, "1", 0, 1.8e19, 0, "first seed" },
@@ -431,7 +432,7 @@ int cmd_capacity(int argc, char **argv)
 	s->nseeds = opt_uint(&o, "seeds");
 	s->seed0 = opt_uint(&o, "seed");
 	s->quiet = opt_flag(&o, "quiet") || opt_flag(&o, "json");
-	uint64_t measured = (uint64_t)ceil(CAP_TAIL_SAMPLES / (1 - CAP_QUANTILE) - 1e-9);
+	uint64_t measured = metrics_tail_min_requests(CAP_QUANTILE, CAP_TAIL_SAMPLES, METRICS_TAIL_CONFIDENCE);
 	s->warmup = opt_given(&o, "warmup") ? opt_uint(&o, "warmup")
 	            : (uint64_t)(CAP_WARMUP_FRACTION * (double)(opt_given(&o, "requests") ? opt_uint(&o, "requests") : measured));
 	s->requests = opt_given(&o, "requests") ? opt_uint(&o, "requests") : measured + s->warmup;
@@ -439,9 +440,11 @@ int cmd_capacity(int argc, char **argv)
 		snprintf(err, sizeof err, "--warmup=%llu leaves no request to measure", (unsigned long long)s->warmup);
 		goto fail;
 	}
-	if (!s->quiet && (double)(s->requests - s->warmup) * (1 - CAP_QUANTILE) * (double)s->nseeds < 100)
-		fprintf(stderr, "simbatch: warning: fewer than 100 measured requests above the p99 per rate; "
-		        "the p99 is noisy (raise --requests or --seeds)\n");
+	uint64_t least = metrics_tail_min_requests(CAP_QUANTILE, 0, METRICS_TAIL_CONFIDENCE);
+	if (!s->quiet && s->requests - s->warmup < least)
+		fprintf(stderr, "simbatch: warning: %llu measured requests per rate cannot support a p99 (MLPerf early "
+		        "stopping needs %llu); raise --requests\n", (unsigned long long)(s->requests - s->warmup),
+		        (unsigned long long)least);
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	s->jobs = opt_given(&o, "jobs") ? (unsigned)opt_uint(&o, "jobs") : ncpu > 0 ? (unsigned)ncpu : 1;
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);

@@ -1,10 +1,22 @@
 /* sim/cli/report.c: formats a run's summary. Numbers are printed with %.10g:
  * enough digits to compare runs, and identical text for identical doubles,
  * which is what the determinism check compares. */
+#include <math.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include "../../util/json.h"
 #include "report.h"
+
+struct report_tail report_tail(const struct report_run *r)
+{
+	struct report_tail t = {
+		.min_p99 = metrics_tail_min_requests(0.99, 0, METRICS_TAIL_CONFIDENCE),
+		.min_p999 = metrics_tail_min_requests(0.999, 0, METRICS_TAIL_CONFIDENCE),
+	};
+	t.p99 = r->res->summary.count >= t.min_p99;
+	t.p999 = r->res->summary.count >= t.min_p999;
+	return t;
+}
 
 int report_saturated(const struct report_run *r)
 {
@@ -41,9 +53,16 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	        (unsigned long long)res->events, (unsigned long long)res->tasks);
 	fprintf(f, "\"saturated\":%s,\"cold_starts\":%llu,", report_saturated(r) ? "true" : "false",
 	        (unsigned long long)res->cold_starts);
-	fprintf(f, "\"workers\":%u,\"max_batch\":%u,\"arrival_cv\":%.10g,\"sim_time_s\":%.10g,"
-	        "\"busy_fraction\":%.10g",
-	        r->workers, r->max_batch, r->arrival_cv, res->sim_end_s, res->busy_fraction);
+	fprintf(f, "\"workers\":%u,\"max_batch\":%u,\"arrival_cv\":", r->workers, r->max_batch);
+	if (isnan(r->arrival_cv))
+		fputs("null", f);       /* a trace's arrivals have no cv of ours */
+	else
+		fprintf(f, "%.10g", r->arrival_cv);
+	fprintf(f, ",\"sim_time_s\":%.10g,\"busy_fraction\":%.10g", res->sim_end_s, res->busy_fraction);
+	struct report_tail tail = report_tail(r);
+	fprintf(f, ",\"tail_supported\":{\"p99\":%s,\"p999\":%s,\"min_requests_p99\":%llu,"
+	        "\"min_requests_p999\":%llu}", tail.p99 ? "true" : "false", tail.p999 ? "true" : "false",
+	        (unsigned long long)tail.min_p99, (unsigned long long)tail.min_p999);
 	fprintf(f, ",\"policy_stats\":{");
 	struct results_stat st[POL_MAX_STATS + 256];
 	char names[POL_MAX_STATS + 256][80];
@@ -95,14 +114,25 @@ void report_text(FILE *f, const struct report_run *r)
 {
 	const struct drv_result *res = r->res;
 	const struct metrics_summary *s = &res->summary;
-	fprintf(f, "simbatch: policy %s, model %s on %s, %u worker%s, %.6g req/s offered (cv %.3g), seed %llu\n",
-	        r->policy, r->model, r->hw, r->workers, r->workers == 1 ? "" : "s", r->rate_rps,
-	        r->arrival_cv, (unsigned long long)r->seed);
+	char arrivals[48];
+	if (isnan(r->arrival_cv))
+		snprintf(arrivals, sizeof arrivals, "from the trace");
+	else
+		snprintf(arrivals, sizeof arrivals, "cv %.3g", r->arrival_cv);
+	fprintf(f, "simbatch: policy %s, model %s on %s, %u worker%s, %.6g req/s offered (%s), seed %llu\n",
+	        r->policy, r->model, r->hw, r->workers, r->workers == 1 ? "" : "s", r->rate_rps, arrivals,
+	        (unsigned long long)r->seed);
 	fprintf(f, "  requests   %llu completed, %llu measured (warm-up %llu), %.1f s simulated\n",
 	        (unsigned long long)res->completed, (unsigned long long)s->count,
 	        (unsigned long long)r->warmup, res->sim_end_s);
-	fprintf(f, "  latency    mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f   p99.9 %.3f   max %.3f\n",
-	        s->mean_ms, s->p50_ms, s->p90_ms, s->p99_ms, s->p999_ms, s->max_ms);
+	struct report_tail tail = report_tail(r);
+	fprintf(f, "  latency    mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f%s   p99.9 %.3f%s   max %.3f\n",
+	        s->mean_ms, s->p50_ms, s->p90_ms, s->p99_ms, tail.p99 ? "" : "*", s->p999_ms, tail.p999 ? "" : "*",
+	        s->max_ms);
+	if (!tail.p99 || !tail.p999)
+		fprintf(f, "             * %llu measured requests are too few to support this tail: a p99 needs %llu, "
+		        "a p99.9 %llu (MLPerf early stopping, 99%% confidence)\n", (unsigned long long)s->count,
+		        (unsigned long long)tail.min_p99, (unsigned long long)tail.min_p999);
 	fprintf(f, "  queueing   mean %.3f ms   p99 %.3f\n", s->queue_mean_ms, s->queue_p99_ms);
 	fprintf(f, "  throughput %.1f req/s   device busy %.1f%%   mean batch %.2f (max %u)\n",
 	        res->throughput_rps, 100.0 * res->busy_fraction, res->mean_batch, r->max_batch);

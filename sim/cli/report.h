@@ -17,7 +17,7 @@
 struct report_run {
 	const char *policy, *model, *hw;
 	double rate_rps;            /* offered rate (trace: its mean rate) */
-	double arrival_cv;
+	double arrival_cv;          /* NAN: the arrivals came from a trace */
 	uint64_t seed;
 	uint64_t warmup;
 	uint32_t workers;
@@ -46,5 +46,13 @@ void report_text(FILE *f, const struct report_run *r);
  * than offered (< 95%): the queue grew for the whole run, so its latencies
  * depend on its length. Stored as runs.saturated and in the JSON. */
 int report_saturated(const struct report_run *r);
+
+/* Whether the run measured enough requests to support its p99 and p99.9
+ * (metrics_tail_min_requests with none over, MLPerf's 99% confidence). */
+struct report_tail {
+	int p99, p999;
+	uint64_t min_p99, min_p999;
+};
+struct report_tail report_tail(const struct report_run *r);
 
 #endif
