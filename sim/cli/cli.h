@@ -25,6 +25,19 @@ int cli_status_of(const char *err);
 
 int cmd_run(int argc, char **argv);
 
+/* The policy's view of a prepared run: c's knobs, the model, and the latency
+ * estimates of c's hardware model (*lat, which the caller destroys). 0, or -1
+ * with err. */
+struct eng_config;
+struct pol_env;
+struct eng_latency;
+int run_policy_env(const struct eng_config *c, struct pol_env *env, struct eng_latency **lat, char *err,
+                   size_t errlen);
+/* Asks c's policy whether it takes c's model and knobs (its init on a trial
+ * driver): 0, or -1 with the policy's refusal in err. `run --dry-run`,
+ * sweeps' checks and live use it before anything runs. */
+int run_check_policy(const struct eng_config *c, char *err, size_t errlen);
+
 /* --hw=profile (live's default, and accepted by run): times the live
  * runtime's kernels of model m on this machine up to max_batch, as
  * `live --profile-out` does, and opens that table as the hardware model,

@@ -71,6 +71,9 @@ static size_t live_options(struct opt_def *opts)
 			                   "table (default profile: this runtime's kernels timed on this machine "
 			                   "before the run, well under a second for the shipped models)";
 		}
+		if (strcmp(run[i].name, "duration") == 0)
+			opts[nopts].help = "stop issuing arrivals after SECONDS of the schedule (wall-clock time from the "
+			                   "start; arrivals follow the simulator's draws)";
 		nopts++;
 	}
 	for (size_t i = 0; i < sizeof live_own_opts / sizeof live_own_opts[0]; i++)
@@ -112,42 +115,18 @@ static int live_check_path(const struct opt_set *o, const char *opt, char *err, 
 	return 0;
 }
 
-/* The policy's view of the run: c's knobs, the model, and the latency
- * estimates of c's hardware model (lat, which the caller destroys). */
-static int live_env(const struct eng_config *c, struct pol_env *env, struct eng_latency **lat, char *err,
-                    size_t errlen)
-{
-	*env = c->env;
-	*lat = eng_latency_create(c->model, c->hw, c->env.max_batch, err, errlen);
-	if (!*lat)
-		return -1;
-	env->model = c->model;
-	env->workers = c->workers;
-	env->lat = (struct pol_latency){ .ctx = *lat, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns };
-	return 0;
-}
-
 /* Everything the live run needs, checked before it starts: kernels for the
  * model, the device, the options, the files, and a policy that accepts the
  * model (a refusal is the input's fault, as in `simbatch run`). */
 static int live_check(const struct opt_set *o, const struct eng_config *c, char *err, size_t errlen)
 {
 	enum rt_gemm_kind g;
-	struct pol_env env;
-	struct eng_latency *lat = NULL;
 	if (!rt_kernels_find(c->model, err, errlen) || live_gemm_kind(opt_str(o, "gemm"), &g, err, errlen) != 0 ||
 	    !rt_backend_find(opt_str(o, "device"), err, errlen))
 		return CLI_BAD_INPUT;
 	if (live_check_path(o, "outputs-out", err, errlen) != 0 || live_check_path(o, "issue-out", err, errlen) != 0)
 		return CLI_BAD_INPUT;
-	if (live_env(c, &env, &lat, err, errlen) != 0)
-		return CLI_BAD_INPUT;
-	struct pol_driver trial;
-	struct drv_config dc = { .policy = c->policy, .env = env, .max_cells = env.max_batch, .expected_requests = 1 };
-	int rc = drv_init(&trial, &dc, err, errlen) == 0 ? CLI_OK : CLI_BAD_INPUT;
-	drv_fini(&trial);
-	eng_latency_destroy(lat);
-	return rc;
+	return run_check_policy(c, err, errlen) == 0 ? CLI_OK : CLI_BAD_INPUT;
 }
 
 /* ---- the issue schedule: the arrivals and lengths the simulator draws ---- */
@@ -437,7 +416,7 @@ static int live_serve(const struct opt_set *o, const struct eng_config *c, struc
 	if (live_gemm_kind(opt_str(o, "gemm"), &lc.gemm, err, errlen) != 0)
 		goto out;
 	/* the policy's estimates, as the engine gives them */
-	if (live_env(c, &lc.env, &lat, err, errlen) != 0) {
+	if (run_policy_env(c, &lc.env, &lat, err, errlen) != 0) {
 		rc = CLI_BAD_INPUT;
 		goto out;
 	}

@@ -360,6 +360,33 @@ static int run_open_outputs(struct run_job *j, char *err, size_t errlen)
 	return 0;
 }
 
+int run_policy_env(const struct eng_config *c, struct pol_env *env, struct eng_latency **lat, char *err,
+                   size_t errlen)
+{
+	*env = c->env;
+	*lat = eng_latency_create(c->model, c->hw, c->env.max_batch, err, errlen);
+	if (!*lat)
+		return -1;
+	env->model = c->model;
+	env->workers = c->workers;
+	env->lat = (struct pol_latency){ .ctx = *lat, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns };
+	return 0;
+}
+
+int run_check_policy(const struct eng_config *c, char *err, size_t errlen)
+{
+	struct pol_env env;
+	struct eng_latency *lat = NULL;
+	if (run_policy_env(c, &env, &lat, err, errlen) != 0)
+		return -1;
+	struct pol_driver trial;
+	struct drv_config dc = { .policy = c->policy, .env = env, .max_cells = env.max_batch, .expected_requests = 1 };
+	int rc = drv_init(&trial, &dc, err, errlen);
+	drv_fini(&trial);
+	eng_latency_destroy(lat);
+	return rc;
+}
+
 int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t nopts, const char *usage,
                     struct run_job **out)
 {
@@ -491,12 +518,17 @@ int cmd_run(int argc, char **argv)
 {
 	struct run_job *j;
 	int rc = run_job_prepare(argc, argv, run_opts, RUN_NOPTS, run_usage, &j);
+	char err[512] = "";
 	if (rc != CLI_OK || !j || opt_flag(&j->o, "dry-run")) {
-		/* a dry run: sweeps check every configuration this way before running any */
+		/* a dry run (sweeps check every configuration this way before running
+		 * any) also asks the policy whether it takes the model */
+		if (rc == CLI_OK && j && run_check_policy(&j->c, err, sizeof err) != 0) {
+			fprintf(stderr, "simbatch: %s\n", err);
+			rc = cli_status_of(err);
+		}
 		run_job_free(j);
 		return rc;
 	}
-	char err[512] = "";
 	struct drv_result res = { 0 };
 	struct run_extra extra = { 0 };
 	struct timespec t0, t1;

@@ -598,9 +598,9 @@ static void sweep_summary_header(const struct sweep_spec *spec, const struct swe
 		}
 	}
 	if (csv)
-		printf("%sn", spec->naxes ? "," : "");
+		printf("%sn,saturated_runs", spec->naxes ? "," : "");
 	else
-		printf("%4s", "n");
+		printf("%4s %4s", "n", "sat");
 	for (size_t k = 0; k < nm; k++) {
 		static const char *const part[] = { "mean", "p25", "p75", "ci95_lo", "ci95_hi" };
 		if (csv) {
@@ -616,8 +616,9 @@ static void sweep_summary_header(const struct sweep_spec *spec, const struct swe
 }
 
 /* One configuration's line: its axis labels (from point p), the seeds found
- * (n) and each metric's statistics over them (vals: nm blocks of nseeds,
- * sorted in place). */
+ * (n), how many of them were saturated, and each metric's statistics over
+ * them (vals: nm blocks of nseeds, sorted in place, then the saturation
+ * flags). */
 static void sweep_summary_row(const struct sweep_spec *spec, const struct sweep_point *p, double *vals,
                               size_t n, size_t nm, int csv)
 {
@@ -631,10 +632,20 @@ static void sweep_summary_row(const struct sweep_spec *spec, const struct sweep_
 			printf("%-14s ", label);
 		}
 	}
+	/* block nm holds the runs' saturation flags: how many of the n were saturated ("?": not recorded) */
+	size_t sat = 0, unknown = 0;
+	for (size_t i = 0; i < n; i++) {
+		double v = vals[nm * spec->nseeds + i];
+		unknown += isnan(v);
+		sat += v == 1;
+	}
+	char sat_text[24] = "";
+	if (!unknown)
+		snprintf(sat_text, sizeof sat_text, "%zu", sat);
 	if (csv)
-		printf("%s%zu", spec->naxes ? "," : "", n);
+		printf("%s%zu,%s", spec->naxes ? "," : "", n, sat_text);
 	else
-		printf("%4zu", n);
+		printf("%4zu %4s", n, unknown ? "?" : sat_text);
 	for (size_t k = 0; k < nm; k++) {
 		struct agg_stats st;
 		agg_compute(&vals[k * spec->nseeds], n, &st);
@@ -653,7 +664,7 @@ static void sweep_summary_row(const struct sweep_spec *spec, const struct sweep_
 
 static int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
 {
-	const struct sweep_metric *m[SWEEP_MAX_METRICS];
+	const struct sweep_metric *m[SWEEP_MAX_METRICS + 1];
 	size_t nm = 0, missing = 0;
 	char err[768];
 	struct sweep_db *db = NULL;
@@ -669,8 +680,10 @@ static int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
 	if (sweep_parse_metrics(opt_str(o, "metrics"), m, SWEEP_MAX_METRICS, &nm, err, sizeof err) != 0 ||
 	    sweep_db_open(opt_str(o, "db"), 1, &db, err, sizeof err) != 0)
 		goto fail;
+	/* every summary also reads each run's saturation flag: block nm of vals */
+	m[nm] = sweep_metric_find("saturated");
 	rc = CLI_FAILED;
-	if (!(vals = malloc(nm * spec->nseeds * sizeof *vals)) || !(row = malloc(nm * sizeof *row))) {
+	if (!(vals = malloc((nm + 1) * spec->nseeds * sizeof *vals)) || !(row = malloc((nm + 1) * sizeof *row))) {
 		snprintf(err, sizeof err, "out of memory");
 		goto fail;
 	}
@@ -683,13 +696,13 @@ static int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
 				snprintf(err, sizeof err, "out of memory");
 				goto fail;
 			}
-			int got = sweep_db_point_metrics(db, p.key, m, nm, row, err, sizeof err);
+			int got = sweep_db_point_metrics(db, p.key, m, nm + 1, row, err, sizeof err);
 			if (got < 0) {
 				sweep_point_free(&p);
 				goto fail;
 			}
 			if (got) {
-				for (size_t k = 0; k < nm; k++)
+				for (size_t k = 0; k <= nm; k++)
 					vals[k * spec->nseeds + n] = row[k];
 				n++;
 			} else {

@@ -170,7 +170,13 @@ void opt_print_help(FILE *f, const char *usage, const struct opt_def *defs, size
 		snprintf(left, sizeof left, "--%s%s", defs[i].name, defs[i].type == OPT_FLAG ? "" : "=V");
 		fprintf(f, "  %-22s %s", left, defs[i].help);
 		if (defs[i].defval)
-			fprintf(f, " (default %s)", defs[i].defval);
+			fprintf(f, " (default %s", defs[i].defval);
+		/* the bounds opt_check enforces, so a reader knows them before trying */
+		if (defs[i].type == OPT_UINT || defs[i].type == OPT_DOUBLE)
+			fprintf(f, "%s%s%g..%g", defs[i].defval ? "; " : " (", defs[i].min_open ? ">" : "", defs[i].min,
+			        defs[i].max);
+		if (defs[i].defval || defs[i].type == OPT_UINT || defs[i].type == OPT_DOUBLE)
+			fputc(')', f);
 		fputc('\n', f);
 	}
 }

@@ -2,6 +2,7 @@
 #include "sweep_db.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sqlite3.h>
@@ -23,6 +24,7 @@ static const struct sweep_metric sweep_metric_table[] = {
 	{ "sla_violation_rate", "m.sla_violation_rate", "fraction of requests over the SLA" },
 	{ "throughput_rps", "r.throughput_rps", "completed requests per second" },
 	{ "mean_batch", "r.mean_batch", "requests per task" },
+	{ "saturated", "r.saturated", "1 when the run was saturated (its queue grew throughout), 0 when not" },
 };
 
 const struct sweep_metric *sweep_metrics(size_t *n)
@@ -45,6 +47,7 @@ struct sweep_db {
 	sqlite3 *db;                 /* owned */
 	char *path;                  /* owned, for messages */
 	sqlite3_stmt *has;           /* owned: is a point stored */
+	int has_saturated;           /* runs.saturated exists (schema 2; a version-1 file read as it is lacks it) */
 };
 
 void sweep_db_close(struct sweep_db *d)
@@ -94,6 +97,9 @@ int sweep_db_open(const char *path, int readonly, struct sweep_db **out, char *e
 		snprintf(err, errlen, "cannot read results database '%s': %s", path, sqlite3_errmsg(d->db));
 		goto fail;
 	}
+	sqlite3_stmt *probe = NULL;
+	d->has_saturated = sqlite3_prepare_v2(d->db, "SELECT saturated FROM runs LIMIT 0", -1, &probe, NULL) == SQLITE_OK;
+	sqlite3_finalize(probe);
 	*out = d;
 	return 0;
 fail:
@@ -130,7 +136,8 @@ int sweep_db_point_metrics(struct sweep_db *d, const char *key, const struct swe
 	}
 	used = snprintf(sql, len, "SELECT ");
 	for (size_t i = 0; i < n; i++)
-		used += snprintf(sql + used, len - (size_t)used, "%s%s", i ? ", " : "", m[i]->column);
+		used += snprintf(sql + used, len - (size_t)used, "%s%s", i ? ", " : "",
+		                 !d->has_saturated && strcmp(m[i]->column, "r.saturated") == 0 ? "NULL" : m[i]->column);
 	snprintf(sql + used, len - (size_t)used,
 	         " FROM run_config c JOIN runs r ON r.run_id = c.run_id JOIN run_metrics m ON m.run_id = c.run_id"
 	         " WHERE c.key = '" SWEEP_POINT_KEY "' AND c.value = ?1 ORDER BY c.run_id LIMIT 1");
@@ -141,8 +148,8 @@ int sweep_db_point_metrics(struct sweep_db *d, const char *key, const struct swe
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		for (size_t i = 0; i < n; i++)
-			vals[i] = sqlite3_column_double(st, (int)i);
+		for (size_t i = 0; i < n; i++)   /* NULL (saturation not recorded): NaN, left out of the statistics */
+			vals[i] = sqlite3_column_type(st, (int)i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, (int)i);
 		sqlite3_finalize(st);
 		return 1;
 	}
