@@ -227,6 +227,26 @@ if stored:
     con.close()
     check("SIGINT: live.partial = 1", part == ("1",), part)
 
+# timeout(1) delivers its signal twice (to the command and to its process
+# group): still one clean stop, the partial run stored
+tdb = os.path.join(td, "timeout.db")
+r = subprocess.run(["timeout", "--preserve-status", "-s", "INT", "2", SB, "live", "--model=" + paths["t_s2s"],
+                    "--hw=" + hw, "--rate=20", "--requests=2000", "--db=" + tdb, "--max-batch=8"],
+                   capture_output=True, text=True, timeout=60)
+check("timeout -s INT: exit 130", r.returncode == 130, (r.returncode, r.stderr))
+stored = runs(tdb)
+check("timeout -s INT: the partial run is stored", len(stored) == 1 and stored[0][1] == 1, stored)
+# a signal in the first moments (set-up, or the first requests): exit 128 + N,
+# and either nothing stored ("stopped ... before any request completed") or
+# the partial run
+edb = os.path.join(td, "early.db")
+r = subprocess.run(["timeout", "--preserve-status", "-s", "TERM", "0.05", SB, "live", "--model=" + paths["t_s2s"],
+                    "--hw=" + hw, "--rate=20", "--requests=2000", "--db=" + edb, "--max-batch=8"],
+                   capture_output=True, text=True, timeout=60)
+early = runs(edb)
+check("a signal at once: exit 143, nothing or a partial run stored",
+      r.returncode == 143 and (not early or (len(early) == 1 and early[0][2] < 2000)), (r.returncode, r.stderr, early))
+
 # SIGTERM and SIGHUP stop a run the same way, each with its own exit status
 for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")):
     sdb = os.path.join(td, name + ".db")

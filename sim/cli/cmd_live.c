@@ -83,9 +83,51 @@ static size_t live_options(struct opt_def *opts)
 
 static volatile sig_atomic_t live_stop_flag;
 
+static struct timespec live_first_signal;   /* written by the handler alone */
+
+/* The first signal asks for a clean stop. One arriving within half a second
+ * of it is the same request delivered twice (timeout(1) signals the command
+ * and its process group); a later one kills, as a second Ctrl-C should. */
 static void live_on_signal(int sig)
 {
-	live_stop_flag = sig;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);   /* async-signal-safe */
+	if (!live_stop_flag) {
+		live_first_signal = now;
+		live_stop_flag = sig;
+		return;
+	}
+	double since = (double)(now.tv_sec - live_first_signal.tv_sec) +
+	               (double)(now.tv_nsec - live_first_signal.tv_nsec) * 1e-9;
+	if (since > 0.5) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+}
+
+struct live_signals {
+	struct sigaction old_int, old_term, old_hup;
+};
+
+/* SIGINT, SIGTERM and SIGHUP set live_stop_flag to their number; a second
+ * one (not the first delivered twice) kills as usual. */
+static void live_catch_signals(struct live_signals *old)
+{
+	struct sigaction sa;
+	live_stop_flag = 0;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = live_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old->old_int);
+	sigaction(SIGTERM, &sa, &old->old_term);
+	sigaction(SIGHUP, &sa, &old->old_hup);
+}
+
+static void live_restore_signals(const struct live_signals *old)
+{
+	sigaction(SIGINT, &old->old_int, NULL);
+	sigaction(SIGTERM, &old->old_term, NULL);
+	sigaction(SIGHUP, &old->old_hup, NULL);
 }
 
 static int live_gemm_kind(const char *s, enum rt_gemm_kind *out, char *err, size_t errlen)
@@ -400,8 +442,7 @@ static int live_serve(const struct opt_set *o, const struct eng_config *c, struc
 	struct live_schedule sch;
 	struct live_result lr = { 0 };
 	struct eng_latency *lat = NULL;
-	struct sigaction sa, old_int, old_term, old_hup;
-	int rc = live_make_schedule(c, &sch, err, errlen), have_sig = 0;
+	int rc = live_make_schedule(c, &sch, err, errlen);
 	if (rc != CLI_OK)
 		return rc;
 	rc = CLI_FAILED;
@@ -420,15 +461,6 @@ static int live_serve(const struct opt_set *o, const struct eng_config *c, struc
 		rc = CLI_BAD_INPUT;
 		goto out;
 	}
-	live_stop_flag = 0;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = live_on_signal;
-	sa.sa_flags = SA_RESETHAND;     /* a second Ctrl-C kills */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	sigaction(SIGHUP, &sa, &old_hup);
-	have_sig = 1;
 	if (live_run(&lc, &lr, err, errlen) != 0)
 		goto out;
 	if (live_extra(o, &lr, x, err, errlen) != 0)
@@ -445,11 +477,6 @@ static int live_serve(const struct opt_set *o, const struct eng_config *c, struc
 	memset(&lr.run, 0, sizeof lr.run);
 	rc = CLI_OK;
 out:
-	if (have_sig) {
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-		sigaction(SIGHUP, &old_hup, NULL);
-	}
 	if (rc != CLI_OK) {
 		drv_result_free(res);
 		memset(res, 0, sizeof *res);
@@ -575,30 +602,46 @@ int cmd_live(int argc, char **argv)
 	struct run_job *j;
 	struct drv_result res = { 0 };
 	struct run_extra extra = { 0 };
+	struct live_signals sig;
+	/* from the start: a signal while the inputs load or the kernels are set
+	 * up ends the command as cleanly as one during the run */
+	live_catch_signals(&sig);
 	int rc = run_job_prepare(argc, argv, opts, nopts, live_usage, &j);
-	if (rc != CLI_OK || !j)
+	if (rc != CLI_OK || !j) {
+		live_restore_signals(&sig);
 		return rc;
+	}
 	const struct opt_set *o = run_job_options(j);
 	const struct eng_config *c = run_job_config(j);
 	if ((rc = live_check(o, c, err, sizeof err)) != CLI_OK)
 		goto fail;
 	if (opt_flag(o, "dry-run")) {
+		live_restore_signals(&sig);
 		run_job_free(j);
 		return CLI_OK;
 	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if ((rc = live_serve(o, c, &res, &extra, err, sizeof err)) != CLI_OK)
+	if (!live_stop_flag && (rc = live_serve(o, c, &res, &extra, err, sizeof err)) != CLI_OK)
 		goto fail;
+	if (live_stop_flag && res.completed == 0) {
+		snprintf(err, sizeof err, "stopped by signal %d before any request completed; nothing stored",
+		         (int)live_stop_flag);
+		rc = 128 + (int)live_stop_flag;
+		goto fail;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	rc = run_job_report(j, 1, &res, &extra, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
 	drv_result_free(&res);
 	run_extra_free(&extra);
 	run_job_free(j);
+	live_restore_signals(&sig);
 	return rc;
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
+	drv_result_free(&res);
 	run_extra_free(&extra);
 	run_job_free(j);
+	live_restore_signals(&sig);
 	return rc;
 }
