@@ -1,0 +1,90 @@
+"""simbatch_results: a simbatch results database as pandas DataFrames.
+
+Needs only Debian's python3 and python3-pandas (the database is SQLite; the
+schema is docs/RESULTS.md). Nothing here writes to the database.
+
+    import sys; sys.path.insert(0, "scripts")      # from the project root
+    import simbatch_results as sr
+    runs = sr.runs("results/simbatch.db")           # a row per run, its options as "--KEY" columns
+    c = sr.cdf("results/simbatch.db", 12)           # run 12's latency CDF: quantile, latency_ms
+    q = sr.requests("results/simbatch.db", 12)      # its per-request rows (stored with --db-requests)
+    s = sr.stats("results/simbatch.db")             # policy and node counters, one row per run and key
+
+Run as a program it prints the runs table:  python3 scripts/simbatch_results.py DB
+"""
+import sqlite3
+import sys
+
+import pandas as pd
+
+
+def _connect(path):
+    """Read-only: a mistyped path is an error, never a new empty file."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        app = con.execute("select value from simbatch_meta where key = 'application'").fetchone()
+    except sqlite3.DatabaseError as e:
+        raise ValueError(f"{path}: not a readable simbatch results database ({e})")
+    if not app or app[0] != "simbatch":
+        raise ValueError(f"{path}: not a simbatch results database")
+    return con
+
+
+def runs(path):
+    """Every run, one row each: the columns of runs and run_metrics (schema in
+    docs/RESULTS.md; a version-1 file has no saturated column, read as NA),
+    then every stored option as a column named "--KEY" (the value as text, as
+    the command line had it; NA where a run did not have the option)."""
+    con = _connect(path)
+    try:
+        df = pd.read_sql_query(
+            "select r.*, m.count, m.mean_ms, m.p50_ms, m.p90_ms, m.p95_ms, m.p99_ms, m.p999_ms, m.max_ms,"
+            " m.min_ms, m.queue_mean_ms, m.queue_p99_ms, m.sla_violation_rate"
+            " from runs r left join run_metrics m using (run_id) order by r.run_id", con)
+        if "saturated" not in df.columns:
+            df["saturated"] = pd.NA
+        cfg = pd.read_sql_query("select run_id, key, value from run_config", con)
+    finally:
+        con.close()
+    df = df.drop(columns=["summary_json"])
+    if len(cfg):
+        wide = cfg.pivot(index="run_id", columns="key", values="value")
+        wide.columns = ["--" + k for k in wide.columns]
+        df = df.merge(wide, how="left", left_on="run_id", right_index=True)
+    return df.set_index("run_id", drop=False)
+
+
+def cdf(path, run_id):
+    """Run run_id's latency CDF: 1000 rows, quantile i/1000 and its latency in ms."""
+    con = _connect(path)
+    try:
+        return pd.read_sql_query("select quantile, latency_ms from run_cdf where run_id = ? order by quantile",
+                                 con, params=(run_id,))
+    finally:
+        con.close()
+
+
+def requests(path, run_id):
+    """Run run_id's per-request rows (only runs stored with --db-requests have them)."""
+    con = _connect(path)
+    try:
+        return pd.read_sql_query("select id, arrival_s, start_s, finish_s, input_len, output_len from run_requests"
+                                 " where run_id = ? order by id", con, params=(run_id,))
+    finally:
+        con.close()
+
+
+def stats(path):
+    """The runs' counters (run_stats): one row per run and key."""
+    con = _connect(path)
+    try:
+        return pd.read_sql_query("select run_id, key, value from run_stats order by run_id, key", con)
+    finally:
+        con.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: simbatch_results.py DB")
+    with pd.option_context("display.max_columns", 30, "display.width", 200):
+        print(runs(sys.argv[1]))

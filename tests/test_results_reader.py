@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""scripts/simbatch_results.py against the database it reads: the runs
+DataFrame matches the runs, run_metrics and run_config tables row for row,
+the CDF and per-request readers return the stored rows, and the example in
+docs/RESULTS.md reproduces scripts/plot's latency-vs-rate data file.
+Needs python3-pandas (scripts/install-deps installs it); when this
+interpreter lacks pandas, the system's python3 runs the test instead.
+Usage: test_results_reader.py PATH/TO/simbatch PATH/TO/scripts"""
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+try:
+    import pandas as pd
+except ImportError:
+    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
+    sys.exit("python3-pandas is missing (bash scripts/install-deps installs it)")
+
+SB, SCRIPTS = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+sys.path.insert(0, SCRIPTS)
+import simbatch_results as sr   # noqa: E402
+
+failures = []
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(detail)[:600]))
+    if not cond:
+        failures.append(name)
+
+
+td = tempfile.mkdtemp(prefix="simbatch-reader-")
+db = os.path.join(td, "r.db")
+for policy, extra in (("serial", []), ("graph", ["--window=5"]), ("graph", ["--window=0"])):
+    for rate in (100, 300):
+        for seed in (1, 2):
+            r = subprocess.run([SB, "--model=gnmt", f"--policy={policy}", f"--rate={rate}", f"--seed={seed}",
+                                "--requests=300", f"--db={db}", "--quiet", "--db-requests", *extra],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit("setup failed: " + r.stderr)
+
+df = sr.runs(db)
+con = sqlite3.connect(db)
+rows = con.execute("select r.run_id, r.policy, r.model, r.rate_rps, r.seed, r.live, r.saturated, r.completed,"
+                   " m.mean_ms, m.p99_ms, m.sla_violation_rate from runs r join run_metrics m using (run_id)"
+                   " order by r.run_id").fetchall()
+check("one DataFrame row per run, in run order", list(df.run_id) == [r[0] for r in rows], list(df.run_id))
+ok = True
+for r in rows:
+    d = df.loc[r[0]]
+    ok = ok and (d.policy, d.model, d.rate_rps, d.seed, d.live, d.saturated, d.completed, d.mean_ms, d.p99_ms,
+                 d.sla_violation_rate) == r[1:]
+check("runs and run_metrics columns equal the database's, row for row", ok)
+cfg = con.execute("select run_id, key, value from run_config").fetchall()
+ok = all(df.loc[rid, "--" + key] == value for rid, key, value in cfg)
+n_none = sum(1 for rid in df.run_id for col in df.columns if col.startswith("--") and pd.isna(df.loc[rid, col]))
+n_cells = len(df) * sum(1 for c in df.columns if c.startswith("--"))
+check("every stored option is a --KEY column with its text, and only those are filled",
+      ok and n_cells - n_none == len(cfg), (n_cells, n_none, len(cfg)))
+rid = rows[0][0]
+stored = con.execute("select quantile, latency_ms from run_cdf where run_id = ? order by quantile", (rid,)).fetchall()
+c = sr.cdf(db, rid)
+check("cdf: the 1000 stored rows", len(c) == 1000 and list(zip(c["quantile"], c["latency_ms"])) == stored)
+q = sr.requests(db, rid)
+stored = con.execute("select id, arrival_s, finish_s from run_requests where run_id = ? order by id", (rid,)).fetchall()
+check("requests: the stored per-request rows", list(zip(q.id, q.arrival_s, q.finish_s)) == stored and len(q) == 300)
+try:
+    sr.runs(os.path.join(td, "absent.db"))
+    check("a missing database is an error", False)
+except ValueError:
+    check("a missing database is an error, and none is created", not os.path.exists(os.path.join(td, "absent.db")))
+
+# docs/RESULTS.md's example against scripts/plot's data file
+out = os.path.join(td, "fig12")
+r = subprocess.run([sys.executable, os.path.join(SCRIPTS, "plot"), "latency-vs-rate", f"--db={db}", "--model=gnmt",
+                    f"--out={out}"], capture_output=True, text=True)
+check("plot latency-vs-rate ran", r.returncode == 0, r.stderr)
+d = df[(df.model == "gnmt") & (df.live == 0)]
+fig12 = (d.groupby(["policy", "--window", "rate_rps"], dropna=False).mean_ms
+          .agg(mean="mean", p25=lambda v: v.quantile(0.25), p75=lambda v: v.quantile(0.75), seeds="count"))
+series = {}
+label = None
+for line in open(out + ".dat"):
+    if line.startswith("# series "):
+        label = line.split(": ", 1)[1].strip()
+        series[label] = []
+    elif line.strip() and not line.startswith("#"):
+        series[label].append([float(x) for x in line.split()])
+ok = len(series) == 3
+for label, pts in series.items():
+    policy, _, rest = label.partition(" ")
+    window = rest.split("=")[1] if rest else "0"
+    for p in pts:
+        want = fig12.loc[(policy, window, p[0])]
+        ok = ok and all(abs(a - b) <= 1e-9 * max(1, abs(b)) for a, b in zip(p[1:5], [want["mean"], want.p25,
+                                                                              want.p75, want.seeds]))
+check("the RESULTS.md example reproduces the figure's data", ok, (series, fig12))
+
+print(f"{len(failures)} failed" if failures else "all passed")
+sys.exit(1 if failures else 0)
