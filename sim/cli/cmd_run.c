@@ -471,7 +471,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		.policy = c->policy->name, .model = j->model->name, .hw = j->hw->label, .rate_rps = c->rate_rps,
 		.arrival_cv = j->trace ? NAN : c->arrival_cv, .seed = c->seed, .warmup = c->warmup,
 		.workers = c->workers, .max_batch = c->env.max_batch, .sla_ms = opt_double(o, "sla"),
-		.wall_s = wall_s, .run_id = -1, .res = res, .model_def = j->model, .extra_json = x->json,
+		.wall_s = wall_s, .run_id = -1, .live = live, .res = res, .model_def = j->model, .extra_json = x->json,
 	};
 	/* the files are written, then the run stored, then the files renamed into
 	 * place: a run that fails before the end changes no file of the user's */

@@ -119,12 +119,12 @@ void report_text(FILE *f, const struct report_run *r)
 		snprintf(arrivals, sizeof arrivals, "from the trace");
 	else
 		snprintf(arrivals, sizeof arrivals, "cv %.3g", r->arrival_cv);
-	fprintf(f, "simbatch: policy %s, model %s on %s, %u worker%s, %.6g req/s offered (%s), seed %llu\n",
-	        r->policy, r->model, r->hw, r->workers, r->workers == 1 ? "" : "s", r->rate_rps, arrivals,
-	        (unsigned long long)r->seed);
-	fprintf(f, "  requests   %llu completed, %llu measured (warm-up %llu), %.1f s simulated\n",
+	fprintf(f, "simbatch%s: policy %s, model %s on %s, %u worker%s, %.6g req/s offered (%s), seed %llu\n",
+	        r->live ? " live" : "", r->policy, r->model, r->hw, r->workers, r->workers == 1 ? "" : "s", r->rate_rps,
+	        arrivals, (unsigned long long)r->seed);
+	fprintf(f, "  requests   %llu completed, %llu measured (warm-up %llu), %.1f s %s\n",
 	        (unsigned long long)res->completed, (unsigned long long)s->count,
-	        (unsigned long long)r->warmup, res->sim_end_s);
+	        (unsigned long long)r->warmup, res->sim_end_s, r->live ? "on the wall clock (live)" : "simulated");
 	struct report_tail tail = report_tail(r);
 	fprintf(f, "  latency    mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f%s   p99.9 %.3f%s   max %.3f\n",
 	        s->mean_ms, s->p50_ms, s->p90_ms, s->p99_ms, tail.p99 ? "" : "*", s->p999_ms, tail.p999 ? "" : "*",

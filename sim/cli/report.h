@@ -25,6 +25,7 @@ struct report_run {
 	double sla_ms;
 	double wall_s;
 	int64_t run_id;             /* -1: not stored */
+	int live;                   /* 1: a live run (real kernels, the wall clock) */
 	const struct drv_result *res;
 	const struct mdl_model *model_def;  /* node names for per-node statistics */
 	const char *extra_json;             /* members appended to the JSON object ("k":v,...), or NULL (live runs) */
