@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Checks that two simbatch binaries give the same results: the --json of 36
+runs (every policy on two to four models at two rates, plus Gamma arrivals and
+three workers), compared field by field without the wall-clock fields. For a
+refactor or a speed-up, which must change no result (CONTRIBUTING's rule);
+the CI CDF baseline (scripts/ci-compare) checks the same on fewer points.
+
+Usage: bench/same_results.py OLD_SIMBATCH NEW_SIMBATCH   (exit 1 when any run differs)"""
+import json
+import subprocess
+import sys
+
+old, new = sys.argv[1], sys.argv[2]
+cases = []
+for pol, models in [("serial", ["resnet50", "gnmt", "transformer", "treelstm"]), ("graph", ["resnet50", "gnmt", "seq2seq"]),
+                    ("lazy", ["gnmt", "transformer", "resnet50"]), ("oracle", ["gnmt", "transformer"]),
+                    ("cellular", ["lstm", "seq2seq", "treelstm"]), ("topup", ["seq2seq", "gnmt"])]:
+    for m in models:
+        for rate in ("50", "500"):
+            cases.append(["--policy=" + pol, "--model=" + m, "--rate=" + rate, "--requests=3000", "--seed=7"])
+cases.append(["--policy=lazy", "--model=gnmt", "--arrival-cv=3", "--requests=2000"])
+cases.append(["--policy=graph", "--model=gnmt", "--window=5", "--workers=3", "--requests=2000"])
+bad = 0
+added = set()
+for c in cases:
+    outs = []
+    for b in (old, new):
+        r = subprocess.run([b, *c, "--no-db", "--json"], capture_output=True, text=True)
+        if r.returncode != 0:
+            outs.append(("exit", r.returncode, r.stderr.strip()))
+            continue
+        j = json.loads(r.stdout)
+        for k in ("wall_s", "run_id"):
+            j.pop(k, None)
+        outs.append(j)
+    if all(isinstance(o, dict) for o in outs):
+        # a member one side lacks is a new or dropped field, not a changed result
+        added |= set(outs[0]) ^ set(outs[1])
+        shared = set(outs[0]) & set(outs[1])
+        outs = [json.dumps({k: o[k] for k in shared}, sort_keys=True) for o in outs]
+    if outs[0] != outs[1]:
+        bad += 1
+        print("DIFF", " ".join(c), str(outs[0])[:200], str(outs[1])[:200])
+print(f"{len(cases)} runs, {bad} differ" + (f" (members in one only: {', '.join(sorted(added))})" if added else ""))
+sys.exit(1 if bad else 0)
