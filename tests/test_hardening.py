@@ -166,6 +166,9 @@ check("an unknown subcommand: one line, exit 2", r.returncode == 2 and len(r.std
 for form in (["--po=serial"], ["--policy", "serial"], ["-policy=serial"]):
     refused(f"{' '.join(form)} is refused (only --key=value, whole names)", sb(*form, "--requests=5", "--no-db"),
             "--policy")
+MT = os.path.join(os.path.dirname(SB), "make-trace")
+r = subprocess.run([MT, "--rat=5", "--requests=2"], capture_output=True, text=True, cwd=td)
+refused("make-trace refuses an abbreviated option", r, "unknown option '--rat=5'")
 good = os.path.join(td, "good.db")
 r = sb("--requests=20", "--db=" + good)
 check("a run to damage is stored", r.returncode == 0, r.stderr)

@@ -113,3 +113,9 @@ int txt_sniff_lines(const char *path, int (*judge)(char *line, unsigned long lin
 	lines_close(&rd);
 	return rc;
 }
+
+int txt_long_option_whole(const char *tok, const char *name)
+{
+	size_t n = strcspn(tok, "=");
+	return strncmp(tok, "--", 2) == 0 && n - 2 == strlen(name) && strncmp(tok + 2, name, n - 2) == 0;
+}

@@ -46,4 +46,10 @@ void txt_format_double(char *buf, size_t buflen, double x);
 int txt_sniff_lines(const char *path, int (*judge)(char *line, unsigned long lineno, void *ctx), void *ctx,
                     char *err, size_t errlen);
 
+/* Whether tok, the argument getopt_long just read a long option from, names
+ * it in full ("--name" or "--name=..."): getopt also takes an unambiguous
+ * prefix (--po for --policy) and -name, which our command lines refuse so
+ * that they read the same when options are added. */
+int txt_long_option_whole(const char *tok, const char *name);
+
 #endif

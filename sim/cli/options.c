@@ -59,9 +59,9 @@ static int opt_exact_form(char **argv, int optind_after, const struct opt_def *d
 		snprintf(err, errlen, "%s: write --%s=VALUE in one argument", argv[optind_after - 2], d->name);
 		return -1;
 	}
-	size_t n = strcspn(tok, "=");
-	if (strncmp(tok, "--", 2) != 0 || n - 2 != strlen(d->name) || strncmp(tok + 2, d->name, n - 2) != 0) {
-		snprintf(err, errlen, "unknown option '%.*s' (did you mean --%s? see --help)", (int)n, tok, d->name);
+	if (!txt_long_option_whole(tok, d->name)) {
+		snprintf(err, errlen, "unknown option '%.*s' (did you mean --%s? see --help)", (int)strcspn(tok, "="), tok,
+		         d->name);
 		return -1;
 	}
 	return 0;
