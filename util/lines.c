@@ -16,14 +16,15 @@ int lines_open(struct lines_reader *r, const char *path, uint64_t max_bytes, cha
 		return -1;
 	}
 	struct stat st;
-	/* a regular file is judged by its size before a byte is read; anything
-	 * else (a pipe, a device) by the bytes it delivers */
-	if (fstat(fileno(r->f), &st) == 0 && S_ISDIR(st.st_mode)) {
+	int known = fstat(fileno(r->f), &st) == 0;
+	if (known && S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "%s: is a directory, not a file", path);
 		lines_close(r);
 		return -1;
 	}
-	if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes) {
+	/* a regular file is judged by its size before a byte is read; anything
+	 * else (a pipe, a device) by the bytes it delivers */
+	if (known && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes) {
 		snprintf(err, errlen, "%s: %llu bytes, more than the %llu MiB this kind of file may have", path,
 		         (unsigned long long)st.st_size, (unsigned long long)(max_bytes >> 20));
 		lines_close(r);
