@@ -289,15 +289,6 @@ static int cc_kernels(const struct cc_args *a, const struct calsel_cpu *cpu, cha
 	return -1;
 }
 
-static void cc_shape_text(const struct calplan_shape *s, char *buf, size_t len)
-{
-	if (s->op == CALTAB_ELEMENTWISE)
-		snprintf(buf, len, "elementwise %llu ops/sample", (unsigned long long)s->m);
-	else
-		snprintf(buf, len, "%s %llux%llux%llu", caltab_op_name(s->op), (unsigned long long)s->m,
-		         (unsigned long long)s->k, (unsigned long long)s->n);
-}
-
 /* The header of the table: what ran, where, when and how. */
 static int cc_header(struct caltab *t, const struct cc_args *a, const struct calsel_cpu *cpu, const char *blas_path,
                      const char *kernels_why,
@@ -432,7 +423,7 @@ static int cc_measure(const struct cc_args *a, const struct calplan *p, struct c
 		size_t npts = 0;
 		char shape[128];
 
-		cc_shape_text(s, shape, sizeof shape);
+		caltab_shape_text(s->op, s->m, s->k, s->n, shape, sizeof shape);
 		if (s->max_batch == 0) {
 			fprintf(stderr, "calib-cpu: %s (%s) exceeds the budget even at batch %u: not measured\n", shape,
 			        s->user, p->batches[0]);
@@ -518,7 +509,8 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < plan->nshapes; i++) {
 			char shape[128];
 
-			cc_shape_text(&plan->shapes[i], shape, sizeof shape);
+			caltab_shape_text(plan->shapes[i].op, plan->shapes[i].m, plan->shapes[i].k, plan->shapes[i].n,
+			                  shape, sizeof shape);
 			printf("%-40s up to batch %-5u (%s)\n", shape, plan->shapes[i].max_batch, plan->shapes[i].user);
 		}
 		printf("%zu shapes, %zu points, %.1f GFLOP per pass over the points\n", plan->nshapes, points, gflop);

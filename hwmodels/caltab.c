@@ -416,13 +416,13 @@ static int caltab_check_row(const struct caltab *t, const struct caltab_row *r, 
 	return 0;
 }
 
-static void caltab_shape_text(const struct caltab_row *r, char *buf, size_t len)
+void caltab_shape_text(enum caltab_op op, uint64_t m_per_sample, uint64_t k, uint64_t n, char *buf, size_t len)
 {
-	if (r->op == CALTAB_ELEMENTWISE)
-		snprintf(buf, len, "elementwise %llu ops/sample", (unsigned long long)r->m_per_sample);
+	if (op == CALTAB_ELEMENTWISE)
+		snprintf(buf, len, "elementwise %llu ops/sample", (unsigned long long)m_per_sample);
 	else
-		snprintf(buf, len, "%s %llux%llux%llu", caltab_op_name(r->op), (unsigned long long)r->m_per_sample,
-		         (unsigned long long)r->k, (unsigned long long)r->n);
+		snprintf(buf, len, "%s %llux%llux%llu", caltab_op_name(op), (unsigned long long)m_per_sample,
+		         (unsigned long long)k, (unsigned long long)n);
 }
 
 int caltab_validate(struct caltab *t, char *err, size_t errlen)
@@ -472,7 +472,8 @@ int caltab_validate(struct caltab *t, char *err, size_t errlen)
 		}
 	}
 	if (kind == 1) {
-		caltab_shape_text(&t->rows[bad], shape, sizeof shape);
+		caltab_shape_text(t->rows[bad].op, t->rows[bad].m_per_sample, t->rows[bad].k, t->rows[bad].n, shape,
+		                  sizeof shape);
 		snprintf(err, errlen, "%s: field batch: duplicate row for %s batch %u (first at line %lu)",
 		         caltab_where(t, t->rows[bad].line, where, sizeof where), shape, t->rows[bad].batch,
 		         t->rows[other].line);
@@ -481,7 +482,7 @@ int caltab_validate(struct caltab *t, char *err, size_t errlen)
 	if (kind == 2) {
 		const struct caltab_row *a = &t->rows[other], *b = &t->rows[bad];
 
-		caltab_shape_text(b, shape, sizeof shape);
+		caltab_shape_text(b->op, b->m_per_sample, b->k, b->n, shape, sizeof shape);
 		snprintf(err, errlen, "%s: field latency_s: non-monotone: %s takes %g s at batch %u but %g s at the smaller "
 		         "batch %u (line %lu); latency must not decrease with batch",
 		         caltab_where(t, b->line, where, sizeof where), shape, b->latency_s, b->batch, a->latency_s,

@@ -138,6 +138,9 @@ int caltab_check_device(const char *name);
 
 /* "gemm", "attn", "elementwise"; "?" otherwise. */
 const char *caltab_op_name(enum caltab_op op);
+/* A shape as messages and plans print it: "gemm 1x1024x4096", or
+ * "elementwise 13312 ops/sample". */
+void caltab_shape_text(enum caltab_op op, uint64_t m_per_sample, uint64_t k, uint64_t n, char *buf, size_t len);
 
 /* Index of the first row of shape (op, m, k, n) in a sorted table and how
  * many rows it has (sorted by batch); returns -1 when the table has none. */
