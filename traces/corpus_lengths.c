@@ -43,18 +43,11 @@ int main(int argc, char **argv)
 	uint64_t max_words = 1000;
 	const char *out_path = NULL;
 	int opt;
-	int longindex = -1;
-	while ((opt = getopt_long(argc, argv, "o:h", opts, &longindex)) != -1) {
-		if (longindex >= 0) {
-			/* the whole name only: getopt would take a prefix */
-			const char *tok = argv[optind - 1];
-			if (optarg && optarg == tok && optind >= 2)
-				tok = argv[optind - 2];
-			if (!txt_long_option_whole(tok, opts[longindex].name)) {
-				fprintf(stderr, "corpus-lengths: unknown option '%s' (did you mean --%s?)\n", tok, opts[longindex].name);
-				return 2;
-			}
-			longindex = -1;
+	const char *abbreviated;
+	while ((opt = txt_getopt_whole(argc, argv, "o:h", opts, &abbreviated)) != -1) {
+		if (abbreviated) {
+			fprintf(stderr, "corpus-lengths: unknown option '%s' (options are whole names; see --help)\n", abbreviated);
+			return 2;
 		}
 		switch (opt) {
 		case 'm':

@@ -72,18 +72,11 @@ static int mt_parse(int argc, char **argv, struct mt_args *a)
 	};
 	int have_rate = 0, have_requests = 0, opt;
 	*a = (struct mt_args){ .cv = 1.0, .seed = 1, .in_spec = MT_DEFAULT_LENGTHS, .out_spec = MT_DEFAULT_LENGTHS };
-	int longindex = -1;
-	while ((opt = getopt_long(argc, argv, "o:h", opts, &longindex)) != -1) {
-		if (longindex >= 0) {
-			/* the whole name only: getopt would take a prefix */
-			const char *tok = argv[optind - 1];
-			if (optarg && optarg == tok && optind >= 2)
-				tok = argv[optind - 2];
-			if (!txt_long_option_whole(tok, opts[longindex].name)) {
-				fprintf(stderr, "make-trace: unknown option '%s' (did you mean --%s?)\n", tok, opts[longindex].name);
-				return 2;
-			}
-			longindex = -1;
+	const char *abbreviated;
+	while ((opt = txt_getopt_whole(argc, argv, "o:h", opts, &abbreviated)) != -1) {
+		if (abbreviated) {
+			fprintf(stderr, "make-trace: unknown option '%s' (options are whole names; see --help)\n", abbreviated);
+			return 2;
 		}
 		switch (opt) {
 		case 'r':

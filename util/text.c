@@ -4,6 +4,7 @@
 #include "text.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,4 +119,22 @@ int txt_long_option_whole(const char *tok, const char *name)
 {
 	size_t n = strcspn(tok, "=");
 	return strncmp(tok, "--", 2) == 0 && n - 2 == strlen(name) && strncmp(tok + 2, name, n - 2) == 0;
+}
+
+int txt_getopt_whole(int argc, char **argv, const char *shortopts, const struct option *longopts,
+                     const char **abbreviated)
+{
+	int longindex = -1;
+	int opt = getopt_long(argc, argv, shortopts, longopts, &longindex);
+	*abbreviated = NULL;
+	if (opt == -1 || longindex < 0)
+		return opt;
+	const char *tok = argv[optind - 1];
+	if (optarg && optarg == tok && optind >= 2)   /* "--name value": the name is the argument before */
+		tok = argv[optind - 2];
+	if (!txt_long_option_whole(tok, longopts[longindex].name)) {
+		*abbreviated = tok;
+		return '?';
+	}
+	return opt;
 }

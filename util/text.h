@@ -5,7 +5,8 @@
  * reported instead of silently read.
  *
  * Contract: pure functions of their arguments (txt_sniff_lines reads the
- * file it is given); they never print and never exit.
+ * file it is given; txt_getopt_whole is getopt_long, with its global
+ * state); they never print and never exit.
  */
 #ifndef SB_UTIL_TEXT_H
 #define SB_UTIL_TEXT_H
@@ -51,5 +52,12 @@ int txt_sniff_lines(const char *path, int (*judge)(char *line, unsigned long lin
  * prefix (--po for --policy) and -name, which our command lines refuse so
  * that they read the same when options are added. */
 int txt_long_option_whole(const char *tok, const char *name);
+
+/* getopt_long for the helper tools, whole names only: returns what
+ * getopt_long returns, except '?' with *abbreviated set to the argument
+ * (else NULL) when a long option was given by a prefix. */
+struct option;
+int txt_getopt_whole(int argc, char **argv, const char *shortopts, const struct option *longopts,
+                     const char **abbreviated);
 
 #endif
