@@ -774,6 +774,17 @@ uint32_t mdl_locate(const struct mdl_model *m, uint64_t pos, uint32_t input_len,
 	return UINT32_MAX;
 }
 
+uint64_t mdl_span_left(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)
+{
+	for (uint32_t s = 0; s < m->nsegments; s++) {
+		uint64_t span = (uint64_t)m->segments[s].nnodes * mdl_segment_repeats(m->segments[s].kind, input_len, output_len);
+		if (pos < span)
+			return span - pos;
+		pos -= span;
+	}
+	return 0;
+}
+
 uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)
 {
 	uint32_t cells;

@@ -126,6 +126,31 @@ uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len
 uint32_t mdl_locate(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len,
                     uint32_t *cells);
 
+/* Nodes from unrolled position pos to the end of the segment span holding it
+ * (the segment's nodes repeated for all its steps), pos included; 0 past the
+ * chain's end. Within a span a request's node types cycle through the
+ * segment's nodes in order, so a run of nodes that stays inside it is
+ * described by its first type alone (mdl_run_type). */
+uint64_t mdl_span_left(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
+
+/* The type of node j (0-based) of a run that starts at a node of type k and
+ * stays inside one span of k's segment. */
+static inline uint32_t mdl_run_type(const struct mdl_model *m, uint32_t k, uint64_t j)
+{
+	const struct mdl_segment *s = &m->segments[m->nodes[k].segment];
+	return s->first_node + (uint32_t)(((uint64_t)(k - s->first_node) + j) % s->nnodes);
+}
+
+/* How many of the first n nodes of such a run have type t. */
+static inline uint64_t mdl_run_count(const struct mdl_model *m, uint32_t k, uint64_t n, uint32_t t)
+{
+	const struct mdl_segment *s = &m->segments[m->nodes[k].segment];
+	if (t < s->first_node || t >= s->first_node + s->nnodes)
+		return 0;
+	uint32_t offset = (t + s->nnodes - k) % s->nnodes;     /* t is node offset, offset + S, ... of the run */
+	return n / s->nnodes + (offset < n % s->nnodes);
+}
+
 /* Cells the node at unrolled position pos runs: 1, except for tree levels. */
 uint32_t mdl_cells_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
 

@@ -12,6 +12,7 @@
  *   drv_arrive(r, now)                for each request, in arrival order
  *   drv_next_task(dev, now, ...)      for each idle device, after every event
  *                                     of the instant; 1: a task has started
+ *   drv_run_extend(t, n)              simulator only: the task runs n nodes
  *   drv_task_done(t, now)             when a started task ends (t->end_ns set)
  *   drv_finish(end, res)              the result; then drv_fini
  *
@@ -117,6 +118,12 @@ int drv_runnable(const struct mdl_model *m, uint64_t id, uint32_t input_len, uin
 static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t now_ns, struct pol_task *t,
                                 int64_t *wake_ns, struct drv_task_shape *shape, char *err, size_t errlen);
 
+/* The simulator runs a started NODE task as a run of n nodes, 1 < n <=
+ * t->run_max (policy.h "Runs"): sets run_len and counts the nodes after the
+ * first as the tasks they are, so every counter reads as if the run had been
+ * n tasks. The live runtime never calls it. */
+static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint64_t n);
+
 /* A started task has ended at t->end_ns; the policy hears of it at now_ns.
  * Returns how many requests finished, or -1 with err (out of memory). */
 static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_t now_ns, char *err,
@@ -144,6 +151,15 @@ int drv_broken(const struct pol_driver *d, char *err, size_t errlen, const char 
 int drv_keep_row(struct pol_driver *d, const struct pol_request *r, int64_t finish_ns, char *err, size_t errlen);
 int drv_out_of_memory(char *err, size_t errlen, const char *what);
 
+/* A member can make a run of t->run_max nodes: a NODE task, no tree, and
+ * the run stays inside the member's current segment span (policy.h). */
+static inline int drv_run_fits(const struct pol_driver *d, const struct pol_request *r, const struct pol_task *t)
+{
+	const struct mdl_model *m = d->c.env.model;
+	return t->kind == POL_TASK_NODE && !m->is_tree &&
+	       mdl_span_left(m, r->next_node, r->input_len, r->output_len) >= t->run_max;
+}
+
 static inline int drv_arrive(struct pol_driver *d, struct pol_request *r, int64_t now_ns, char *err,
                              size_t errlen)
 {
@@ -167,8 +183,10 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
                                 int64_t *wake_ns, struct drv_task_shape *shape, char *err, size_t errlen)
 {
 	t->nreq = 0;
+	t->run_max = 0;
 	if (!d->c.policy->next_task(d->st, device, now_ns, t, wake_ns))
 		return 0;
+	t->run_len = 1;
 	if (t->nreq < 1 || t->nreq > d->c.env.max_batch)
 		return drv_broken(d, err, errlen, "a task of %u requests (max batch %u)", t->nreq,
 		                  d->c.env.max_batch);
@@ -179,6 +197,9 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
 		if (r->in_flight || pol_req_done(r) || (t->kind == POL_TASK_NODE && pol_req_node(r) != t->node_type))
 			return drv_broken(d, err, errlen, "request %llu in a task it cannot join",
 			                  (unsigned long long)r->id);
+		if (t->run_max > 1 && !drv_run_fits(d, r, t))
+			return drv_broken(d, err, errlen, "a run of %llu nodes that request %llu cannot make",
+			                  (unsigned long long)t->run_max, (unsigned long long)r->id);
 		r->in_flight = 1;
 		if (r->first_start_ns < 0)
 			r->first_start_ns = now_ns;
@@ -209,6 +230,22 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
 	d->task_members += t->nreq;
 	*shape = (struct drv_task_shape){ .max_input_len = max_in, .max_output_len = max_out, .first_id = first };
 	return 1;
+}
+
+/* The caller runs a started task as a run of n nodes (1 < n <= t->run_max,
+ * policy.h): the nodes after the first are counted as the tasks they are. */
+static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint64_t n)
+{
+	const struct mdl_model *m = d->c.env.model;
+	const struct mdl_segment *seg = &m->segments[m->nodes[t->node_type].segment];
+	t->run_len = n;
+	for (uint32_t type = seg->first_node; type < seg->first_node + seg->nnodes; type++) {
+		uint64_t more = mdl_run_count(m, t->node_type, n, type) - (type == t->node_type);
+		d->node_tasks[type] += more;
+		d->node_cells[type] += more * t->cells;
+	}
+	d->tasks += n - 1;
+	d->task_members += (n - 1) * t->nreq;
 }
 
 static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_t now_ns, char *err,

@@ -129,7 +129,11 @@ static void lazy_on_task_done(struct pol_state *st, const struct pol_task *t, in
 {
 	(void)now_ns;
 	struct lazy_state *s = (struct lazy_state *)st;
-	if (!s->exact) {
+	if (!s->exact && t->run_len > 1) {
+		uint64_t ran_ns = slk_run_single_ns(&s->slk, t->node_type, t->run_len);
+		for (uint32_t i = 0; i < t->nreq; i++)
+			t->reqs[i]->pol_word[1] += ran_ns;
+	} else if (!s->exact) {
 		for (uint32_t i = 0; i < t->nreq; i++) {
 			struct pol_request *r = t->reqs[i];
 			/* output_len is no input to a tree's cells, and lazy may not read it */
@@ -215,6 +219,41 @@ static uint32_t lazy_admissible(struct lazy_state *s, const struct batch_table *
 	return k;
 }
 
+/* How many nodes the issued task may run as one (policy.h "Runs"). Only
+ * when no pending input could be admitted at the boundaries it skips: the
+ * InfQ is empty (until the next arrival, which ends the run) or the table
+ * is full (until a member completes, which ends the run too). Then each
+ * skipped boundary would re-issue the same top entry (bt_task_done:
+ * nothing completes, nothing splits inside the members' segment spans)
+ * unless the top's next node type reaches the entry below's: equal, the
+ * two merge; past it, the entry below is behind and runs first (bt_settle).
+ * Other devices' tables are their own and a device never takes from the
+ * InfQ it does not see non-empty. */
+static uint64_t lazy_run_max(const struct lazy_state *s, const struct batch_table *bt, const struct pol_task *task)
+{
+	if (s->model->is_tree || (s->infq.len && bt_room(bt)))
+		return 1;
+	const struct mdl_model *m = s->model;
+	uint64_t n = UINT64_MAX;
+	for (uint32_t i = 0; i < task->nreq; i++) {
+		const struct pol_request *r = task->reqs[i];
+		uint64_t left = mdl_span_left(m, r->next_node, r->input_len, r->output_len);
+		if (left < n)
+			n = left;
+	}
+	if (bt->depth >= 2) {
+		uint32_t below = bt->entries[bt->depth - 2].key;
+		uint64_t pass = m->segments[m->nodes[task->node_type].segment].nnodes;
+		/* node types repeat every pass: if none in one pass reaches below, none ever does */
+		for (uint64_t j = 1; j <= pass && j < n; j++)
+			if (mdl_run_type(m, task->node_type, j) >= below) {
+				n = j;
+				break;
+			}
+	}
+	return n;
+}
+
 static int lazy_next_task(struct pol_state *st, uint32_t device, int64_t now_ns,
                           struct pol_task *task, int64_t *wake_ns)
 {
@@ -225,7 +264,10 @@ static int lazy_next_task(struct pol_state *st, uint32_t device, int64_t now_ns,
 	for (uint32_t i = 0; i < k; i++)
 		s->scratch[i] = pol_fifo_pop(&s->infq);
 	bt_push(bt, s->scratch, k);
-	return bt_issue(bt, s->max_batch, task);
+	if (!bt_issue(bt, s->max_batch, task))
+		return 0;
+	task->run_max = lazy_run_max(s, bt, task);
+	return 1;
 }
 
 static size_t lazy_stats(const struct pol_state *st, struct pol_stat *out, size_t max)

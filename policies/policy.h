@@ -26,6 +26,19 @@
  *    node type (pol_req_node) must equal task->node_type.
  *  - A policy may return a task while another of its tasks runs on another
  *    device, but never one that includes a request already in flight.
+ *  - Runs (a simulation's shortcut; bench/README.md "Runs"). A NODE task may
+ *    set run_max > 1: a promise that, until the next arrival or a wake-up it
+ *    asked for, the decisions at this device's next run_max - 1 node
+ *    boundaries would each continue the same task one node further, whatever
+ *    other devices do, and that those boundaries would change nothing the
+ *    policy gives another device. Every member then stays inside its current
+ *    segment span for run_max nodes (mdl_span_left), so all run the same
+ *    node types (mdl_run_type) and none completes before the last; a tree
+ *    model's tasks are single nodes. The caller runs run_len nodes, 1 <=
+ *    run_len <= run_max, ending at the first boundary at or after the next
+ *    arrival or wake-up; on_task_done sees run_len. The live runtime, which
+ *    cannot see the next arrival, always runs one node: the same decisions,
+ *    node by node.
  *  - Latency estimates come from the caller through pol_env (filled from a
  *    hardware model or a calibration); a policy imports no hardware model.
  */
@@ -64,6 +77,8 @@ struct pol_task {
 	uint32_t device;             /* set by the caller */
 	uint32_t cells;              /* set by the caller: the batch the hardware runs (sum of member cells) */
 	int64_t start_ns, end_ns;    /* set by the caller when it starts the task */
+	uint64_t run_max;            /* NODE tasks, set by the policy: nodes it may run without a new decision (0 = 1) */
+	uint64_t run_len;            /* set by the caller: consecutive nodes each member ran (1 unless a run) */
 };
 
 /* Latency estimates a policy may ask for; filled by the caller. */
@@ -142,7 +157,7 @@ static inline void pol_req_start(struct pol_request *r, const struct mdl_model *
 }
 
 /* When a task has finished, before on_task_done: each member leaves flight
- * and moves one node on (NODE) or to its end (GRAPH), caches refreshed. */
+ * and moves run_len nodes on (NODE) or to its end (GRAPH), caches refreshed. */
 static inline void pol_task_advance(const struct pol_task *t, const struct mdl_model *m)
 {
 	for (uint32_t i = 0; i < t->nreq; i++) {
@@ -151,7 +166,7 @@ static inline void pol_task_advance(const struct pol_task *t, const struct mdl_m
 		if (t->kind == POL_TASK_GRAPH)
 			r->next_node = r->chain_len;
 		else
-			r->next_node++;
+			r->next_node += t->run_len;
 		if (!pol_req_done(r))
 			r->node_type_cache = mdl_locate(m, r->next_node, r->input_len, r->output_len, &r->cells_cache);
 	}

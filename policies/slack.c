@@ -54,6 +54,16 @@ int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32
 	return t->lat.node_ns(t->lat.ctx, node_type, cells);
 }
 
+uint64_t slk_run_single_ns(const struct slk_table *t, uint32_t node_type, uint64_t n)
+{
+	const struct mdl_model *m = t->model;
+	const struct mdl_segment *seg = &m->segments[m->nodes[node_type].segment];
+	uint64_t sum = 0;
+	for (uint32_t type = seg->first_node; type < seg->first_node + seg->nnodes; type++)
+		sum += mdl_run_count(m, node_type, n, type) * (uint64_t)t->node_ns[type];
+	return sum;
+}
+
 /* ---- the oracle's exact drain time ---- */
 
 int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct pol_latency *lat,

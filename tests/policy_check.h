@@ -3,7 +3,8 @@
  * the policy must never do (the Contract in policies/policy.h):
  *  - every arrival completes exactly once, after running each position of
  *    its unrolled graph exactly once and in order (so dependencies hold:
- *    chain steps in sequence, tree levels bottom-up);
+ *    chain steps in sequence, tree levels bottom-up), a run's nodes counted
+ *    one by one and never more than the policy offered;
  *  - a task's members are distinct, not in flight, not finished, and for a
  *    NODE task all at the task's node type and within the batch limit (in
  *    cells); a GRAPH task runs each member's whole remaining graph;
@@ -80,7 +81,10 @@ static void pchk_on_task_done(struct pol_state *st, const struct pol_task *t, in
 		if (r->id >= pchk.n)
 			continue;
 		/* a graph task runs the member's whole remaining graph */
-		pchk.progress[r->id] = t->kind == POL_TASK_GRAPH ? r->chain_len : pchk.progress[r->id] + 1;
+		pchk.progress[r->id] = t->kind == POL_TASK_GRAPH ? r->chain_len : pchk.progress[r->id] + t->run_len;
+		if (t->run_len != 1 && (t->kind != POL_TASK_NODE || t->run_len > t->run_max))
+			pchk_fail("a run of %llu nodes offered as at most %llu", (unsigned long long)t->run_len,
+			          (unsigned long long)t->run_max);
 		if (r->next_node != pchk.progress[r->id])
 			pchk_fail("request %llu at position %llu after %llu tasks", (unsigned long long)r->id,
 			          (unsigned long long)r->next_node, (unsigned long long)pchk.progress[r->id]);

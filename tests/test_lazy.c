@@ -84,11 +84,13 @@ struct logged_task {
 
 static struct {
 	const struct pol_ops *inner;
+	const struct mdl_model *model;
 	uint32_t max_batch;
 	uint64_t n;                /* id slots */
 	uint64_t *chain, *executed, *completions;
 	uint8_t *arrived, *in_flight;
 	uint64_t arrivals, completed;
+	uint64_t runs;             /* tasks that ran as runs of more than one node */
 	char why[256];             /* first violation, "" if none */
 	struct logged_task log[64];
 	size_t nlog;
@@ -110,6 +112,7 @@ static void shim_fail(const char *fmt, ...)
 static int shim_init(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen)
 {
 	shim.max_batch = env->max_batch;
+	shim.model = env->model;
 	return shim.inner->init(st, env, err, errlen);
 }
 
@@ -131,13 +134,34 @@ static void shim_on_arrival(struct pol_state *st, struct pol_request *r, int64_t
 	shim.inner->on_arrival(st, r, now_ns);
 }
 
+/* Logs an ended task node by node, a run (policy.h) as the run_len nodes it
+ * stands for, each taking an equal share of its time: exact for the
+ * constant node latencies of the timeline tests. */
+static void shim_log(const struct pol_task *t)
+{
+	shim.runs += t->run_len > 1;
+	for (uint64_t n = 0; n < t->run_len && shim.nlog < sizeof shim.log / sizeof shim.log[0]; n++) {
+		struct logged_task *l = &shim.log[shim.nlog++];
+		*l = (struct logged_task){ .start_ns = t->start_ns + (int64_t)n * ((t->end_ns - t->start_ns) / (int64_t)t->run_len),
+		                           .node_type = n ? mdl_run_type(shim.model, t->node_type, n) : t->node_type,
+		                           .nreq = t->nreq };
+		for (uint32_t i = 0; i < t->nreq && i < 8; i++) {
+			uint64_t id = t->reqs[i]->id;
+			uint32_t j = i;
+			for (; j > 0 && l->ids[j - 1] > id; j--)
+				l->ids[j] = l->ids[j - 1];
+			l->ids[j] = id;
+		}
+	}
+}
+
 static void shim_on_task_done(struct pol_state *st, const struct pol_task *t, int64_t now_ns)
 {
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		const struct pol_request *r = t->reqs[i];
 		uint64_t id = r->id;
 		shim.in_flight[id] = 0;
-		shim.executed[id] = t->kind == POL_TASK_NODE ? shim.executed[id] + 1 : shim.chain[id];
+		shim.executed[id] = t->kind == POL_TASK_NODE ? shim.executed[id] + t->run_len : shim.chain[id];
 		if (r->next_node != shim.executed[id])
 			shim_fail("request %llu at position %llu after %llu nodes", (unsigned long long)id,
 			          (unsigned long long)r->next_node, (unsigned long long)shim.executed[id]);
@@ -147,6 +171,7 @@ static void shim_on_task_done(struct pol_state *st, const struct pol_task *t, in
 			shim.completed++;
 		}
 	}
+	shim_log(t);
 	shim.inner->on_task_done(st, t, now_ns);
 }
 
@@ -183,17 +208,6 @@ static int shim_next_task(struct pol_state *st, uint32_t device, int64_t now_ns,
 	}
 	if (cells > shim.max_batch && task->nreq > 1)
 		shim_fail("task of %llu cells (max batch %u)", (unsigned long long)cells, shim.max_batch);
-	if (shim.nlog < sizeof shim.log / sizeof shim.log[0]) {
-		struct logged_task *l = &shim.log[shim.nlog++];
-		*l = (struct logged_task){ .start_ns = now_ns, .node_type = task->node_type, .nreq = task->nreq };
-		for (uint32_t i = 0; i < task->nreq && i < 8; i++) {
-			uint64_t id = task->reqs[i]->id;
-			uint32_t j = i;
-			for (; j > 0 && l->ids[j - 1] > id; j--)
-				l->ids[j] = l->ids[j - 1];
-			l->ids[j] = id;
-		}
-	}
 	return rc;
 }
 
@@ -613,6 +627,88 @@ static void test_every_policy_every_model(void **state)
 	}
 }
 
+/* One run of p on m through the shim, with runs (policy.h) on or off. */
+static void run_with_runs(const struct pol_ops *p, const struct mdl_model *m, struct hw_model *hw, uint32_t workers,
+                          double load, int runs, struct drv_result *r, uint64_t *nruns)
+{
+	char err[256];
+	struct trc_lengths *in = NULL, *out = NULL;
+	assert_int_equal(trc_lengths_parse(m->uses_input_len ? m->input_len_spec : "fixed:0", &in, err, sizeof err), 0);
+	assert_int_equal(trc_lengths_parse(m->uses_output_len ? m->output_len_spec : "fixed:0", &out, err, sizeof err), 0);
+	double cap = eng_capacity_rps(m, hw, workers, 1, (uint32_t)ceil(trc_lengths_mean(in)),
+	                              (uint32_t)ceil(trc_lengths_mean(out)), err, sizeof err);
+	assert_true(cap > 0);
+	uint64_t n = 300;
+	struct eng_config c = { .policy = &shim_ops, .model = m, .hw = hw, .workers = workers, .rate_rps = load * cap,
+	                        .arrival_cv = 1, .requests = n, .seed = 5, .input_len = in, .output_len = out,
+	                        .sla_ns = 100 * MS, .keep_request_rows = 1 };
+	c.env.max_batch = p->default_max_batch;
+	c.env.min_batch = 1;
+	c.env.coverage = 0.9;
+	c.env.dec_timesteps = m->uses_output_len ? trc_lengths_quantile(out, 0.9) : 0;
+	c.env.sla_ns = c.sla_ns;
+	shim_reset(p, n);
+	setenv("SIMBATCH_NODE_RUNS", runs ? "1" : "0", 1);
+	int rc = eng_run(&c, r, err, sizeof err);
+	unsetenv("SIMBATCH_NODE_RUNS");
+	if (rc != 0)
+		fail_msg("%s on %s: %s", p->name, m->name, err);
+	shim_check_all_done(r, p->name);
+	*nruns = shim.runs;
+	shim_reset(NULL, 0);
+	trc_lengths_free(in);
+	trc_lengths_free(out);
+}
+
+/* Runs are a shortcut, not a model: every built-in model under lazy and the
+ * oracle, 1 and 3 workers, light load and overload, gives the same result
+ * run by run as node by node (the second implementation): every latency,
+ * every counter, every row. Each non-tree case must have taken runs. */
+static void test_runs_change_nothing(void **state)
+{
+	(void)state;
+	struct model_names mn = { .n = 0 };
+	assert_true(mdl_list(collect_model, &mn) >= 5);
+	const struct pol_ops *pols[2] = { &lazy_policy_ops, &oracle_policy_ops };
+	const double loads[2] = { 0.3, 3.0 };    /* of the serial capacity */
+	for (int i = 0; i < mn.n; i++) {
+		struct mdl_model *m = NULL;
+		struct hw_model *hw = NULL;
+		char err[256];
+		if (mdl_load(mn.names[i], &m, err, sizeof err) != 0 || hw_open("npu", m, &hw, err, sizeof err) != 0)
+			fail_msg("%s", err);
+		for (int p = 0; p < 2; p++)
+			for (uint32_t w = 1; w <= 3; w += 2)
+				for (int l = 0; l < 2; l++) {
+					struct drv_result a, b;
+					uint64_t runs_a, runs_b;
+					run_with_runs(pols[p], m, hw, w, loads[l], 0, &a, &runs_a);
+					run_with_runs(pols[p], m, hw, w, loads[l], 1, &b, &runs_b);
+					print_message("  %-7s %-12s w=%u load %.1f: %llu events, %llu runs\n", pols[p]->name,
+					              m->name, w, loads[l], (unsigned long long)b.events, (unsigned long long)runs_b);
+					assert_int_equal(runs_a, 0);
+					if (!m->is_tree)
+						assert_true(runs_b > 0);
+					assert_memory_equal(&a.summary, &b.summary, sizeof a.summary);
+					assert_int_equal(a.events, b.events);
+					assert_int_equal(a.tasks, b.tasks);
+					assert_int_equal(a.task_members, b.task_members);
+					assert_true(a.sim_end_s == b.sim_end_s && a.busy_fraction == b.busy_fraction);
+					assert_memory_equal(a.node_tasks, b.node_tasks, m->nnodes * sizeof *a.node_tasks);
+					assert_memory_equal(a.node_cells, b.node_cells, m->nnodes * sizeof *a.node_cells);
+					assert_int_equal(a.npolicy_stats, b.npolicy_stats);
+					for (size_t k = 0; k < a.npolicy_stats; k++)
+						assert_true(a.policy_stats[k].value == b.policy_stats[k].value);
+					assert_int_equal(a.nrows, b.nrows);
+					assert_memory_equal(a.rows, b.rows, a.nrows * sizeof *a.rows);
+					drv_result_free(&a);
+					drv_result_free(&b);
+				}
+		hw_close(hw);
+		mdl_free(m);
+	}
+}
+
 /* Same config twice: identical results. */
 static void test_determinism(void **state)
 {
@@ -657,6 +753,7 @@ int main(void)
 		cmocka_unit_test(test_algorithm1_transformer),
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_every_policy_every_model),
+		cmocka_unit_test(test_runs_change_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,7 @@
 struct eng_device {
 	int busy;
 	struct pol_task task;          /* the running task; reqs has env.max_batch slots */
+	struct drv_task_shape shape;   /* its shape, from the driver */
 	int64_t idle_since_ns;         /* end of its last task */
 	int64_t *cold_owed_ns;         /* [node type]: refill the next task to run it pays (with a cold-start model) */
 };
@@ -38,6 +39,7 @@ struct eng {
 	struct eng_latency *lat;
 	struct evq *q;
 	struct eng_device *devices;
+	uint32_t *started;              /* devices given a task at this instant, device order */
 	struct trc_source source;
 
 	struct eng_pool_chunk *chunks;
@@ -50,7 +52,11 @@ struct eng {
 
 	uint64_t events;
 	int64_t now_ns;
-	int has_cold;                   /* eng_latency_has_cold; 0: every task runs warm */
+	int has_cold;                   /* eng_latency_has_cold; 0: every task runs warm (runs are
+	                                 * for warm devices: a run's every first node of a type pays) */
+	int runs;                       /* 1: a task the policy offers as a run runs as one (policy.h);
+	                                 * not with a timeline; SIMBATCH_NODE_RUNS=0 runs every node as
+	                                 * its own task (to check that runs change nothing) */
 	uint64_t cold_starts;           /* tasks that paid a refill */
 
 	struct timeline *timeline;      /* not owned; NULL unless --timeline-out */
@@ -173,6 +179,42 @@ static int64_t eng_cold_extra(struct eng *e, struct eng_device *d, const struct 
 	return extra;
 }
 
+/* A NODE task the policy offered as a run (policy.h "Runs"), its first node
+ * taking first_ns from now: the end of the run's last node. Node j > 0 runs
+ * when it starts before the horizon, the next arrival or wake-up, where the
+ * policy must decide again; whole passes through the segment's nodes are
+ * priced at once. Sets the run's length with the driver. */
+static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, int64_t first_ns)
+{
+	int64_t horizon = e->arrival_pending ? e->arrival.time_ns : INT64_MAX;
+	if (e->wake_pending_ns < horizon)
+		horizon = e->wake_pending_ns;
+	int64_t end_ns = ns_add(now_ns, first_ns);
+	if (end_ns >= horizon)
+		return end_ns;
+	const struct mdl_model *m = e->c->model;
+	const struct mdl_segment *seg = &m->segments[m->nodes[t->node_type].segment];
+	uint64_t n = 1, passes = (t->run_max - 1) / seg->nnodes;
+	if (passes) {
+		int64_t pass_ns = 0;
+		for (uint32_t j = 0; j < seg->nnodes; j++)
+			pass_ns = ns_add(pass_ns, eng_latency_node_ns(e->lat, seg->first_node + j, t->cells));
+		/* every node of q passes starts before the horizon when end + q * pass < horizon */
+		uint64_t fit = (uint64_t)((horizon - 1 - end_ns) / pass_ns);
+		if (fit < passes)
+			passes = fit;
+		end_ns += (int64_t)passes * pass_ns;
+		n += passes * seg->nnodes;
+	}
+	while (n < t->run_max && end_ns < horizon) {
+		end_ns = ns_add(end_ns, eng_latency_node_ns(e->lat, mdl_run_type(m, t->node_type, n), t->cells));
+		n++;
+	}
+	if (n > 1)
+		drv_run_extend(&e->drv, t, n);
+	return end_ns;
+}
+
 /* Prices a task the driver has started and schedules its end. */
 static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struct drv_task_shape *shape)
 {
@@ -183,6 +225,8 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	                 : eng_latency_node_ns(e->lat, t->node_type, t->cells);
 	if (e->has_cold)
 		dur_ns = ns_add(dur_ns, eng_cold_extra(e, d, t, now_ns, shape->max_input_len, shape->max_output_len));
+	else if (t->run_max > 1 && e->runs)
+		dur_ns = eng_run_end(e, t, now_ns, dur_ns) - now_ns;
 	if (dur_ns > INT64_MAX - 1 - now_ns) {
 		snprintf(e->err, e->errlen, "simulated time overflows: a task starting at %.6g s would end past the "
 		         "int64 nanosecond clock (292 years); the service times are too long to simulate",
@@ -190,7 +234,6 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 		return -1;
 	}
 	t->end_ns = now_ns + dur_ns;
-	d->busy = 1;
 	if (e->timeline && timeline_task(e->timeline, t) != 0) {
 		snprintf(e->err, e->errlen, "error writing the timeline");
 		return -1;
@@ -206,14 +249,18 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 static int eng_dispatch(struct eng *e, int64_t now_ns)
 {
 	int64_t wake_ns = INT64_MAX;
+	uint32_t started = 0;
 	for (uint32_t dev = 0; dev < e->c->workers; dev++) {
 		struct eng_device *d = &e->devices[dev];
 		if (d->busy)
 			continue;
-		struct drv_task_shape shape = { 0 };
-		int got = drv_next_task(&e->drv, dev, now_ns, &d->task, &wake_ns, &shape, e->err, e->errlen);
-		if (got < 0 || (got && eng_run_task(e, dev, now_ns, &shape) != 0))
+		int got = drv_next_task(&e->drv, dev, now_ns, &d->task, &wake_ns, &d->shape, e->err, e->errlen);
+		if (got < 0)
 			return -1;
+		if (got) {
+			d->busy = 1;
+			e->started[started++] = dev;
+		}
 	}
 	if (wake_ns != INT64_MAX && wake_ns > now_ns && wake_ns < e->wake_pending_ns) {
 		if (evq_add(e->q, wake_ns, 0, EV_WAKEUP, 0) != 0) {
@@ -222,6 +269,10 @@ static int eng_dispatch(struct eng *e, int64_t now_ns)
 		}
 		e->wake_pending_ns = wake_ns;
 	}
+	/* priced once the instant's wake-up is known: it bounds the runs (policy.h) */
+	for (uint32_t i = 0; i < started; i++)
+		if (eng_run_task(e, e->started[i], now_ns, &e->devices[e->started[i]].shape) != 0)
+			return -1;
 	return 0;
 }
 
@@ -232,6 +283,7 @@ static int eng_handle(struct eng *e, const struct event *ev)
 	case EV_ARRIVAL:
 		return eng_on_arrival(e, ev);
 	case EV_TASK_DONE:
+		e->events += e->devices[ev->aux].task.run_len - 1;   /* a run's inner boundaries count as the events they replace */
 		return eng_on_task_done(e, ev);
 	case EV_WAKEUP:
 		if (ev->time_ns == e->wake_pending_ns)
@@ -279,6 +331,7 @@ static void eng_teardown(struct eng *e)
 			free(e->devices[i].cold_owed_ns);
 		}
 	free(e->devices);
+	free(e->started);
 	while (e->chunks) {
 		struct eng_pool_chunk *n = e->chunks->next;
 		free(e->chunks);
@@ -339,11 +392,15 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 		goto fail;
 	e.q = evq_create(EVQ_QUAD_HEAP, 16 + 2 * (size_t)c->workers);
 	e.devices = calloc(c->workers, sizeof *e.devices);
-	if (!e.q || !e.devices) {
+	e.started = calloc(c->workers, sizeof *e.started);
+	if (!e.q || !e.devices || !e.started) {
 		snprintf(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
 	e.has_cold = eng_latency_has_cold(e.lat);
+	const char *runs = getenv("SIMBATCH_NODE_RUNS");
+	/* a timeline lists tasks as they start, interleaved across devices: node by node keeps its order */
+	e.runs = !c->timeline && !(runs && strcmp(runs, "0") == 0);
 	for (uint32_t i = 0; i < c->workers; i++) {
 		e.devices[i].task.reqs = calloc(c->env.max_batch, sizeof(struct pol_request *));
 		if (e.has_cold)
