@@ -52,6 +52,8 @@ struct lazy_state {
 	int exact;                       /* the oracle: exact batched latencies, true lengths */
 	struct pol_fifo infq;            /* pending inputs, arrival order */
 	struct batch_table *tables;      /* owned: one per device */
+	uint8_t *rejecting;              /* owned, per device: its task was issued with inputs pending and room */
+	struct pol_latency lat;          /* the caller's estimates (a rejecting run's boundaries) */
 	uint32_t ntables;
 	struct pol_request **scratch;    /* owned, max_batch slots: the set S, then the admitted inputs */
 	struct slk_table slk;            /* lazy: NodeLatency table and Algorithm 1 */
@@ -67,10 +69,12 @@ static void lazy_fini(struct pol_state *st)
 		for (uint32_t i = 0; i < s->ntables; i++)
 			bt_fini(&s->tables[i]);
 	free(s->tables);
+	free(s->rejecting);
 	free(s->scratch);
 	slk_fini(&s->slk);
 	slk_exact_fini(&s->drain);      /* a no-op unless the oracle initialized it */
 	s->tables = NULL;
+	s->rejecting = NULL;
 	s->scratch = NULL;
 }
 
@@ -87,9 +91,11 @@ static int lazy_setup(struct lazy_state *s, const struct pol_env *env, int exact
 		return -1;
 	}
 	s->ntables = env->workers ? env->workers : 1;
+	s->lat = env->lat;
 	s->tables = calloc(s->ntables, sizeof *s->tables);
+	s->rejecting = calloc(s->ntables, sizeof *s->rejecting);
 	s->scratch = calloc(env->max_batch, sizeof *s->scratch);
-	if (!s->tables || !s->scratch)
+	if (!s->tables || !s->rejecting || !s->scratch)
 		goto oom;
 	for (uint32_t i = 0; i < s->ntables; i++)
 		if (bt_init(&s->tables[i], env->max_batch) != 0)
@@ -141,6 +147,8 @@ static void lazy_on_task_done(struct pol_state *st, const struct pol_task *t, in
 			r->pol_word[1] += (uint64_t)slk_node_single_ns(&s->slk, t->node_type, cells);
 		}
 	}
+	if (s->rejecting[t->device])
+		s->slack_rejections += t->run_len - 1;   /* each boundary the run skipped refused the InfQ's head */
 	bt_task_done(&s->tables[t->device]);
 }
 
@@ -219,19 +227,27 @@ static uint32_t lazy_admissible(struct lazy_state *s, const struct batch_table *
 	return k;
 }
 
-/* How many nodes the issued task may run as one (policy.h "Runs"). Only
- * when no pending input could be admitted at the boundaries it skips: the
- * InfQ is empty (until the next arrival, which ends the run) or the table
- * is full (until a member completes, which ends the run too). Then each
+/* How many nodes the issued task may run as one (policy.h "Runs"). When no
+ * pending input could be admitted at the boundaries it skips: the InfQ is
+ * empty (until the next arrival, which ends the run) or the table is full
+ * (until a member completes, which ends the run too); or, for lazy on one
+ * device, while Eq. 2 goes on refusing the InfQ's head. Then each
  * skipped boundary would re-issue the same top entry (bt_task_done:
  * nothing completes, nothing splits inside the members' segment spans)
  * unless the top's next node type reaches the entry below's: equal, the
  * two merge; past it, the entry below is behind and runs first (bt_settle).
  * Other devices' tables are their own and a device never takes from the
  * InfQ it does not see non-empty. */
-static uint64_t lazy_run_max(const struct lazy_state *s, const struct batch_table *bt, const struct pol_task *task)
+static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batch_table *bt,
+                                   const struct pol_task *task, int64_t now_ns, uint64_t n);
+
+static uint64_t lazy_run_max(const struct lazy_state *s, const struct batch_table *bt, const struct pol_task *task,
+                             int64_t now_ns)
 {
-	if (s->model->is_tree || (s->infq.len && bt_room(bt)))
+	/* inputs pending with room: only lazy alone on its device looks ahead
+	 * (lazy_rejecting_run); another device could take the InfQ's head */
+	int pending = s->infq.len && bt_room(bt);
+	if (s->model->is_tree || (pending && (s->exact || s->ntables > 1 || task->run_until_ns <= now_ns)))
 		return 1;
 	const struct mdl_model *m = s->model;
 	uint64_t n = UINT64_MAX;
@@ -251,6 +267,56 @@ static uint64_t lazy_run_max(const struct lazy_state *s, const struct batch_tabl
 				break;
 			}
 	}
+	return pending ? lazy_rejecting_run(s, bt, task, now_ns, n) : n;
+}
+
+/* A run through slack rejections (lazy only): with inputs pending and room
+ * for them, each boundary of the run asks Eq. 2 again for the InfQ's head,
+ * and the run goes on while it is refused. Over the run the waiting time
+ * grows by each node's batched latency and the top members' remaining
+ * estimates shrink by its single-input latency (lazy_on_task_done), while
+ * the members below, the head and the oldest arrival stay as they are: the
+ * first boundary whose slack is non-negative ends the run, there or at the
+ * caller's horizon, whichever comes first. */
+static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batch_table *bt,
+                                   const struct pol_task *task, int64_t now_ns, uint64_t n)
+{
+	const struct bt_entry *top = bt_top(bt);
+	int64_t fixed_ns = lazy_remaining_ns(s->infq.head), oldest_ns = s->infq.head->arrival_ns;
+	int64_t top_ns = 0, least_ns = INT64_MAX;    /* the top's remaining estimates: sum, smallest */
+	for (uint32_t i = 0; i < bt->nmembers; i++) {
+		const struct pol_request *r = bt->members[i];
+		int64_t rem = lazy_remaining_ns(r);
+		if (r->arrival_ns < oldest_ns)
+			oldest_ns = r->arrival_ns;
+		if (i < top->first) {
+			fixed_ns = ns_add(fixed_ns, rem);
+		} else {
+			top_ns += rem;                       /* at most max batch estimates of at most 2^63 ns */
+			if (rem < least_ns)
+				least_ns = rem;
+		}
+	}
+	const struct mdl_model *m = s->model;
+	int64_t t_ns = now_ns, ran_ns = 0;
+	for (uint64_t j = 1; j < n; j++) {
+		uint32_t type = mdl_run_type(m, task->node_type, j - 1);
+		t_ns = ns_add(t_ns, s->lat.node_ns(s->lat.ctx, type, task->nreq));
+		if (t_ns >= task->run_until_ns)
+			return j;
+		ran_ns += s->slk.node_ns[type];
+		int64_t left_ns = 0;                     /* sum of max(0, remaining - ran) over the top */
+		if (ran_ns <= least_ns) {
+			left_ns = top_ns - (int64_t)top->n * ran_ns;
+		} else {
+			for (uint32_t i = top->first; i < top->first + top->n; i++) {
+				int64_t rem = lazy_remaining_ns(bt->members[i]);
+				left_ns += rem > ran_ns ? rem - ran_ns : 0;
+			}
+		}
+		if (slk_slack_ns(s->sla_ns, t_ns - oldest_ns, ns_add(fixed_ns, left_ns)) >= 0)
+			return j;
+	}
 	return n;
 }
 
@@ -266,7 +332,8 @@ static int lazy_next_task(struct pol_state *st, uint32_t device, int64_t now_ns,
 	bt_push(bt, s->scratch, k);
 	if (!bt_issue(bt, s->max_batch, task))
 		return 0;
-	task->run_max = lazy_run_max(s, bt, task);
+	task->run_max = lazy_run_max(s, bt, task, now_ns);
+	s->rejecting[device] = s->infq.len && bt_room(bt);
 	return 1;
 }
 

@@ -79,6 +79,9 @@ struct pol_task {
 	int64_t start_ns, end_ns;    /* set by the caller when it starts the task */
 	uint64_t run_max;            /* NODE tasks, set by the policy: nodes it may run without a new decision (0 = 1) */
 	uint64_t run_len;            /* set by the caller: consecutive nodes each member ran (1 unless a run) */
+	int64_t run_until_ns;        /* set by the caller before next_task: any run ends at the first boundary
+	                              * at or after it (the next arrival it knows of); a policy need not look
+	                              * further. 0 from a caller that runs no runs (live) */
 };
 
 /* Latency estimates a policy may ask for; filled by the caller. */

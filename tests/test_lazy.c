@@ -698,7 +698,10 @@ static void test_runs_change_nothing(void **state)
 					assert_memory_equal(a.node_cells, b.node_cells, m->nnodes * sizeof *a.node_cells);
 					assert_int_equal(a.npolicy_stats, b.npolicy_stats);
 					for (size_t k = 0; k < a.npolicy_stats; k++)
-						assert_true(a.policy_stats[k].value == b.policy_stats[k].value);
+						if (a.policy_stats[k].value != b.policy_stats[k].value)
+							fail_msg("%s on %s, %u worker(s), load %.1f: %s %g node by node, %g in runs",
+							         pols[p]->name, m->name, w, loads[l], a.policy_stats[k].name,
+							         a.policy_stats[k].value, b.policy_stats[k].value);
 					assert_int_equal(a.nrows, b.nrows);
 					assert_memory_equal(a.rows, b.rows, a.nrows * sizeof *a.rows);
 					drv_result_free(&a);

@@ -52,11 +52,12 @@ struct eng {
 
 	uint64_t events;
 	int64_t now_ns;
-	int has_cold;                   /* eng_latency_has_cold; 0: every task runs warm (runs are
-	                                 * for warm devices: a run's every first node of a type pays) */
+	int has_cold;                   /* eng_latency_has_cold; 0: every task runs warm */
 	int runs;                       /* 1: a task the policy offers as a run runs as one (policy.h);
-	                                 * not with a timeline; SIMBATCH_NODE_RUNS=0 runs every node as
-	                                 * its own task (to check that runs change nothing) */
+	                                 * not with a timeline (it lists tasks as they start, across
+	                                 * devices), nor with cold starts (each type's first node in a
+	                                 * run would pay its own); SIMBATCH_NODE_RUNS=0 runs every node
+	                                 * as its own task (to check that runs change nothing) */
 	uint64_t cold_starts;           /* tasks that paid a refill */
 
 	struct timeline *timeline;      /* not owned; NULL unless --timeline-out */
@@ -184,11 +185,15 @@ static int64_t eng_cold_extra(struct eng *e, struct eng_device *d, const struct 
  * when it starts before the horizon, the next arrival or wake-up, where the
  * policy must decide again; whole passes through the segment's nodes are
  * priced at once. Sets the run's length with the driver. */
-static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, int64_t first_ns)
+static int64_t eng_horizon(const struct eng *e)
 {
 	int64_t horizon = e->arrival_pending ? e->arrival.time_ns : INT64_MAX;
-	if (e->wake_pending_ns < horizon)
-		horizon = e->wake_pending_ns;
+	return e->wake_pending_ns < horizon ? e->wake_pending_ns : horizon;
+}
+
+static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, int64_t first_ns)
+{
+	int64_t horizon = eng_horizon(e);
 	int64_t end_ns = ns_add(now_ns, first_ns);
 	if (end_ns >= horizon)
 		return end_ns;
@@ -225,7 +230,7 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	                 : eng_latency_node_ns(e->lat, t->node_type, t->cells);
 	if (e->has_cold)
 		dur_ns = ns_add(dur_ns, eng_cold_extra(e, d, t, now_ns, shape->max_input_len, shape->max_output_len));
-	else if (t->run_max > 1 && e->runs)
+	if (t->run_max > 1 && e->runs)
 		dur_ns = eng_run_end(e, t, now_ns, dur_ns) - now_ns;
 	if (dur_ns > INT64_MAX - 1 - now_ns) {
 		snprintf(e->err, e->errlen, "simulated time overflows: a task starting at %.6g s would end past the "
@@ -254,6 +259,8 @@ static int eng_dispatch(struct eng *e, int64_t now_ns)
 		struct eng_device *d = &e->devices[dev];
 		if (d->busy)
 			continue;
+		/* a wake-up asked for at this instant may end a run sooner (eng_run_end) */
+		d->task.run_until_ns = e->runs ? eng_horizon(e) : 0;
 		int got = drv_next_task(&e->drv, dev, now_ns, &d->task, &wake_ns, &d->shape, e->err, e->errlen);
 		if (got < 0)
 			return -1;
@@ -399,8 +406,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	}
 	e.has_cold = eng_latency_has_cold(e.lat);
 	const char *runs = getenv("SIMBATCH_NODE_RUNS");
-	/* a timeline lists tasks as they start, interleaved across devices: node by node keeps its order */
-	e.runs = !c->timeline && !(runs && strcmp(runs, "0") == 0);
+	e.runs = !c->timeline && !e.has_cold && !(runs && strcmp(runs, "0") == 0);
 	for (uint32_t i = 0; i < c->workers; i++) {
 		e.devices[i].task.reqs = calloc(c->env.max_batch, sizeof(struct pol_request *));
 		if (e.has_cold)
