@@ -753,9 +753,10 @@ uint64_t mdl_chain_length(const struct mdl_model *m, uint32_t input_len, uint32_
 	return total;
 }
 
-uint32_t mdl_locate(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len,
-                    uint32_t *cells)
+uint32_t mdl_locate_span(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len,
+                         uint32_t *cells, uint64_t *span_end)
 {
+	uint64_t start = 0;
 	for (uint32_t s = 0; s < m->nsegments; s++) {
 		const struct mdl_segment *seg = &m->segments[s];
 		uint64_t span = (uint64_t)seg->nnodes * mdl_segment_repeats(seg->kind, input_len, output_len);
@@ -766,23 +767,22 @@ uint32_t mdl_locate(const struct mdl_model *m, uint64_t pos, uint32_t input_len,
 				*cells = mdl_tree_width(input_len, (uint32_t)(pos / seg->nnodes) + 1);
 			else
 				*cells = 1;
+			*span_end = start + span;
 			return seg->first_node + (uint32_t)(pos % seg->nnodes);
 		}
 		pos -= span;
+		start += span;
 	}
 	*cells = 0;
+	*span_end = start;
 	return UINT32_MAX;
 }
 
-uint64_t mdl_span_left(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)
+uint32_t mdl_locate(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len,
+                    uint32_t *cells)
 {
-	for (uint32_t s = 0; s < m->nsegments; s++) {
-		uint64_t span = (uint64_t)m->segments[s].nnodes * mdl_segment_repeats(m->segments[s].kind, input_len, output_len);
-		if (pos < span)
-			return span - pos;
-		pos -= span;
-	}
-	return 0;
+	uint64_t span_end;
+	return mdl_locate_span(m, pos, input_len, output_len, cells, &span_end);
 }
 
 uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len)

@@ -126,12 +126,13 @@ uint32_t mdl_node_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len
 uint32_t mdl_locate(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len,
                     uint32_t *cells);
 
-/* Nodes from unrolled position pos to the end of the segment span holding it
- * (the segment's nodes repeated for all its steps), pos included; 0 past the
- * chain's end. Within a span a request's node types cycle through the
- * segment's nodes in order, so a run of nodes that stays inside it is
- * described by its first type alone (mdl_run_type). */
-uint64_t mdl_span_left(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
+/* mdl_locate, and where the segment span holding pos ends: the unrolled
+ * position after the segment's last step (the chain's length past the
+ * end). Within a span a request's node types cycle through the segment's
+ * nodes in order, so a run of nodes that stays inside it is described by
+ * its first type alone (mdl_run_type). */
+uint32_t mdl_locate_span(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len,
+                         uint32_t *cells, uint64_t *span_end);
 
 /* The type of node j (0-based) of a run that starts at a node of type k and
  * stays inside one span of k's segment. */
@@ -141,14 +142,31 @@ static inline uint32_t mdl_run_type(const struct mdl_model *m, uint32_t k, uint6
 	return s->first_node + (uint32_t)(((uint64_t)(k - s->first_node) + j) % s->nnodes);
 }
 
-/* How many of the first n nodes of such a run have type t. */
-static inline uint64_t mdl_run_count(const struct mdl_model *m, uint32_t k, uint64_t n, uint32_t t)
+/* The shape of such a run of n nodes: the segment's node types first ..
+ * first + nnodes - 1, the run's first type at offset phase among them; the
+ * type o places after the first (o < nnodes, wrapping round the segment)
+ * runs passes + (o < rest) times. */
+struct mdl_run {
+	uint32_t first, nnodes, phase;
+	uint64_t passes, rest;
+};
+
+static inline struct mdl_run mdl_run_of(const struct mdl_model *m, uint32_t k, uint64_t n)
 {
 	const struct mdl_segment *s = &m->segments[m->nodes[k].segment];
-	if (t < s->first_node || t >= s->first_node + s->nnodes)
-		return 0;
-	uint32_t offset = (t + s->nnodes - k) % s->nnodes;     /* t is node offset, offset + S, ... of the run */
-	return n / s->nnodes + (offset < n % s->nnodes);
+	return (struct mdl_run){ .first = s->first_node, .nnodes = s->nnodes, .phase = k - s->first_node,
+	                         .passes = n / s->nnodes, .rest = n % s->nnodes };
+}
+
+static inline uint32_t mdl_run_type_at(const struct mdl_run *r, uint32_t o)
+{
+	uint32_t i = r->phase + o;
+	return r->first + (i >= r->nnodes ? i - r->nnodes : i);
+}
+
+static inline uint64_t mdl_run_count_at(const struct mdl_run *r, uint32_t o)
+{
+	return r->passes + (o < r->rest);
 }
 
 /* Cells the node at unrolled position pos runs: 1, except for tree levels. */

@@ -155,9 +155,7 @@ int drv_out_of_memory(char *err, size_t errlen, const char *what);
  * the run stays inside the member's current segment span (policy.h). */
 static inline int drv_run_fits(const struct pol_driver *d, const struct pol_request *r, const struct pol_task *t)
 {
-	const struct mdl_model *m = d->c.env.model;
-	return t->kind == POL_TASK_NODE && !m->is_tree &&
-	       mdl_span_left(m, r->next_node, r->input_len, r->output_len) >= t->run_max;
+	return t->kind == POL_TASK_NODE && !d->c.env.model->is_tree && pol_req_span_left(r) >= t->run_max;
 }
 
 static inline int drv_arrive(struct pol_driver *d, struct pol_request *r, int64_t now_ns, char *err,
@@ -236,11 +234,11 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
  * policy.h): the nodes after the first are counted as the tasks they are. */
 static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint64_t n)
 {
-	const struct mdl_model *m = d->c.env.model;
-	const struct mdl_segment *seg = &m->segments[m->nodes[t->node_type].segment];
+	struct mdl_run run = mdl_run_of(d->c.env.model, t->node_type, n);
 	t->run_len = n;
-	for (uint32_t type = seg->first_node; type < seg->first_node + seg->nnodes; type++) {
-		uint64_t more = mdl_run_count(m, t->node_type, n, type) - (type == t->node_type);
+	for (uint32_t o = 0; o < run.nnodes; o++) {
+		uint32_t type = mdl_run_type_at(&run, o);
+		uint64_t more = mdl_run_count_at(&run, o) - (o == 0);    /* the first node was counted at its start */
 		d->node_tasks[type] += more;
 		d->node_cells[type] += more * t->cells;
 	}

@@ -253,7 +253,7 @@ static uint64_t lazy_run_max(const struct lazy_state *s, const struct batch_tabl
 	uint64_t n = UINT64_MAX;
 	for (uint32_t i = 0; i < task->nreq; i++) {
 		const struct pol_request *r = task->reqs[i];
-		uint64_t left = mdl_span_left(m, r->next_node, r->input_len, r->output_len);
+		uint64_t left = pol_req_span_left(r);
 		if (left < n)
 			n = left;
 	}

@@ -32,7 +32,7 @@
  *    boundaries would each continue the same task one node further, whatever
  *    other devices do, and that those boundaries would change nothing the
  *    policy gives another device. Every member then stays inside its current
- *    segment span for run_max nodes (mdl_span_left), so all run the same
+ *    segment span for run_max nodes (pol_req_span_left), so all run the same
  *    node types (mdl_run_type) and none completes before the last; a tree
  *    model's tasks are single nodes. The caller runs run_len nodes, 1 <=
  *    run_len <= run_max, ending at the first boundary at or after the next
@@ -60,6 +60,7 @@ struct pol_request {
 	uint32_t in_flight;          /* 1 while a task containing it runs */
 	uint32_t node_type_cache;    /* node type at next_node (kept by the caller) */
 	uint32_t cells_cache;        /* cells at next_node: 1, or a tree level's width (kept by the caller) */
+	uint64_t span_end_cache;     /* end of the segment span holding next_node (mdl_locate_span; kept by the caller) */
 	struct pol_request *pol_next;/* free for the policy's intrusive lists */
 	uint64_t pol_word[2];        /* free for the policy's bookkeeping */
 };
@@ -146,6 +147,8 @@ const struct pol_ops *pol_find(const char *name);
 static inline uint32_t pol_req_node(const struct pol_request *r) { return r->node_type_cache; }
 static inline uint32_t pol_req_cells(const struct pol_request *r) { return r->cells_cache; }
 static inline int pol_req_done(const struct pol_request *r) { return r->next_node >= r->chain_len; }
+/* Nodes left in the segment span holding the next node (policy.h "Runs"). */
+static inline uint64_t pol_req_span_left(const struct pol_request *r) { return r->span_end_cache - r->next_node; }
 
 /* The caller's part of the contract, shared by the simulator (sim/engine.c)
  * and the live runtime (runtime/live.c) so both keep requests the same way.
@@ -156,7 +159,8 @@ static inline void pol_req_start(struct pol_request *r, const struct mdl_model *
 	r->next_node = 0;
 	r->chain_len = mdl_chain_length(m, r->input_len, r->output_len);
 	if (r->chain_len)
-		r->node_type_cache = mdl_locate(m, 0, r->input_len, r->output_len, &r->cells_cache);
+		r->node_type_cache = mdl_locate_span(m, 0, r->input_len, r->output_len, &r->cells_cache,
+		                                     &r->span_end_cache);
 }
 
 /* When a task has finished, before on_task_done: each member leaves flight
@@ -170,8 +174,13 @@ static inline void pol_task_advance(const struct pol_task *t, const struct mdl_m
 			r->next_node = r->chain_len;
 		else
 			r->next_node += t->run_len;
-		if (!pol_req_done(r))
-			r->node_type_cache = mdl_locate(m, r->next_node, r->input_len, r->output_len, &r->cells_cache);
+		if (pol_req_done(r))
+			continue;
+		if (r->next_node < r->span_end_cache && !m->is_tree)   /* same span: the segment's types cycle, 1 cell */
+			r->node_type_cache = mdl_run_type(m, r->node_type_cache, t->run_len);
+		else
+			r->node_type_cache = mdl_locate_span(m, r->next_node, r->input_len, r->output_len, &r->cells_cache,
+			                                     &r->span_end_cache);
 	}
 }
 

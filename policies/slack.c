@@ -56,11 +56,10 @@ int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32
 
 uint64_t slk_run_single_ns(const struct slk_table *t, uint32_t node_type, uint64_t n)
 {
-	const struct mdl_model *m = t->model;
-	const struct mdl_segment *seg = &m->segments[m->nodes[node_type].segment];
+	struct mdl_run run = mdl_run_of(t->model, node_type, n);
 	uint64_t sum = 0;
-	for (uint32_t type = seg->first_node; type < seg->first_node + seg->nnodes; type++)
-		sum += mdl_run_count(m, node_type, n, type) * (uint64_t)t->node_ns[type];
+	for (uint32_t o = 0; o < run.nnodes; o++)
+		sum += mdl_run_count_at(&run, o) * (uint64_t)t->node_ns[mdl_run_type_at(&run, o)];
 	return sum;
 }
 

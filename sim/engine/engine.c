@@ -211,8 +211,10 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 		end_ns += (int64_t)passes * pass_ns;
 		n += passes * seg->nnodes;
 	}
+	uint32_t type = mdl_run_type(m, t->node_type, n), last = seg->first_node + seg->nnodes - 1;
 	while (n < t->run_max && end_ns < horizon) {
-		end_ns = ns_add(end_ns, eng_latency_node_ns(e->lat, mdl_run_type(m, t->node_type, n), t->cells));
+		end_ns = ns_add(end_ns, eng_latency_node_ns(e->lat, type, t->cells));
+		type = type == last ? seg->first_node : type + 1;
 		n++;
 	}
 	if (n > 1)
