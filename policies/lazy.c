@@ -197,7 +197,7 @@ static uint32_t lazy_admissible(struct lazy_state *s, const struct batch_table *
 		int64_t wait_ns = now_ns - oldest_new_ns;
 		if (oracle_safe(s, n, 1, wait_ns)) {
 			uint32_t lo = 1, hi = kmax + 1;      /* safe(lo), unsafe(hi) */
-			if (oracle_safe(s, n, kmax, wait_ns))
+			if (kmax == 1 || oracle_safe(s, n, kmax, wait_ns))
 				lo = kmax;
 			else
 				hi = kmax;

@@ -79,11 +79,16 @@ int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct 
 	x->cells = calloc(n, sizeof *x->cells);
 	x->cap = calloc(n, sizeof *x->cap);
 	x->runs = calloc(n, sizeof *x->runs);
-	if (!x->rems || !x->nrems || !x->rem_cap || !x->cells || !x->cap || !x->runs) {
+	x->price_ns = calloc(n * ((size_t)max_cells + 1), sizeof *x->price_ns);
+	if (!x->rems || !x->nrems || !x->rem_cap || !x->cells || !x->cap || !x->runs || !x->price_ns) {
 		slk_exact_fini(x);
 		snprintf(err, errlen, "oracle: out of memory");
 		return -1;
 	}
+	/* every decision prices many runs: the batched latencies once, not a call each */
+	for (uint32_t t = 0; t < m->nnodes; t++)
+		for (uint32_t b = 1; b <= max_cells; b++)
+			x->price_ns[(size_t)t * (max_cells + 1) + b] = lat->node_ns(lat->ctx, t, b);
 	return 0;
 }
 
@@ -103,6 +108,8 @@ void slk_exact_fini(struct slk_exact *x)
 	free(x->cells);
 	free(x->cap);
 	free(x->runs);
+	free(x->price_ns);
+	x->price_ns = NULL;
 	x->rems = NULL;
 	x->cells = NULL;
 	x->nrems = x->rem_cap = x->cap = x->runs = NULL;
@@ -184,12 +191,11 @@ static int slk_exact_add_request(struct slk_exact *x, const struct pol_request *
 
 static int64_t slk_exact_price(const struct slk_exact *x, uint32_t t, int64_t cells)
 {
-	int64_t full = cells / x->max_cells, rest = cells % x->max_cells, ns = 0;
-	if (full)
-		ns += full * x->lat.node_ns(x->lat.ctx, t, x->max_cells);
-	if (rest)
-		ns += x->lat.node_ns(x->lat.ctx, t, (uint32_t)rest);
-	return ns;
+	const int64_t *price = x->price_ns + (size_t)t * (x->max_cells + 1);
+	if (cells <= x->max_cells)
+		return price[cells];
+	int64_t full = cells / x->max_cells, rest = cells % x->max_cells;
+	return full * price[x->max_cells] + (rest ? price[rest] : 0);
 }
 
 int64_t slk_exact_drain_ns(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n)
