@@ -292,15 +292,18 @@ static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batc
 		if (i < top->first) {
 			fixed_ns = ns_add(fixed_ns, rem);
 		} else {
-			top_ns += rem;                       /* at most max batch estimates of at most 2^63 ns */
+			top_ns = ns_add(top_ns, rem);
 			if (rem < least_ns)
 				least_ns = rem;
 		}
 	}
-	const struct mdl_model *m = s->model;
+	if (top_ns == INT64_MAX)
+		least_ns = -1;                           /* saturated: the sum member by member below */
+	const struct mdl_segment *seg = &s->model->segments[s->model->nodes[task->node_type].segment];
+	uint32_t last = seg->first_node + seg->nnodes - 1, type = task->node_type;
 	int64_t t_ns = now_ns, ran_ns = 0;
-	for (uint64_t j = 1; j < n; j++) {
-		uint32_t type = mdl_run_type(m, task->node_type, j - 1);
+	for (uint64_t j = 1; j < n; j++, type = type == last ? seg->first_node : type + 1) {
+		/* boundary j: node j - 1, of this type, has ended */
 		t_ns = ns_add(t_ns, s->lat.node_ns(s->lat.ctx, type, task->nreq));
 		if (t_ns >= task->run_until_ns)
 			return j;
@@ -311,7 +314,7 @@ static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batc
 		} else {
 			for (uint32_t i = top->first; i < top->first + top->n; i++) {
 				int64_t rem = lazy_remaining_ns(bt->members[i]);
-				left_ns += rem > ran_ns ? rem - ran_ns : 0;
+				left_ns = ns_add(left_ns, rem > ran_ns ? rem - ran_ns : 0);
 			}
 		}
 		if (slk_slack_ns(s->sla_ns, t_ns - oldest_ns, ns_add(fixed_ns, left_ns)) >= 0)
