@@ -139,7 +139,10 @@ uint32_t mdl_locate_span(const struct mdl_model *m, uint64_t pos, uint32_t input
 static inline uint32_t mdl_run_type(const struct mdl_model *m, uint32_t k, uint64_t j)
 {
 	const struct mdl_segment *s = &m->segments[m->nodes[k].segment];
-	return s->first_node + (uint32_t)(((uint64_t)(k - s->first_node) + j) % s->nnodes);
+	uint64_t i = (uint64_t)(k - s->first_node) + j;
+	if (j < s->nnodes)                          /* the common short step: no division */
+		return s->first_node + (uint32_t)(i >= s->nnodes ? i - s->nnodes : i);
+	return s->first_node + (uint32_t)(i % s->nnodes);
 }
 
 /* The shape of such a run of n nodes: the segment's node types first ..

@@ -277,48 +277,102 @@ static uint64_t lazy_run_max(const struct lazy_state *s, const struct batch_tabl
  * estimates shrink by its single-input latency (lazy_on_task_done), while
  * the members below, the head and the oldest arrival stay as they are: the
  * first boundary whose slack is non-negative ends the run, there or at the
- * caller's horizon, whichever comes first. */
+ * caller's horizon, whichever comes first.
+ *
+ * Boundary by boundary that is a walk; whole passes through the segment
+ * are skipped when no boundary in them can admit. A node of type t changes
+ * the checked sum (waiting + estimates) by its batched latency less at
+ * most b single-input latencies, so over a pass the sum falls by at most
+ * the negative part of those differences (zero at b = 1): while the sum
+ * stays above the SLA by more than that per pass, every boundary refuses. */
+struct lazy_lookahead {
+	int64_t fixed_ns;        /* the members below the top and the InfQ's head: their remaining estimates */
+	int64_t oldest_ns;       /* earliest arrival among members and head */
+	int64_t top_ns;          /* the top's remaining estimates, summed; least_ns the smallest (-1: saturated) */
+	int64_t least_ns;
+};
+
+/* The checked sum at a boundary where the top has run ran_ns of single-input time. */
+static int64_t lazy_checked_ns(const struct batch_table *bt, const struct lazy_lookahead *a, int64_t t_ns,
+                               int64_t ran_ns)
+{
+	const struct bt_entry *top = bt_top(bt);
+	int64_t left_ns = 0;                         /* sum of max(0, remaining - ran) over the top */
+	if (ran_ns <= a->least_ns) {
+		left_ns = a->top_ns - (int64_t)top->n * ran_ns;
+	} else {
+		for (uint32_t i = top->first; i < top->first + top->n; i++) {
+			int64_t rem = lazy_remaining_ns(bt->members[i]);
+			left_ns = ns_add(left_ns, rem > ran_ns ? rem - ran_ns : 0);
+		}
+	}
+	return ns_add(t_ns - a->oldest_ns, ns_add(a->fixed_ns, left_ns));
+}
+
 static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batch_table *bt,
                                    const struct pol_task *task, int64_t now_ns, uint64_t n)
 {
 	const struct bt_entry *top = bt_top(bt);
-	int64_t fixed_ns = lazy_remaining_ns(s->infq.head), oldest_ns = s->infq.head->arrival_ns;
-	int64_t top_ns = 0, least_ns = INT64_MAX;    /* the top's remaining estimates: sum, smallest */
+	struct lazy_lookahead a = { .fixed_ns = lazy_remaining_ns(s->infq.head), .oldest_ns = s->infq.head->arrival_ns,
+	                            .least_ns = INT64_MAX };
 	for (uint32_t i = 0; i < bt->nmembers; i++) {
 		const struct pol_request *r = bt->members[i];
 		int64_t rem = lazy_remaining_ns(r);
-		if (r->arrival_ns < oldest_ns)
-			oldest_ns = r->arrival_ns;
+		if (r->arrival_ns < a.oldest_ns)
+			a.oldest_ns = r->arrival_ns;
 		if (i < top->first) {
-			fixed_ns = ns_add(fixed_ns, rem);
+			a.fixed_ns = ns_add(a.fixed_ns, rem);
 		} else {
-			top_ns = ns_add(top_ns, rem);
-			if (rem < least_ns)
-				least_ns = rem;
+			a.top_ns = ns_add(a.top_ns, rem);
+			if (rem < a.least_ns)
+				a.least_ns = rem;
 		}
 	}
-	if (top_ns == INT64_MAX)
-		least_ns = -1;                           /* saturated: the sum member by member below */
+	if (a.top_ns == INT64_MAX)
+		a.least_ns = -1;                         /* saturated: the sum member by member */
 	const struct mdl_segment *seg = &s->model->segments[s->model->nodes[task->node_type].segment];
-	uint32_t last = seg->first_node + seg->nnodes - 1, type = task->node_type;
+	uint32_t last = seg->first_node + seg->nnodes - 1, type = task->node_type, b = task->nreq;
+	int64_t pass_ns = 0, pass_single_ns = 0, pass_drop_ns = 0;
+	for (uint32_t t = seg->first_node; t <= last; t++) {
+		int64_t lat = s->lat.node_ns(s->lat.ctx, t, b), single = s->slk.node_ns[t];
+		pass_ns = ns_add(pass_ns, lat);
+		pass_single_ns = ns_add(pass_single_ns, single);
+		if (lat - (int64_t)b * single < 0)
+			pass_drop_ns += lat - (int64_t)b * single;
+	}
+	const int64_t small = INT64_MAX / 4;         /* far from saturation: the bound is plain arithmetic */
 	int64_t t_ns = now_ns, ran_ns = 0;
-	for (uint64_t j = 1; j < n; j++, type = type == last ? seg->first_node : type + 1) {
+	uint64_t j = 1, next_try = 1;
+	while (j < n) {
+		if (j == next_try) {
+			/* boundaries j .. j - 1 + q * nnodes all refuse */
+			int64_t sum_ns = lazy_checked_ns(bt, &a, t_ns, ran_ns);
+			uint64_t q = (n - j) / seg->nnodes;
+			if (sum_ns > s->sla_ns && sum_ns < small && pass_ns < small / (int64_t)n &&
+			    pass_single_ns < small / (int64_t)n) {
+				uint64_t fit = (uint64_t)((task->run_until_ns - 1 - t_ns) / pass_ns);
+				if (fit < q)
+					q = fit;
+				if (pass_drop_ns < 0 && (uint64_t)((sum_ns - s->sla_ns - 1) / -pass_drop_ns) < q)
+					q = (uint64_t)((sum_ns - s->sla_ns - 1) / -pass_drop_ns);
+			} else {
+				q = 0;
+			}
+			t_ns += (int64_t)q * pass_ns;
+			ran_ns += (int64_t)q * pass_single_ns;
+			j += q * seg->nnodes;
+			next_try = j + seg->nnodes;
+			continue;
+		}
 		/* boundary j: node j - 1, of this type, has ended */
-		t_ns = ns_add(t_ns, s->lat.node_ns(s->lat.ctx, type, task->nreq));
+		t_ns = ns_add(t_ns, s->lat.node_ns(s->lat.ctx, type, b));
 		if (t_ns >= task->run_until_ns)
 			return j;
 		ran_ns += s->slk.node_ns[type];
-		int64_t left_ns = 0;                     /* sum of max(0, remaining - ran) over the top */
-		if (ran_ns <= least_ns) {
-			left_ns = top_ns - (int64_t)top->n * ran_ns;
-		} else {
-			for (uint32_t i = top->first; i < top->first + top->n; i++) {
-				int64_t rem = lazy_remaining_ns(bt->members[i]);
-				left_ns = ns_add(left_ns, rem > ran_ns ? rem - ran_ns : 0);
-			}
-		}
-		if (slk_slack_ns(s->sla_ns, t_ns - oldest_ns, ns_add(fixed_ns, left_ns)) >= 0)
+		if (slk_slack_ns(s->sla_ns, 0, lazy_checked_ns(bt, &a, t_ns, ran_ns)) >= 0)
 			return j;
+		type = type == last ? seg->first_node : type + 1;
+		j++;
 	}
 	return n;
 }

@@ -37,6 +37,8 @@ struct eng {
 	const struct eng_config *c;
 	struct pol_driver drv;          /* the policy, its bookkeeping and the run's counters */
 	struct eng_latency *lat;
+	const int64_t *node_ns;         /* lat's table of node latencies, [type * node_stride + cells] */
+	size_t node_stride;
 	struct evq *q;
 	struct eng_device *devices;
 	uint32_t *started;              /* devices given a task at this instant, device order */
@@ -64,6 +66,13 @@ struct eng {
 	char *err;
 	size_t errlen;
 };
+
+/* A node's latency at a batch of cells (eng_latency_node_ns, inline: the engine's hottest lookup). */
+static inline int64_t eng_node_ns(const struct eng *e, uint32_t node_type, uint32_t cells)
+{
+	assert(cells >= 1 && cells < e->node_stride);
+	return e->node_ns[node_type * e->node_stride + cells];
+}
 
 static struct pol_request *eng_req_alloc(struct eng *e)
 {
@@ -203,7 +212,7 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	if (passes) {
 		int64_t pass_ns = 0;
 		for (uint32_t j = 0; j < seg->nnodes; j++)
-			pass_ns = ns_add(pass_ns, eng_latency_node_ns(e->lat, seg->first_node + j, t->cells));
+			pass_ns = ns_add(pass_ns, eng_node_ns(e, seg->first_node + j, t->cells));
 		/* every node of q passes starts before the horizon when end + q * pass < horizon */
 		uint64_t fit = (uint64_t)((horizon - 1 - end_ns) / pass_ns);
 		if (fit < passes)
@@ -213,7 +222,7 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	}
 	uint32_t type = mdl_run_type(m, t->node_type, n), last = seg->first_node + seg->nnodes - 1;
 	while (n < t->run_max && end_ns < horizon) {
-		end_ns = ns_add(end_ns, eng_latency_node_ns(e->lat, type, t->cells));
+		end_ns = ns_add(end_ns, eng_node_ns(e, type, t->cells));
 		type = type == last ? seg->first_node : type + 1;
 		n++;
 	}
@@ -229,7 +238,7 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	struct pol_task *t = &d->task;
 	int64_t dur_ns = t->kind == POL_TASK_GRAPH
 	                 ? eng_latency_graph_ns(e->lat, t->nreq, shape->max_input_len, shape->max_output_len)
-	                 : eng_latency_node_ns(e->lat, t->node_type, t->cells);
+	                 : eng_node_ns(e, t->node_type, t->cells);
 	if (e->has_cold)
 		dur_ns = ns_add(dur_ns, eng_cold_extra(e, d, t, now_ns, shape->max_input_len, shape->max_output_len));
 	if (t->run_max > 1 && e->runs)
@@ -378,6 +387,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	e.lat = eng_latency_create(m, c->hw, max_cells, err, errlen);
 	if (!e.lat)
 		goto fail;
+	e.node_ns = eng_latency_node_table(e.lat, &e.node_stride);
 	struct trc_source_config src = {
 		.trace = c->trace, .rate_rps = c->rate_rps, .arrival_cv = c->arrival_cv,
 		.input_len = m->uses_input_len ? c->input_len : NULL, .output_len = m->uses_output_len ? c->output_len : NULL,

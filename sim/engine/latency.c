@@ -149,6 +149,12 @@ int64_t eng_latency_node_ns(void *ctx, uint32_t node_type, uint32_t batch)
 	return l->node_ns[(size_t)node_type * (l->max_batch + 1) + batch];
 }
 
+const int64_t *eng_latency_node_table(const struct eng_latency *l, size_t *stride)
+{
+	*stride = (size_t)l->max_batch + 1;
+	return l->node_ns;
+}
+
 int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint32_t output_len)
 {
 	const struct eng_latency *l = ctx;

@@ -37,6 +37,9 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 void eng_latency_destroy(struct eng_latency *l);
 uint32_t eng_latency_max_cells(const struct eng_latency *l);
 int64_t eng_latency_node_ns(void *l, uint32_t node_type, uint32_t batch);
+/* The table eng_latency_node_ns reads, for a caller's own inline lookups:
+ * node type t at batch b is table[t * stride + b]. */
+const int64_t *eng_latency_node_table(const struct eng_latency *l, size_t *stride);
 int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32_t output_len);
 
 /* The hardware model's cold start (hwmodel.h): what the first task to run
