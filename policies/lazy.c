@@ -53,9 +53,11 @@ struct lazy_state {
 	struct pol_fifo infq;            /* pending inputs, arrival order */
 	struct batch_table *tables;      /* owned: one per device */
 	uint8_t *rejecting;              /* owned, per device: its task was issued with inputs pending and room */
+	uint64_t *walk_runs;             /* owned, max_batch: oracle_rejecting_run's top members' remaining runs */
+	uint32_t *walk_phase;            /* owned, max_batch: and nodes until that count drops */
 	struct pol_latency lat;          /* the caller's estimates (a rejecting run's boundaries) */
 	uint32_t ntables;
-	struct pol_request **scratch;    /* owned, max_batch slots: the set S, then the admitted inputs */
+	struct pol_request **scratch;    /* owned, max_batch + 1 slots: the set S, then the admitted inputs */
 	struct slk_table slk;            /* lazy: NodeLatency table and Algorithm 1 */
 	struct slk_exact drain;          /* oracle */
 	uint64_t slack_rejections;       /* boundaries where the predictor held back pending inputs */
@@ -71,11 +73,15 @@ static void lazy_fini(struct pol_state *st)
 	free(s->tables);
 	free(s->rejecting);
 	free(s->scratch);
+	free(s->walk_runs);
+	free(s->walk_phase);
 	slk_fini(&s->slk);
 	slk_exact_fini(&s->drain);      /* a no-op unless the oracle initialized it */
 	s->tables = NULL;
 	s->rejecting = NULL;
 	s->scratch = NULL;
+	s->walk_runs = NULL;
+	s->walk_phase = NULL;
 }
 
 static int lazy_setup(struct lazy_state *s, const struct pol_env *env, int exact, char *err, size_t errlen)
@@ -94,8 +100,10 @@ static int lazy_setup(struct lazy_state *s, const struct pol_env *env, int exact
 	s->lat = env->lat;
 	s->tables = calloc(s->ntables, sizeof *s->tables);
 	s->rejecting = calloc(s->ntables, sizeof *s->rejecting);
-	s->scratch = calloc(env->max_batch, sizeof *s->scratch);
-	if (!s->tables || !s->rejecting || !s->scratch)
+	s->scratch = calloc((size_t)env->max_batch + 1, sizeof *s->scratch);
+	s->walk_runs = calloc(env->max_batch, sizeof *s->walk_runs);
+	s->walk_phase = calloc(env->max_batch, sizeof *s->walk_phase);
+	if (!s->tables || !s->rejecting || !s->scratch || !s->walk_runs || !s->walk_phase)
 		goto oom;
 	for (uint32_t i = 0; i < s->ntables; i++)
 		if (bt_init(&s->tables[i], env->max_batch) != 0)
@@ -240,14 +248,16 @@ static uint32_t lazy_admissible(struct lazy_state *s, const struct batch_table *
  * InfQ it does not see non-empty. */
 static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batch_table *bt,
                                    const struct pol_task *task, int64_t now_ns, uint64_t n);
+static uint64_t oracle_rejecting_run(struct lazy_state *s, const struct batch_table *bt,
+                                     const struct pol_task *task, int64_t now_ns, uint64_t n);
 
-static uint64_t lazy_run_max(const struct lazy_state *s, const struct batch_table *bt, const struct pol_task *task,
+static uint64_t lazy_run_max(struct lazy_state *s, const struct batch_table *bt, const struct pol_task *task,
                              int64_t now_ns)
 {
 	/* inputs pending with room: only lazy alone on its device looks ahead
 	 * (lazy_rejecting_run); another device could take the InfQ's head */
 	int pending = s->infq.len && bt_room(bt);
-	if (s->model->is_tree || (pending && (s->exact || s->ntables > 1 || task->run_until_ns <= now_ns)))
+	if (s->model->is_tree || (pending && (s->ntables > 1 || task->run_until_ns <= now_ns)))
 		return 1;
 	const struct mdl_model *m = s->model;
 	uint64_t n = UINT64_MAX;
@@ -267,7 +277,9 @@ static uint64_t lazy_run_max(const struct lazy_state *s, const struct batch_tabl
 				break;
 			}
 	}
-	return pending ? lazy_rejecting_run(s, bt, task, now_ns, n) : n;
+	if (!pending)
+		return n;
+	return s->exact ? oracle_rejecting_run(s, bt, task, now_ns, n) : lazy_rejecting_run(s, bt, task, now_ns, n);
 }
 
 /* A run through slack rejections (lazy only): with inputs pending and room
@@ -375,6 +387,58 @@ static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batc
 		j++;
 	}
 	return n;
+}
+
+/* The oracle's run through rejections: the same, with the exact drain of
+ * the members and the InfQ's head (oracle_safe at k = 1) kept up to date
+ * node by node (slk_exact_walk_*) instead of drained again. Each top
+ * member's remaining runs of the type it runs next are ceil(span left /
+ * the segment's nodes), counted down as the run goes. */
+static uint64_t oracle_rejecting_run(struct lazy_state *s, const struct batch_table *bt,
+                                     const struct pol_task *task, int64_t now_ns, uint64_t n)
+{
+	const struct bt_entry *top = bt_top(bt);
+	uint32_t nm = bt->nmembers;
+	int64_t oldest_ns = s->infq.head->arrival_ns;
+	for (uint32_t i = 0; i < nm; i++) {
+		s->scratch[i] = bt->members[i];
+		if (bt->members[i]->arrival_ns < oldest_ns)
+			oldest_ns = bt->members[i]->arrival_ns;
+	}
+	s->scratch[nm] = s->infq.head;             /* scratch has max_batch + 1 slots */
+	int64_t drain_ns = slk_exact_walk_begin(&s->drain, s->scratch, nm + 1);
+	const int64_t small = INT64_MAX / 4;       /* far from saturation: the changes add up plainly */
+	if (drain_ns < 0)
+		return 1;                              /* out of memory: node by node, where it counts as unsafe */
+	if (drain_ns >= small) {
+		slk_exact_walk_end(&s->drain);
+		return 1;
+	}
+	const struct mdl_segment *seg = &s->model->segments[s->model->nodes[task->node_type].segment];
+	uint32_t last = seg->first_node + seg->nnodes - 1, type = task->node_type, b = task->nreq;
+	for (uint32_t i = 0; i < b; i++) {
+		uint64_t left = pol_req_span_left(bt->members[top->first + i]);    /* >= n >= 2 */
+		s->walk_runs[i] = (left - 1) / seg->nnodes + 1;     /* ceil(left / nnodes): runs of type left */
+		s->walk_phase[i] = (uint32_t)((left - 1) % seg->nnodes); /* nodes until the count drops */
+	}
+	int64_t t_ns = now_ns;
+	uint64_t j = 1;
+	for (; j < n; j++, type = type == last ? seg->first_node : type + 1) {
+		/* boundary j: node j - 1, of this type, has ended */
+		for (uint32_t i = 0; i < b; i++) {
+			drain_ns += slk_exact_walk_step(&s->drain, type, (uint32_t)s->walk_runs[i]);
+			if (s->walk_phase[i]-- == 0) {
+				s->walk_phase[i] = seg->nnodes - 1;
+				s->walk_runs[i]--;
+			}
+		}
+		t_ns = ns_add(t_ns, s->lat.node_ns(s->lat.ctx, type, b));
+		if (t_ns >= task->run_until_ns || drain_ns >= small ||
+		    slk_slack_ns(s->sla_ns, t_ns - oldest_ns, drain_ns) >= 0)
+			break;
+	}
+	slk_exact_walk_end(&s->drain);
+	return j < n ? j : n;
 }
 
 static int lazy_next_task(struct pol_state *st, uint32_t device, int64_t now_ns,

@@ -198,7 +198,43 @@ static int64_t slk_exact_price(const struct slk_exact *x, uint32_t t, int64_t ce
 	return full * price[x->max_cells] + (rest ? price[rest] : 0);
 }
 
+static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n, int keep);
+
 int64_t slk_exact_drain_ns(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n)
+{
+	return slk_exact_drain(x, reqs, n, 0);
+}
+
+int64_t slk_exact_walk_begin(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n)
+{
+	return slk_exact_drain(x, reqs, n, 1);
+}
+
+int64_t slk_exact_walk_step(struct slk_exact *x, uint32_t t, uint32_t v)
+{
+	/* the last of the counts equal to v (sorted decreasing): c(v-1), the
+	 * runs batched at the (v-1)-th remaining run, falls from p + 1 to p */
+	const uint32_t *r = x->rems[t];
+	uint32_t lo = 0, hi = x->nrems[t];       /* r[i] >= v for i < lo; r[i] < v for i >= hi */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (r[mid] >= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uint32_t p = lo - 1;
+	x->rems[t][p] = v - 1;
+	return slk_exact_price(x, t, p) - slk_exact_price(x, t, p + 1);
+}
+
+void slk_exact_walk_end(struct slk_exact *x)
+{
+	for (uint32_t t = 0; t < x->model->nnodes; t++)
+		x->nrems[t] = 0;
+}
+
+static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n, int keep)
 {
 	int rc = 0;
 	for (uint32_t i = 0; i < n && rc == 0; i++)
@@ -220,7 +256,8 @@ int64_t slk_exact_drain_ns(struct slk_exact *x, struct pol_request *const *reqs,
 			if (r[j - 1] > next)
 				total = ns_add(total, ns_mul(slk_exact_price(x, t, j), (int64_t)(r[j - 1] - next)));
 		}
-		x->nrems[t] = 0;
+		if (!keep)
+			x->nrems[t] = 0;
 		if (!x->runs[t])
 			continue;
 		int64_t cells = 0;
@@ -233,5 +270,7 @@ int64_t slk_exact_drain_ns(struct slk_exact *x, struct pol_request *const *reqs,
 		memset(x->cells[t], 0, (size_t)(x->runs[t] + 1) * sizeof *x->cells[t]);
 		x->runs[t] = 0;
 	}
+	if (rc != 0 && keep)
+		slk_exact_walk_end(x);
 	return rc == 0 ? total : -1;
 }

@@ -88,4 +88,15 @@ void slk_exact_fini(struct slk_exact *x);
 /* The drain time in ns, or -1 on allocation failure. */
 int64_t slk_exact_drain_ns(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n);
 
+/* The drain time kept up to date along a run (policy.h "Runs"; no tree
+ * model): walk_begin is slk_exact_drain_ns keeping every type's remaining
+ * counts sorted; walk_step tells it that one request whose remaining runs
+ * of type t were v (>= 1) ran one of them, and returns how the drain time
+ * changes (the v-th remaining run batches one request fewer); walk_end
+ * forgets the counts. The drain after the steps equals slk_exact_drain_ns
+ * from the requests' new positions. */
+int64_t slk_exact_walk_begin(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n);
+int64_t slk_exact_walk_step(struct slk_exact *x, uint32_t t, uint32_t v);
+void slk_exact_walk_end(struct slk_exact *x);
+
 #endif
