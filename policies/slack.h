@@ -80,6 +80,8 @@ struct slk_exact {
 	uint32_t *cap;                  /* owned: slots of cells[type] */
 	uint32_t *runs;                 /* owned: runs of each tree type in use */
 	int64_t *price_ns;              /* owned: [type * (max_cells + 1) + b] lat->node_ns at b cells, read once */
+	uint32_t *hist;                 /* owned: a histogram of remaining counts (hist_cap slots) */
+	uint32_t hist_cap;
 };
 
 int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct pol_latency *lat,

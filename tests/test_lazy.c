@@ -627,6 +627,90 @@ static void test_every_policy_every_model(void **state)
 	}
 }
 
+/* Remaining runs of node type t from r's position, position by position. */
+static uint32_t runs_left(const struct mdl_model *m, const struct pol_request *r, uint32_t t)
+{
+	uint32_t n = 0;
+	for (uint64_t pos = r->next_node; pos < r->chain_len; pos++)
+		n += mdl_node_at(m, pos, r->input_len, r->output_len) == t;
+	return n;
+}
+
+/* The drain by its definition: type by type, the k-th remaining run batches
+ * every request with more than k left, priced at that batch (split at 64). */
+static int64_t drain_by_definition(const struct mdl_model *m, struct eng_latency *l, struct pol_request **reqs,
+                                   uint32_t n)
+{
+	int64_t total = 0;
+	for (uint32_t t = 0; t < m->nnodes; t++)
+		for (uint32_t k = 0;; k++) {
+			uint32_t c = 0;
+			for (uint32_t i = 0; i < n; i++)
+				c += runs_left(m, reqs[i], t) > k;
+			if (!c)
+				break;
+			total += (c / 64) * eng_latency_node_ns(l, t, 64) + (c % 64 ? eng_latency_node_ns(l, t, c % 64) : 0);
+		}
+	return total;
+}
+
+/* The oracle's drain three ways on GNMT at the NPU's latencies, 40 requests
+ * at random lengths and positions: the definition above; slk_exact_drain_ns
+ * (a histogram of the counts when there are many); and the walk, which
+ * keeps the sorted counts and moves one count per request and node while
+ * five requests at the same node run 40 nodes together. */
+static void test_oracle_drain_three_ways(void **state)
+{
+	(void)state;
+	char err[256];
+	struct mdl_model *m = NULL;
+	struct hw_model *hw = NULL;
+	if (mdl_load("gnmt", &m, err, sizeof err) != 0 || hw_open("npu", m, &hw, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	struct owned_latency o = latency_of(m, hw, 64);
+	struct slk_exact x;
+	assert_int_equal(slk_exact_init(&x, m, &o.pl, 64, err, sizeof err), 0);
+	struct pol_request r[40], *reqs[40];
+	uint64_t seed = 12345;
+	for (uint32_t i = 0; i < 40; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		r[i] = (struct pol_request){ .input_len = 1 + (uint32_t)(seed >> 33) % 80,
+		                             .output_len = 1 + (uint32_t)(seed >> 45) % 80 };
+		r[i].chain_len = mdl_chain_length(m, r[i].input_len, r[i].output_len);
+		reqs[i] = &r[i];
+	}
+	/* the first five stand at the decoder's first node with at least 8 steps to go, the rest anywhere */
+	for (uint32_t i = 0; i < 40; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		if (i < 5) {
+			r[i].output_len = 8 + (uint32_t)(seed >> 40) % 70;
+			r[i].chain_len = mdl_chain_length(m, r[i].input_len, r[i].output_len);
+			r[i].next_node = 5ull * r[i].input_len + 6ull * ((seed >> 20) % 3);
+		} else {
+			r[i].next_node = (seed >> 20) % r[i].chain_len;
+		}
+	}
+	int64_t want = drain_by_definition(m, o.l, reqs, 40);
+	assert_int_equal(slk_exact_drain_ns(&x, reqs, 40), want);
+	assert_int_equal(slk_exact_walk_begin(&x, reqs, 40), want);
+	int64_t walked = want;
+	for (uint32_t step = 0; step < 40; step++) {
+		uint32_t t = mdl_node_at(m, r[0].next_node, r[0].input_len, r[0].output_len);
+		for (uint32_t i = 0; i < 5; i++) {
+			assert_int_equal(mdl_node_at(m, r[i].next_node, r[i].input_len, r[i].output_len), t);
+			walked += slk_exact_walk_step(&x, t, runs_left(m, &r[i], t));
+			r[i].next_node++;
+		}
+		assert_int_equal(walked, drain_by_definition(m, o.l, reqs, 40));
+	}
+	slk_exact_walk_end(&x);
+	assert_int_equal(slk_exact_drain_ns(&x, reqs, 40), walked);
+	slk_exact_fini(&x);
+	eng_latency_destroy(o.l);
+	hw_close(hw);
+	mdl_free(m);
+}
+
 /* One run of p on m through the shim, with runs (policy.h) on or off. */
 static void run_with_runs(const struct pol_ops *p, const struct mdl_model *m, struct hw_model *hw, uint32_t workers,
                           double load, int runs, struct drv_result *r, uint64_t *nruns)
@@ -753,6 +837,7 @@ int main(void)
 		cmocka_unit_test(test_eq2_boundary_lazy),
 		cmocka_unit_test(test_exact_boundary_oracle),
 		cmocka_unit_test(test_oracle_drain),
+		cmocka_unit_test(test_oracle_drain_three_ways),
 		cmocka_unit_test(test_algorithm1_transformer),
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_every_policy_every_model),
