@@ -206,8 +206,9 @@ static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *r
 /* One type's part of the drain from a histogram of the remaining counts:
  * level k's run batches c(k) = #{counts > k} requests, so the part is the
  * sum over v >= 1 of price(#{counts >= v}), the same sum the sorted counts
- * give. -1 when the counts reach too far for a histogram to pay (or it
- * cannot grow): the caller sorts. */
+ * give; the counts are left sorted, decreasing (a counting sort). -1 when
+ * the counts reach too far for a histogram to pay (or it cannot grow):
+ * the caller sorts. */
 static int64_t slk_exact_counted_ns(struct slk_exact *x, uint32_t t)
 {
 	uint32_t m = x->nrems[t], top = 0;
@@ -228,8 +229,10 @@ static int64_t slk_exact_counted_ns(struct slk_exact *x, uint32_t t)
 	for (uint32_t i = 0; i < m; i++)
 		x->hist[r[i]]++;
 	int64_t ns = 0;
-	uint32_t c = 0;
+	uint32_t c = 0, *sorted = x->rems[t];
 	for (uint32_t v = top; v >= 1; v--) {
+		for (uint32_t k = 0; k < x->hist[v]; k++)
+			sorted[c + k] = v;
 		c += x->hist[v];
 		ns = ns_add(ns, slk_exact_price(x, t, c));
 	}
@@ -281,13 +284,11 @@ static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *r
 		 * k runs left. With the counts sorted in decreasing order r1 >= r2
 		 * >= ... >= rm (r(m+1) = 0), runs r(j+1)+1 .. r(j) hold j cells. */
 		uint32_t m = x->nrems[t], *r = x->rems[t];
-		if (!keep && m > 8) {
-			/* the same sum from a histogram of the counts, when that is cheaper than sorting */
-			int64_t ns = slk_exact_counted_ns(x, t);
-			if (ns >= 0) {
-				total = ns_add(total, ns);
-				m = 0;
-			}
+		int64_t counted_ns = m > 8 ? slk_exact_counted_ns(x, t) : -1;
+		if (counted_ns >= 0) {
+			/* the same sum from a histogram of the counts, cheaper than sorting many */
+			total = ns_add(total, counted_ns);
+			m = 0;
 		}
 		for (uint32_t i = 1; i < m; i++) {
 			uint32_t v = r[i], j = i;

@@ -636,17 +636,17 @@ static uint32_t runs_left(const struct mdl_model *m, const struct pol_request *r
 	return n;
 }
 
-/* The drain by its definition: type by type, the k-th remaining run batches
+/* The drain by its definition, from each request's remaining runs of each
+ * type (left[i * nnodes + t]): type by type, the k-th remaining run batches
  * every request with more than k left, priced at that batch (split at 64). */
-static int64_t drain_by_definition(const struct mdl_model *m, struct eng_latency *l, struct pol_request **reqs,
-                                   uint32_t n)
+static int64_t drain_by_definition(const struct mdl_model *m, struct eng_latency *l, const uint32_t *left, uint32_t n)
 {
 	int64_t total = 0;
 	for (uint32_t t = 0; t < m->nnodes; t++)
 		for (uint32_t k = 0;; k++) {
 			uint32_t c = 0;
 			for (uint32_t i = 0; i < n; i++)
-				c += runs_left(m, reqs[i], t) > k;
+				c += left[i * m->nnodes + t] > k;
 			if (!c)
 				break;
 			total += (c / 64) * eng_latency_node_ns(l, t, 64) + (c % 64 ? eng_latency_node_ns(l, t, c % 64) : 0);
@@ -654,14 +654,20 @@ static int64_t drain_by_definition(const struct mdl_model *m, struct eng_latency
 	return total;
 }
 
+static void count_left(const struct mdl_model *m, const struct pol_request *r, uint32_t *left)
+{
+	for (uint32_t t = 0; t < m->nnodes; t++)
+		left[t] = runs_left(m, r, t);
+}
+
 /* The oracle's drain three ways on GNMT at the NPU's latencies, 40 requests
  * at random lengths and positions: the definition above; slk_exact_drain_ns
- * (a histogram of the counts when there are many); and the walk, which
- * keeps the sorted counts and moves one count per request and node while
- * five requests at the same node run 40 nodes together. */
-static void test_oracle_drain_three_ways(void **state)
+ * (a histogram of the counts when there are many and they are short, a
+ * sort when they are long: lengths up to 80, then up to 800); and the walk,
+ * which keeps the sorted counts and moves one count per request and node
+ * while five requests at the same node run 40 nodes together. */
+static void check_drain_three_ways(uint32_t max_len)
 {
-	(void)state;
 	char err[256];
 	struct mdl_model *m = NULL;
 	struct hw_model *hw = NULL;
@@ -674,8 +680,8 @@ static void test_oracle_drain_three_ways(void **state)
 	uint64_t seed = 12345;
 	for (uint32_t i = 0; i < 40; i++) {
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-		r[i] = (struct pol_request){ .input_len = 1 + (uint32_t)(seed >> 33) % 80,
-		                             .output_len = 1 + (uint32_t)(seed >> 45) % 80 };
+		r[i] = (struct pol_request){ .input_len = 1 + (uint32_t)(seed >> 33) % max_len,
+		                             .output_len = 1 + (uint32_t)(seed >> 45) % max_len };
 		r[i].chain_len = mdl_chain_length(m, r[i].input_len, r[i].output_len);
 		reqs[i] = &r[i];
 	}
@@ -683,14 +689,18 @@ static void test_oracle_drain_three_ways(void **state)
 	for (uint32_t i = 0; i < 40; i++) {
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		if (i < 5) {
-			r[i].output_len = 8 + (uint32_t)(seed >> 40) % 70;
+			r[i].output_len = 8 + (uint32_t)(seed >> 40) % (max_len - 10);
 			r[i].chain_len = mdl_chain_length(m, r[i].input_len, r[i].output_len);
 			r[i].next_node = 5ull * r[i].input_len + 6ull * ((seed >> 20) % 3);
 		} else {
 			r[i].next_node = (seed >> 20) % r[i].chain_len;
 		}
 	}
-	int64_t want = drain_by_definition(m, o.l, reqs, 40);
+	uint32_t left[40 * 16];
+	assert_true(m->nnodes <= 16);
+	for (uint32_t i = 0; i < 40; i++)
+		count_left(m, &r[i], left + i * m->nnodes);
+	int64_t want = drain_by_definition(m, o.l, left, 40);
 	assert_int_equal(slk_exact_drain_ns(&x, reqs, 40), want);
 	assert_int_equal(slk_exact_walk_begin(&x, reqs, 40), want);
 	int64_t walked = want;
@@ -698,10 +708,11 @@ static void test_oracle_drain_three_ways(void **state)
 		uint32_t t = mdl_node_at(m, r[0].next_node, r[0].input_len, r[0].output_len);
 		for (uint32_t i = 0; i < 5; i++) {
 			assert_int_equal(mdl_node_at(m, r[i].next_node, r[i].input_len, r[i].output_len), t);
-			walked += slk_exact_walk_step(&x, t, runs_left(m, &r[i], t));
+			walked += slk_exact_walk_step(&x, t, left[i * m->nnodes + t]);
 			r[i].next_node++;
+			count_left(m, &r[i], left + i * m->nnodes);    /* from the new position, not by the walk's rule */
 		}
-		assert_int_equal(walked, drain_by_definition(m, o.l, reqs, 40));
+		assert_int_equal(walked, drain_by_definition(m, o.l, left, 40));
 	}
 	slk_exact_walk_end(&x);
 	assert_int_equal(slk_exact_drain_ns(&x, reqs, 40), walked);
@@ -709,6 +720,13 @@ static void test_oracle_drain_three_ways(void **state)
 	eng_latency_destroy(o.l);
 	hw_close(hw);
 	mdl_free(m);
+}
+
+static void test_oracle_drain_three_ways(void **state)
+{
+	(void)state;
+	check_drain_three_ways(80);
+	check_drain_three_ways(800);
 }
 
 /* One run of p on m through the shim, with runs (policy.h) on or off. */
