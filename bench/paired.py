@@ -2,14 +2,17 @@
 """Paired A/B speed of two simbatch binaries (a change against the commit before it).
 
 Runs each workload REPS times per binary, alternating which goes first, and
-prints the median simulated requests per wall second of each and the median
-of the per-pair ratios new/old with their range. A ratio near 1 with a range
-that straddles it is "within noise" on a shared machine; compare only runs
-taken together.
+prints for each binary the median CPU seconds (user + system of the child)
+and wall seconds (the run's own wall_s) with the simulated requests per CPU
+second, and the median of the per-pair speed-ups old/new with their range.
+A ratio near 1 with a range that straddles it is "within noise" on a shared
+machine; compare only runs taken together. Every pair must print the same
+results (the JSON less wall_s): a speed-up that moves a number is a bug.
 
-Usage: bench/paired.py OLD_SIMBATCH NEW_SIMBATCH REPS [serial] [lazy]
-(the names pick workloads; none: both)"""
+Usage: bench/paired.py OLD_SIMBATCH NEW_SIMBATCH REPS [WORKLOAD...]
+(the names pick workloads from WORKLOADS; none: serial and lazy)"""
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -19,30 +22,55 @@ WORKLOADS = {
     "serial": ["--policy=serial", "--model=resnet50", "--hw=npu", "--rate=1055", "--requests=5000000"],
     # a node-level policy: its event loop and the driver's per-task calls dominate
     "lazy": ["--policy=lazy", "--model=gnmt", "--rate=1000", "--requests=200000"],
+    # the speed issue's table (1M requests unless noted)
+    "serial10m": ["--policy=serial", "--model=resnet50", "--hw=npu", "--rate=1055", "--requests=10000000"],
+    "cellular": ["--policy=cellular", "--model=lstm", "--rate=20000", "--max-batch=512", "--requests=1000000"],
+    "topup": ["--policy=topup", "--model=seq2seq", "--rate=2000", "--requests=1000000"],
+    "lazy-gnmt": ["--policy=lazy", "--model=gnmt", "--rate=300", "--requests=1000000"],
+    "lazy-transformer": ["--policy=lazy", "--model=transformer", "--rate=300", "--requests=1000000"],
+    "oracle-transformer": ["--policy=oracle", "--model=transformer", "--rate=300", "--requests=1000000"],
+    "oracle-gnmt": ["--policy=oracle", "--model=gnmt", "--rate=300", "--requests=1000000"],
+    # overload, where the oracle decides at most boundaries (the figure set's costliest runs)
+    "oracle-overload": ["--policy=oracle", "--model=transformer", "--rate=1500", "--requests=100000"],
 }
 
 
-def speed(binary, args):
+def run(binary, args):
+    """(CPU s, wall s, the JSON less wall_s)"""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([binary, *args, "--no-db", "--json"], capture_output=True, text=True, check=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     j = json.loads(out)
-    return j["completed"] / j["wall_s"]
+    wall = j.pop("wall_s")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall, j
 
 
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     old, new, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    names = sys.argv[4:] or list(WORKLOADS)
+    names = sys.argv[4:] or ["serial", "lazy"]
+    print("| workload | old CPU s | new CPU s | old wall s | new wall s | new M req/CPU s | "
+          "speed-up old/new CPU (min-max) | wall |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name in names:
         args = WORKLOADS[name]
         r = {old: [], new: []}
         for i in range(reps):
+            pair = {}
             for b in ((old, new) if i % 2 == 0 else (new, old)):
-                r[b].append(speed(b, args))
-        ratios = [n / o for n, o in zip(r[new], r[old])]
-        print(f"{name} ({' '.join(args)}): median old {statistics.median(r[old]) / 1e6:.3f} M req/s, "
-              f"new {statistics.median(r[new]) / 1e6:.3f}; paired ratio new/old median {statistics.median(ratios):.3f} "
-              f"(min {min(ratios):.3f}, max {max(ratios):.3f})", flush=True)
+                cpu, wall, j = run(b, args)
+                r[b].append((cpu, wall, j["completed"]))
+                pair[b] = j
+            if pair[old] != pair[new]:
+                diff = sorted(k for k in pair[old].keys() | pair[new].keys() if pair[old].get(k) != pair[new].get(k))
+                print(f"{name}: results differ in {diff}", flush=True)
+        med = {b: (statistics.median(x[0] for x in r[b]), statistics.median(x[1] for x in r[b])) for b in r}
+        cpu_ratios = [o[0] / n[0] for o, n in zip(r[old], r[new])]
+        wall_ratios = [o[1] / n[1] for o, n in zip(r[old], r[new])]
+        print(f"| {name} | {med[old][0]:.3f} | {med[new][0]:.3f} | {med[old][1]:.3f} | {med[new][1]:.3f} | "
+              f"{r[new][0][2] / med[new][0] / 1e6:.2f} | {statistics.median(cpu_ratios):.2f} "
+              f"({min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}) | {statistics.median(wall_ratios):.2f} |", flush=True)
 
 
 if __name__ == "__main__":
