@@ -235,6 +235,11 @@ static uint32_t lazy_admissible(struct lazy_state *s, const struct batch_table *
 	return k;
 }
 
+static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batch_table *bt,
+                                   const struct pol_task *task, int64_t now_ns, uint64_t n);
+static uint64_t oracle_rejecting_run(struct lazy_state *s, const struct batch_table *bt,
+                                     const struct pol_task *task, int64_t now_ns, uint64_t n);
+
 /* How many nodes the issued task may run as one (policy.h "Runs"). When no
  * pending input could be admitted at the boundaries it skips: the InfQ is
  * empty (until the next arrival, which ends the run) or the table is full
@@ -246,11 +251,6 @@ static uint32_t lazy_admissible(struct lazy_state *s, const struct batch_table *
  * two merge; past it, the entry below is behind and runs first (bt_settle).
  * Other devices' tables are their own and a device never takes from the
  * InfQ it does not see non-empty. */
-static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batch_table *bt,
-                                   const struct pol_task *task, int64_t now_ns, uint64_t n);
-static uint64_t oracle_rejecting_run(struct lazy_state *s, const struct batch_table *bt,
-                                     const struct pol_task *task, int64_t now_ns, uint64_t n);
-
 static uint64_t lazy_run_max(struct lazy_state *s, const struct batch_table *bt, const struct pol_task *task,
                              int64_t now_ns)
 {
@@ -282,7 +282,7 @@ static uint64_t lazy_run_max(struct lazy_state *s, const struct batch_table *bt,
 	return s->exact ? oracle_rejecting_run(s, bt, task, now_ns, n) : lazy_rejecting_run(s, bt, task, now_ns, n);
 }
 
-/* A run through slack rejections (lazy only): with inputs pending and room
+/* Lazy's run through slack rejections: with inputs pending and room
  * for them, each boundary of the run asks Eq. 2 again for the InfQ's head,
  * and the run goes on while it is refused. Over the run the waiting time
  * grows by each node's batched latency and the top members' remaining

@@ -189,17 +189,18 @@ static int64_t eng_cold_extra(struct eng *e, struct eng_device *d, const struct 
 	return extra;
 }
 
-/* A NODE task the policy offered as a run (policy.h "Runs"), its first node
- * taking first_ns from now: the end of the run's last node. Node j > 0 runs
- * when it starts before the horizon, the next arrival or wake-up, where the
- * policy must decide again; whole passes through the segment's nodes are
- * priced at once. Sets the run's length with the driver. */
+/* Where any run must end: the next arrival or scheduled wake-up. */
 static int64_t eng_horizon(const struct eng *e)
 {
 	int64_t horizon = e->arrival_pending ? e->arrival.time_ns : INT64_MAX;
 	return e->wake_pending_ns < horizon ? e->wake_pending_ns : horizon;
 }
 
+/* A NODE task the policy offered as a run (policy.h "Runs"), its first node
+ * taking first_ns from now: the end of the run's last node. Node j > 0 runs
+ * when it starts before the horizon, where the policy must decide again;
+ * whole passes through the segment's nodes are priced at once. Sets the
+ * run's length with the driver. */
 static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, int64_t first_ns)
 {
 	int64_t horizon = eng_horizon(e);
