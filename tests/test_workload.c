@@ -587,6 +587,54 @@ static void test_trace_good(void **state)
 	trc_trace_free(t);
 }
 
+/* The Azure LLM trace's own format, on the first 12 rows of the published
+ * conversation trace (tests/data/README.md): CRLF line ends, 7-digit
+ * fractions, arrivals in seconds after the first row; the differences below
+ * are read off the timestamps by hand. Then dates that cross a year's end
+ * and a leap day. */
+static void test_trace_azure(void **state)
+{
+	(void)state;
+	const char *dir = getenv("SIMBATCH_TEST_DATA");
+	char path[1024], err[512] = "";
+	assert_non_null(dir);
+	snprintf(path, sizeof path, "%s/azure-llm-2023-conv-head.csv", dir);
+	struct trc_trace *t = NULL;
+	if (trc_trace_load(path, &t, err, sizeof err) != 0)
+		fail_msg("Azure excerpt refused: %s", err);
+	assert_int_equal(t->n, 12);
+	/* 18:15:46.6805900 is the origin; 50.9951690, 51.2224670 and 56.1080580 follow */
+	assert_true(t->arrival_s[0] == 0.0);
+	assert_true(t->arrival_s[1] == 4314579000 * 1e-9);
+	assert_true(t->arrival_s[2] == 4541877000 * 1e-9);
+	assert_true(t->arrival_s[11] == 9427468000 * 1e-9);
+	const uint32_t in[12] = { 374, 396, 879, 91, 91, 381, 1313, 388, 242, 209, 394, 394 };
+	const uint32_t out[12] = { 44, 109, 55, 16, 16, 84, 142, 84, 14, 152, 124, 59 };
+	for (size_t i = 0; i < 12; i++) {
+		assert_int_equal(t->input_len[i], in[i]);
+		assert_int_equal(t->output_len[i], out[i]);
+	}
+	trc_trace_free(t);
+
+	const char *p2 = write_text("azure-dates.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+	                                               "2023-12-31 23:59:59.5,1,1\r\n"
+	                                               "2024-01-01 00:00:00.25,2,3\r\n"
+	                                               "2024-02-28 23:59:59.5,4,5\r\n"
+	                                               "2024-02-29 12:00:00,6,7\r\n"
+	                                               "2024-03-01 00:00:00.123456789,8,9\r\n");
+	if (trc_trace_load(p2, &t, err, sizeof err) != 0)
+		fail_msg("dates refused: %s", err);
+	assert_int_equal(t->n, 5);
+	/* the origin is 2024-01-01 00:00:00 less 0.5 s: 0.75 s over the new year; Feb 28 23:59:59.5 is
+	 * 31 + 28 days on; Feb 29 noon 12 h and 0.5 s after that; Mar 1 00:00 is 60 days and 0.5 s
+	 * after the origin (2024 is a leap year) */
+	assert_true(t->arrival_s[1] == 750000000 * 1e-9);
+	assert_true(t->arrival_s[2] == 59 * 86400LL * 1000000000LL * 1e-9);
+	assert_true(t->arrival_s[3] == ((59 * 86400LL + 12 * 3600LL) * 1000000000LL + 500000000LL) * 1e-9);
+	assert_true(t->arrival_s[4] == (60 * 86400LL * 1000000000LL + 500000000LL + 123456789LL) * 1e-9);
+	trc_trace_free(t);
+}
+
 static void check_trace_error(const char *name, const char *content, const char *tail)
 {
 	const char *path = write_text(name, content);
@@ -605,11 +653,15 @@ static void check_trace_error(const char *name, const char *content, const char 
 static void test_trace_errors(void **state)
 {
 	(void)state;
-	check_trace_error("t1.csv", "0.1,2,3\n", ":1: expected header 'arrival_s,input_len,output_len', got '0.1,2,3'");
+	check_trace_error("t1.csv", "0.1,2,3\n", ":1: expected header 'arrival_s,input_len,output_len' (or the Azure "
+	                  "LLM trace's 'TIMESTAMP,ContextTokens,GeneratedTokens'), got '0.1,2,3'");
 	check_trace_error("t2.csv", "# c\narrival,input,output\n0,1,1\n",
-	                  ":2: expected header 'arrival_s,input_len,output_len', got 'arrival,input,output'");
-	check_trace_error("t3.csv", "# only comments\n\n", ": empty trace: expected header 'arrival_s,input_len,output_len'");
-	check_trace_error("t4.csv", "", ": empty trace: expected header 'arrival_s,input_len,output_len'");
+	                  ":2: expected header 'arrival_s,input_len,output_len' (or the Azure LLM trace's "
+	                  "'TIMESTAMP,ContextTokens,GeneratedTokens'), got 'arrival,input,output'");
+	check_trace_error("t3.csv", "# only comments\n\n", ": empty trace: expected header 'arrival_s,input_len,output_len' "
+	                  "(or 'TIMESTAMP,ContextTokens,GeneratedTokens')");
+	check_trace_error("t4.csv", "", ": empty trace: expected header 'arrival_s,input_len,output_len' (or "
+	                  "'TIMESTAMP,ContextTokens,GeneratedTokens')");
 	check_trace_error("t5.csv", HDR "# none\n", ": trace has a header but no requests");
 	check_trace_error("t6.csv", HDR "0,1,1\n0.2,3\n", ":3: expected 3 fields (arrival_s,input_len,output_len), got 2");
 	check_trace_error("t7.csv", HDR "0,1,1,4\n", ":2: expected 3 fields (arrival_s,input_len,output_len), got 4");
@@ -629,6 +681,32 @@ static void test_trace_errors(void **state)
 	/* just past the span the int64 nanosecond clock leaves to arrivals (TRC_MAX_SPAN_S) */
 	check_trace_error("t20.csv", HDR "1000000000.5,1,1\n",
 	                  ":2: arrival_s must be a number from 0 to 1e+09, got '1000000000.5'");
+
+#define AZ "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46.6805900,374,44\r\n"
+#define AZ_TIME "TIMESTAMP must read YYYY-MM-DD HH:MM:SS.fffffff (a real date from 1970 to 2199, up to 9 fractional digits), got "
+	check_trace_error("a1.csv", AZ "2023-11-16 18:15:46.6805899,1,1\r\n",
+	                  ":3: TIMESTAMP 2023-11-16 18:15:46.6805899 is earlier than the previous row's 2023-11-16 18:15:46.6805900");
+	check_trace_error("a2.csv", AZ "2023-11-16 18:15:47,0,1\r\n",
+	                  ":3: ContextTokens must be an integer in [1, 1000000], got '0'");
+	check_trace_error("a3.csv", AZ "2023-11-16 18:15:47,5,0\r\n",
+	                  ":3: GeneratedTokens must be an integer in [1, 1000000], got '0'");
+	check_trace_error("a4.csv", AZ "2023-11-16 18:15:47,-5,3\r\n",
+	                  ":3: ContextTokens must be an integer in [1, 1000000], got '-5'");
+	check_trace_error("a5.csv", AZ "2023-11-16 18:15:47,5,1000001\r\n",
+	                  ":3: GeneratedTokens must be an integer in [1, 1000000], got '1000001'");
+	check_trace_error("a6.csv", AZ "2023-02-29 00:00:00,5,1\r\n", ":3: " AZ_TIME "'2023-02-29 00:00:00'");
+	check_trace_error("a7.csv", AZ "2023-11-16 24:00:00,5,1\r\n", ":3: " AZ_TIME "'2023-11-16 24:00:00'");
+	check_trace_error("a8.csv", AZ "2023-11-16 18:15:47.1234567891,5,1\r\n",
+	                  ":3: " AZ_TIME "'2023-11-16 18:15:47.1234567891'");
+	check_trace_error("a9.csv", AZ "2023-11-16T18:15:47,5,1\r\n", ":3: " AZ_TIME "'2023-11-16T18:15:47'");
+	check_trace_error("a10.csv", AZ "18:15:47,5,1\r\n", ":3: " AZ_TIME "'18:15:47'");
+	check_trace_error("a11.csv", AZ "2023-11-16 18:15:47.,5,1\r\n", ":3: " AZ_TIME "'2023-11-16 18:15:47.'");
+	check_trace_error("a12.csv", AZ "2023-11-16 18:15:47,5\r\n",
+	                  ":3: expected 3 fields (TIMESTAMP,ContextTokens,GeneratedTokens), got 2");
+	check_trace_error("a13.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n1969-12-31 23:59:59,5,1\r\n",
+	                  ":2: " AZ_TIME "'1969-12-31 23:59:59'");
+	check_trace_error("a14.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n",
+	                  ": trace has a header but no requests");
 
 	struct trc_trace *t = (struct trc_trace *)&t;
 	char err[512], path[256], want[512];
@@ -766,6 +844,7 @@ int main(void)
 		cmocka_unit_test(test_spec_errors),
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_trace_good),
+		cmocka_unit_test(test_trace_azure),
 		cmocka_unit_test(test_trace_errors),
 		cmocka_unit_test(test_corpus_tokenizer),
 		cmocka_unit_test(test_corpus_roundtrip),

@@ -83,8 +83,12 @@ struct trc_trace {
 
 /* Loads "arrival_s,input_len,output_len" CSV (header required, # comments,
  * arrival times non-decreasing, lengths non-negative integers up to
- * TRC_LENGTH_LIMIT). A trace with no rows is an error. The caller frees the
- * result with trc_trace_free. */
+ * TRC_LENGTH_LIMIT), or the Azure LLM inference trace format (header
+ * "TIMESTAMP,ContextTokens,GeneratedTokens"; timestamps "YYYY-MM-DD
+ * HH:MM:SS.fffffff", non-decreasing, arrivals in seconds after the first;
+ * token counts from 1 to TRC_LENGTH_LIMIT as input_len and output_len).
+ * CRLF line ends are read as LF. A trace with no rows is an error. The
+ * caller frees the result with trc_trace_free. */
 int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t errlen);
 void trc_trace_free(struct trc_trace *t);                      /* NULL is fine */
 
