@@ -103,6 +103,17 @@ check("trace replay", r.returncode == 0 and [x["input_len"] for x in rows] == ["
 # ---- bad input: exit 2, one line on stderr, nothing stored ----
 bad_trace = os.path.join(td, "bad_trace.csv")
 write(bad_trace, "arrival_s,input_len,output_len\n0.1,3,0\n0.05,2,0\n")
+# the Azure LLM trace's own format (DESIGN.md 3b): CRLF, arrivals after the first timestamp
+azure = os.path.join(td, "azure.csv")
+write(azure, "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46.6805900,374,44\r\n"
+             "2023-11-16 18:15:50.9951690,396,109\r\n")
+r = sb("--policy=serial", "--model=seq2seq", f"--trace={azure}", "--no-db", f"--requests-out={out_csv}", "--json")
+rows = list(csv.DictReader(open(out_csv))) if r.returncode == 0 else []
+check("Azure trace replay", r.returncode == 0 and [x["arrival_s"] for x in rows] == ["0.000000000", "4.314579000"] and
+      [x["input_len"] for x in rows] == ["374", "396"] and [x["output_len"] for x in rows] == ["44", "109"],
+      r.stderr + str(rows))
+bad_azure = os.path.join(td, "bad_azure.csv")
+write(bad_azure, "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46.6805900,374,0\r\n")
 bad_model = os.path.join(td, "bad.model")
 write(bad_model, "model bad\nsource test\nnode a static gemm=1,2\n")
 bad_table = os.path.join(td, "bad_table.csv")
@@ -125,6 +136,7 @@ cases = {
     "missing hw file": ["--hw=" + os.path.join(td, "missing.csv")],
     "missing trace": ["--trace=" + os.path.join(td, "missing.csv")],
     "malformed trace": ["--model=lstm", f"--trace={bad_trace}"],
+    "Azure trace with zero output tokens": ["--model=seq2seq", f"--trace={bad_azure}"],
     "malformed model": [f"--model={bad_model}"],
     "malformed table": ["--model=lstm", f"--hw={bad_table}"],
     "bad length spec": ["--model=lstm", "--input-len=uniform:9:2"],
