@@ -40,6 +40,13 @@ struct hw_gemm_cost {
 	enum hw_bound bound;
 };
 
+/* What LLM serving needs of a device beyond GEMM times (hwmodels/llm_cost.h). */
+struct hw_device {
+	double mem_bytes;           /* memory capacity: the weights, then the KV cache (0: not modelled) */
+	double mem_bw_bytes_s;      /* memory bandwidth */
+	double peak_flops;          /* peak arithmetic at the model's element size, FLOP/s */
+};
+
 struct hw_model;
 
 struct hw_ops {
@@ -65,6 +72,8 @@ struct hw_ops {
 	 * (non-decreasing in idle_s; 0 when not modelled). A pure function, like
 	 * node_cost. */
 	double (*cold_start)(const struct hw_model *hw, uint32_t node_type, double idle_s);
+	/* optional: the device's memory and peak arithmetic (LLM serving) */
+	void (*device)(const struct hw_model *hw, struct hw_device *out);
 };
 
 /* Every instance starts with this header. */

@@ -56,6 +56,7 @@ static const struct npu_key npu_keys[] = {
 	{ "weight_load_bytes_per_cycle", NPU_KEY_RATE_OR_MEMORY,
 	  offsetof(struct npu_config, weight_load_bytes_per_cycle), 1, 0, 1e9, 1, "bytes per cycle" },
 	{ "vector_overlap", NPU_KEY_U32, offsetof(struct npu_config, vector_overlap), 1, 0, 1, 0, "" },
+	{ "mem_capacity_gb", NPU_KEY_SCALED, offsetof(struct npu_config, mem_capacity_bytes), 1e9, 0, 1e6, 0, "GB" },
 };
 #define NPU_NKEYS (sizeof npu_keys / sizeof npu_keys[0])
 #define NPU_KIND_KEY "kind"

@@ -24,6 +24,8 @@
  *   weight_load_bytes_per_cycle  bytes/cycle > 0 and <= mem_bw_gbs / freq_mhz,
  *                         or memory (as wide as DRAM)  memory
  *   vector_overlap        0 | 1                 1
+ *   mem_capacity_gb       GB (1e9 B), 0..1e6    0 (Table I gives none: not modelled,
+ *                                               so LLM serving needs the key)
  *
  * Contract:
  *  - Every problem is one line "FILE:LINE: key 'K': problem" (or

@@ -633,6 +633,13 @@ static int npu_hw_gemm_cost(const struct hw_model *hw, uint64_t m, uint64_t k, u
 	return npu_gemm(&npu->cfg, m, k, n, weight_operand, df, out, err, errlen);
 }
 
+static void npu_hw_device(const struct hw_model *hw, struct hw_device *out)
+{
+	const struct npu_config *c = &((const struct npu_hw *)hw)->cfg;
+	*out = (struct hw_device){ .mem_bytes = c->mem_capacity_bytes, .mem_bw_bytes_s = c->mem_bw_bytes_s,
+	                           .peak_flops = 2.0 * c->rows * c->cols * c->freq_hz };   /* a MAC per PE per cycle */
+}
+
 const struct hw_ops npu_hw_ops = {
 	.name = "npu",
 	.help = "systolic-array NPU of LazyBatching Table I (128x128 PEs, 700 MHz, 360 GB/s)",
@@ -641,4 +648,5 @@ const struct hw_ops npu_hw_ops = {
 	.node_cost = npu_hw_node_cost,
 	.gemm_cost = npu_hw_gemm_cost,
 	.max_batch = NULL,
+	.device = npu_hw_device,
 };

@@ -32,6 +32,7 @@ struct npu_config {
 	uint32_t weight_double_buffer; /* 1: the next fold's stationary operand moves while the current fold computes (TPU); 0: serialized, as SCALE-Sim */
 	double weight_load_bytes_per_cycle; /* weight bytes entering the PEs per cycle (WS); 0: as wide as DRAM (npu_weight_load_bytes) */
 	uint32_t vector_overlap;    /* 1: the vector unit works on a node's outputs while the array computes (TPU); 0: after it */
+	double mem_capacity_bytes;  /* DRAM capacity (LLM serving: weights and KV cache); 0: not modelled */
 };
 
 /* DRAM bytes per cycle (bandwidth / clock). */

@@ -15,11 +15,13 @@
 #include "npu_config.h"
 #include "npu_systolic.h"
 #include "node_table.h"
+#include "roofline.h"
 
 /* Models opened by name. File-based models (the table) are not listed: they
  * are found by sniffing the file, never by name. */
 static const struct hw_ops *const hw_named[] = {
 	&npu_hw_ops,
+	&roofline_h100_ops,
 	&calhw_cpu_ops,
 	&calhw_gpu_ops,   /* listed as gpu-NAME; matched by prefix in hw_open */
 };

@@ -56,6 +56,7 @@ struct mdl_parser {
 	unsigned long first_decoder_line;
 	unsigned long first_leaf_line;     /* tree models: leaf cells (input_len leaves per request) */
 	unsigned long first_internal_line; /* tree models: internal cells */
+	unsigned long llm_line;            /* the llm line, 0 if none */
 };
 
 __attribute__((format(printf, 2, 3)))
@@ -395,6 +396,73 @@ static int mdl_parse_spec(struct mdl_parser *p, const char *directive, char *res
 	return 0;
 }
 
+/* llm KEY=VALUE ...: every key once, all required but mlp (gated by default). */
+static int mdl_parse_llm(struct mdl_parser *p, char *rest)
+{
+	static const struct { const char *key; size_t off; uint32_t max; } keys[] = {
+		{ "layers", offsetof(struct mdl_llm, layers), 1024 },
+		{ "hidden", offsetof(struct mdl_llm, hidden), 1u << 20 },
+		{ "heads", offsetof(struct mdl_llm, heads), 4096 },
+		{ "kv_heads", offsetof(struct mdl_llm, kv_heads), 4096 },
+		{ "head_dim", offsetof(struct mdl_llm, head_dim), 4096 },
+		{ "ffn", offsetof(struct mdl_llm, ffn), 1u << 22 },
+		{ "vocab", offsetof(struct mdl_llm, vocab), 1u << 24 },
+		{ "context", offsetof(struct mdl_llm, context), 1u << 24 },
+		{ "bytes", offsetof(struct mdl_llm, elem_bytes), 8 },
+	};
+	enum { NKEYS = sizeof keys / sizeof keys[0] };
+	struct mdl_llm *l = &p->m->llm;
+	int seen[NKEYS] = { 0 }, seen_mlp = 0;
+	if (p->llm_line)
+		return mdl_parse_fail(p, "llm given twice (first on line %lu)", p->llm_line);
+	l->gated = 1;
+	char *term;
+	while ((term = mdl_next_token(&rest)) != NULL) {
+		char *eq = strchr(term, '=');
+		if (!eq)
+			return mdl_parse_fail(p, "llm term '%s' is not KEY=VALUE", term);
+		*eq = '\0';
+		const char *value = eq + 1;
+		if (strcmp(term, "mlp") == 0) {
+			if (seen_mlp++)
+				return mdl_parse_fail(p, "llm key mlp given twice");
+			if (strcmp(value, "gated") != 0 && strcmp(value, "plain") != 0)
+				return mdl_parse_fail(p, "llm mlp must be gated or plain, got '%s'", value);
+			l->gated = strcmp(value, "gated") == 0;
+			continue;
+		}
+		size_t k = 0;
+		while (k < NKEYS && strcmp(term, keys[k].key) != 0)
+			k++;
+		if (k == NKEYS)
+			return mdl_parse_fail(p, "unknown llm key '%s' (expected layers, hidden, heads, kv_heads, head_dim, "
+			                      "ffn, vocab, context, bytes, mlp)", term);
+		if (seen[k]++)
+			return mdl_parse_fail(p, "llm key %s given twice", term);
+		uint64_t v;
+		if (txt_parse_uint(value, keys[k].max, &v) != 0 || v == 0)
+			return mdl_parse_fail(p, "llm %s must be an integer in [1, %u], got '%s'", term, keys[k].max, value);
+		*(uint32_t *)((char *)l + keys[k].off) = (uint32_t)v;
+	}
+	for (size_t k = 0; k < NKEYS; k++)
+		if (!seen[k])
+			return mdl_parse_fail(p, "llm needs %s=", keys[k].key);
+	if (l->heads % l->kv_heads != 0)
+		return mdl_parse_fail(p, "llm heads (%u) must be a multiple of kv_heads (%u): each KV head serves a "
+		                      "group of query heads", l->heads, l->kv_heads);
+	p->llm_line = p->line;
+	p->m->is_llm = 1;
+	return 0;
+}
+
+uint64_t mdl_llm_weight_bytes(const struct mdl_llm *l)
+{
+	uint64_t q = (uint64_t)l->heads * l->head_dim, kv = (uint64_t)l->kv_heads * l->head_dim;
+	uint64_t per_layer = (uint64_t)l->hidden * (q + 2 * kv) + q * l->hidden +
+	                     (uint64_t)(l->gated ? 3 : 2) * l->hidden * l->ffn;
+	return ((uint64_t)l->layers * per_layer + 2ull * l->vocab * l->hidden) * l->elem_bytes;
+}
+
 static int mdl_parse_line(struct mdl_parser *p, char *line)
 {
 	struct mdl_model *m = p->m;
@@ -446,7 +514,9 @@ static int mdl_parse_line(struct mdl_parser *p, char *line)
 		return mdl_parse_spec(p, directive, rest, &p->output_line, m->output_len_spec);
 	if (strcmp(directive, "node") == 0)
 		return mdl_parse_node(p, rest);
-	return mdl_parse_fail(p, "unknown directive '%s' (expected model, source, input_len, output_len or node)",
+	if (strcmp(directive, "llm") == 0)
+		return mdl_parse_llm(p, rest);
+	return mdl_parse_fail(p, "unknown directive '%s' (expected model, source, input_len, output_len, node or llm)",
 	                      directive);
 }
 
@@ -462,6 +532,19 @@ static int mdl_parse_finish(struct mdl_parser *p)
 	if (!p->source_line) {
 		p->line = p->model_line;
 		return mdl_parse_fail(p, "missing source line (source TEXT: where the shapes come from)");
+	}
+	if (p->llm_line) {
+		/* an LLM is its llm line: prefill and decode follow from it, and both lengths are its input */
+		if (m->nnodes) {
+			p->line = p->llm_line;
+			return mdl_parse_fail(p, "an llm model has no node lines (its layers follow from the llm line)");
+		}
+		if (!p->input_line || !p->output_line) {
+			p->line = p->llm_line;
+			return mdl_parse_fail(p, "an llm model needs input_len and output_len lines (prompt and output tokens)");
+		}
+		m->uses_input_len = m->uses_output_len = 1;
+		return 0;
 	}
 	if (m->nnodes == 0) {
 		p->line = last_line;
@@ -745,6 +828,8 @@ static uint64_t mdl_segment_repeats(enum mdl_kind kind, uint32_t input_len, uint
 
 uint64_t mdl_chain_length(const struct mdl_model *m, uint32_t input_len, uint32_t output_len)
 {
+	if (m->is_llm)       /* the tokens it generates; it needs a prompt and at least one */
+		return input_len && output_len ? output_len : 0;
 	uint64_t total = 0;
 	for (uint32_t s = 0; s < m->nsegments; s++) {
 		const struct mdl_segment *seg = &m->segments[s];

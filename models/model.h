@@ -80,6 +80,24 @@ struct mdl_segment {
 
 #define MDL_SPEC_MAX 128
 
+/* A decoder-only LLM (the `llm` line, FORMAT.md): the architecture from
+ * which its prefill and decode GEMMs, attention and KV cache follow. A
+ * request of P prompt tokens and G generated tokens runs a prefill over
+ * the P tokens (which yields the first token) and then one decode step per
+ * further token, each reading the KV cache of the tokens so far. */
+struct mdl_llm {
+	uint32_t layers;
+	uint32_t hidden;         /* d_model */
+	uint32_t heads;          /* query heads */
+	uint32_t kv_heads;       /* key/value heads (grouped-query attention: fewer than heads) */
+	uint32_t head_dim;
+	uint32_t ffn;            /* MLP inner width */
+	uint32_t vocab;
+	uint32_t context;        /* longest prompt + output the model takes */
+	uint32_t elem_bytes;     /* bytes per weight and per cached key/value element */
+	uint32_t gated;          /* 1: gated MLP (SwiGLU: gate and up, then down), 0: up and down */
+};
+
 struct mdl_model {
 	char name[MDL_NAME_MAX];
 	char path[512];                  /* file it was loaded from */
@@ -93,7 +111,20 @@ struct mdl_model {
 	int uses_input_len;              /* has an encoder segment */
 	int uses_output_len;             /* has a decoder segment */
 	int is_tree;                     /* has leaf + internal segments (input_len = leaves) */
+	int is_llm;                      /* an LLM (llm line, no nodes): served by iterations, not nodes */
+	struct mdl_llm llm;              /* is_llm only */
 };
+
+/* KV cache bytes one token holds: layers x KV heads x head size x 2 (a key
+ * and a value) x element size. */
+static inline uint64_t mdl_llm_kv_bytes_per_token(const struct mdl_llm *l)
+{
+	return (uint64_t)l->layers * l->kv_heads * l->head_dim * 2 * l->elem_bytes;
+}
+
+/* Weight bytes: per layer the QKV and output projections and the MLP, plus
+ * the token embedding and the (untied) output projection. */
+uint64_t mdl_llm_weight_bytes(const struct mdl_llm *l);
 
 /* Loads a model from a file path. Returns 0 and sets *out (caller frees with
  * mdl_free), or -1 with a one-line message "FILE:LINE: problem" in err. */

@@ -19,6 +19,20 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 	d->metrics = metrics_create(expect);
 	d->node_tasks = calloc(m->nnodes ? m->nnodes : 1, sizeof *d->node_tasks);
 	d->node_cells = calloc(m->nnodes ? m->nnodes : 1, sizeof *d->node_cells);
+	if (m->is_llm != (c->policy->serves_llm != 0)) {
+		snprintf(err, errlen, m->is_llm ? "policy %s batches nodes; model %s is an LLM, served by iterations "
+		         "(policies continuous, chunked)" : "policy %s serves LLMs; model %s is not one",
+		         c->policy->name, m->name);
+		goto fail;
+	}
+	if (m->is_llm) {
+		d->ttft = metrics_create(expect);
+		d->tpot = metrics_create(expect);
+		if (!d->ttft || !d->tpot) {
+			snprintf(err, errlen, "out of memory setting up the run");
+			goto fail;
+		}
+	}
 	d->st = calloc(1, c->policy->state_size ? c->policy->state_size : 1);
 	if (!d->metrics || !d->node_tasks || !d->node_cells || !d->st) {
 		snprintf(err, errlen, "out of memory setting up the run");
@@ -41,6 +55,8 @@ void drv_fini(struct pol_driver *d)
 		d->c.policy->fini(d->st);
 	free(d->st);
 	metrics_destroy(d->metrics);
+	metrics_destroy(d->ttft);
+	metrics_destroy(d->tpot);
 	free(d->node_tasks);
 	free(d->node_cells);
 	free(d->rows);
@@ -97,6 +113,24 @@ int drv_keep_row(struct pol_driver *d, const struct pol_request *r, int64_t fini
 	return 0;
 }
 
+/* An LLM request's token figures (DESIGN.md 3b): time to first token from
+ * arrival; time per output token, (finish - first token) / (tokens - 1),
+ * for requests of two tokens or more; and whether it met both SLOs. */
+int drv_record_tokens(struct pol_driver *d, const struct pol_request *r, int64_t finish_ns)
+{
+	int64_t ttft_ns = r->first_token_ns - r->arrival_ns, tpot_ns = 0;
+	if (metrics_record(d->ttft, ttft_ns, 0) != 0)
+		return -1;
+	if (r->output_len > 1) {
+		tpot_ns = (finish_ns - r->first_token_ns) / (int64_t)(r->output_len - 1);
+		if (metrics_record(d->tpot, tpot_ns, 0) != 0)
+			return -1;
+	}
+	const struct pol_env *env = &d->c.env;
+	d->good += (!env->ttft_slo_ns || ttft_ns <= env->ttft_slo_ns) && (!env->tpot_slo_ns || tpot_ns <= env->tpot_slo_ns);
+	return 0;
+}
+
 int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_result *res, char *err,
                size_t errlen)
 {
@@ -114,6 +148,13 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 	res->throughput_rps = d->measured && span_ns > 0 ? (double)d->measured / (span_ns * 1e-9) : 0.0;
 	res->busy_fraction = end->end_ns > 0 ? (double)d->busy_ns / ((double)end->end_ns * end->workers) : 0.0;
 	metrics_finish(d->metrics, end->sla_ns, &res->summary);
+	if (d->ttft) {
+		res->llm = 1;
+		metrics_finish(d->ttft, d->c.env.ttft_slo_ns ? d->c.env.ttft_slo_ns : INT64_MAX, &res->ttft);
+		metrics_finish(d->tpot, d->c.env.tpot_slo_ns ? d->c.env.tpot_slo_ns : INT64_MAX, &res->tpot);
+		res->goodput_rps = d->measured && span_ns > 0 ? (double)d->good / (span_ns * 1e-9) : 0.0;
+		res->iter_tokens = d->iter_tokens;
+	}
 	if (d->c.policy->stats)
 		res->npolicy_stats = d->c.policy->stats(d->st, res->policy_stats, POL_MAX_STATS);
 	res->nnodes = m->nnodes;

@@ -64,6 +64,10 @@ struct drv_result {
 	uint64_t graph_members;     /* requests in them */
 	size_t nrows;               /* per-request rows of finished requests, id order (keep_request_rows) */
 	struct drv_request_row *rows;
+	int llm;                    /* an LLM model: the token figures below are filled */
+	struct metrics_summary ttft, tpot;   /* time to first token; time per output token (requests of 2+ tokens) */
+	double goodput_rps;         /* measured requests meeting both SLOs, per second of the measured span */
+	uint64_t iter_tokens;       /* tokens the iterations ran */
 };
 
 void drv_result_free(struct drv_result *res);
@@ -94,6 +98,9 @@ struct pol_driver {
 	uint64_t *node_tasks, *node_cells;        /* per node type */
 	int64_t busy_ns;                          /* sum over ended tasks of end - start */
 	int64_t first_measured_arrival_ns, last_finish_ns;
+	struct metrics *ttft, *tpot;              /* LLM models: time to first token, time per output token */
+	uint64_t iter_tokens;                     /* LLM models: tokens the iterations ran */
+	uint64_t good;                            /* LLM models: measured requests that met both SLOs */
 	struct drv_request_row *rows;             /* by id; unfinished ids have id UINT64_MAX */
 	size_t rows_cap;
 };
@@ -150,6 +157,7 @@ __attribute__((format(printf, 4, 5)))
 int drv_broken(const struct pol_driver *d, char *err, size_t errlen, const char *fmt, ...);
 int drv_keep_row(struct pol_driver *d, const struct pol_request *r, int64_t finish_ns, char *err, size_t errlen);
 int drv_out_of_memory(char *err, size_t errlen, const char *what);
+int drv_record_tokens(struct pol_driver *d, const struct pol_request *r, int64_t finish_ns);
 
 /* A member can make a run of t->run_max nodes: a NODE task, no tree, and
  * the run stays inside the member's current segment span (policy.h). */
@@ -164,6 +172,7 @@ static inline int drv_arrive(struct pol_driver *d, struct pol_request *r, int64_
 	/* field by field: a memset of the struct compiles to `rep stos`, whose
 	 * start-up cost was measured at a tenth of the engine's whole loop */
 	r->first_start_ns = -1;
+	r->first_token_ns = -1;
 	r->in_flight = 0;
 	r->pol_next = NULL;
 	r->pol_word[0] = r->pol_word[1] = 0;
@@ -198,6 +207,11 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
 		if (t->run_max > 1 && !drv_run_fits(d, r, t))
 			return drv_broken(d, err, errlen, "a run of %llu nodes that request %llu cannot make",
 			                  (unsigned long long)t->run_max, (unsigned long long)r->id);
+		if (t->kind == POL_TASK_ITER &&
+		    (t->tokens[i] == 0 || (uint64_t)t->context[i] + t->tokens[i] > pol_llm_target(r)))
+			return drv_broken(d, err, errlen, "request %llu given %u tokens on a cache of %u (it needs %llu)",
+			                  (unsigned long long)r->id, t->tokens[i], t->context[i],
+			                  (unsigned long long)pol_llm_target(r));
 		r->in_flight = 1;
 		if (r->first_start_ns < 0)
 			r->first_start_ns = now_ns;
@@ -207,8 +221,11 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
 			max_in = r->input_len;
 		if (r->output_len > max_out)
 			max_out = r->output_len;
-		cells += pol_req_cells(r);
+		cells += t->kind == POL_TASK_ITER ? t->tokens[i] : pol_req_cells(r);
 	}
+	if ((t->kind == POL_TASK_ITER) != (d->c.env.model->is_llm != 0))
+		return drv_broken(d, err, errlen, "a %s task for %s model", t->kind == POL_TASK_ITER ? "token" : "node",
+		                  d->c.env.model->is_llm ? "an LLM" : "a node-level");
 	/* a lone member may exceed the max batch: its tree level cannot be split */
 	if (t->kind == POL_TASK_NODE && t->nreq > 1 && cells > d->c.env.max_batch)
 		return drv_broken(d, err, errlen, "a task of %u cells (max batch %u)", cells, d->c.env.max_batch);
@@ -216,6 +233,9 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
 		t->cells = t->nreq;
 		d->graph_tasks++;
 		d->graph_members += t->nreq;
+	} else if (t->kind == POL_TASK_ITER) {
+		t->cells = cells;                    /* the iteration's tokens */
+		d->iter_tokens += cells;
 	} else {
 		t->cells = cells;
 		d->node_tasks[t->node_type]++;
@@ -265,7 +285,8 @@ static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_
 			if (d->measured == 0 || r->arrival_ns < d->first_measured_arrival_ns)
 				d->first_measured_arrival_ns = r->arrival_ns;
 			d->measured++;
-			if (metrics_record(d->metrics, t->end_ns - r->arrival_ns, r->first_start_ns - r->arrival_ns) != 0)
+			if (metrics_record(d->metrics, t->end_ns - r->arrival_ns, r->first_start_ns - r->arrival_ns) != 0 ||
+			    (d->ttft && drv_record_tokens(d, r, t->end_ns) != 0))
 				return drv_out_of_memory(err, errlen, "recording latencies");
 		}
 		if (d->c.keep_request_rows && drv_keep_row(d, r, t->end_ns, err, errlen) != 0)

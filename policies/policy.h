@@ -24,6 +24,13 @@
  *    1, or a tree level's width; a lone member may exceed the limit, since
  *    its level cannot be split), and for a NODE task every member's current
  *    node type (pol_req_node) must equal task->node_type.
+ *  - LLM models (pol_ops.serves_llm) run ITER tasks: each member runs
+ *    tokens[i] >= 1 new tokens on top of the context[i] its KV cache holds,
+ *    with context[i] + tokens[i] <= pol_llm_target(r); reaching the target
+ *    emits its next output token (next_node counts them; chain_len is its
+ *    output length). The KV cache is the policy's to keep within
+ *    env->kv_blocks; the caller prices the iteration from the tokens and
+ *    contexts.
  *  - A policy may return a task while another of its tasks runs on another
  *    device, but never one that includes a request already in flight.
  *  - Runs (a simulation's shortcut; bench/README.md "Runs"). A NODE task may
@@ -57,6 +64,7 @@ struct pol_request {
 	uint64_t chain_len;          /* unrolled nodes in its graph */
 	uint64_t next_node;          /* unrolled position of its next node (0 = not started) */
 	int64_t first_start_ns;      /* start of its first task, -1 before */
+	int64_t first_token_ns;      /* LLM models: end of the iteration that produced its first token, -1 before */
 	uint32_t in_flight;          /* 1 while a task containing it runs */
 	uint32_t node_type_cache;    /* node type at next_node (kept by the caller) */
 	uint32_t cells_cache;        /* cells at next_node: 1, or a tree level's width (kept by the caller) */
@@ -68,6 +76,7 @@ struct pol_request {
 enum pol_task_kind {
 	POL_TASK_NODE = 0,   /* each member runs its next node (all of type node_type) */
 	POL_TASK_GRAPH = 1,  /* each member runs its whole remaining graph, padded to the longest member */
+	POL_TASK_ITER = 2,   /* LLM models: one iteration of the model over each member's next tokens */
 };
 
 struct pol_task {
@@ -80,6 +89,8 @@ struct pol_task {
 	int64_t start_ns, end_ns;    /* set by the caller when it starts the task */
 	uint64_t run_max;            /* NODE tasks, set by the policy: nodes it may run without a new decision (0 = 1) */
 	uint64_t run_len;            /* set by the caller: consecutive nodes each member ran (1 unless a run) */
+	uint32_t *tokens;            /* ITER, caller-allocated (max_batch slots): new tokens each member runs */
+	uint32_t *context;           /* ITER: tokens already in each member's KV cache (its attention reads them) */
 	int64_t run_until_ns;        /* set by the caller before next_task: any run ends at the first boundary
 	                              * at or after it (the next arrival it knows of); a policy need not look
 	                              * further. 0 from a caller that runs no runs (live) */
@@ -110,6 +121,11 @@ struct pol_env {
 	double topup_threshold;          /* --topup-threshold */
 	uint32_t max_batch_decoder;      /* --max-batch-decoder: cellular/topup batch limit for decoder cells (0 = max_batch) */
 	int64_t sla_ns;                  /* --sla */
+	/* LLM models (ITER tasks; DESIGN.md section 3b) */
+	uint32_t max_batched_tokens;     /* --max-batched-tokens: tokens one iteration may run */
+	uint32_t block_size;             /* --block-size: tokens a KV cache block holds */
+	uint64_t kv_blocks;              /* KV cache blocks a device holds: its memory less the weights, in blocks */
+	int64_t ttft_slo_ns, tpot_slo_ns;/* --ttft-slo, --tpot-slo (0: none) */
 	struct pol_latency lat;
 };
 
@@ -126,7 +142,8 @@ struct pol_ops {
 	const char *name;            /* registry name */
 	const char *help;            /* one line for `simbatch list policies` */
 	size_t state_size;           /* bytes of private state */
-	uint32_t default_max_batch;  /* used when --max-batch is not given */
+	uint32_t default_max_batch;  /* used when --max-batch is not given (LLM policies: --max-seqs) */
+	uint32_t serves_llm;         /* 1: LLM models, by ITER tasks; 0: node-level models */
 	/* Checks env and initializes state. 0, or -1 with err. */
 	int (*init)(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen);
 	void (*fini)(struct pol_state *st);                 /* optional */
@@ -147,6 +164,12 @@ const struct pol_ops *pol_find(const char *name);
 static inline uint32_t pol_req_node(const struct pol_request *r) { return r->node_type_cache; }
 static inline uint32_t pol_req_cells(const struct pol_request *r) { return r->cells_cache; }
 static inline int pol_req_done(const struct pol_request *r) { return r->next_node >= r->chain_len; }
+/* An LLM request emits its next output token when the iteration that
+ * brings its KV cache to this many tokens ends: its prompt and every token
+ * generated so far (a decode step caches the last generated token and
+ * yields the next; after a preemption the whole of it is prefilled again). */
+static inline uint64_t pol_llm_target(const struct pol_request *r) { return (uint64_t)r->input_len + r->next_node; }
+
 /* Nodes left in the segment span holding the next node (policy.h "Runs"). */
 static inline uint64_t pol_req_span_left(const struct pol_request *r) { return r->span_end_cache - r->next_node; }
 
@@ -164,12 +187,21 @@ static inline void pol_req_start(struct pol_request *r, const struct mdl_model *
 }
 
 /* When a task has finished, before on_task_done: each member leaves flight
- * and moves run_len nodes on (NODE) or to its end (GRAPH), caches refreshed. */
+ * and moves run_len nodes on (NODE), to its end (GRAPH) or, when its cache
+ * reached its target, one output token on (ITER); caches refreshed. */
 static inline void pol_task_advance(const struct pol_task *t, const struct mdl_model *m)
 {
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
 		r->in_flight = 0;
+		if (t->kind == POL_TASK_ITER) {
+			/* a member emits when its cache reaches its target (pol_llm_target) */
+			if ((uint64_t)t->context[i] + t->tokens[i] == pol_llm_target(r)) {
+				if (r->next_node++ == 0)
+					r->first_token_ns = t->end_ns;
+			}
+			continue;
+		}
 		if (t->kind == POL_TASK_GRAPH)
 			r->next_node = r->chain_len;
 		else
