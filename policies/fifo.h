@@ -26,6 +26,16 @@ static inline void pol_fifo_push(struct pol_fifo *f, struct pol_request *r)
 	f->len++;
 }
 
+/* Puts r at the head (a request sent back to wait, first in line again). */
+static inline void pol_fifo_push_front(struct pol_fifo *f, struct pol_request *r)
+{
+	r->pol_next = f->head;
+	f->head = r;
+	if (!f->tail)
+		f->tail = r;
+	f->len++;
+}
+
 static inline struct pol_request *pol_fifo_pop(struct pol_fifo *f)
 {
 	struct pol_request *r = f->head;

@@ -125,6 +125,7 @@ struct pol_env {
 	uint32_t max_batched_tokens;     /* --max-batched-tokens: tokens one iteration may run */
 	uint32_t block_size;             /* --block-size: tokens a KV cache block holds */
 	uint64_t kv_blocks;              /* KV cache blocks a device holds: its memory less the weights, in blocks */
+	uint64_t longest_request_tokens; /* the run's largest prompt + output (from the trace or the length limits) */
 	int64_t ttft_slo_ns, tpot_slo_ns;/* --ttft-slo, --tpot-slo (0: none) */
 	struct pol_latency lat;
 };
@@ -144,6 +145,8 @@ struct pol_ops {
 	size_t state_size;           /* bytes of private state */
 	uint32_t default_max_batch;  /* used when --max-batch is not given (LLM policies: --max-seqs) */
 	uint32_t serves_llm;         /* 1: LLM models, by ITER tasks; 0: node-level models */
+	uint32_t default_batched_tokens; /* LLM: --max-batched-tokens when not given; 0: the larger of the
+	                              * model's context and 2048 (vLLM's default without chunked prefill) */
 	/* Checks env and initializes state. 0, or -1 with err. */
 	int (*init)(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen);
 	void (*fini)(struct pol_state *st);                 /* optional */

@@ -12,6 +12,8 @@ extern const struct pol_ops cellular_policy_ops;
 extern const struct pol_ops topup_policy_ops;
 extern const struct pol_ops lazy_policy_ops;
 extern const struct pol_ops oracle_policy_ops;
+extern const struct pol_ops continuous_policy_ops;
+extern const struct pol_ops chunked_policy_ops;
 
 static const struct pol_ops *const pol_table[] = {
 	&serial_policy_ops,
@@ -20,6 +22,8 @@ static const struct pol_ops *const pol_table[] = {
 	&topup_policy_ops,
 	&lazy_policy_ops,
 	&oracle_policy_ops,
+	&continuous_policy_ops,
+	&chunked_policy_ops,
 };
 
 #define POL_COUNT (sizeof pol_table / sizeof pol_table[0])

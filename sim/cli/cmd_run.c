@@ -49,6 +49,12 @@ static const struct opt_def run_opts[] = {
 	{ "profile-len", OPT_STR, NULL, 0, 0, 0, "output lengths the slack predictor is profiled on (default: the model's; drawn apart from the traffic)" },
 	{ "topup-threshold", OPT_DOUBLE, "0.5", 0, 1, 0, "top up when at least this fraction of the batch is free" },
 	{ "max-batch-decoder", OPT_UINT, "0", 0, 65536, 0, "largest batch of decoder cells (cellular, topup; 0 = the max batch)" },
+	{ "max-batched-tokens", OPT_UINT, NULL, 1, 1e7, 0, "LLM: tokens one iteration may run (default: continuous the "
+	  "larger of the context and 2048, as vLLM; chunked 512)" },
+	{ "max-seqs", OPT_UINT, NULL, 1, 65536, 0, "LLM: requests one iteration may run (default 256, as vLLM)" },
+	{ "block-size", OPT_UINT, "16", 1, 65536, 0, "LLM: tokens a KV cache block holds (vLLM's default 16)" },
+	{ "ttft-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-to-first-token SLO in ms, for goodput (default: none)" },
+	{ "tpot-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-per-output-token SLO in ms, for goodput (default: none)" },
 	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database" },
 	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "do not store the run" },
 	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
@@ -250,6 +256,35 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 	                   sizeof j->output_spec, &j->output_len, err, errlen) != 0 ? -1 : 0;
 }
 
+/* An LLM request needs a prompt and an output token, and both within the
+ * model's context: each trace row is checked (named by file and row), or
+ * the length distributions' largest values. */
+static int run_check_llm_lengths(const struct run_job *j, char *err, size_t errlen)
+{
+	const struct mdl_model *m = j->model;
+	uint32_t ctx = m->llm.context;
+	if (j->trace) {
+		for (size_t i = 0; i < j->trace->n; i++) {
+			uint64_t in = j->trace->input_len[i], out = j->trace->output_len[i];
+			if (in == 0 || out == 0 || in + out > ctx) {
+				snprintf(err, errlen, "%s: request %zu (data row %zu) has %llu prompt and %llu output tokens; %s needs "
+				         "at least 1 of each and at most %u together (its context)", opt_str(&j->o, "trace"), i, i + 1,
+				         (unsigned long long)in, (unsigned long long)out, m->name, ctx);
+				return -1;
+			}
+		}
+		return 0;
+	}
+	uint64_t in = trc_lengths_max(j->input_len), out = trc_lengths_max(j->output_len);
+	if (in + out > ctx) {
+		snprintf(err, errlen, "prompts up to %llu and outputs up to %llu tokens (--input-len=%s, --output-len=%s) "
+		         "exceed %s's context of %u tokens", (unsigned long long)in, (unsigned long long)out, j->input_spec,
+		         j->output_spec, m->name, ctx);
+		return -1;
+	}
+	return 0;
+}
+
 /* The engine's configuration from the options and the loaded inputs. */
 static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *err, size_t errlen)
 {
@@ -285,6 +320,19 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	c->env.topup_threshold = opt_double(o, "topup-threshold");
 	c->env.max_batch_decoder = (uint32_t)opt_uint(o, "max-batch-decoder");
 	c->env.sla_ns = c->sla_ns;
+	if (j->model->is_llm) {
+		const struct mdl_llm *l = &j->model->llm;
+		if (opt_given(o, "max-seqs"))
+			c->env.max_batch = (uint32_t)opt_uint(o, "max-seqs");
+		c->env.block_size = (uint32_t)opt_uint(o, "block-size");
+		c->env.max_batched_tokens = opt_given(o, "max-batched-tokens") ? (uint32_t)opt_uint(o, "max-batched-tokens")
+		                            : pol->default_batched_tokens ? pol->default_batched_tokens
+		                            : l->context > 2048 ? l->context : 2048;
+		c->env.ttft_slo_ns = opt_given(o, "ttft-slo") ? llround(opt_double(o, "ttft-slo") * 1e6) : 0;
+		c->env.tpot_slo_ns = opt_given(o, "tpot-slo") ? llround(opt_double(o, "tpot-slo") * 1e6) : 0;
+		if (run_check_llm_lengths(j, err, errlen) != 0)
+			return -1;
+	}
 	c->keep_request_rows = opt_given(o, "requests-out") || opt_flag(o, "db-requests");
 	if (j->trace) {
 		uint64_t n = c->requests && c->requests < j->trace->n ? c->requests : j->trace->n;
@@ -323,7 +371,7 @@ static int run_check_config(const struct run_job *j, char *err, size_t errlen)
 		snprintf(err, errlen, "--warmup=%llu leaves no request to measure", (unsigned long long)c->warmup);
 		return -1;
 	}
-	if (c->requests)
+	if (c->requests || j->model->is_llm)     /* an LLM's capacity depends on its traffic: no estimate */
 		return 0;
 	/* An open-ended run at a rate the devices cannot serve never drains. */
 	uint32_t in_mean = j->model->uses_input_len ? (uint32_t)ceil(trc_lengths_mean(j->input_len)) : 0;

@@ -2,6 +2,7 @@
  * enough digits to compare runs, and identical text for identical doubles,
  * which is what the determinism check compares. */
 #include <math.h>
+#include <string.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include "../../util/json.h"
@@ -22,6 +23,28 @@ int report_saturated(const struct report_run *r)
 {
 	const struct drv_result *res = r->res;
 	return res->busy_fraction > 0.99 && r->rate_rps > 0 && res->throughput_rps < 0.95 * r->rate_rps;
+}
+
+/* A policy statistic by name (0 when the policy reports none). */
+static double report_policy_stat(const struct drv_result *res, const char *name)
+{
+	for (size_t i = 0; i < res->npolicy_stats; i++)
+		if (strcmp(res->policy_stats[i].name, name) == 0)
+			return res->policy_stats[i].value;
+	return 0;
+}
+
+/* DESIGN.md 3b: the token figures of a run whose model has decode steps. */
+static void report_llm_json(FILE *f, const struct drv_result *res)
+{
+	const struct metrics_summary *t = &res->ttft, *p = &res->tpot;
+	fprintf(f, ",\"ttft_ms\":{\"mean\":%.10g,\"p50\":%.10g,\"p90\":%.10g,\"p99\":%.10g,\"max\":%.10g}", t->mean_ms,
+	        t->p50_ms, t->p90_ms, t->p99_ms, t->max_ms);
+	fprintf(f, ",\"tpot_ms\":{\"mean\":%.10g,\"p50\":%.10g,\"p90\":%.10g,\"p99\":%.10g,\"max\":%.10g}", p->mean_ms,
+	        p->p50_ms, p->p90_ms, p->p99_ms, p->max_ms);
+	fprintf(f, ",\"goodput_rps\":%.10g,\"preemptions\":%.10g,\"kv_peak_fraction\":%.10g,\"iteration_tokens\":%llu",
+	        res->goodput_rps, report_policy_stat(res, "preemptions"), report_policy_stat(res, "kv_peak_fraction"),
+	        (unsigned long long)res->iter_tokens);
 }
 
 char *report_json(const struct report_run *r, int with_run_fields)
@@ -59,6 +82,8 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	else
 		fprintf(f, "%.10g", r->arrival_cv);
 	fprintf(f, ",\"sim_time_s\":%.10g,\"busy_fraction\":%.10g", res->sim_end_s, res->busy_fraction);
+	if (res->llm)
+		report_llm_json(f, res);
 	struct report_tail tail = report_tail(r);
 	fprintf(f, ",\"tail_supported\":{\"p99\":%s,\"p999\":%s,\"min_requests_p99\":%llu,"
 	        "\"min_requests_p999\":%llu}", tail.p99 ? "true" : "false", tail.p999 ? "true" : "false",
@@ -137,6 +162,15 @@ void report_text(FILE *f, const struct report_run *r)
 	fprintf(f, "  throughput %.1f req/s   device busy %.1f%%   mean batch %.2f (max %u)\n",
 	        res->throughput_rps, 100.0 * res->busy_fraction, res->mean_batch, r->max_batch);
 	fprintf(f, "  SLA %.6g ms: %.2f%% of requests late\n", r->sla_ms, 100.0 * s->sla_violation_rate);
+	if (res->llm) {
+		fprintf(f, "  TTFT       mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f\n", res->ttft.mean_ms, res->ttft.p50_ms,
+		        res->ttft.p90_ms, res->ttft.p99_ms);
+		fprintf(f, "  TPOT       mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f\n", res->tpot.mean_ms, res->tpot.p50_ms,
+		        res->tpot.p90_ms, res->tpot.p99_ms);
+		fprintf(f, "  goodput    %.2f req/s within both SLOs   KV cache peak %.1f%% of %.0f blocks   %.0f preemptions\n",
+		        res->goodput_rps, 100.0 * report_policy_stat(res, "kv_peak_fraction"),
+		        report_policy_stat(res, "kv_blocks"), report_policy_stat(res, "preemptions"));
+	}
 	if (res->cold_starts)
 		fprintf(f, "  cold       %llu tasks refilled weights lost while their device idled (--hw cold-start)\n",
 		        (unsigned long long)res->cold_starts);

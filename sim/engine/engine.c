@@ -17,6 +17,7 @@
 #include "evq.h"
 #include "timeline.h"
 #include "../../util/ns_math.h"
+#include "../../hwmodels/llm_cost.h"
 
 #define ENG_POOL_CHUNK 4096
 
@@ -37,6 +38,7 @@ struct eng {
 	const struct eng_config *c;
 	struct pol_driver drv;          /* the policy, its bookkeeping and the run's counters */
 	struct eng_latency *lat;
+	struct llm_cost *llm;           /* LLM models: an iteration's time */
 	const int64_t *node_ns;         /* lat's table of node latencies, [type * node_stride + cells] */
 	size_t node_stride;
 	struct evq *q;
@@ -232,14 +234,31 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	return end_ns;
 }
 
+/* An LLM iteration's time (hwmodels/llm_cost.h): the members that reach
+ * their target this iteration emit a token, and only they run the LM head. */
+static int64_t eng_iter_ns(struct eng *e, const struct pol_task *t)
+{
+	uint32_t emitting = 0;
+	for (uint32_t i = 0; i < t->nreq; i++)
+		emitting += (uint64_t)t->context[i] + t->tokens[i] == pol_llm_target(t->reqs[i]);
+	return llm_cost_iter_ns(e->llm, t->nreq, t->tokens, t->context, emitting, e->err, e->errlen);
+}
+
 /* Prices a task the driver has started and schedules its end. */
 static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struct drv_task_shape *shape)
 {
 	struct eng_device *d = &e->devices[dev];
 	struct pol_task *t = &d->task;
-	int64_t dur_ns = t->kind == POL_TASK_GRAPH
-	                 ? eng_latency_graph_ns(e->lat, t->nreq, shape->max_input_len, shape->max_output_len)
-	                 : eng_node_ns(e, t->node_type, t->cells);
+	int64_t dur_ns;
+	if (t->kind == POL_TASK_ITER) {
+		dur_ns = eng_iter_ns(e, t);
+		if (dur_ns < 0)
+			return -1;
+	} else {
+		dur_ns = t->kind == POL_TASK_GRAPH
+		         ? eng_latency_graph_ns(e->lat, t->nreq, shape->max_input_len, shape->max_output_len)
+		         : eng_node_ns(e, t->node_type, t->cells);
+	}
 	if (e->has_cold)
 		dur_ns = ns_add(dur_ns, eng_cold_extra(e, d, t, now_ns, shape->max_input_len, shape->max_output_len));
 	if (t->run_max > 1 && e->runs)
@@ -347,6 +366,8 @@ static void eng_teardown(struct eng *e)
 	if (e->devices)
 		for (uint32_t i = 0; i < e->c->workers; i++) {
 			free(e->devices[i].task.reqs);
+			free(e->devices[i].task.tokens);
+			free(e->devices[i].task.context);
 			free(e->devices[i].cold_owed_ns);
 		}
 	free(e->devices);
@@ -357,6 +378,7 @@ static void eng_teardown(struct eng *e)
 		e->chunks = n;
 	}
 	eng_latency_destroy(e->lat);
+	llm_cost_destroy(e->llm);
 	evq_destroy(e->q);
 	trc_source_fini(&e->source);
 }
@@ -377,6 +399,41 @@ static uint32_t eng_max_cells(const struct eng_config *c)
 		leaves = trc_lengths_max(c->input_len);
 	}
 	return leaves > cells ? leaves : cells;
+}
+
+/* An LLM's iteration cost on the device, and its KV cache in blocks: the
+ * device's memory less the weights (hwmodels/llm_cost.h). The cache must
+ * hold the largest request whole, or that request could never finish. */
+static int eng_llm_setup(struct eng *e, struct pol_env *env)
+{
+	const struct eng_config *c = e->c;
+	uint32_t max_tokens = env->max_batched_tokens ? env->max_batched_tokens : 1;
+	if (llm_cost_create(c->hw, c->model, max_tokens, &e->llm, e->err, e->errlen) != 0)
+		return -1;
+	if (env->block_size == 0) {
+		snprintf(e->err, e->errlen, "block size must be at least 1 token");
+		return -1;
+	}
+	env->kv_blocks = llm_cost_kv_blocks(e->llm, env->block_size, e->err, e->errlen);
+	if (env->kv_blocks == 0)
+		return -1;
+	uint64_t longest = 0;
+	if (c->trace) {
+		for (size_t i = 0; i < c->trace->n; i++)
+			if ((uint64_t)c->trace->input_len[i] + c->trace->output_len[i] > longest)
+				longest = (uint64_t)c->trace->input_len[i] + c->trace->output_len[i];
+	} else {
+		longest = (uint64_t)trc_lengths_max(c->input_len) + trc_lengths_max(c->output_len);
+	}
+	env->longest_request_tokens = longest;
+	uint64_t blocks = (longest + env->block_size - 1) / env->block_size;
+	if (blocks > env->kv_blocks) {
+		snprintf(e->err, e->errlen, "the KV cache of hw %s (%llu blocks of %u tokens) cannot hold a request of %llu "
+		         "tokens (prompt and output)", c->hw->label, (unsigned long long)env->kv_blocks, env->block_size,
+		         (unsigned long long)longest);
+		return -1;
+	}
+	return 0;
 }
 
 int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_t errlen)
@@ -407,6 +464,8 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	dc.env.model = m;
 	dc.env.workers = c->workers;
 	dc.env.lat = (struct pol_latency){ .ctx = e.lat, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns };
+	if (m->is_llm && eng_llm_setup(&e, &dc.env) != 0)
+		goto fail;
 	/* before the devices, so that a configuration the driver refuses allocates none */
 	if (drv_init(&e.drv, &dc, err, errlen) != 0)
 		goto fail;
@@ -422,6 +481,14 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	e.runs = !c->timeline && !e.has_cold && !(runs && strcmp(runs, "0") == 0);
 	for (uint32_t i = 0; i < c->workers; i++) {
 		e.devices[i].task.reqs = calloc(c->env.max_batch, sizeof(struct pol_request *));
+		if (m->is_llm) {
+			e.devices[i].task.tokens = calloc(c->env.max_batch, sizeof(uint32_t));
+			e.devices[i].task.context = calloc(c->env.max_batch, sizeof(uint32_t));
+			if (!e.devices[i].task.tokens || !e.devices[i].task.context) {
+				snprintf(err, errlen, "out of memory setting up the run");
+				goto fail;
+			}
+		}
 		if (e.has_cold)
 			e.devices[i].cold_owed_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof(int64_t));
 		if (!e.devices[i].task.reqs || (e.has_cold && !e.devices[i].cold_owed_ns)) {
