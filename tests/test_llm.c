@@ -1,0 +1,383 @@
+/* tests/test_llm.c: LLM serving (DESIGN.md section 3b) through the engine:
+ * hand-computed iteration timelines of continuous and chunked batching on a
+ * device whose every iteration takes 1 ms, a KV cache that fills and
+ * preempts the request the documented rule names, conservation of output
+ * tokens under both policies, and the cost of an iteration worked out from
+ * the model's shapes. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "sim/engine/engine.h"
+#include "hwmodels/llm_cost.h"
+
+#define MS 1000000LL
+
+extern const struct pol_ops continuous_policy_ops, chunked_policy_ops;
+
+/* ---- a device whose iteration takes exactly iter_s: the model's 4 x layers
+ * GEMMs share it, the LM head and attention cost nothing (infinite peak and
+ * bandwidth), and its memory holds the weights and exactly kv_blocks blocks ---- */
+
+struct iter_hw {
+	struct hw_model base;
+	double iter_s;
+	uint64_t kv_blocks;
+	uint32_t block_size;
+};
+
+static int iter_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out, char *err,
+                          size_t errlen)
+{
+	(void)hw, (void)t, (void)b, (void)out;
+	snprintf(err, errlen, "no nodes");
+	return -1;
+}
+
+static int iter_gemm_cost(const struct hw_model *hw, uint64_t m, uint64_t k, uint64_t n, enum hw_dataflow df,
+                          int weight_operand, struct hw_gemm_cost *out, char *err, size_t errlen)
+{
+	(void)m, (void)k, (void)df, (void)weight_operand, (void)err, (void)errlen;
+	const struct iter_hw *h = (const struct iter_hw *)hw;
+	const struct mdl_llm *l = &hw->model->llm;
+	*out = (struct hw_gemm_cost){ .seconds = n == l->vocab ? 0 : h->iter_s / (4.0 * l->layers) };
+	return 0;
+}
+
+static void iter_device(const struct hw_model *hw, struct hw_device *out)
+{
+	const struct iter_hw *h = (const struct iter_hw *)hw;
+	const struct mdl_llm *l = &hw->model->llm;
+	*out = (struct hw_device){ .mem_bytes = (double)mdl_llm_weight_bytes(l) +
+	                                        (double)h->kv_blocks * h->block_size * mdl_llm_kv_bytes_per_token(l),
+	                           .mem_bw_bytes_s = INFINITY, .peak_flops = INFINITY };
+}
+
+static const struct hw_ops iter_hw_ops = { .name = "iter", .node_cost = iter_node_cost, .gemm_cost = iter_gemm_cost,
+	                                       .device = iter_device };
+
+/* ---- a wrapper that logs every iteration and every request's first token ---- */
+
+struct logged_iter {
+	int64_t start_ns;
+	uint32_t n;
+	uint64_t ids[8];
+	uint32_t tokens[8], context[8];
+};
+
+static struct {
+	const struct pol_ops *inner;
+	struct logged_iter log[64];
+	size_t nlog;
+	int64_t first_token_ns[64];
+	uint64_t emitted[4096];      /* output tokens seen per request id */
+	uint64_t output_len[4096];
+	int violations;
+} wrap;
+
+static struct pol_ops wrap_ops;
+
+static int wrap_init(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen)
+{
+	return wrap.inner->init(st, env, err, errlen);
+}
+
+static void wrap_fini(struct pol_state *st)
+{
+	wrap.inner->fini(st);
+}
+
+static void wrap_arrival(struct pol_state *st, struct pol_request *r, int64_t now)
+{
+	if (r->id < 4096)
+		wrap.output_len[r->id] = r->output_len;
+	wrap.inner->on_arrival(st, r, now);
+}
+
+static void wrap_done(struct pol_state *st, const struct pol_task *t, int64_t now)
+{
+	if (wrap.nlog < 64) {
+		struct logged_iter *l = &wrap.log[wrap.nlog++];
+		*l = (struct logged_iter){ .start_ns = t->start_ns, .n = t->nreq };
+		for (uint32_t i = 0; i < t->nreq && i < 8; i++) {
+			l->ids[i] = t->reqs[i]->id;
+			l->tokens[i] = t->tokens[i];
+			l->context[i] = t->context[i];
+		}
+	}
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		const struct pol_request *r = t->reqs[i];
+		if (r->id < 64 && r->next_node == 1 && wrap.first_token_ns[r->id] < 0)
+			wrap.first_token_ns[r->id] = r->first_token_ns;
+		if (r->id < 4096)
+			wrap.emitted[r->id] = r->next_node;   /* the caller counts them; it may only grow by one */
+	}
+	wrap.inner->on_task_done(st, t, now);
+}
+
+static int wrap_next(struct pol_state *st, uint32_t dev, int64_t now, struct pol_task *t, int64_t *wake)
+{
+	return wrap.inner->next_task(st, dev, now, t, wake);
+}
+
+static size_t wrap_stats(const struct pol_state *st, struct pol_stat *out, size_t max)
+{
+	return wrap.inner->stats(st, out, max);
+}
+
+static void wrap_reset(const struct pol_ops *inner)
+{
+	memset(&wrap, 0, sizeof wrap);
+	for (int i = 0; i < 64; i++)
+		wrap.first_token_ns[i] = -1;
+	wrap.inner = inner;
+	wrap_ops = *inner;
+	wrap_ops.init = wrap_init;
+	wrap_ops.fini = wrap_fini;
+	wrap_ops.on_arrival = wrap_arrival;
+	wrap_ops.on_task_done = wrap_done;
+	wrap_ops.next_task = wrap_next;
+	wrap_ops.stats = wrap_stats;
+}
+
+static double stat_of(const struct drv_result *r, const char *name)
+{
+	for (size_t i = 0; i < r->npolicy_stats; i++)
+		if (strcmp(r->policy_stats[i].name, name) == 0)
+			return r->policy_stats[i].value;
+	fail_msg("no policy stat '%s'", name);
+	return -1;
+}
+
+static struct mdl_model *tiny(void)
+{
+	struct mdl_model *m = NULL;
+	char err[256];
+	if (mdl_load("llm-tiny", &m, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	return m;
+}
+
+/* Runs the trace under p with 1 ms iterations; the result in *r. */
+static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_blocks, uint32_t budget, double *arr,
+                      uint32_t *in, uint32_t *out, size_t n, struct drv_result *r)
+{
+	struct iter_hw hw = { .base = { .ops = &iter_hw_ops, .model = m }, .iter_s = 1e-3, .kv_blocks = kv_blocks,
+	                      .block_size = 4 };
+	strcpy(hw.base.label, "iter");
+	struct trc_trace t = { .n = n, .arrival_s = arr, .input_len = in, .output_len = out };
+	wrap_reset(p);
+	struct eng_config c = { .policy = &wrap_ops, .model = m, .hw = &hw.base, .workers = 1, .trace = &t, .seed = 1,
+	                        .sla_ns = 1000 * MS, .keep_request_rows = 1 };
+	c.env = (struct pol_env){ .max_batch = 4, .min_batch = 1, .max_batched_tokens = budget, .block_size = 4,
+	                          .sla_ns = 1000 * MS };
+	char err[256];
+	if (eng_run(&c, r, err, sizeof err) != 0)
+		fail_msg("%s: %s", p->name, err);
+	assert_int_equal(r->completed, n);
+}
+
+static void check_iter(size_t i, int64_t start_ms, uint32_t n, const uint64_t *ids, const uint32_t *tokens,
+                       const uint32_t *context)
+{
+	const struct logged_iter *l = &wrap.log[i];
+	if (l->start_ns != start_ms * MS || l->n != n)
+		fail_msg("iteration %zu: started %lld ns with %u members, want %lld ms with %u", i, (long long)l->start_ns,
+		         l->n, (long long)start_ms, n);
+	for (uint32_t j = 0; j < n; j++)
+		if (l->ids[j] != ids[j] || l->tokens[j] != tokens[j] || l->context[j] != context[j])
+			fail_msg("iteration %zu member %u: request %llu, %u tokens on %u, want %llu, %u on %u", i, j,
+			         (unsigned long long)l->ids[j], l->tokens[j], l->context[j], (unsigned long long)ids[j],
+			         tokens[j], context[j]);
+}
+
+static void check_finish(const struct drv_result *r, const double *finish_ms, const double *ttft_ms, size_t n,
+                         const double *arr)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (llround(r->rows[i].finish_s * 1e3) != llround(finish_ms[i]))
+			fail_msg("request %zu finished at %g ms, want %g", i, r->rows[i].finish_s * 1e3, finish_ms[i]);
+		if (llround((double)(wrap.first_token_ns[i] - llround(arr[i] * 1e9)) * 1e-6 * 10) != llround(ttft_ms[i] * 10))
+			fail_msg("request %zu: TTFT %g ms, want %g", i, (double)(wrap.first_token_ns[i] - llround(arr[i] * 1e9)) * 1e-6,
+			         ttft_ms[i]);
+	}
+}
+
+/* Four requests, a budget of 8 tokens an iteration, room for all in the
+ * cache. A (5 prompt, 3 output) at 0; B (3, 2) and C (6, 1) at 0.5 ms; D
+ * (2, 2) at 2.5 ms. Continuous, worked out by hand:
+ *   0: A prefills 5                       -> A's token 1 at 1
+ *   1: A decodes; B prefills 3 (4 left); C's 6 do not fit: it waits (FCFS)
+ *   2: A, B decode; C prefills 6 (0 left) -> A, B, C end at 3
+ *   3: D prefills 2;  4: D decodes        -> D ends at 5
+ * TTFT: A 1, B 1.5, C 2.5, D 1.5 ms. */
+static void test_continuous_timeline(void **state)
+{
+	(void)state;
+	struct mdl_model *m = tiny();
+	double arr[4] = { 0, 0.0005, 0.0005, 0.0025 };
+	uint32_t in[4] = { 5, 3, 6, 2 }, out[4] = { 3, 2, 1, 2 };
+	struct drv_result r;
+	run_trace(&continuous_policy_ops, m, 1000, 8, arr, in, out, 4, &r);
+	assert_int_equal(wrap.nlog, 5);
+	check_iter(0, 0, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 5 }, (uint32_t[]){ 0 });
+	check_iter(1, 1, 2, (uint64_t[]){ 0, 1 }, (uint32_t[]){ 1, 3 }, (uint32_t[]){ 5, 0 });
+	check_iter(2, 2, 3, (uint64_t[]){ 0, 1, 2 }, (uint32_t[]){ 1, 1, 6 }, (uint32_t[]){ 6, 3, 0 });
+	check_iter(3, 3, 1, (uint64_t[]){ 3 }, (uint32_t[]){ 2 }, (uint32_t[]){ 0 });
+	check_iter(4, 4, 1, (uint64_t[]){ 3 }, (uint32_t[]){ 1 }, (uint32_t[]){ 2 });
+	check_finish(&r, (double[]){ 3, 3, 3, 5 }, (double[]){ 1, 1.5, 2.5, 1.5 }, 4, arr);
+	/* TPOT: A (3 - 1) / 2, B (3 - 2) / 1, D (5 - 4) / 1: all 1 ms; C's one token has none */
+	assert_int_equal(r.tpot.count, 3);
+	assert_true(fabs(r.tpot.mean_ms - 1.0) < 1e-9 && fabs(r.tpot.max_ms - 1.0) < 1e-9);
+	assert_true(fabs(r.ttft.mean_ms - (1 + 1.5 + 2.5 + 1.5) / 4) < 1e-9);
+	assert_int_equal(stat_of(&r, "preemptions"), 0);
+	drv_result_free(&r);
+	mdl_free(m);
+}
+
+/* The same with C's prompt 10 tokens and 2 outputs, chunked: C's prompt
+ * splits at the budget.
+ *   0: A prefills 5
+ *   1: A decodes (7 left); B prefills 3 (4 left); C a chunk of 4 (0 left)
+ *   2: A, B decode (6 left); C its last 6      -> A, B end at 3; C's token 1 at 3
+ *   3: C decodes (7 left); D prefills 2        -> C ends at 4; D's token 1 at 4
+ *   4: D decodes                               -> D ends at 5 */
+static void test_chunked_timeline(void **state)
+{
+	(void)state;
+	struct mdl_model *m = tiny();
+	double arr[4] = { 0, 0.0005, 0.0005, 0.0025 };
+	uint32_t in[4] = { 5, 3, 10, 2 }, out[4] = { 3, 2, 2, 2 };
+	struct drv_result r;
+	run_trace(&chunked_policy_ops, m, 1000, 8, arr, in, out, 4, &r);
+	assert_int_equal(wrap.nlog, 5);
+	check_iter(0, 0, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 5 }, (uint32_t[]){ 0 });
+	check_iter(1, 1, 3, (uint64_t[]){ 0, 1, 2 }, (uint32_t[]){ 1, 3, 4 }, (uint32_t[]){ 5, 0, 0 });
+	check_iter(2, 2, 3, (uint64_t[]){ 0, 1, 2 }, (uint32_t[]){ 1, 1, 6 }, (uint32_t[]){ 6, 3, 4 });
+	check_iter(3, 3, 2, (uint64_t[]){ 2, 3 }, (uint32_t[]){ 1, 2 }, (uint32_t[]){ 10, 0 });
+	check_iter(4, 4, 1, (uint64_t[]){ 3 }, (uint32_t[]){ 1 }, (uint32_t[]){ 2 });
+	check_finish(&r, (double[]){ 3, 3, 4, 5 }, (double[]){ 1, 1.5, 2.5, 1.5 }, 4, arr);
+	drv_result_free(&r);
+	mdl_free(m);
+}
+
+/* A cache of 4 blocks of 4 tokens. A and B (6 prompt, 4 output each) both
+ * arrive at 0:
+ *   0: A and B prefill 6 (2 blocks each: the cache is full)
+ *   1, 2: both decode (7, then 8 tokens: still 2 blocks each)
+ *   3: A's 9th token needs a third block and none is free: the request
+ *      admitted last, B, is preempted (its blocks freed, back to the head of
+ *      the queue); A decodes alone           -> A ends at 4, freeing 3 blocks
+ *   4: B is prefilled again over its prompt and 3 generated tokens (9 tokens,
+ *      3 blocks), which yields its 4th token -> B ends at 5
+ * One preemption; the cache was full (peak fraction 1). */
+static void test_cache_fills_and_preempts(void **state)
+{
+	(void)state;
+	struct mdl_model *m = tiny();
+	double arr[2] = { 0, 0 };
+	uint32_t in[2] = { 6, 6 }, out[2] = { 4, 4 };
+	struct drv_result r;
+	run_trace(&continuous_policy_ops, m, 4, 16, arr, in, out, 2, &r);
+	assert_int_equal(wrap.nlog, 5);
+	check_iter(0, 0, 2, (uint64_t[]){ 0, 1 }, (uint32_t[]){ 6, 6 }, (uint32_t[]){ 0, 0 });
+	check_iter(1, 1, 2, (uint64_t[]){ 0, 1 }, (uint32_t[]){ 1, 1 }, (uint32_t[]){ 6, 6 });
+	check_iter(2, 2, 2, (uint64_t[]){ 0, 1 }, (uint32_t[]){ 1, 1 }, (uint32_t[]){ 7, 7 });
+	check_iter(3, 3, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 1 }, (uint32_t[]){ 8 });
+	check_iter(4, 4, 1, (uint64_t[]){ 1 }, (uint32_t[]){ 9 }, (uint32_t[]){ 0 });
+	check_finish(&r, (double[]){ 4, 5 }, (double[]){ 1, 1 }, 2, arr);
+	assert_int_equal(stat_of(&r, "preemptions"), 1);
+	assert_true(stat_of(&r, "kv_peak_fraction") == 1.0);
+	drv_result_free(&r);
+	mdl_free(m);
+}
+
+/* Conservation: 400 requests at random lengths and a load that makes a
+ * small cache overflow, under both policies: every request ends after
+ * exactly its output tokens, one at a time, and the cache never holds more
+ * than its blocks. */
+static void test_conservation(void **state)
+{
+	(void)state;
+	struct mdl_model *m = tiny();
+	enum { N = 400 };
+	static double arr[N];
+	static uint32_t in[N], out[N];
+	uint64_t seed = 99;
+	double t = 0;
+	for (int i = 0; i < N; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		t += 0.0002 * (double)((seed >> 40) % 10);
+		arr[i] = t;
+		in[i] = 1 + (uint32_t)((seed >> 20) % 60);
+		out[i] = 1 + (uint32_t)((seed >> 30) % 40);
+	}
+	const struct pol_ops *pols[2] = { &continuous_policy_ops, &chunked_policy_ops };
+	for (int p = 0; p < 2; p++) {
+		struct drv_result r;
+		run_trace(pols[p], m, 40, 128, arr, in, out, N, &r);
+		for (int i = 0; i < N; i++)
+			if (wrap.emitted[i] != out[i])
+				fail_msg("%s: request %d produced %llu of its %u tokens", pols[p]->name, i,
+				         (unsigned long long)wrap.emitted[i], out[i]);
+		print_message("  %s: %g preemptions, KV peak %.3f\n", pols[p]->name, stat_of(&r, "preemptions"),
+		              stat_of(&r, "kv_peak_fraction"));
+		assert_true(stat_of(&r, "preemptions") > 0);
+		assert_true(stat_of(&r, "kv_peak_fraction") <= 1.0);
+		assert_int_equal(r.ttft.count, N);
+		drv_result_free(&r);
+	}
+	mdl_free(m);
+}
+
+/* The iteration cost on the GPU roofline, from the shapes by hand: Llama-2-7B,
+ * one request decoding its 2nd token on a cache of 1,000 tokens. Layer GEMMs
+ * at M = 1 are bound by their weights: 4096 x 12288 (QKV) + 4096 x 4096 (O)
+ * + 4096 x 22016 (gate and up) + 11008 x 4096 (down), 2 bytes each, plus the
+ * 1-row inputs and outputs, at 3.35 TB/s, 32 layers; the LM head 4096 x
+ * 32000; attention reads 1,001 tokens of 512 KiB of KV at 3.35 TB/s. */
+static void test_roofline_iteration(void **state)
+{
+	(void)state;
+	struct mdl_model *m = NULL;
+	struct hw_model *hw = NULL;
+	struct llm_cost *c = NULL;
+	char err[256];
+	if (mdl_load("llama2-7b", &m, err, sizeof err) != 0 || hw_open("gpu-h100-roofline", m, &hw, err, sizeof err) != 0 ||
+	    llm_cost_create(hw, m, 64, &c, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	double bw = 3.35e12;
+	double layer_bytes = 2.0 * ((4096.0 * 12288 + 4096 + 12288) + (4096.0 * 4096 + 4096 + 4096) +
+	                            (4096.0 * 22016 + 4096 + 22016) + (11008.0 * 4096 + 11008 + 4096));
+	double head_bytes = 2.0 * (4096.0 * 32000 + 4096 + 32000);
+	double kv_bytes = 1001.0 * 32 * 32 * 128 * 2 * 2;
+	double want_s = (32 * layer_bytes + head_bytes + kv_bytes) / bw;
+	uint32_t tokens = 1, context = 1000;
+	int64_t got = llm_cost_iter_ns(c, 1, &tokens, &context, 1, err, sizeof err);
+	assert_true(llabs(got - llround(want_s * 1e9)) <= 1);
+	/* 13.5 GB of weights leave 66.5 GB of the 80: blocks of 16 tokens of 512 KiB */
+	uint64_t blocks = llm_cost_kv_blocks(c, 16, err, sizeof err);
+	assert_int_equal(blocks, (uint64_t)floor((80e9 - (double)mdl_llm_weight_bytes(&m->llm)) / (16.0 * 524288)));
+	assert_int_equal(mdl_llm_weight_bytes(&m->llm), 2ull * (32ull * (4096ull * 12288 + 4096ull * 4096 +
+	                                                                  3ull * 4096 * 11008) + 2ull * 32000 * 4096));
+	llm_cost_destroy(c);
+	hw_close(hw);
+	mdl_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_continuous_timeline),
+		cmocka_unit_test(test_chunked_timeline),
+		cmocka_unit_test(test_cache_fills_and_preempts),
+		cmocka_unit_test(test_conservation),
+		cmocka_unit_test(test_roofline_iteration),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
