@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""The GPU roofline (gpu-h100-roofline, a model from the datasheet) against
+the H100 GEMM times the Vidur project measured for Llama-2-7B
+(../shared/data/vidur-h100/llama-2-7b-mlp.csv, MIT licence; its README gives
+the provenance): for each layer GEMM and token count at tensor parallelism 1,
+the roofline's time, Vidur's median, and the error (roofline / measured - 1).
+
+Usage: bench/vidur_roofline.py SIMBATCH [CSV]"""
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+# Llama-2-7B's layer GEMMs (K, N) at M = tokens, as Vidur names them
+OPS = {
+    "attn_pre_proj": (4096, 3 * 4096),      # the fused QKV projection
+    "attn_post_proj": (4096, 4096),
+    "mlp_up_proj": (4096, 2 * 11008),       # gate and up, fused
+    "mlp_down_proj": (11008, 4096),
+}
+TOKENS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+
+
+def roofline_ms(binary, m, k, n):
+    out = subprocess.run([binary, "hw-info", "--hw=gpu-h100-roofline", f"--gemm={m},{k},{n}", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["ms"]
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    binary = sys.argv[1]
+    path = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
+                                                              "vidur-h100", "llama-2-7b-mlp.csv")
+    rows = {int(r["num_tokens"]): r for r in csv.DictReader(open(path)) if r["num_tensor_parallel_workers"] == "1"}
+    print("| op (M x K x N) | tokens | roofline ms | Vidur median ms | error |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    errors = {op: [] for op in OPS}
+    for op, (k, n) in OPS.items():
+        for t in TOKENS:
+            if t not in rows:
+                continue
+            measured = float(rows[t][f"time_stats.{op}.median"])
+            model = roofline_ms(binary, t, k, n)
+            errors[op].append(model / measured - 1)
+            print(f"| {op} ({t} x {k} x {n}) | {t} | {model:.4f} | {measured:.4f} | {100 * (model / measured - 1):+.0f}% |")
+    for op, e in errors.items():
+        print(f"{op}: median error {100 * statistics.median(e):+.0f}% over {len(e)} token counts "
+              f"(from {100 * min(e):+.0f}% to {100 * max(e):+.0f}%)")
+
+
+if __name__ == "__main__":
+    main()
