@@ -122,6 +122,8 @@ void npu_config_default(struct npu_config *c)
 	 * processor", the LazyBatching paper's ref. [68]; Jouppi et al. ISCA 2017
 	 * Sec. 2), so the array's weight input is as wide as what feeds it. */
 	c->weight_load_bytes_per_cycle = 0;
+	/* Table I gives no DRAM capacity: not modelled unless a file sets it */
+	c->mem_capacity_bytes = 0;
 	/* The TPU overlaps its Activate stage (the vector unit) with
 	 * MatrixMultiply: its four-stage CISC pipeline exists to keep the matrix
 	 * unit busy while the other instructions run (Jouppi et al. ISCA 2017

@@ -112,6 +112,21 @@ rows = list(csv.DictReader(open(out_csv))) if r.returncode == 0 else []
 check("Azure trace replay", r.returncode == 0 and [x["arrival_s"] for x in rows] == ["0.000000000", "4.314579000"] and
       [x["input_len"] for x in rows] == ["374", "396"] and [x["output_len"] for x in rows] == ["44", "109"],
       r.stderr + str(rows))
+# an LLM run (DESIGN.md 3b): the token figures in --json; a row beyond the context refused, or dropped on request
+llm_trace = os.path.join(td, "llm.csv")
+write(llm_trace, "arrival_s,input_len,output_len\n0,20,5\n0.001,500,20\n0.002,30,3\n")
+tpu = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hwmodels", "tpu_v1_like.npu")
+small_mem = os.path.join(td, "small.npu")
+X
+r = sb("--policy=chunked", "--model=llm-tiny", f"--hw={tpu}", f"--trace={llm_trace}", "--no-db", "--json")
+check("LLM beyond the context refused", r.returncode == 2 and "data row 2" in r.stderr and "context" in r.stderr, r.stderr)
+r = sb("--policy=chunked", "--model=llm-tiny", f"--hw={tpu}", f"--trace={llm_trace}", "--over-context=drop", "--no-db", "--json",
+       "--ttft-slo=1000", "--tpot-slo=100")
+j = json.loads(r.stdout) if r.returncode == 0 else {}
+check("LLM run: token figures and the dropped row in --json",
+      j.get("completed") == 2 and j.get("dropped_over_context") == 1 and
+      all(k in j for k in ("ttft_ms", "tpot_ms", "goodput_rps", "preemptions", "kv_peak_fraction")) and
+      all(q in j["ttft_ms"] for q in ("mean", "p50", "p90", "p99")), r.stderr + r.stdout)
 bad_azure = os.path.join(td, "bad_azure.csv")
 write(bad_azure, "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46.6805900,374,0\r\n")
 bad_model = os.path.join(td, "bad.model")
@@ -137,6 +152,17 @@ cases = {
     "missing trace": ["--trace=" + os.path.join(td, "missing.csv")],
     "malformed trace": ["--model=lstm", f"--trace={bad_trace}"],
     "Azure trace with zero output tokens": ["--model=seq2seq", f"--trace={bad_azure}"],
+    "an LLM model under a node-level policy": ["--model=llm-tiny", "--policy=lazy"],
+    "a node-level model under an LLM policy": ["--model=seq2seq", "--policy=continuous"],
+    "a non-positive TTFT SLO": ["--model=llm-tiny", "--policy=continuous", "--ttft-slo=0"],
+    "a non-positive TPOT SLO": ["--model=llm-tiny", "--policy=continuous", "--tpot-slo=-5"],
+    "a KV block too large for the memory": ["--model=llm-tiny", "--policy=continuous", f"--hw={small_mem}",
+                                           "--block-size=1024"],
+    "a memory that cannot hold a request": ["--model=llm-tiny", "--policy=continuous", f"--hw={small_mem}",
+                                           "--input-len=fixed:200", "--output-len=fixed:20"],
+    "weights beyond the memory": ["--model=llama2-7b", "--policy=continuous", f"--hw={tpu}"],
+    "an LLM on a device with no memory capacity": ["--model=llm-tiny", "--policy=continuous", "--hw=npu"],
+    "an unknown --over-context": ["--model=llm-tiny", "--policy=continuous", "--over-context=clip"],
     "malformed model": [f"--model={bad_model}"],
     "malformed table": ["--model=lstm", f"--hw={bad_table}"],
     "bad length spec": ["--model=lstm", "--input-len=uniform:9:2"],

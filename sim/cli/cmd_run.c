@@ -55,6 +55,8 @@ static const struct opt_def run_opts[] = {
 	{ "block-size", OPT_UINT, "16", 1, 65536, 0, "LLM: tokens a KV cache block holds (vLLM's default 16)" },
 	{ "ttft-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-to-first-token SLO in ms, for goodput (default: none)" },
 	{ "tpot-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-per-output-token SLO in ms, for goodput (default: none)" },
+	{ "over-context", OPT_STR, "refuse", 0, 0, 0, "LLM: trace rows beyond the model's context: refuse (exit 2), or "
+	  "drop them as a server rejects them" },
 	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database" },
 	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "do not store the run" },
 	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
@@ -91,6 +93,7 @@ struct run_job {             /* a prepared run; released by run_job_free */
 	struct outfile requests_out;
 	struct timeline *timeline;
 	char input_spec[MDL_SPEC_MAX + 8], output_spec[MDL_SPEC_MAX + 8];
+	uint64_t dropped_over_context;      /* LLM: trace rows left out (--over-context=drop) */
 };
 
 void run_job_free(struct run_job *j)
@@ -259,19 +262,41 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 /* An LLM request needs a prompt and an output token, and both within the
  * model's context: each trace row is checked (named by file and row), or
  * the length distributions' largest values. */
-static int run_check_llm_lengths(const struct run_job *j, char *err, size_t errlen)
+static int run_check_llm_lengths(struct run_job *j, char *err, size_t errlen)
 {
 	const struct mdl_model *m = j->model;
 	uint32_t ctx = m->llm.context;
+	const char *over = opt_str(&j->o, "over-context");
+	int drop = strcmp(over, "drop") == 0;
+	if (!drop && strcmp(over, "refuse") != 0) {
+		snprintf(err, errlen, "--over-context must be refuse or drop, got '%s'", over);
+		return -1;
+	}
 	if (j->trace) {
-		for (size_t i = 0; i < j->trace->n; i++) {
-			uint64_t in = j->trace->input_len[i], out = j->trace->output_len[i];
-			if (in == 0 || out == 0 || in + out > ctx) {
+		struct trc_trace *t = j->trace;
+		size_t kept = 0;
+		for (size_t i = 0; i < t->n; i++) {
+			uint64_t in = t->input_len[i], out = t->output_len[i];
+			if (in == 0 || out == 0 || (in + out > ctx && !drop)) {
 				snprintf(err, errlen, "%s: request %zu (data row %zu) has %llu prompt and %llu output tokens; %s needs "
-				         "at least 1 of each and at most %u together (its context)", opt_str(&j->o, "trace"), i, i + 1,
-				         (unsigned long long)in, (unsigned long long)out, m->name, ctx);
+				         "at least 1 of each and at most %u together (its context; --over-context=drop leaves such "
+				         "rows out)", opt_str(&j->o, "trace"), i, i + 1, (unsigned long long)in,
+				         (unsigned long long)out, m->name, ctx);
 				return -1;
 			}
+			if (in + out > ctx)
+				continue;           /* dropped: the rows kept are renumbered in order */
+			t->arrival_s[kept] = t->arrival_s[i];
+			t->input_len[kept] = t->input_len[i];
+			t->output_len[kept] = t->output_len[i];
+			kept++;
+		}
+		j->dropped_over_context = t->n - kept;
+		t->n = kept;
+		if (kept == 0) {
+			snprintf(err, errlen, "%s: every request is beyond %s's context of %u tokens", opt_str(&j->o, "trace"),
+			         m->name, ctx);
+			return -1;
 		}
 		return 0;
 	}
@@ -520,6 +545,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		.arrival_cv = j->trace ? NAN : c->arrival_cv, .seed = c->seed, .warmup = c->warmup,
 		.workers = c->workers, .max_batch = c->env.max_batch, .sla_ms = opt_double(o, "sla"),
 		.wall_s = wall_s, .run_id = -1, .live = live, .res = res, .model_def = j->model, .extra_json = x->json,
+		.dropped_over_context = j->dropped_over_context,
 	};
 	/* the files are written, then the run stored, then the files renamed into
 	 * place: a run that fails before the end changes no file of the user's */

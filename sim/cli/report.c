@@ -82,8 +82,10 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	else
 		fprintf(f, "%.10g", r->arrival_cv);
 	fprintf(f, ",\"sim_time_s\":%.10g,\"busy_fraction\":%.10g", res->sim_end_s, res->busy_fraction);
-	if (res->llm)
+	if (res->llm) {
 		report_llm_json(f, res);
+		fprintf(f, ",\"dropped_over_context\":%llu", (unsigned long long)r->dropped_over_context);
+	}
 	struct report_tail tail = report_tail(r);
 	fprintf(f, ",\"tail_supported\":{\"p99\":%s,\"p999\":%s,\"min_requests_p99\":%llu,"
 	        "\"min_requests_p999\":%llu}", tail.p99 ? "true" : "false", tail.p999 ? "true" : "false",
@@ -170,6 +172,9 @@ void report_text(FILE *f, const struct report_run *r)
 		fprintf(f, "  goodput    %.2f req/s within both SLOs   KV cache peak %.1f%% of %.0f blocks   %.0f preemptions\n",
 		        res->goodput_rps, 100.0 * report_policy_stat(res, "kv_peak_fraction"),
 		        report_policy_stat(res, "kv_blocks"), report_policy_stat(res, "preemptions"));
+		if (r->dropped_over_context)
+			fprintf(f, "  dropped    %llu trace requests beyond the model's context (--over-context=drop)\n",
+			        (unsigned long long)r->dropped_over_context);
 	}
 	if (res->cold_starts)
 		fprintf(f, "  cold       %llu tasks refilled weights lost while their device idled (--hw cold-start)\n",

@@ -29,6 +29,7 @@ struct report_run {
 	const struct drv_result *res;
 	const struct mdl_model *model_def;  /* node names for per-node statistics */
 	const char *extra_json;             /* members appended to the JSON object ("k":v,...), or NULL (live runs) */
+	uint64_t dropped_over_context;      /* LLM: trace rows left out as beyond the model's context */
 };
 
 /* The run's statistics as key/value rows (policy counters, tasks, mean batch
