@@ -117,7 +117,7 @@ llm_trace = os.path.join(td, "llm.csv")
 write(llm_trace, "arrival_s,input_len,output_len\n0,20,5\n0.001,500,20\n0.002,30,3\n")
 tpu = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hwmodels", "tpu_v1_like.npu")
 small_mem = os.path.join(td, "small.npu")
-X
+write(small_mem, "kind = npu\nmem_capacity_gb = 0.0007\n")    # 0.7 MB: llm-tiny's 0.62 MB of weights, 151 tokens of KV
 r = sb("--policy=chunked", "--model=llm-tiny", f"--hw={tpu}", f"--trace={llm_trace}", "--no-db", "--json")
 check("LLM beyond the context refused", r.returncode == 2 and "data row 2" in r.stderr and "context" in r.stderr, r.stderr)
 r = sb("--policy=chunked", "--model=llm-tiny", f"--hw={tpu}", f"--trace={llm_trace}", "--over-context=drop", "--no-db", "--json",
