@@ -28,7 +28,8 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 	if (m->is_llm) {
 		d->ttft = metrics_create(expect);
 		d->tpot = metrics_create(expect);
-		if (!d->ttft || !d->tpot) {
+		d->itl = calloc(1, sizeof *d->itl);
+		if (!d->ttft || !d->tpot || !d->itl) {
 			snprintf(err, errlen, "out of memory setting up the run");
 			goto fail;
 		}
@@ -57,6 +58,7 @@ void drv_fini(struct pol_driver *d)
 	metrics_destroy(d->metrics);
 	metrics_destroy(d->ttft);
 	metrics_destroy(d->tpot);
+	free(d->itl);
 	free(d->node_tasks);
 	free(d->node_cells);
 	free(d->rows);
@@ -131,6 +133,18 @@ int drv_record_tokens(struct pol_driver *d, const struct pol_request *r, int64_t
 	return 0;
 }
 
+/* An iteration's members that emit their second token or a later one: the
+ * gap since their previous token (measured requests only). */
+void drv_record_gaps(struct pol_driver *d, const struct pol_task *t)
+{
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		const struct pol_request *r = t->reqs[i];
+		if (r->next_node > 0 && r->id >= d->c.warmup &&
+		    (uint64_t)t->context[i] + t->tokens[i] == pol_llm_target(r))
+			metrics_hist_add(d->itl, t->end_ns - r->last_token_ns);
+	}
+}
+
 int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_result *res, char *err,
                size_t errlen)
 {
@@ -154,6 +168,12 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 		metrics_finish(d->tpot, d->c.env.tpot_slo_ns ? d->c.env.tpot_slo_ns : INT64_MAX, &res->tpot);
 		res->goodput_rps = d->measured && span_ns > 0 ? (double)d->good / (span_ns * 1e-9) : 0.0;
 		res->iter_tokens = d->iter_tokens;
+		res->itl_count = d->itl->n;
+		res->itl_mean_ms = metrics_hist_mean_ns(d->itl) * 1e-6;
+		res->itl_p50_ms = metrics_hist_quantile_ns(d->itl, 50, 100) * 1e-6;
+		res->itl_p90_ms = metrics_hist_quantile_ns(d->itl, 90, 100) * 1e-6;
+		res->itl_p99_ms = metrics_hist_quantile_ns(d->itl, 99, 100) * 1e-6;
+		res->itl_max_ms = d->itl->max_ns * 1e-6;
 	}
 	if (d->c.policy->stats)
 		res->npolicy_stats = d->c.policy->stats(d->st, res->policy_stats, POL_MAX_STATS);

@@ -66,6 +66,8 @@ struct drv_result {
 	struct drv_request_row *rows;
 	int llm;                    /* an LLM model: the token figures below are filled */
 	struct metrics_summary ttft, tpot;   /* time to first token; time per output token (requests of 2+ tokens) */
+	double itl_mean_ms, itl_p50_ms, itl_p90_ms, itl_p99_ms, itl_max_ms;   /* inter-token gaps (within 1/256) */
+	uint64_t itl_count;
 	double goodput_rps;         /* measured requests meeting both SLOs, per second of the measured span */
 	uint64_t iter_tokens;       /* tokens the iterations ran */
 };
@@ -99,6 +101,7 @@ struct pol_driver {
 	int64_t busy_ns;                          /* sum over ended tasks of end - start */
 	int64_t first_measured_arrival_ns, last_finish_ns;
 	struct metrics *ttft, *tpot;              /* LLM models: time to first token, time per output token */
+	struct metrics_hist *itl;                 /* LLM models: the gaps between a request's consecutive tokens */
 	uint64_t iter_tokens;                     /* LLM models: tokens the iterations ran */
 	uint64_t good;                            /* LLM models: measured requests that met both SLOs */
 	struct drv_request_row *rows;             /* by id; unfinished ids have id UINT64_MAX */
@@ -158,6 +161,7 @@ int drv_broken(const struct pol_driver *d, char *err, size_t errlen, const char 
 int drv_keep_row(struct pol_driver *d, const struct pol_request *r, int64_t finish_ns, char *err, size_t errlen);
 int drv_out_of_memory(char *err, size_t errlen, const char *what);
 int drv_record_tokens(struct pol_driver *d, const struct pol_request *r, int64_t finish_ns);
+void drv_record_gaps(struct pol_driver *d, const struct pol_task *t);
 
 /* A member can make a run of t->run_max nodes: a NODE task, no tree, and
  * the run stays inside the member's current segment span (policy.h). */
@@ -269,6 +273,8 @@ static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint
 static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_t now_ns, char *err,
                                 size_t errlen)
 {
+	if (t->kind == POL_TASK_ITER)
+		drv_record_gaps(d, t);
 	pol_task_advance(t, d->c.env.model);
 	d->busy_ns += t->end_ns - t->start_ns;
 	d->c.policy->on_task_done(d->st, t, now_ns);

@@ -65,6 +65,7 @@ struct pol_request {
 	uint64_t next_node;          /* unrolled position of its next node (0 = not started) */
 	int64_t first_start_ns;      /* start of its first task, -1 before */
 	int64_t first_token_ns;      /* LLM models: end of the iteration that produced its first token, -1 before */
+	int64_t last_token_ns;       /* LLM models: ... and its latest token */
 	uint32_t in_flight;          /* 1 while a task containing it runs */
 	uint32_t node_type_cache;    /* node type at next_node (kept by the caller) */
 	uint32_t cells_cache;        /* cells at next_node: 1, or a tree level's width (kept by the caller) */
@@ -202,6 +203,7 @@ static inline void pol_task_advance(const struct pol_task *t, const struct mdl_m
 			if ((uint64_t)t->context[i] + t->tokens[i] == pol_llm_target(r)) {
 				if (r->next_node++ == 0)
 					r->first_token_ns = t->end_ns;
+				r->last_token_ns = t->end_ns;
 			}
 			continue;
 		}

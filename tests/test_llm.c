@@ -293,6 +293,10 @@ static void test_cache_fills_and_preempts(void **state)
 	check_finish(&r, (double[]){ 4, 5 }, (double[]){ 1, 1 }, 2, arr);
 	assert_int_equal(stat_of(&r, "preemptions"), 1);
 	assert_true(stat_of(&r, "kv_peak_fraction") == 1.0);
+	/* gaps between tokens: A 1, 1, 1 ms; B 1, 1 and then 2 ms, the iteration it waited through */
+	assert_int_equal(r.itl_count, 6);
+	assert_true(r.itl_max_ms == 2.0);
+	assert_true(fabs(r.itl_mean_ms - 7.0 / 6) < 1e-9);
 	drv_result_free(&r);
 	mdl_free(m);
 }

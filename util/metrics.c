@@ -25,7 +25,8 @@
 #define HIST_SUB_BITS 7           /* mantissa bits kept below the highest set bit */
 #define HIST_SUB (1 << HIST_SUB_BITS)
 /* bucket index of v = v for v < 256, (e - 6) * 128 + m above; e <= 62 */
-#define HIST_BUCKETS ((62 - 6) * HIST_SUB + HIST_SUB)
+#define HIST_BUCKETS METRICS_HIST_BUCKETS
+_Static_assert(METRICS_HIST_BUCKETS == (62 - 6) * HIST_SUB + HIST_SUB, "the histogram's size in metrics.h");
 
 #define NS_PER_MS 1e6
 
@@ -35,8 +36,7 @@ struct metrics {
 	size_t cap;                   /* capacity of lat_ns, in samples */
 	int sorted;                   /* lat_ns is sorted (no record since the last finish) */
 	uint64_t lat_sum_lo, lat_sum_hi;     /* exact 128-bit sum of latencies, ns */
-	uint64_t queue_sum_lo, queue_sum_hi; /* exact 128-bit sum of queueing times, ns */
-	uint64_t queue_hist[HIST_BUCKETS];   /* queueing-time counts per log-linear bucket */
+	struct metrics_hist queue;    /* queueing times */
 };
 
 struct metrics *metrics_create(size_t expected_samples)
@@ -121,8 +121,7 @@ int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns)
 	uint64_t q = queue_ns > 0 ? (uint64_t)queue_ns : 0;
 	uint64_t l = latency_ns > 0 ? (uint64_t)latency_ns : 0;
 	sum128_add(&m->lat_sum_lo, &m->lat_sum_hi, l);
-	sum128_add(&m->queue_sum_lo, &m->queue_sum_hi, q);
-	m->queue_hist[hist_bucket(q)]++;
+	metrics_hist_add(&m->queue, (int64_t)q);
 	return 0;
 }
 
@@ -318,18 +317,33 @@ static size_t upper_bound(const int64_t *x, size_t n, int64_t t)
 	return lo;
 }
 
-static double queue_p99_ns(const struct metrics *m)
+void metrics_hist_add(struct metrics_hist *h, int64_t ns)
 {
-	/* nearest rank, 1-based: ceil(0.99 n) in integers to avoid rounding at exact multiples */
-	uint64_t n = m->n;
-	uint64_t rank = n / 100 * 99 + ((n % 100) * 99 + 99) / 100;
+	uint64_t v = ns > 0 ? (uint64_t)ns : 0;
+	h->count[hist_bucket(v)]++;
+	h->n++;
+	sum128_add(&h->sum_lo, &h->sum_hi, v);
+	if ((int64_t)v > h->max_ns)
+		h->max_ns = (int64_t)v;
+}
+
+double metrics_hist_quantile_ns(const struct metrics_hist *h, uint64_t num, uint64_t den)
+{
+	/* nearest rank, 1-based: ceil(n num / den) in integers, exact at multiples */
+	uint64_t n = h->n;
+	uint64_t rank = n / den * num + ((n % den) * num + den - 1) / den;
 	uint64_t cum = 0;
 	for (unsigned b = 0; b < HIST_BUCKETS; b++) {
-		cum += m->queue_hist[b];
-		if (cum >= rank)
+		cum += h->count[b];
+		if (cum >= rank && cum > 0)
 			return hist_bucket_mid_ns(b);
 	}
 	return 0.0;
+}
+
+double metrics_hist_mean_ns(const struct metrics_hist *h)
+{
+	return h->n ? (double)(sum128_value(h->sum_lo, h->sum_hi) / (long double)h->n) : 0.0;
 }
 
 void metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
@@ -349,8 +363,8 @@ void metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s
 	s->p999_ms = quantile_ns(x, n, 0.999) / NS_PER_MS;
 	s->max_ms = (double)x[n - 1] / NS_PER_MS;
 	s->min_ms = (double)x[0] / NS_PER_MS;
-	s->queue_mean_ms = (double)(sum128_value(m->queue_sum_lo, m->queue_sum_hi) / (long double)n) / NS_PER_MS;
-	s->queue_p99_ms = queue_p99_ns(m) / NS_PER_MS;
+	s->queue_mean_ms = metrics_hist_mean_ns(&m->queue) / NS_PER_MS;
+	s->queue_p99_ms = metrics_hist_quantile_ns(&m->queue, 99, 100) / NS_PER_MS;
 	s->sla_violation_rate = (double)(n - upper_bound(x, n, sla_ns)) / (double)n;
 	for (size_t i = 0; i < METRICS_CDF_POINTS; i++)
 		s->cdf_ms[i] = quantile_ns(x, n, (double)(i + 1) / METRICS_CDF_POINTS) / NS_PER_MS;

@@ -28,6 +28,24 @@ struct metrics_summary {
 	double cdf_ms[METRICS_CDF_POINTS]; /* cdf_ms[i] = quantile (i+1)/1000 of latency */
 };
 
+/* A log-linear histogram of non-negative ns values (metrics.c: each value
+ * in a bucket of relative width <= 1/128, reported at its midpoint, so within
+ * 1/256), with an exact sum and the largest value: the queueing times of
+ * every run, and values too many to keep one by one (an LLM's inter-token
+ * gaps). Zero it to start. 58 KiB. */
+#define METRICS_HIST_BUCKETS ((62 - 6) * 128 + 128)
+struct metrics_hist {
+	uint64_t count[METRICS_HIST_BUCKETS];
+	uint64_t n;
+	uint64_t sum_lo, sum_hi;     /* exact 128-bit sum, ns */
+	int64_t max_ns;
+};
+void metrics_hist_add(struct metrics_hist *h, int64_t ns);
+/* The nearest-rank quantile num/den (rank ceil(n num / den), 1-based, in
+ * integers), as its bucket's midpoint in ns; 0 when empty. */
+double metrics_hist_quantile_ns(const struct metrics_hist *h, uint64_t num, uint64_t den);
+double metrics_hist_mean_ns(const struct metrics_hist *h);
+
 struct metrics *metrics_create(size_t expected_samples);
 void metrics_destroy(struct metrics *m);
 int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns);

@@ -42,6 +42,9 @@ static void report_llm_json(FILE *f, const struct drv_result *res)
 	        t->p50_ms, t->p90_ms, t->p99_ms, t->max_ms);
 	fprintf(f, ",\"tpot_ms\":{\"mean\":%.10g,\"p50\":%.10g,\"p90\":%.10g,\"p99\":%.10g,\"max\":%.10g}", p->mean_ms,
 	        p->p50_ms, p->p90_ms, p->p99_ms, p->max_ms);
+	fprintf(f, ",\"itl_ms\":{\"mean\":%.10g,\"p50\":%.10g,\"p90\":%.10g,\"p99\":%.10g,\"max\":%.10g,\"gaps\":%llu}",
+	        res->itl_mean_ms, res->itl_p50_ms, res->itl_p90_ms, res->itl_p99_ms, res->itl_max_ms,
+	        (unsigned long long)res->itl_count);
 	fprintf(f, ",\"goodput_rps\":%.10g,\"preemptions\":%.10g,\"kv_peak_fraction\":%.10g,\"iteration_tokens\":%llu",
 	        res->goodput_rps, report_policy_stat(res, "preemptions"), report_policy_stat(res, "kv_peak_fraction"),
 	        (unsigned long long)res->iter_tokens);
@@ -169,6 +172,8 @@ void report_text(FILE *f, const struct report_run *r)
 		        res->ttft.p90_ms, res->ttft.p99_ms);
 		fprintf(f, "  TPOT       mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f\n", res->tpot.mean_ms, res->tpot.p50_ms,
 		        res->tpot.p90_ms, res->tpot.p99_ms);
+		fprintf(f, "  ITL        mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f   max %.3f (gaps between tokens)\n",
+		        res->itl_mean_ms, res->itl_p50_ms, res->itl_p90_ms, res->itl_p99_ms, res->itl_max_ms);
 		fprintf(f, "  goodput    %.2f req/s within both SLOs   KV cache peak %.1f%% of %.0f blocks   %.0f preemptions\n",
 		        res->goodput_rps, 100.0 * report_policy_stat(res, "kv_peak_fraction"),
 		        report_policy_stat(res, "kv_blocks"), report_policy_stat(res, "preemptions"));
