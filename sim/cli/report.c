@@ -130,6 +130,19 @@ size_t report_stats(const struct report_run *r, struct results_stat *out, char (
 		out[n++] = (struct results_stat){ res->policy_stats[i].name, res->policy_stats[i].value };
 	if (res->graph_tasks && n < max)
 		out[n++] = (struct results_stat){ "mean_batch.graph", (double)res->graph_members / res->graph_tasks };
+	if (res->llm) {
+		/* the token figures of DESIGN.md 3b, stored with the run (ms; goodput in req/s) */
+		const struct results_stat llm[] = {
+			{ "ttft_ms.mean", res->ttft.mean_ms }, { "ttft_ms.p50", res->ttft.p50_ms },
+			{ "ttft_ms.p90", res->ttft.p90_ms }, { "ttft_ms.p99", res->ttft.p99_ms },
+			{ "tpot_ms.mean", res->tpot.mean_ms }, { "tpot_ms.p50", res->tpot.p50_ms },
+			{ "tpot_ms.p90", res->tpot.p90_ms }, { "tpot_ms.p99", res->tpot.p99_ms },
+			{ "itl_ms.p50", res->itl_p50_ms }, { "itl_ms.p99", res->itl_p99_ms },
+			{ "goodput_rps", res->goodput_rps },
+		};
+		for (size_t i = 0; i < sizeof llm / sizeof llm[0] && n < max; i++)
+			out[n++] = llm[i];
+	}
 	for (uint32_t t = 0; t < res->nnodes && n < max; t++) {
 		if (!res->node_tasks[t])
 			continue;
