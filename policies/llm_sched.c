@@ -25,6 +25,16 @@
  *     stops at the first that does not; chunked gives it a chunk of what is
  *     left. A request that cannot get its blocks is not admitted, and the
  *     queue waits behind it (first come, first served).
+ *  - slo (LazyBatching's idea on LLMs): chunked, with slack deciding. The
+ *    running decodes go first, then prompts being chunked; waiting requests
+ *    are taken least TTFT slack first (their deadline, arrival + --ttft-slo,
+ *    less now, less their prefill's predicted time alone; among the queue's
+ *    first LLM_SLO_WINDOW), and a prompt's chunk is held to the most tokens
+ *    that keep the iteration's predicted time within --tpot-slo whenever it
+ *    carries other requests' tokens. The prediction is the caller's own
+ *    iteration estimate (pol_latency.iter_ns: the hardware model's, as
+ *    LazyBatching's Oracle uses exact batched latencies), every member
+ *    counted as emitting. Without targets it is chunked with decodes first.
  * The KV cache (env->kv_blocks of env->block_size tokens) holds, for each
  * running request, the blocks of every token it has cached; no iteration
  * ever holds more. A request's cached tokens are pol_word[0], its blocks
@@ -34,8 +44,13 @@
 #include "fifo.h"
 #include "policy.h"
 
+#define LLM_SLO_WINDOW 64   /* slo: waiting requests ranked by slack at a time (the queue's head) */
+
 struct llm_state {
-	int chunked;
+	int chunked;                     /* prompts may be split into chunks */
+	int slo;                         /* the slo policy: ranking by slack and the TPOT check */
+	int64_t ttft_slo_ns, tpot_slo_ns;
+	struct pol_latency lat;          /* the caller's iteration estimates (slo) */
 	uint32_t max_seqs, max_tokens, block_size;
 	uint64_t kv_blocks, free_blocks, peak_blocks;
 	struct pol_request **running;    /* owned array of max_seqs slots: admission order */
@@ -56,9 +71,17 @@ static void llm_fini(struct pol_state *st)
 	s->running = NULL;
 }
 
-static int llm_setup(struct llm_state *s, const struct pol_env *env, int chunked, char *err, size_t errlen)
+static int llm_setup(struct llm_state *s, const struct pol_env *env, int chunked, int slo, char *err, size_t errlen)
 {
-	const char *name = chunked ? "chunked" : "continuous";
+	const char *name = slo ? "slo" : chunked ? "chunked" : "continuous";
+	if (slo && !env->lat.iter_ns) {
+		snprintf(err, errlen, "slo: no iteration estimates from the caller");
+		return -1;
+	}
+	s->slo = slo;
+	s->ttft_slo_ns = env->ttft_slo_ns;
+	s->tpot_slo_ns = env->tpot_slo_ns;
+	s->lat = env->lat;
 	if (env->workers != 1) {
 		snprintf(err, errlen, "%s: one device only (each device would need a KV cache and a queue of its own)", name);
 		return -1;
@@ -90,12 +113,17 @@ static int llm_setup(struct llm_state *s, const struct pol_env *env, int chunked
 
 static int continuous_init(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen)
 {
-	return llm_setup((struct llm_state *)st, env, 0, err, errlen);
+	return llm_setup((struct llm_state *)st, env, 0, 0, err, errlen);
 }
 
 static int chunked_init(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen)
 {
-	return llm_setup((struct llm_state *)st, env, 1, err, errlen);
+	return llm_setup((struct llm_state *)st, env, 1, 0, err, errlen);
+}
+
+static int slo_init(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen)
+{
+	return llm_setup((struct llm_state *)st, env, 1, 1, err, errlen);
 }
 
 static void llm_on_arrival(struct pol_state *st, struct pol_request *r, int64_t now_ns)
@@ -139,6 +167,73 @@ static void llm_schedule(struct llm_state *s, struct pol_task *t, struct pol_req
 	t->nreq++;
 }
 
+/* slo: the predicted time of the iteration planned so far plus r running
+ * tokens more (the caller's estimate; every member counted as emitting,
+ * the dearer case). */
+static int64_t slo_predict_ns(const struct llm_state *s, struct pol_task *t, const struct pol_request *r, uint32_t tokens)
+{
+	t->tokens[t->nreq] = tokens;
+	t->context[t->nreq] = (uint32_t)r->pol_word[0];
+	return s->lat.iter_ns(s->lat.iter_ctx, t->nreq + 1, t->tokens, t->context, t->nreq + 1);
+}
+
+/* slo: the most of `tokens` r may run in this iteration without the
+ * iteration outlasting the TPOT target, when it carries other requests'
+ * tokens to protect (0: none). */
+static uint32_t slo_fit(const struct llm_state *s, struct pol_task *t, const struct pol_request *r, uint32_t tokens)
+{
+	if (!s->tpot_slo_ns || t->nreq == 0 || slo_predict_ns(s, t, r, tokens) <= s->tpot_slo_ns)
+		return tokens;
+	uint32_t lo = 0, hi = tokens;              /* fits(lo), not fits(hi); the time grows with the tokens */
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (slo_predict_ns(s, t, r, mid) <= s->tpot_slo_ns)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* slo: the waiting request with the least TTFT slack among the queue's
+ * first LLM_SLO_WINDOW: its deadline (arrival + --ttft-slo) less now less
+ * its prefill's predicted time alone. Ties and no TTFT target: arrival
+ * order. *prev is its predecessor in the queue (NULL: the head). */
+static struct pol_request *slo_pick(const struct llm_state *s, int64_t now_ns, struct pol_request **prev)
+{
+	struct pol_request *best = s->waiting.head, *p = NULL;
+	*prev = NULL;
+	if (!s->ttft_slo_ns)
+		return best;
+	int64_t best_slack = INT64_MAX;
+	uint32_t zero = 0, n = 0;
+	for (struct pol_request *r = s->waiting.head; r && n < LLM_SLO_WINDOW; p = r, r = r->pol_next, n++) {
+		uint32_t need = (uint32_t)pol_llm_target(r);
+		int64_t alone = s->lat.iter_ns(s->lat.iter_ctx, 1, &need, &zero, 1);
+		int64_t slack = r->arrival_ns + s->ttft_slo_ns - now_ns - alone;
+		if (slack < best_slack) {
+			best_slack = slack;
+			best = r;
+			*prev = p;
+		}
+	}
+	return best;
+}
+
+/* Takes r, whose predecessor is prev (NULL: the head), out of the queue. */
+static void llm_unlink(struct pol_fifo *f, struct pol_request *prev, struct pol_request *r)
+{
+	if (!prev) {
+		pol_fifo_pop(f);
+		return;
+	}
+	prev->pol_next = r->pol_next;
+	if (f->tail == r)
+		f->tail = prev;
+	r->pol_next = NULL;
+	f->len--;
+}
+
 static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, struct pol_task *t, int64_t *wake_ns)
 {
 	(void)device;
@@ -149,14 +244,24 @@ static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, 
 	int preempted = 0;
 	t->kind = POL_TASK_ITER;
 	t->nreq = 0;
-	/* 1. the running requests, in admission order */
+	/* 1. the running requests, in admission order (slo: decodes first, then
+	 * prompts being chunked, each held to what keeps the TPOT target) */
+	for (int pass = s->slo ? 0 : 1; pass < 2; pass++)
 	for (uint32_t i = 0; i < s->nrunning && budget > 0;) {
 		struct pol_request *r = s->running[i];
 		uint64_t need = pol_llm_target(r) - r->pol_word[0];
+		if (s->slo && (pass == 0) != (need == 1)) {
+			i++;
+			continue;
+		}
 		if (!s->chunked && need > budget)
 			break;
 		uint32_t tokens = need < budget ? (uint32_t)need : budget;
+		if (s->slo && pass == 1 && (tokens = slo_fit(s, t, r, tokens)) == 0)
+			break;
 		uint64_t want = llm_blocks_for(s, r->pol_word[0] + tokens) - r->pol_word[1];
+		if (s->slo && pass == 1 && want > s->free_blocks)
+			break;                  /* a prompt's chunk waits: it never preempts decodes already planned */
 		while (want > s->free_blocks && s->nrunning > i) {
 			/* the request admitted last gives its blocks back and waits again, to be recomputed */
 			struct pol_request *victim = s->running[s->nrunning - 1];
@@ -173,14 +278,16 @@ static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, 
 	}
 	/* 2. waiting requests, first come first served, when nothing had to give way */
 	while (!preempted && s->waiting.head && s->nrunning < s->max_seqs && budget > 0) {
-		struct pol_request *r = s->waiting.head;
+		struct pol_request *prev = NULL, *r = s->slo ? slo_pick(s, now_ns, &prev) : s->waiting.head;
 		uint64_t need = pol_llm_target(r);      /* nothing cached while waiting */
 		if (!s->chunked && need > budget)
 			break;
 		uint32_t tokens = need < budget ? (uint32_t)need : budget;
+		if (s->slo && (tokens = slo_fit(s, t, r, tokens)) == 0)
+			break;
 		if (llm_blocks_for(s, tokens) > s->free_blocks)
 			break;
-		pol_fifo_pop(&s->waiting);
+		llm_unlink(&s->waiting, prev, r);
 		s->running[s->nrunning++] = r;
 		llm_schedule(s, t, r, tokens);
 		budget -= tokens;
@@ -213,6 +320,22 @@ const struct pol_ops continuous_policy_ops = {
 	.default_max_batch = 256,        /* vLLM's max_num_seqs */
 	.serves_llm = 1,
 	.init = continuous_init,
+	.fini = llm_fini,
+	.on_arrival = llm_on_arrival,
+	.on_task_done = llm_on_task_done,
+	.next_task = llm_next_task,
+	.stats = llm_stats,
+};
+
+/* LazyBatching's idea on LLMs: slack decides. */
+const struct pol_ops slo_policy_ops = {
+	.name = "slo",
+	.help = "LLM SLO-aware chunked prefill: least TTFT slack first, chunks held to what keeps --tpot-slo (predicted)",
+	.state_size = sizeof(struct llm_state),
+	.default_max_batch = 256,
+	.serves_llm = 1,
+	.default_batched_tokens = 2048,  /* the TPOT check, not the budget, is what bounds a chunk here */
+	.init = slo_init,
 	.fini = llm_fini,
 	.on_arrival = llm_on_arrival,
 	.on_task_done = llm_on_task_done,

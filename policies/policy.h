@@ -104,6 +104,12 @@ struct pol_latency {
 	int64_t (*node_ns)(void *ctx, uint32_t node_type, uint32_t batch);
 	/* A whole graph at batch b, padded to these lengths, ns. */
 	int64_t (*graph_ns)(void *ctx, uint32_t batch, uint32_t input_len, uint32_t output_len);
+	/* LLM models: one iteration of n members (tokens[i] on a cache of
+	 * context[i], emitting of them yielding a token), ns; -1 if it cannot be
+	 * priced. iter_ctx is its context. NULL for node-level models. */
+	int64_t (*iter_ns)(void *iter_ctx, uint32_t n, const uint32_t *tokens, const uint32_t *context,
+	                   uint32_t emitting);
+	void *iter_ctx;
 };
 
 /* Every knob of every policy; a policy reads the ones it documents. */

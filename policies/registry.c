@@ -14,6 +14,7 @@ extern const struct pol_ops lazy_policy_ops;
 extern const struct pol_ops oracle_policy_ops;
 extern const struct pol_ops continuous_policy_ops;
 extern const struct pol_ops chunked_policy_ops;
+extern const struct pol_ops slo_policy_ops;
 
 static const struct pol_ops *const pol_table[] = {
 	&serial_policy_ops,
@@ -24,6 +25,7 @@ static const struct pol_ops *const pol_table[] = {
 	&oracle_policy_ops,
 	&continuous_policy_ops,
 	&chunked_policy_ops,
+	&slo_policy_ops,
 };
 
 #define POL_COUNT (sizeof pol_table / sizeof pol_table[0])

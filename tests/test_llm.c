@@ -27,6 +27,7 @@ extern const struct pol_ops continuous_policy_ops, chunked_policy_ops;
 struct iter_hw {
 	struct hw_model base;
 	double iter_s;
+	double growth;               /* the iteration takes iter_s x (1 + growth x its tokens) */
 	uint64_t kv_blocks;
 	uint32_t block_size;
 };
@@ -45,7 +46,7 @@ static int iter_gemm_cost(const struct hw_model *hw, uint64_t m, uint64_t k, uin
 	(void)m, (void)k, (void)df, (void)weight_operand, (void)err, (void)errlen;
 	const struct iter_hw *h = (const struct iter_hw *)hw;
 	const struct mdl_llm *l = &hw->model->llm;
-	*out = (struct hw_gemm_cost){ .seconds = n == l->vocab ? 0 : h->iter_s / (4.0 * l->layers) };
+	*out = (struct hw_gemm_cost){ .seconds = n == l->vocab ? 0 : h->iter_s / (4.0 * l->layers) * (1 + h->growth * (double)m) };
 	return 0;
 }
 
@@ -164,18 +165,21 @@ static struct mdl_model *tiny(void)
 }
 
 /* Runs the trace under p with 1 ms iterations; the result in *r. */
+static double run_growth;      /* iter_hw's growth for the next run_trace (0: every iteration 1 ms) */
+static int64_t run_tpot_slo_ns;
+
 static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_blocks, uint32_t budget, double *arr,
                       uint32_t *in, uint32_t *out, size_t n, struct drv_result *r)
 {
 	struct iter_hw hw = { .base = { .ops = &iter_hw_ops, .model = m }, .iter_s = 1e-3, .kv_blocks = kv_blocks,
-	                      .block_size = 4 };
+	                      .block_size = 4, .growth = run_growth };
 	strcpy(hw.base.label, "iter");
 	struct trc_trace t = { .n = n, .arrival_s = arr, .input_len = in, .output_len = out };
 	wrap_reset(p);
 	struct eng_config c = { .policy = &wrap_ops, .model = m, .hw = &hw.base, .workers = 1, .trace = &t, .seed = 1,
 	                        .sla_ns = 1000 * MS, .keep_request_rows = 1 };
 	c.env = (struct pol_env){ .max_batch = 4, .min_batch = 1, .max_batched_tokens = budget, .block_size = 4,
-	                          .sla_ns = 1000 * MS };
+	                          .sla_ns = 1000 * MS, .tpot_slo_ns = run_tpot_slo_ns };
 	char err[256];
 	if (eng_run(&c, r, err, sizeof err) != 0)
 		fail_msg("%s: %s", p->name, err);
@@ -321,8 +325,9 @@ static void test_conservation(void **state)
 		in[i] = 1 + (uint32_t)((seed >> 20) % 60);
 		out[i] = 1 + (uint32_t)((seed >> 30) % 40);
 	}
-	const struct pol_ops *pols[2] = { &continuous_policy_ops, &chunked_policy_ops };
-	for (int p = 0; p < 2; p++) {
+	extern const struct pol_ops slo_policy_ops;
+	const struct pol_ops *pols[3] = { &continuous_policy_ops, &chunked_policy_ops, &slo_policy_ops };
+	for (int p = 0; p < 3; p++) {
 		struct drv_result r;
 		run_trace(pols[p], m, 40, 128, arr, in, out, N, &r);
 		for (int i = 0; i < N; i++)
@@ -336,6 +341,49 @@ static void test_conservation(void **state)
 		assert_int_equal(r.ttft.count, N);
 		drv_result_free(&r);
 	}
+	mdl_free(m);
+}
+
+/* slo holds a prompt's chunks to the TPOT target. Iterations take 1 ms x
+ * (1 + T / 100) for T tokens; --tpot-slo 1.5 ms. A (10 prompt, 5 output)
+ * at 0, B (100, 2) at 0.5 ms:
+ *   0:    A prefills 10, alone (nothing to protect)        1.1 ms  -> 1.1
+ *   1.1:  A decodes; B's 100 would make 2.01 ms: the most that keeps
+ *         1.5 ms is 1 + 49 tokens: B a chunk of 49           1.5 ms  -> 2.6
+ *   2.6:  A decodes; B 49 more                               1.5 ms  -> 4.1
+ *   4.1:  A decodes; B its last 2 (its token 1 at 5.13)      1.03 ms -> 5.13
+ *   5.13: A, B decode: both end                              1.02 ms -> 6.15
+ * Every gap between A's tokens is at most 1.5 ms; chunked (budget 2048)
+ * would have run B's 100 at once, a 2.01 ms gap. */
+static void test_slo_holds_chunks_to_tpot(void **state)
+{
+	(void)state;
+	extern const struct pol_ops slo_policy_ops;
+	struct mdl_model *m = tiny();
+	double arr[2] = { 0, 0.0005 };
+	uint32_t in[2] = { 10, 100 }, out[2] = { 5, 2 };
+	struct drv_result r;
+	run_growth = 0.01;
+	run_tpot_slo_ns = 1500000;
+	run_trace(&slo_policy_ops, m, 1000, 2048, arr, in, out, 2, &r);
+	run_growth = 0;
+	run_tpot_slo_ns = 0;
+	assert_int_equal(wrap.nlog, 5);
+	check_iter(0, 0, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 10 }, (uint32_t[]){ 0 });
+	const int64_t starts_us[5] = { 0, 1100, 2600, 4100, 5130 };
+	const uint32_t b_tokens[5] = { 0, 49, 49, 2, 1 }, b_context[5] = { 0, 0, 49, 98, 100 };
+	for (size_t i = 1; i < 5; i++) {
+		const struct logged_iter *l = &wrap.log[i];
+		if (l->start_ns != starts_us[i] * 1000 || l->n != 2 || l->ids[0] != 0 || l->tokens[0] != 1 ||
+		    l->ids[1] != 1 || l->tokens[1] != b_tokens[i] || l->context[1] != b_context[i])
+			fail_msg("iteration %zu: at %lld ns, %u members, B %u tokens on %u", i, (long long)l->start_ns, l->n,
+			         l->tokens[1], l->context[1]);
+	}
+	assert_int_equal(llround(r.rows[0].finish_s * 1e6), 6150);
+	assert_int_equal(llround(r.rows[1].finish_s * 1e6), 6150);
+	assert_int_equal(wrap.first_token_ns[1], 5130000);
+	assert_true(r.itl_max_ms <= 1.5);
+	drv_result_free(&r);
 	mdl_free(m);
 }
 
@@ -381,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_chunked_timeline),
 		cmocka_unit_test(test_cache_fills_and_preempts),
 		cmocka_unit_test(test_conservation),
+		cmocka_unit_test(test_slo_holds_chunks_to_tpot),
 		cmocka_unit_test(test_roofline_iteration),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -404,6 +404,14 @@ static uint32_t eng_max_cells(const struct eng_config *c)
 /* An LLM's iteration cost on the device, and its KV cache in blocks: the
  * device's memory less the weights (hwmodels/llm_cost.h). The cache must
  * hold the largest request whole, or that request could never finish. */
+/* The policy's iteration estimates (pol_latency.iter_ns): the engine's own prices. */
+static int64_t eng_iter_estimate_ns(void *ctx, uint32_t n, const uint32_t *tokens, const uint32_t *context,
+                                    uint32_t emitting)
+{
+	char err[256];
+	return llm_cost_iter_ns(ctx, n, tokens, context, emitting, err, sizeof err);
+}
+
 static int eng_llm_setup(struct eng *e, struct pol_env *env)
 {
 	const struct eng_config *c = e->c;
@@ -414,6 +422,8 @@ static int eng_llm_setup(struct eng *e, struct pol_env *env)
 		snprintf(e->err, e->errlen, "block size must be at least 1 token");
 		return -1;
 	}
+	env->lat.iter_ns = eng_iter_estimate_ns;
+	env->lat.iter_ctx = e->llm;
 	env->kv_blocks = llm_cost_kv_blocks(e->llm, env->block_size, e->err, e->errlen);
 	if (env->kv_blocks == 0)
 		return -1;
