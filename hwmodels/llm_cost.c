@@ -83,10 +83,10 @@ void llm_cost_destroy(struct llm_cost *c)
 }
 
 int64_t llm_cost_iter_ns(struct llm_cost *c, uint32_t n, const uint32_t *tokens, const uint32_t *context,
-                         uint32_t emitting, char *err, size_t errlen)
+                         uint32_t emitting, uint32_t pad, char *err, size_t errlen)
 {
 	const struct mdl_llm *l = c->llm;
-	uint64_t total = 0;
+	uint64_t total = pad;
 	double attn_s = 0;
 	double kv_token_bytes = (double)mdl_llm_kv_bytes_per_token(l);
 	double attn_flops_per = 4.0 * l->heads * l->head_dim * l->layers;

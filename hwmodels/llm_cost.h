@@ -33,10 +33,11 @@ int llm_cost_create(const struct hw_model *hw, const struct mdl_model *m, uint32
 void llm_cost_destroy(struct llm_cost *c);
 
 /* One iteration, in ns (at least 1): member i runs tokens[i] new tokens on
- * a cache of context[i]; emitting members yield a token (the LM head).
- * -1 with err if the hardware model fails a GEMM. */
+ * a cache of context[i]; emitting members yield a token (the LM head); pad
+ * tokens of padding (static batching) go through the layer GEMMs too (their
+ * attention is not priced). -1 with err if the hardware model fails a GEMM. */
 int64_t llm_cost_iter_ns(struct llm_cost *c, uint32_t n, const uint32_t *tokens, const uint32_t *context,
-                         uint32_t emitting, char *err, size_t errlen);
+                         uint32_t emitting, uint32_t pad, char *err, size_t errlen);
 
 /* KV cache blocks of block_size tokens the device's memory holds after the
  * weights. 0 with err when the device models no capacity or the weights

@@ -195,6 +195,7 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
 {
 	t->nreq = 0;
 	t->run_max = 0;
+	t->pad_tokens = 0;
 	if (!d->c.policy->next_task(d->st, device, now_ns, t, wake_ns))
 		return 0;
 	t->run_len = 1;

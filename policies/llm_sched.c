@@ -25,6 +25,7 @@
  *     stops at the first that does not; chunked gives it a chunk of what is
  *     left. A request that cannot get its blocks is not admitted, and the
  *     queue waits behind it (first come, first served).
+ *  - static: graph batching's LLM form (static_next_task).
  *  - slo (LazyBatching's idea on LLMs): chunked, with slack deciding. The
  *    running decodes go first, then prompts being chunked; waiting requests
  *    are taken least TTFT slack first (their deadline, arrival + --ttft-slo,
@@ -49,6 +50,10 @@
 struct llm_state {
 	int chunked;                     /* prompts may be split into chunks */
 	int slo;                         /* the slo policy: ranking by slack and the TPOT check */
+	int is_static;                   /* the static policy: whole batches, padded (static_next_task) */
+	int64_t window_ns;               /* static: --window */
+	uint32_t batch_size;             /* static: members the running batch started with (0: none) */
+	uint64_t batch_blocks;           /* static: the blocks it reserved */
 	int64_t ttft_slo_ns, tpot_slo_ns;
 	struct pol_latency lat;          /* the caller's iteration estimates (slo) */
 	uint32_t max_seqs, max_tokens, block_size;
@@ -73,7 +78,8 @@ static void llm_fini(struct pol_state *st)
 
 static int llm_setup(struct llm_state *s, const struct pol_env *env, int chunked, int slo, char *err, size_t errlen)
 {
-	const char *name = slo ? "slo" : chunked ? "chunked" : "continuous";
+	const char *name = s->is_static ? "static" : slo ? "slo" : chunked ? "chunked" : "continuous";
+	s->window_ns = env->window_ns;
 	if (slo && !env->lat.iter_ns) {
 		snprintf(err, errlen, "slo: no iteration estimates from the caller");
 		return -1;
@@ -92,7 +98,7 @@ static int llm_setup(struct llm_state *s, const struct pol_env *env, int chunked
 		return -1;
 	}
 	/* a whole prefill, its recompute after a preemption included, must fit one iteration */
-	if (!chunked && env->longest_request_tokens > env->max_batched_tokens) {
+	if (!chunked && !s->is_static && env->longest_request_tokens > env->max_batched_tokens) {
 		snprintf(err, errlen, "continuous: --max-batched-tokens=%u cannot hold the prefill of a request of %llu tokens "
 		         "(a recompute prefills its prompt and output so far): raise it, or chunk prompts with --policy=chunked",
 		         env->max_batched_tokens, (unsigned long long)env->longest_request_tokens);
@@ -119,6 +125,12 @@ static int continuous_init(struct pol_state *st, const struct pol_env *env, char
 static int chunked_init(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen)
 {
 	return llm_setup((struct llm_state *)st, env, 1, 0, err, errlen);
+}
+
+static int static_init(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen)
+{
+	((struct llm_state *)st)->is_static = 1;
+	return llm_setup((struct llm_state *)st, env, 0, 0, err, errlen);
 }
 
 static int slo_init(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen)
@@ -153,6 +165,11 @@ static void llm_on_task_done(struct pol_state *st, const struct pol_task *t, int
 	for (uint32_t i = s->nrunning; i-- > 0;)
 		if (pol_req_done(s->running[i]))
 			llm_release(s, i);
+	if (s->is_static && s->batch_size && s->nrunning == 0) {
+		s->free_blocks += s->batch_blocks;     /* the batch's reservation, once its last member ends */
+		s->batch_size = 0;
+		s->batch_blocks = 0;
+	}
 }
 
 /* Adds r to the task with tokens new tokens, taking the blocks they need. */
@@ -234,12 +251,75 @@ static void llm_unlink(struct pol_fifo *f, struct pol_request *prev, struct pol_
 	f->len--;
 }
 
+/* static: a batch of whole requests, run together until its last member
+ * ends, no request joining it meanwhile (graph batching's LLM form, as
+ * FasterTransformer-style servers run). Started when the device is free and
+ * either --max-seqs requests wait or the oldest has waited --window: the
+ * first come, as many as the KV cache takes when each reserves room for the
+ * batch's longest prompt and longest output (its true lengths, as the
+ * graph policy pads to them). The prefill runs every prompt padded to the
+ * longest; each decode step runs a token for every member, the ended ones
+ * as padding. Tokens stream: a member ends at its own last token, but its
+ * slot and blocks stay the batch's. */
+static int static_next_task(struct llm_state *s, int64_t now_ns, struct pol_task *t, int64_t *wake_ns)
+{
+	t->kind = POL_TASK_ITER;
+	t->nreq = 0;
+	if (s->batch_size) {                  /* a decode step of the running batch */
+		for (uint32_t i = 0; i < s->nrunning; i++) {
+			struct pol_request *r = s->running[i];
+			t->reqs[t->nreq] = r;
+			t->tokens[t->nreq] = 1;
+			t->context[t->nreq] = (uint32_t)r->pol_word[0];
+			t->nreq++;
+		}
+		t->pad_tokens = s->batch_size - s->nrunning;
+		return t->nreq > 0;
+	}
+	if (!s->waiting.head)
+		return 0;
+	if (s->waiting.len < s->max_seqs && now_ns - s->waiting.head->arrival_ns < s->window_ns) {
+		*wake_ns = s->waiting.head->arrival_ns + s->window_ns;
+		return 0;
+	}
+	uint32_t k = 0, max_in = 0, max_out = 0;
+	uint64_t blocks = 0;
+	for (struct pol_request *r = s->waiting.head; r && k < s->max_seqs; r = r->pol_next) {
+		uint32_t in = r->input_len > max_in ? r->input_len : max_in;
+		uint32_t out = r->output_len > max_out ? r->output_len : max_out;
+		uint64_t need = (k + 1) * llm_blocks_for(s, (uint64_t)in + out);
+		if (need > s->free_blocks)
+			break;
+		max_in = in;
+		max_out = out;
+		blocks = need;
+		k++;
+	}
+	if (k == 0)
+		return 0;                          /* cannot happen: the engine checked one request fits alone */
+	for (uint32_t i = 0; i < k; i++) {
+		struct pol_request *r = pol_fifo_pop(&s->waiting);
+		s->running[s->nrunning++] = r;
+		t->reqs[t->nreq] = r;
+		t->tokens[t->nreq] = r->input_len;
+		t->context[t->nreq] = 0;
+		t->pad_tokens += max_in - r->input_len;
+		t->nreq++;
+	}
+	s->batch_size = k;
+	s->batch_blocks = blocks;
+	s->free_blocks -= blocks;
+	if (s->kv_blocks - s->free_blocks > s->peak_blocks)
+		s->peak_blocks = s->kv_blocks - s->free_blocks;
+	return 1;
+}
+
 static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, struct pol_task *t, int64_t *wake_ns)
 {
 	(void)device;
-	(void)now_ns;
-	(void)wake_ns;
 	struct llm_state *s = (struct llm_state *)st;
+	if (s->is_static)
+		return static_next_task(s, now_ns, t, wake_ns);
 	uint32_t budget = s->max_tokens;
 	int preempted = 0;
 	t->kind = POL_TASK_ITER;
@@ -320,6 +400,20 @@ const struct pol_ops continuous_policy_ops = {
 	.default_max_batch = 256,        /* vLLM's max_num_seqs */
 	.serves_llm = 1,
 	.init = continuous_init,
+	.fini = llm_fini,
+	.on_arrival = llm_on_arrival,
+	.on_task_done = llm_on_task_done,
+	.next_task = llm_next_task,
+	.stats = llm_stats,
+};
+
+const struct pol_ops static_policy_ops = {
+	.name = "static",
+	.help = "LLM static batching: whole requests batched until the batch ends, padded to the longest, --window",
+	.state_size = sizeof(struct llm_state),
+	.default_max_batch = 256,
+	.serves_llm = 1,
+	.init = static_init,
 	.fini = llm_fini,
 	.on_arrival = llm_on_arrival,
 	.on_task_done = llm_on_task_done,

@@ -92,6 +92,7 @@ struct pol_task {
 	uint64_t run_len;            /* set by the caller: consecutive nodes each member ran (1 unless a run) */
 	uint32_t *tokens;            /* ITER, caller-allocated (max_batch slots): new tokens each member runs */
 	uint32_t *context;           /* ITER: tokens already in each member's KV cache (its attention reads them) */
+	uint32_t pad_tokens;         /* ITER: tokens of padding the iteration runs besides (static batching) */
 	int64_t run_until_ns;        /* set by the caller before next_task: any run ends at the first boundary
 	                              * at or after it (the next arrival it knows of); a policy need not look
 	                              * further. 0 from a caller that runs no runs (live) */

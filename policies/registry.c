@@ -15,6 +15,7 @@ extern const struct pol_ops oracle_policy_ops;
 extern const struct pol_ops continuous_policy_ops;
 extern const struct pol_ops chunked_policy_ops;
 extern const struct pol_ops slo_policy_ops;
+extern const struct pol_ops static_policy_ops;
 
 static const struct pol_ops *const pol_table[] = {
 	&serial_policy_ops,
@@ -23,6 +24,7 @@ static const struct pol_ops *const pol_table[] = {
 	&topup_policy_ops,
 	&lazy_policy_ops,
 	&oracle_policy_ops,
+	&static_policy_ops,
 	&continuous_policy_ops,
 	&chunked_policy_ops,
 	&slo_policy_ops,

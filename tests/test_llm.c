@@ -66,7 +66,7 @@ static const struct hw_ops iter_hw_ops = { .name = "iter", .node_cost = iter_nod
 
 struct logged_iter {
 	int64_t start_ns;
-	uint32_t n;
+	uint32_t n, pad;
 	uint64_t ids[8];
 	uint32_t tokens[8], context[8];
 };
@@ -104,7 +104,7 @@ static void wrap_done(struct pol_state *st, const struct pol_task *t, int64_t no
 {
 	if (wrap.nlog < 64) {
 		struct logged_iter *l = &wrap.log[wrap.nlog++];
-		*l = (struct logged_iter){ .start_ns = t->start_ns, .n = t->nreq };
+		*l = (struct logged_iter){ .start_ns = t->start_ns, .n = t->nreq, .pad = t->pad_tokens };
 		for (uint32_t i = 0; i < t->nreq && i < 8; i++) {
 			l->ids[i] = t->reqs[i]->id;
 			l->tokens[i] = t->tokens[i];
@@ -167,6 +167,7 @@ static struct mdl_model *tiny(void)
 /* Runs the trace under p with 1 ms iterations; the result in *r. */
 static double run_growth;      /* iter_hw's growth for the next run_trace (0: every iteration 1 ms) */
 static int64_t run_tpot_slo_ns;
+static int64_t run_window_ns;
 
 static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_blocks, uint32_t budget, double *arr,
                       uint32_t *in, uint32_t *out, size_t n, struct drv_result *r)
@@ -179,7 +180,7 @@ static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_
 	struct eng_config c = { .policy = &wrap_ops, .model = m, .hw = &hw.base, .workers = 1, .trace = &t, .seed = 1,
 	                        .sla_ns = 1000 * MS, .keep_request_rows = 1 };
 	c.env = (struct pol_env){ .max_batch = 4, .min_batch = 1, .max_batched_tokens = budget, .block_size = 4,
-	                          .sla_ns = 1000 * MS, .tpot_slo_ns = run_tpot_slo_ns };
+	                          .sla_ns = 1000 * MS, .tpot_slo_ns = run_tpot_slo_ns, .window_ns = run_window_ns };
 	char err[256];
 	if (eng_run(&c, r, err, sizeof err) != 0)
 		fail_msg("%s: %s", p->name, err);
@@ -306,7 +307,7 @@ static void test_cache_fills_and_preempts(void **state)
 }
 
 /* Conservation: 400 requests at random lengths and a load that makes a
- * small cache overflow, under both policies: every request ends after
+ * small cache overflow, under every LLM policy: every request ends after
  * exactly its output tokens, one at a time, and the cache never holds more
  * than its blocks. */
 static void test_conservation(void **state)
@@ -325,9 +326,9 @@ static void test_conservation(void **state)
 		in[i] = 1 + (uint32_t)((seed >> 20) % 60);
 		out[i] = 1 + (uint32_t)((seed >> 30) % 40);
 	}
-	extern const struct pol_ops slo_policy_ops;
-	const struct pol_ops *pols[3] = { &continuous_policy_ops, &chunked_policy_ops, &slo_policy_ops };
-	for (int p = 0; p < 3; p++) {
+	extern const struct pol_ops slo_policy_ops, static_policy_ops;
+	const struct pol_ops *pols[4] = { &continuous_policy_ops, &chunked_policy_ops, &slo_policy_ops, &static_policy_ops };
+	for (int p = 0; p < 4; p++) {
 		struct drv_result r;
 		run_trace(pols[p], m, 40, 128, arr, in, out, N, &r);
 		for (int i = 0; i < N; i++)
@@ -336,11 +337,55 @@ static void test_conservation(void **state)
 				         (unsigned long long)wrap.emitted[i], out[i]);
 		print_message("  %s: %g preemptions, KV peak %.3f\n", pols[p]->name, stat_of(&r, "preemptions"),
 		              stat_of(&r, "kv_peak_fraction"));
-		assert_true(stat_of(&r, "preemptions") > 0);
+		/* the cache overflows, so all but static (which reserves a batch's room up front) preempt */
+		assert_true(pols[p] == &static_policy_ops ? stat_of(&r, "preemptions") == 0 : stat_of(&r, "preemptions") > 0);
 		assert_true(stat_of(&r, "kv_peak_fraction") <= 1.0);
 		assert_int_equal(r.ttft.count, N);
 		drv_result_free(&r);
 	}
+	mdl_free(m);
+}
+
+/* static: A (5 prompt, 3 output) at 0; B (3, 1) and C (4, 2) at 0.5 ms;
+ * 1 ms iterations. Without a window:
+ *   0: A alone, prefill 5                  1, 2: A decodes -> A ends at 3
+ *   3: B and C, prompts padded to 4 (1 pad) -> B ends at 4 (one token)
+ *   4: C decodes, B's slot as 1 pad        -> C ends at 5
+ * With a 2 ms window nothing starts before 2 (fewer than 4 wait):
+ *   2: A, B, C, padded to 5 (0 + 2 + 1 = 3 pad) -> B ends at 3
+ *   3: A, C decode, 1 pad                  -> C ends at 4
+ *   4: A decodes, 2 pad                    -> A ends at 5 */
+static void test_static_timeline(void **state)
+{
+	(void)state;
+	extern const struct pol_ops static_policy_ops;
+	struct mdl_model *m = tiny();
+	double arr[3] = { 0, 0.0005, 0.0005 };
+	uint32_t in[3] = { 5, 3, 4 }, out[3] = { 3, 1, 2 };
+	struct drv_result r;
+	run_trace(&static_policy_ops, m, 1000, 2048, arr, in, out, 3, &r);
+	assert_int_equal(wrap.nlog, 5);
+	check_iter(0, 0, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 5 }, (uint32_t[]){ 0 });
+	check_iter(2, 2, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 1 }, (uint32_t[]){ 6 });
+	check_iter(3, 3, 2, (uint64_t[]){ 1, 2 }, (uint32_t[]){ 3, 4 }, (uint32_t[]){ 0, 0 });
+	check_iter(4, 4, 1, (uint64_t[]){ 2 }, (uint32_t[]){ 1 }, (uint32_t[]){ 4 });
+	assert_int_equal(wrap.log[3].pad, 1);
+	assert_int_equal(wrap.log[4].pad, 1);
+	check_finish(&r, (double[]){ 3, 4, 5 }, (double[]){ 1, 3.5, 3.5 }, 3, arr);
+	drv_result_free(&r);
+
+	run_window_ns = 2 * MS;
+	run_trace(&static_policy_ops, m, 1000, 2048, arr, in, out, 3, &r);
+	run_window_ns = 0;
+	assert_int_equal(wrap.nlog, 3);
+	check_iter(0, 2, 3, (uint64_t[]){ 0, 1, 2 }, (uint32_t[]){ 5, 3, 4 }, (uint32_t[]){ 0, 0, 0 });
+	check_iter(1, 3, 2, (uint64_t[]){ 0, 2 }, (uint32_t[]){ 1, 1 }, (uint32_t[]){ 5, 4 });
+	check_iter(2, 4, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 1 }, (uint32_t[]){ 6 });
+	assert_int_equal(wrap.log[0].pad, 3);
+	assert_int_equal(wrap.log[1].pad, 1);
+	assert_int_equal(wrap.log[2].pad, 2);
+	check_finish(&r, (double[]){ 5, 3, 4 }, (double[]){ 3, 2.5, 2.5 }, 3, arr);
+	drv_result_free(&r);
 	mdl_free(m);
 }
 
@@ -410,7 +455,7 @@ static void test_roofline_iteration(void **state)
 	double kv_bytes = 1001.0 * 32 * 32 * 128 * 2 * 2;
 	double want_s = (32 * layer_bytes + head_bytes + kv_bytes) / bw;
 	uint32_t tokens = 1, context = 1000;
-	int64_t got = llm_cost_iter_ns(c, 1, &tokens, &context, 1, err, sizeof err);
+	int64_t got = llm_cost_iter_ns(c, 1, &tokens, &context, 1, 0, err, sizeof err);
 	assert_true(llabs(got - llround(want_s * 1e9)) <= 1);
 	/* 13.5 GB of weights leave 66.5 GB of the 80: blocks of 16 tokens of 512 KiB */
 	uint64_t blocks = llm_cost_kv_blocks(c, 16, err, sizeof err);
@@ -427,6 +472,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_continuous_timeline),
 		cmocka_unit_test(test_chunked_timeline),
+		cmocka_unit_test(test_static_timeline),
 		cmocka_unit_test(test_cache_fills_and_preempts),
 		cmocka_unit_test(test_conservation),
 		cmocka_unit_test(test_slo_holds_chunks_to_tpot),

@@ -241,7 +241,7 @@ static int64_t eng_iter_ns(struct eng *e, const struct pol_task *t)
 	uint32_t emitting = 0;
 	for (uint32_t i = 0; i < t->nreq; i++)
 		emitting += (uint64_t)t->context[i] + t->tokens[i] == pol_llm_target(t->reqs[i]);
-	return llm_cost_iter_ns(e->llm, t->nreq, t->tokens, t->context, emitting, e->err, e->errlen);
+	return llm_cost_iter_ns(e->llm, t->nreq, t->tokens, t->context, emitting, t->pad_tokens, e->err, e->errlen);
 }
 
 /* Prices a task the driver has started and schedules its end. */
@@ -409,7 +409,7 @@ static int64_t eng_iter_estimate_ns(void *ctx, uint32_t n, const uint32_t *token
                                     uint32_t emitting)
 {
 	char err[256];
-	return llm_cost_iter_ns(ctx, n, tokens, context, emitting, err, sizeof err);
+	return llm_cost_iter_ns(ctx, n, tokens, context, emitting, 0, err, sizeof err);
 }
 
 static int eng_llm_setup(struct eng *e, struct pol_env *env)
