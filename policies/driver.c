@@ -21,7 +21,7 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 	d->node_cells = calloc(m->nnodes ? m->nnodes : 1, sizeof *d->node_cells);
 	if (m->is_llm != (c->policy->serves_llm != 0)) {
 		snprintf(err, errlen, m->is_llm ? "policy %s batches nodes; model %s is an LLM, served by iterations "
-		         "(policies continuous, chunked)" : "policy %s serves LLMs; model %s is not one",
+		         "(policies static, continuous, chunked, slo)" : "policy %s serves LLMs; model %s is not one",
 		         c->policy->name, m->name);
 		goto fail;
 	}
