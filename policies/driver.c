@@ -111,6 +111,7 @@ int drv_keep_row(struct pol_driver *d, const struct pol_request *r, int64_t fini
 	d->rows[r->id] = (struct drv_request_row){
 		.id = r->id, .arrival_s = r->arrival_ns * 1e-9, .start_s = r->first_start_ns * 1e-9,
 		.finish_s = finish_ns * 1e-9, .input_len = r->input_len, .output_len = r->output_len,
+		.first_token_s = r->first_token_ns >= 0 ? r->first_token_ns * 1e-9 : -1,
 	};
 	return 0;
 }

@@ -40,6 +40,7 @@ struct drv_request_row {        /* one finished request (--requests-out, the dat
 	uint64_t id;
 	double arrival_s, start_s, finish_s;
 	uint32_t input_len, output_len;
+	double first_token_s;       /* LLM models: when its first output token was produced (else -1) */
 };
 
 /* A run's result, simulated or live. */

@@ -187,6 +187,44 @@ check("batch-timeline: step, start, batch = requests of the task, end",
       all(row[0] == k + 1 and close(row[1], s) and row[2] == n and close(row[3], end)
           for k, (row, (s, n, end)) in enumerate(zip(rows, by_start))))
 check("batch-timeline: requests served = 150", sum(row[2] for row in rows) == 150)
+# LLM runs (DESIGN.md 3b): goodput vs rate from the database; TTFT and TPOT CDFs from --requests-out
+tpu = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hwmodels", "tpu_v1_like.npu")
+llm_db = os.path.join(td, "llm.db")
+rq = {}
+for pol in ("continuous", "chunked"):
+    for rate in (200, 400):
+        rq[pol, rate] = os.path.join(td, f"rq_{pol}_{rate}.csv")
+        sb(f"--policy={pol}", "--model=llm-tiny", f"--hw={tpu}", f"--rate={rate}", "--requests=300", "--ttft-slo=0.2",
+           "--tpot-slo=0.05", f"--db={llm_db}", "--quiet", f"--requests-out={rq[pol, rate]}")
+sb("--policy=lazy", "--model=seq2seq", "--rate=300", "--requests=200", f"--db={llm_db}", "--quiet")  # no goodput: left out
+out = os.path.join(td, "goodput")
+r = plot("goodput-vs-rate", f"--db={llm_db}", f"--out={out}")
+check("goodput-vs-rate: exit 0", r.returncode == 0, r.stderr)
+check("goodput-vs-rate: PNG and PDF", png_ok(out))
+blocks = read_dat(out + ".dat")
+con = sqlite3.connect(llm_db)
+stored = {(p, rate): v for p, rate, v in con.execute(
+    "select r.policy, r.rate_rps, s.value from runs r join run_stats s using (run_id) where s.key = 'goodput_rps'")}
+check("goodput-vs-rate: the LLM policies only, a point per rate, the stored goodput",
+      sorted(b[0].split()[0] for b in blocks) == ["chunked", "continuous"] and
+      all(len(b[1]) == 2 and all(close(row[1], stored[b[0].split()[0], row[0]]) for row in b[1]) for b in blocks), blocks)
+out = os.path.join(td, "tpot-cdf")
+r = plot("token-cdf", f"--requests={rq['continuous', 400]},{rq['chunked', 400]}", "--labels=continuous,chunked",
+         "--metric=tpot", f"--out={out}")
+check("token-cdf: exit 0", r.returncode == 0, r.stderr)
+check("token-cdf: PNG and PDF", png_ok(out))
+blocks = read_dat(out + ".dat")
+with open(rq["continuous", 400]) as f:
+    reqs = [line.strip().split(",") for line in f][1:]
+# TPOT per DESIGN.md 3b: (finish - first token) / (tokens - 1), requests of one token left out
+tpot = sorted((float(x[3]) - float(x[6])) / (int(x[5]) - 1) * 1e3 for x in reqs if int(x[5]) > 1)
+check("token-cdf: the continuous series is every request's TPOT, sorted, with its cumulative fraction",
+      blocks[0][0] == "continuous" and len(blocks[0][1]) == len(tpot) and
+      all(close(row[0], v, 1e-6) and close(row[1], (i + 1) / len(tpot)) for i, (row, v) in enumerate(zip(blocks[0][1], tpot))))
+r = plot("token-cdf", f"--requests={tl}", f"--out={out}-bad")
+check("token-cdf: a file that is not an LLM run's requests -> exit 2", r.returncode == 2 and
+      len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(out + "-bad.png"), r.stderr)
+
 # a node-level policy: one task per cell step; the decoder cell's tasks per decoding step
 tl2 = os.path.join(td, "tl2.json")
 sb("--policy=cellular", "--model=seq2seq", "--rate=200", "--requests=60", f"--timeline-out={tl2}", "--no-db", "--quiet")

@@ -61,7 +61,8 @@ static const struct opt_def run_opts[] = {
 	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "do not store the run" },
 	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
 	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "print nothing on success" },
-	{ "requests-out", OPT_STR, NULL, 0, 0, 0, "write id,arrival_s,start_s,finish_s,input_len,output_len per request" },
+	{ "requests-out", OPT_STR, NULL, 0, 0, 0, "write id,arrival_s,start_s,finish_s,input_len,output_len per request "
+	  "(LLM runs: and first_token_s)" },
 	{ "timeline-out", OPT_STR, NULL, 0, 0, 0, "write every task as Chrome trace-event JSON (Perfetto)" },
 	{ "db-requests", OPT_FLAG, NULL, 0, 0, 0, "also store per-request rows in the database" },
 	{ "sweep-point", OPT_STR, NULL, 0, 0, 0, "sweep point key (set by simbatch sweep): stored at most once per database" },
@@ -210,11 +211,15 @@ done:
 
 static int run_write_requests(FILE *f, const struct drv_result *res)
 {
-	fprintf(f, "id,arrival_s,start_s,finish_s,input_len,output_len\n");
+	/* an LLM run adds when each request's first token came (TTFT and TPOT follow from the row) */
+	fprintf(f, "id,arrival_s,start_s,finish_s,input_len,output_len%s\n", res->llm ? ",first_token_s" : "");
 	for (size_t i = 0; i < res->nrows; i++) {
 		const struct drv_request_row *w = &res->rows[i];
-		fprintf(f, "%llu,%.9f,%.9f,%.9f,%u,%u\n", (unsigned long long)w->id, w->arrival_s,
+		fprintf(f, "%llu,%.9f,%.9f,%.9f,%u,%u", (unsigned long long)w->id, w->arrival_s,
 		        w->start_s, w->finish_s, w->input_len, w->output_len);
+		if (res->llm)
+			fprintf(f, ",%.9f", w->first_token_s);
+		fputc('\n', f);
 	}
 	return fflush(f) == 0 && !ferror(f) ? 0 : -1;
 }
