@@ -303,6 +303,43 @@ static void test_errors_kinds_and_directives(void **state)
 	test_load_err(HDR "node x static elementwise=1e3\n", 3, "malformed 'elementwise=1e3'");
 }
 
+/* The llm line (FORMAT.md "LLMs"): a good one, the numbers derived from it
+ * by hand, and each problem named by file and line. */
+#define LLM_HDR "model a\nsource s\ninput_len fixed:8\noutput_len fixed:4\n"
+#define LLM_OK "layers=2 hidden=64 heads=4 kv_heads=2 head_dim=16 ffn=256 vocab=256 context=512 bytes=4"
+static void test_llm_line(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_load_ok(LLM_HDR "llm " LLM_OK " mlp=plain\n");
+	assert_true(m->is_llm && !m->llm.gated && m->nnodes == 0);
+	assert_int_equal(m->llm.kv_heads, 2);
+	/* 2 layers x 2 KV heads x 16 x (key + value) x 4 B */
+	assert_int_equal(mdl_llm_kv_bytes_per_token(&m->llm), 2 * 2 * 16 * 2 * 4);
+	/* per layer QKV 64 x (64 + 2 x 32) + O 64 x 64 + MLP 2 x 64 x 256 (plain), plus embedding and head 2 x 256 x 64 */
+	assert_int_equal(mdl_llm_weight_bytes(&m->llm), (2ull * (64 * 128 + 64 * 64 + 2 * 64 * 256) + 2 * 256 * 64) * 4);
+	/* a request's chain is its output tokens; it needs a prompt and one token at least */
+	assert_int_equal(mdl_chain_length(m, 10, 7), 7);
+	assert_int_equal(mdl_chain_length(m, 0, 7), 0);
+	assert_int_equal(mdl_chain_length(m, 10, 0), 0);
+	mdl_free(m);
+	test_load_err(LLM_HDR "llm layers=2 hidden=64 heads=4 kv_heads=3 head_dim=16 ffn=256 vocab=256 context=512 bytes=4\n",
+	              5, "heads (4) must be a multiple of kv_heads (3)");
+	test_load_err(LLM_HDR "llm layers=2 hidden=64 heads=4 kv_heads=2 head_dim=16 ffn=256 vocab=256 context=512\n", 5,
+	              "llm needs bytes=");
+	test_load_err(LLM_HDR "llm " LLM_OK " layers=3\n", 5, "llm key layers given twice");
+	test_load_err(LLM_HDR "llm " LLM_OK " experts=8\n", 5, "unknown llm key 'experts'");
+	test_load_err(LLM_HDR "llm " LLM_OK " mlp=moe\n", 5, "llm mlp must be gated or plain, got 'moe'");
+	test_load_err(LLM_HDR "llm layers=0 hidden=64 heads=4 kv_heads=2 head_dim=16 ffn=256 vocab=256 context=512 bytes=4\n",
+	              5, "llm layers must be an integer in [1, 1024], got '0'");
+	test_load_err(LLM_HDR "llm layers=2 hidden=-64 heads=4 kv_heads=2 head_dim=16 ffn=256 vocab=256 context=512 bytes=4\n",
+	              5, "llm hidden must be an integer");
+	test_load_err(LLM_HDR "llm " LLM_OK " heads\n", 5, "llm term 'heads' is not KEY=VALUE");
+	test_load_err(LLM_HDR "llm " LLM_OK "\nllm " LLM_OK "\n", 6, "llm given twice (first on line 5)");
+	test_load_err(LLM_HDR "llm " LLM_OK "\nnode x static gemm=1,1,1\n", 5, "an llm model has no node lines");
+	test_load_err("model a\nsource s\ninput_len fixed:8\nllm " LLM_OK "\n", 4,
+	              "an llm model needs input_len and output_len lines");
+}
+
 static void test_errors_header_lines(void **state)
 {
 	(void)state;
@@ -1046,6 +1083,7 @@ int main(void)
 		cmocka_unit_test(test_terms_and_weights),
 		cmocka_unit_test(test_errors_kinds_and_directives),
 		cmocka_unit_test(test_errors_header_lines),
+		cmocka_unit_test(test_llm_line),
 		cmocka_unit_test(test_errors_gemm_terms),
 		cmocka_unit_test(test_error_unreadable),
 		cmocka_unit_test(test_models_dir),
