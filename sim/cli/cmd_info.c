@@ -9,6 +9,7 @@
 #include <string.h>
 #include "../../util/text.h"
 #include "cli.h"
+#include "../../hwmodels/llm_cost.h"
 #include "../../util/json.h"
 #include "options.h"
 #include "../../hwmodels/hwmodel.h"
@@ -195,6 +196,79 @@ static void info_gemm_text(const struct mdl_gemm *g, uint32_t batch, const struc
 	}
 }
 
+/* model-info for an LLM: its architecture, what it holds in memory, and
+ * what batch requests of in_len prompt and out_len output tokens cost on hw
+ * run together: one prefill, then a decode step per further token with the
+ * cache growing (hwmodels/llm_cost.h). */
+static int info_llm(const struct mdl_model *m, const struct hw_model *hw, uint32_t batch, uint32_t in_len,
+                    uint32_t out_len, int json, char *err, size_t errlen)
+{
+	const struct mdl_llm *l = &m->llm;
+	struct llm_cost *c = NULL;
+	uint32_t *tokens = calloc(batch, sizeof *tokens), *context = calloc(batch, sizeof *context);
+	int rc = -1;
+	if (!tokens || !context) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	if (llm_cost_create(hw, m, 0, &c, err, errlen) != 0)
+		goto done;
+	for (uint32_t i = 0; i < batch; i++)
+		tokens[i] = in_len;
+	int64_t prefill = llm_cost_iter_ns(c, batch, tokens, context, batch, 0, err, errlen), decodes = 0, first = -1;
+	if (prefill < 0)
+		goto done;
+	for (uint32_t k = 1; k < out_len; k++) {
+		for (uint32_t i = 0; i < batch; i++) {
+			tokens[i] = 1;
+			context[i] = in_len + k - 1;
+		}
+		int64_t ns = llm_cost_iter_ns(c, batch, tokens, context, batch, 0, err, errlen);
+		if (ns < 0)
+			goto done;
+		first = first < 0 ? ns : first;
+		decodes += ns;
+	}
+	char blocks_err[256];
+	uint64_t blocks = llm_cost_kv_blocks(c, 16, blocks_err, sizeof blocks_err);
+	double total_ms = (prefill + decodes) * 1e-6;
+	if (json) {
+		printf("{\"model\":");
+		json_write_string(stdout, m->name);
+		printf(",\"hw\":");
+		json_write_string(stdout, hw->label);
+		printf(",\"batch\":%u,\"input_len\":%u,\"output_len\":%u,\"total_ms\":%.10g,\"nodes\":[]", batch, in_len,
+		       out_len, total_ms);
+		printf(",\"llm\":{\"layers\":%u,\"hidden\":%u,\"heads\":%u,\"kv_heads\":%u,\"head_dim\":%u,\"ffn\":%u,"
+		       "\"vocab\":%u,\"context\":%u,\"bytes\":%u,\"gated\":%s,\"weight_bytes\":%llu,\"kv_bytes_per_token\":%llu,"
+		       "\"prefill_ms\":%.10g,\"first_decode_ms\":%.10g,\"kv_blocks_of_16\":%llu}}\n",
+		       l->layers, l->hidden, l->heads, l->kv_heads, l->head_dim, l->ffn, l->vocab, l->context,
+		       l->elem_bytes, l->gated ? "true" : "false", (unsigned long long)mdl_llm_weight_bytes(l),
+		       (unsigned long long)mdl_llm_kv_bytes_per_token(l), prefill * 1e-6, first > 0 ? first * 1e-6 : 0.0,
+		       (unsigned long long)blocks);
+	} else {
+		printf("%s on %s: an LLM of %u layers, d_model %u, %u heads of %u (%u KV heads), %s MLP %u, vocab %u, "
+		       "context %u, %u-byte elements\n", m->name, hw->label, l->layers, l->hidden, l->heads, l->head_dim,
+		       l->kv_heads, l->gated ? "gated" : "plain", l->ffn, l->vocab, l->context, l->elem_bytes);
+		printf("weights %.3f GB; KV cache %llu bytes a token", mdl_llm_weight_bytes(l) * 1e-9,
+		       (unsigned long long)mdl_llm_kv_bytes_per_token(l));
+		if (blocks)
+			printf("; the device holds %llu blocks of 16 tokens (%llu tokens)\n", (unsigned long long)blocks,
+			       (unsigned long long)blocks * 16);
+		else
+			printf("; %s\n", blocks_err);
+		printf("%u request%s of %u prompt and %u output tokens together: prefill %.6f ms, first decode step %.6f ms, "
+		       "all %.6f ms\n", batch, batch == 1 ? "" : "s", in_len, out_len, prefill * 1e-6,
+		       first > 0 ? first * 1e-6 : 0.0, total_ms);
+	}
+	rc = 0;
+done:
+	llm_cost_destroy(c);
+	free(tokens);
+	free(context);
+	return rc;
+}
+
 int cmd_model_info(int argc, char **argv)
 {
 	char err[512];
@@ -218,6 +292,13 @@ int cmd_model_info(int argc, char **argv)
 	if (info_length(&o, "input-len", m->uses_input_len, m->input_len_spec, &in_len, err, sizeof err) != 0 ||
 	    info_length(&o, "output-len", m->uses_output_len, m->output_len_spec, &out_len, err, sizeof err) != 0)
 		goto fail;
+	if (m->is_llm) {
+		if (info_llm(m, hw, batch, in_len, out_len, opt_flag(&o, "json"), err, sizeof err) != 0)
+			goto fail;
+		hw_close(hw);
+		mdl_free(m);
+		return CLI_OK;
+	}
 	const struct npu_config *npu = npu_hw_config(hw);
 	costs = calloc(m->nnodes, sizeof *costs);
 	terms = npu ? calloc((size_t)m->nnodes * MDL_MAX_GEMMS, sizeof *terms) : NULL;
