@@ -127,6 +127,11 @@ check("LLM run: token figures and the dropped row in --json",
       j.get("completed") == 2 and j.get("dropped_over_context") == 1 and
       all(k in j for k in ("ttft_ms", "tpot_ms", "goodput_rps", "preemptions", "kv_peak_fraction")) and
       all(q in j["ttft_ms"] for q in ("mean", "p50", "p90", "p99")), r.stderr + r.stdout)
+r = sb("model-info", "--model=llm-tiny", f"--hw={tpu}", "--input-len=20", "--output-len=5", "--json")
+j = json.loads(r.stdout) if r.returncode == 0 else {}
+# llm-tiny: 2 layers x 2 KV heads x 16 x 2 x 4 B a token; one prefill and 4 decode steps, the whole at least the prefill
+check("model-info of an LLM", j.get("llm", {}).get("kv_bytes_per_token") == 512 and j.get("nodes") == [] and
+      j["total_ms"] > j["llm"]["prefill_ms"] > 0 and j["llm"]["first_decode_ms"] > 0, r.stdout + r.stderr)
 bad_azure = os.path.join(td, "bad_azure.csv")
 write(bad_azure, "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46.6805900,374,0\r\n")
 bad_model = os.path.join(td, "bad.model")
