@@ -173,5 +173,20 @@ dec = os.path.join(td, "dec.csv")
 write_cdf_csv(dec, list(reversed(base_cdf)))
 bad("text baseline that decreases", [f"--db={db}", f"--baseline-cdf={dec}", "1"], "decreases")
 
+# LLM runs: their token figures shown beside the CDF, read from each run's stored statistics
+tpu = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hwmodels", "tpu_v1_like.npu")
+llm_db = os.path.join(td, "llm.db")
+for pol in ("continuous", "static"):
+    sb(f"--policy={pol}", "--model=llm-tiny", f"--hw={tpu}", "--rate=300", "--requests=300", f"--db={llm_db}", "--quiet")
+r = subprocess.run([SB, "compare", f"--db={llm_db}", "1", "2", "--json"], capture_output=True, text=True)
+j = json.loads(r.stdout) if r.stdout else {}
+con = sqlite3.connect(llm_db)
+stat = {(rid, k): v for rid, k, v in con.execute("select run_id, key, value from run_stats")}
+tok = j.get("tokens", [])
+check("compare of LLM runs: the token figures of both, as stored",
+      len(tok) == 9 and all(t["base"] == stat[1, t["name"]] and t["cand"] == stat[2, t["name"]] for t in tok), r.stdout + r.stderr)
+r = subprocess.run([SB, "compare", f"--db={db}", "1", "2", "--json"], capture_output=True, text=True)
+check("compare of node-level runs: no token figures", "tokens" not in json.loads(r.stdout), r.stdout)
+
 print(f"{len(failures)} failed" if failures else "all passed")
 sys.exit(1 if failures else 0)

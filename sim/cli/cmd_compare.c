@@ -49,7 +49,29 @@ struct compare_side {        /* one side of the comparison */
 	size_t nmatch;                    /* runs the selector matched (1 for an id) */
 	int live;                         /* -1 for a CSV baseline */
 	int saturated;                    /* 0, 1, -1 unknown (a CSV, or a run stored before it was recorded) */
+	int has_tokens;                   /* an LLM run: its token figures below (DESIGN.md 3b) */
+	double tokens[9];                 /* COMPARE_TOKEN_KEYS' values */
 };
+
+/* An LLM run's token figures, shown beside the latency CDF (not part of the
+ * verdict: the CDF comparison is what a regression means). */
+static const char *const compare_token_keys[9] = {
+	"ttft_ms.p50", "ttft_ms.p90", "ttft_ms.p99", "tpot_ms.p50", "tpot_ms.p90", "tpot_ms.p99",
+	"itl_ms.p50", "itl_ms.p99", "goodput_rps",
+};
+
+/* Reads the token figures of an LLM run (an other run has none). */
+static int compare_load_tokens(struct results_db *db, struct compare_side *s, char *err, size_t errlen)
+{
+	s->has_tokens = 1;
+	for (int i = 0; i < 9; i++) {
+		int got = results_read_stat(db, s->run_id, compare_token_keys[i], &s->tokens[i], err, errlen);
+		if (got < 0)
+			return -1;
+		s->has_tokens &= got;
+	}
+	return 0;
+}
 
 /* Resolves spec (an id or a selector) in db and reads the run's CDF. */
 static int compare_load_run(struct results_db *db, const char *path, const char *spec,
@@ -69,7 +91,7 @@ static int compare_load_run(struct results_db *db, const char *path, const char 
 		return -1;
 	}
 	if (results_read_run_info(db, s->run_id, &info, err, errlen) != 0 ||
-	    results_read_cdf(db, s->run_id, s->cdf_ms, err, errlen) != 0)
+	    results_read_cdf(db, s->run_id, s->cdf_ms, err, errlen) != 0 || compare_load_tokens(db, s, err, errlen) != 0)
 		return -1;
 	s->live = info.live;
 	s->saturated = info.saturated;
@@ -189,7 +211,21 @@ static void compare_print_json(const struct compare_side *b, const struct compar
 		printf(",\"worse\":%s}", p->worse ? "true" : "false");
 	}
 	/* KS values are multiples of 1/1000: six digits print them exactly */
-	printf("],\"ks\":%.6g,\"ks_worse\":%.6g,\"ks_better\":%.6g,\"ks_at_ms\":", r->ks, r->ks_worse,
+	printf("],");
+	if (b->has_tokens && c->has_tokens) {
+		printf("\"tokens\":[");
+		for (int i = 0; i < 9; i++) {
+			printf("%s{\"name\":\"%s\",\"base\":", i ? "," : "", compare_token_keys[i]);
+			compare_json_number(b->tokens[i]);
+			printf(",\"cand\":");
+			compare_json_number(c->tokens[i]);
+			printf(",\"ratio\":");
+			compare_json_number(b->tokens[i] > 0 ? c->tokens[i] / b->tokens[i] : NAN);
+			printf("}");
+		}
+		printf("],");
+	}
+	printf("\"ks\":%.6g,\"ks_worse\":%.6g,\"ks_better\":%.6g,\"ks_at_ms\":", r->ks, r->ks_worse,
 	       r->ks_better);
 	compare_json_number(r->ks_at_ms);
 	printf(",\"ks_resolution\":%g,\"tolerance\":%.15g,\"ks_tolerance\":%.15g,\"exact\":%s,"
@@ -207,6 +243,12 @@ static void compare_print_text(const struct compare_side *b, const struct compar
 		const struct cdfc_quantile *p = &r->quantiles[i];
 		printf("%-8s %14.6g %14.6g %9.4f%s\n", p->name, p->base_ms, p->cand_ms, p->ratio,
 		       p->worse ? "  worse" : "");
+	}
+	if (b->has_tokens && c->has_tokens) {
+		printf("\n%-12s %14s %14s %9s   (LLM runs; shown, not judged)\n", "token", "baseline", "candidate", "ratio");
+		for (int i = 0; i < 9; i++)
+			printf("%-12s %14.6g %14.6g %9.4f\n", compare_token_keys[i], b->tokens[i], c->tokens[i],
+			       b->tokens[i] > 0 ? c->tokens[i] / b->tokens[i] : NAN);
 	}
 	printf("\nKS distance %.3f at %.6g ms (candidate slower by up to %.3f, faster by up to %.3f; "
 	       "resolution 1/%d)\n", r->ks, r->ks_at_ms, r->ks_worse, r->ks_better, METRICS_CDF_POINTS);

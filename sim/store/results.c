@@ -561,6 +561,28 @@ fail:
 	return -1;
 }
 
+int results_read_stat(struct results_db *db, int64_t run_id, const char *key, double *value, char *err,
+                      size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db->db, "SELECT value FROM run_stats WHERE run_id = ?1 AND key = ?2", -1, &st, NULL) !=
+	    SQLITE_OK)
+		goto sql_fail;
+	sqlite3_bind_int64(st, 1, run_id);
+	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		goto sql_fail;
+	if (rc == SQLITE_ROW)
+		*value = sqlite3_column_double(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW;
+sql_fail:
+	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	sqlite3_finalize(st);
+	return -1;
+}
+
 int results_read_cdf(struct results_db *db, int64_t run_id, double *cdf_ms, char *err, size_t errlen)
 {
 	double v[METRICS_CDF_POINTS];

@@ -83,6 +83,11 @@ void results_remove(const char *path);
 int results_read_cdf(struct results_db *db, int64_t run_id, double *cdf_ms /* [METRICS_CDF_POINTS] */,
                      char *err, size_t errlen);
 
+/* Reads one of run run_id's statistics (run_stats) by key: 1 and *value when
+ * stored, 0 when the run has no such statistic, -1 with err. */
+int results_read_stat(struct results_db *db, int64_t run_id, const char *key, double *value, char *err,
+                      size_t errlen);
+
 /* Opens an existing simbatch database for reading only (compare, plots): a
  * missing file, an empty one, another application's database or another
  * schema version is refused with one line in err; nothing is ever created
