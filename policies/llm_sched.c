@@ -39,7 +39,10 @@
  * The KV cache (env->kv_blocks of env->block_size tokens) holds, for each
  * running request, the blocks of every token it has cached; no iteration
  * ever holds more. A request's cached tokens are pol_word[0], its blocks
- * pol_word[1]. One device: several would each need their own cache. */
+ * pol_word[1]. Several devices (--workers) each hold a cache of their own
+ * and the requests running on it; the waiting queue is shared, so an idle
+ * device takes the next request (a preempted one may resume on another,
+ * as it is recomputed anyway). */
 #include <stdio.h>
 #include <stdlib.h>
 #include "fifo.h"
@@ -47,20 +50,27 @@
 
 #define LLM_SLO_WINDOW 64   /* slo: waiting requests ranked by slack at a time (the queue's head) */
 
+/* One device's share: its KV cache and the requests running on it. */
+struct llm_device {
+	struct pol_request **running;    /* owned array of max_seqs slots: admission order */
+	uint32_t nrunning;
+	uint64_t free_blocks, peak_blocks;
+	uint32_t batch_size;             /* static: members the running batch started with (0: none) */
+	uint64_t batch_blocks;           /* static: the blocks it reserved */
+};
+
 struct llm_state {
 	int chunked;                     /* prompts may be split into chunks */
 	int slo;                         /* the slo policy: ranking by slack and the TPOT check */
 	int is_static;                   /* the static policy: whole batches, padded (static_next_task) */
 	int64_t window_ns;               /* static: --window */
-	uint32_t batch_size;             /* static: members the running batch started with (0: none) */
-	uint64_t batch_blocks;           /* static: the blocks it reserved */
 	int64_t ttft_slo_ns, tpot_slo_ns;
 	struct pol_latency lat;          /* the caller's iteration estimates (slo) */
 	uint32_t max_seqs, max_tokens, block_size;
-	uint64_t kv_blocks, free_blocks, peak_blocks;
-	struct pol_request **running;    /* owned array of max_seqs slots: admission order */
-	uint32_t nrunning;
-	struct pol_fifo waiting;         /* arrivals, and preempted requests at the head */
+	uint64_t kv_blocks;              /* each device's */
+	struct llm_device *devs;         /* owned, one per device */
+	uint32_t ndevs;
+	struct pol_fifo waiting;         /* arrivals, and preempted requests at the head: shared by the devices */
 	uint64_t preemptions;
 };
 
@@ -72,8 +82,10 @@ static uint64_t llm_blocks_for(const struct llm_state *s, uint64_t tokens)
 static void llm_fini(struct pol_state *st)
 {
 	struct llm_state *s = (struct llm_state *)st;
-	free(s->running);
-	s->running = NULL;
+	for (uint32_t i = 0; s->devs && i < s->ndevs; i++)
+		free(s->devs[i].running);
+	free(s->devs);
+	s->devs = NULL;
 }
 
 static int llm_setup(struct llm_state *s, const struct pol_env *env, int chunked, int slo, char *err, size_t errlen)
@@ -88,10 +100,6 @@ static int llm_setup(struct llm_state *s, const struct pol_env *env, int chunked
 	s->ttft_slo_ns = env->ttft_slo_ns;
 	s->tpot_slo_ns = env->tpot_slo_ns;
 	s->lat = env->lat;
-	if (env->workers != 1) {
-		snprintf(err, errlen, "%s: one device only (each device would need a KV cache and a queue of its own)", name);
-		return -1;
-	}
 	if (env->kv_blocks == 0 || env->block_size == 0 || env->max_batched_tokens == 0) {
 		snprintf(err, errlen, "%s: no KV cache to serve from (blocks %llu of %u tokens, %u tokens an iteration)", name,
 		         (unsigned long long)env->kv_blocks, env->block_size, env->max_batched_tokens);
@@ -108,9 +116,17 @@ static int llm_setup(struct llm_state *s, const struct pol_env *env, int chunked
 	s->max_seqs = env->max_batch;
 	s->max_tokens = env->max_batched_tokens;
 	s->block_size = env->block_size;
-	s->kv_blocks = s->free_blocks = env->kv_blocks;
-	s->running = calloc(s->max_seqs, sizeof *s->running);
-	if (!s->running) {
+	s->kv_blocks = env->kv_blocks;
+	s->ndevs = env->workers ? env->workers : 1;
+	s->devs = calloc(s->ndevs, sizeof *s->devs);
+	for (uint32_t i = 0; s->devs && i < s->ndevs; i++) {
+		s->devs[i].free_blocks = env->kv_blocks;
+		s->devs[i].running = calloc(s->max_seqs, sizeof *s->devs[i].running);
+		if (!s->devs[i].running)
+			break;
+	}
+	if (!s->devs || !s->devs[s->ndevs - 1].running) {
+		llm_fini((struct pol_state *)s);
 		snprintf(err, errlen, "%s: out of memory", name);
 		return -1;
 	}
@@ -146,37 +162,39 @@ static void llm_on_arrival(struct pol_state *st, struct pol_request *r, int64_t 
 }
 
 /* Frees a finished or preempted request's blocks and takes it off the running list. */
-static void llm_release(struct llm_state *s, uint32_t i)
+static void llm_release(struct llm_device *d, uint32_t i)
 {
-	struct pol_request *r = s->running[i];
-	s->free_blocks += r->pol_word[1];
+	struct pol_request *r = d->running[i];
+	d->free_blocks += r->pol_word[1];
 	r->pol_word[0] = r->pol_word[1] = 0;
-	for (uint32_t j = i + 1; j < s->nrunning; j++)
-		s->running[j - 1] = s->running[j];
-	s->nrunning--;
+	for (uint32_t j = i + 1; j < d->nrunning; j++)
+		d->running[j - 1] = d->running[j];
+	d->nrunning--;
 }
 
 static void llm_on_task_done(struct pol_state *st, const struct pol_task *t, int64_t now_ns)
 {
 	(void)now_ns;
 	struct llm_state *s = (struct llm_state *)st;
+	struct llm_device *d = &s->devs[t->device];
 	for (uint32_t i = 0; i < t->nreq; i++)
 		t->reqs[i]->pol_word[0] += t->tokens[i];
-	for (uint32_t i = s->nrunning; i-- > 0;)
-		if (pol_req_done(s->running[i]))
-			llm_release(s, i);
-	if (s->is_static && s->batch_size && s->nrunning == 0) {
-		s->free_blocks += s->batch_blocks;     /* the batch's reservation, once its last member ends */
-		s->batch_size = 0;
-		s->batch_blocks = 0;
+	for (uint32_t i = d->nrunning; i-- > 0;)
+		if (pol_req_done(d->running[i]))
+			llm_release(d, i);
+	if (s->is_static && d->batch_size && d->nrunning == 0) {
+		d->free_blocks += d->batch_blocks;     /* the batch's reservation, once its last member ends */
+		d->batch_size = 0;
+		d->batch_blocks = 0;
 	}
 }
 
 /* Adds r to the task with tokens new tokens, taking the blocks they need. */
-static void llm_schedule(struct llm_state *s, struct pol_task *t, struct pol_request *r, uint32_t tokens)
+static void llm_schedule(const struct llm_state *s, struct llm_device *d, struct pol_task *t, struct pol_request *r,
+                         uint32_t tokens)
 {
 	uint64_t want = llm_blocks_for(s, r->pol_word[0] + tokens) - r->pol_word[1];
-	s->free_blocks -= want;
+	d->free_blocks -= want;
 	r->pol_word[1] += want;
 	t->reqs[t->nreq] = r;
 	t->tokens[t->nreq] = tokens;
@@ -261,19 +279,20 @@ static void llm_unlink(struct pol_fifo *f, struct pol_request *prev, struct pol_
  * longest; each decode step runs a token for every member, the ended ones
  * as padding. Tokens stream: a member ends at its own last token, but its
  * slot and blocks stay the batch's. */
-static int static_next_task(struct llm_state *s, int64_t now_ns, struct pol_task *t, int64_t *wake_ns)
+static int static_next_task(struct llm_state *s, struct llm_device *d, int64_t now_ns, struct pol_task *t,
+                            int64_t *wake_ns)
 {
 	t->kind = POL_TASK_ITER;
 	t->nreq = 0;
-	if (s->batch_size) {                  /* a decode step of the running batch */
-		for (uint32_t i = 0; i < s->nrunning; i++) {
-			struct pol_request *r = s->running[i];
+	if (d->batch_size) {                  /* a decode step of the running batch */
+		for (uint32_t i = 0; i < d->nrunning; i++) {
+			struct pol_request *r = d->running[i];
 			t->reqs[t->nreq] = r;
 			t->tokens[t->nreq] = 1;
 			t->context[t->nreq] = (uint32_t)r->pol_word[0];
 			t->nreq++;
 		}
-		t->pad_tokens = s->batch_size - s->nrunning;
+		t->pad_tokens = d->batch_size - d->nrunning;
 		return t->nreq > 0;
 	}
 	if (!s->waiting.head)
@@ -288,7 +307,7 @@ static int static_next_task(struct llm_state *s, int64_t now_ns, struct pol_task
 		uint32_t in = r->input_len > max_in ? r->input_len : max_in;
 		uint32_t out = r->output_len > max_out ? r->output_len : max_out;
 		uint64_t need = (k + 1) * llm_blocks_for(s, (uint64_t)in + out);
-		if (need > s->free_blocks)
+		if (need > d->free_blocks)
 			break;
 		max_in = in;
 		max_out = out;
@@ -299,18 +318,18 @@ static int static_next_task(struct llm_state *s, int64_t now_ns, struct pol_task
 		return 0;                          /* cannot happen: the engine checked one request fits alone */
 	for (uint32_t i = 0; i < k; i++) {
 		struct pol_request *r = pol_fifo_pop(&s->waiting);
-		s->running[s->nrunning++] = r;
+		d->running[d->nrunning++] = r;
 		t->reqs[t->nreq] = r;
 		t->tokens[t->nreq] = r->input_len;
 		t->context[t->nreq] = 0;
 		t->pad_tokens += max_in - r->input_len;
 		t->nreq++;
 	}
-	s->batch_size = k;
-	s->batch_blocks = blocks;
-	s->free_blocks -= blocks;
-	if (s->kv_blocks - s->free_blocks > s->peak_blocks)
-		s->peak_blocks = s->kv_blocks - s->free_blocks;
+	d->batch_size = k;
+	d->batch_blocks = blocks;
+	d->free_blocks -= blocks;
+	if (s->kv_blocks - d->free_blocks > d->peak_blocks)
+		d->peak_blocks = s->kv_blocks - d->free_blocks;
 	return 1;
 }
 
@@ -318,8 +337,9 @@ static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, 
 {
 	(void)device;
 	struct llm_state *s = (struct llm_state *)st;
+	struct llm_device *d = &s->devs[device];
 	if (s->is_static)
-		return static_next_task(s, now_ns, t, wake_ns);
+		return static_next_task(s, d, now_ns, t, wake_ns);
 	uint32_t budget = s->max_tokens;
 	int preempted = 0;
 	t->kind = POL_TASK_ITER;
@@ -327,8 +347,8 @@ static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, 
 	/* 1. the running requests, in admission order (slo: decodes first, then
 	 * prompts being chunked, each held to what keeps the TPOT target) */
 	for (int pass = s->slo ? 0 : 1; pass < 2; pass++)
-	for (uint32_t i = 0; i < s->nrunning && budget > 0;) {
-		struct pol_request *r = s->running[i];
+	for (uint32_t i = 0; i < d->nrunning && budget > 0;) {
+		struct pol_request *r = d->running[i];
 		uint64_t need = pol_llm_target(r) - r->pol_word[0];
 		if (s->slo && (pass == 0) != (need == 1)) {
 			i++;
@@ -340,24 +360,24 @@ static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, 
 		if (s->slo && pass == 1 && (tokens = slo_fit(s, t, r, tokens)) == 0)
 			break;
 		uint64_t want = llm_blocks_for(s, r->pol_word[0] + tokens) - r->pol_word[1];
-		if (s->slo && pass == 1 && want > s->free_blocks)
+		if (s->slo && pass == 1 && want > d->free_blocks)
 			break;                  /* a prompt's chunk waits: it never preempts decodes already planned */
-		while (want > s->free_blocks && s->nrunning > i) {
+		while (want > d->free_blocks && d->nrunning > i) {
 			/* the request admitted last gives its blocks back and waits again, to be recomputed */
-			struct pol_request *victim = s->running[s->nrunning - 1];
-			llm_release(s, s->nrunning - 1);
+			struct pol_request *victim = d->running[d->nrunning - 1];
+			llm_release(d, d->nrunning - 1);
 			pol_fifo_push_front(&s->waiting, victim);
 			s->preemptions++;
 			preempted = 1;
 		}
-		if (s->nrunning <= i)
+		if (d->nrunning <= i)
 			break;                  /* r itself was preempted: nothing after it runs either */
-		llm_schedule(s, t, r, tokens);
+		llm_schedule(s, d, t, r, tokens);
 		budget -= tokens;
 		i++;
 	}
 	/* 2. waiting requests, first come first served, when nothing had to give way */
-	while (!preempted && s->waiting.head && s->nrunning < s->max_seqs && budget > 0) {
+	while (!preempted && s->waiting.head && d->nrunning < s->max_seqs && budget > 0) {
 		struct pol_request *prev = NULL, *r = s->slo ? slo_pick(s, now_ns, &prev) : s->waiting.head;
 		uint64_t need = pol_llm_target(r);      /* nothing cached while waiting */
 		if (!s->chunked && need > budget)
@@ -365,24 +385,28 @@ static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, 
 		uint32_t tokens = need < budget ? (uint32_t)need : budget;
 		if (s->slo && (tokens = slo_fit(s, t, r, tokens)) == 0)
 			break;
-		if (llm_blocks_for(s, tokens) > s->free_blocks)
+		if (llm_blocks_for(s, tokens) > d->free_blocks)
 			break;
 		llm_unlink(&s->waiting, prev, r);
-		s->running[s->nrunning++] = r;
-		llm_schedule(s, t, r, tokens);
+		d->running[d->nrunning++] = r;
+		llm_schedule(s, d, t, r, tokens);
 		budget -= tokens;
 	}
-	if (s->kv_blocks - s->free_blocks > s->peak_blocks)
-		s->peak_blocks = s->kv_blocks - s->free_blocks;
+	if (s->kv_blocks - d->free_blocks > d->peak_blocks)
+		d->peak_blocks = s->kv_blocks - d->free_blocks;
 	return t->nreq > 0;
 }
 
 static size_t llm_stats(const struct pol_state *st, struct pol_stat *out, size_t max)
 {
 	const struct llm_state *s = (const struct llm_state *)st;
+	uint64_t peak = 0;                       /* the fullest device's */
+	for (uint32_t i = 0; i < s->ndevs; i++)
+		if (s->devs[i].peak_blocks > peak)
+			peak = s->devs[i].peak_blocks;
 	struct pol_stat all[] = {
 		{ "preemptions", (double)s->preemptions },
-		{ "kv_peak_fraction", (double)s->peak_blocks / (double)s->kv_blocks },
+		{ "kv_peak_fraction", (double)peak / (double)s->kv_blocks },
 		{ "kv_blocks", (double)s->kv_blocks },
 	};
 	size_t n = sizeof all / sizeof all[0];
