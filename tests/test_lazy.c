@@ -24,6 +24,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "sim/engine/engine.h"
+#include "result_stats.h"
 #include "fixed_hw.h"
 #include "policies/slack.h"
 
@@ -261,15 +262,6 @@ static void shim_check_all_done(const struct drv_result *r, const char *what)
 			         (unsigned long long)id, (unsigned long long)shim.completions[id],
 			         (unsigned long long)shim.executed[id], (unsigned long long)shim.chain[id]);
 	}
-}
-
-static double stat_of(const struct drv_result *r, const char *name)
-{
-	for (size_t i = 0; i < r->npolicy_stats; i++)
-		if (strcmp(r->policy_stats[i].name, name) == 0)
-			return r->policy_stats[i].value;
-	fail_msg("no policy stat '%s'", name);
-	return -1;
 }
 
 static struct eng_config trace_config(const struct pol_ops *p, const struct mdl_model *m, const struct hw_model *hw,

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "sim/engine/engine.h"
+#include "result_stats.h"
 #include "hwmodels/llm_cost.h"
 
 #define MS 1000000LL
@@ -144,15 +145,6 @@ static void wrap_reset(const struct pol_ops *inner)
 	wrap_ops.on_task_done = wrap_done;
 	wrap_ops.next_task = wrap_next;
 	wrap_ops.stats = wrap_stats;
-}
-
-static double stat_of(const struct drv_result *r, const char *name)
-{
-	for (size_t i = 0; i < r->npolicy_stats; i++)
-		if (strcmp(r->policy_stats[i].name, name) == 0)
-			return r->policy_stats[i].value;
-	fail_msg("no policy stat '%s'", name);
-	return -1;
 }
 
 static struct mdl_model *tiny(void)

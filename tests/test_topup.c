@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "sim/engine/engine.h"
+#include "result_stats.h"
 #include "fixed_hw.h"
 #include "policy_check.h"
 
@@ -37,14 +38,6 @@ static struct mdl_model encdec_model(void)
 	                       .uses_input_len = 1, .uses_output_len = 1 };
 	strcpy(m.name, "encdec");
 	return m;
-}
-
-static double stat_of(const struct drv_result *r, const char *name)
-{
-	for (size_t i = 0; i < r->npolicy_stats; i++)
-		if (strcmp(r->policy_stats[i].name, name) == 0)
-			return r->policy_stats[i].value;
-	return -1;
 }
 
 /* Runs the trace with the given max batch and threshold; checks every finish

@@ -196,6 +196,17 @@ static void info_gemm_text(const struct mdl_gemm *g, uint32_t batch, const struc
 	}
 }
 
+/* model-info --json's first members, the same for every model. */
+static void info_json_head(const struct mdl_model *m, const struct hw_model *hw, uint32_t batch, uint32_t in_len,
+                           uint32_t out_len, double total_ms)
+{
+	printf("{\"model\":");
+	json_write_string(stdout, m->name);
+	printf(",\"hw\":");
+	json_write_string(stdout, hw->label);
+	printf(",\"batch\":%u,\"input_len\":%u,\"output_len\":%u,\"total_ms\":%.10g", batch, in_len, out_len, total_ms);
+}
+
 /* model-info for an LLM: its architecture, what it holds in memory, and
  * what batch requests of in_len prompt and out_len output tokens cost on hw
  * run together: one prefill, then a decode step per further token with the
@@ -233,13 +244,8 @@ static int info_llm(const struct mdl_model *m, const struct hw_model *hw, uint32
 	uint64_t blocks = llm_cost_kv_blocks(c, 16, blocks_err, sizeof blocks_err);
 	double total_ms = (prefill + decodes) * 1e-6;
 	if (json) {
-		printf("{\"model\":");
-		json_write_string(stdout, m->name);
-		printf(",\"hw\":");
-		json_write_string(stdout, hw->label);
-		printf(",\"batch\":%u,\"input_len\":%u,\"output_len\":%u,\"total_ms\":%.10g,\"nodes\":[]", batch, in_len,
-		       out_len, total_ms);
-		printf(",\"llm\":{\"layers\":%u,\"hidden\":%u,\"heads\":%u,\"kv_heads\":%u,\"head_dim\":%u,\"ffn\":%u,"
+		info_json_head(m, hw, batch, in_len, out_len, total_ms);
+		printf(",\"nodes\":[],\"llm\":{\"layers\":%u,\"hidden\":%u,\"heads\":%u,\"kv_heads\":%u,\"head_dim\":%u,\"ffn\":%u,"
 		       "\"vocab\":%u,\"context\":%u,\"bytes\":%u,\"gated\":%s,\"weight_bytes\":%llu,\"kv_bytes_per_token\":%llu,"
 		       "\"prefill_ms\":%.10g,\"first_decode_ms\":%.10g,\"kv_blocks_of_16\":%llu}}\n",
 		       l->layers, l->hidden, l->heads, l->kv_heads, l->head_dim, l->ffn, l->vocab, l->context,
@@ -317,12 +323,7 @@ int cmd_model_info(int argc, char **argv)
 	}
 	int json = opt_flag(&o, "json"), gemms = opt_flag(&o, "gemms");
 	if (json) {
-		printf("{\"model\":");
-		json_write_string(stdout, m->name);
-		printf(",\"hw\":");
-		json_write_string(stdout, hw->label);
-		printf(",\"batch\":%u,\"input_len\":%u,\"output_len\":%u,\"total_ms\":%.10g", batch, in_len,
-		       out_len, total_ms);
+		info_json_head(m, hw, batch, in_len, out_len, total_ms);
 		if (npu)
 			printf(",\"dataflow\":\"%s\"", npu_dataflow_name(npu->dataflow));
 		printf(",\"nodes\":[");
