@@ -50,7 +50,7 @@ static const struct opt_def run_opts[] = {
 	{ "topup-threshold", OPT_DOUBLE, "0.5", 0, 1, 0, "top up when at least this fraction of the batch is free" },
 	{ "max-batch-decoder", OPT_UINT, "0", 0, 65536, 0, "largest batch of decoder cells (cellular, topup; 0 = the max batch)" },
 	{ "max-batched-tokens", OPT_UINT, NULL, 1, 1e7, 0, "LLM: tokens one iteration may run (default: continuous the "
-	  "larger of the context and 2048, as vLLM; chunked 512)" },
+	  "larger of the context and 2048, as vLLM; chunked 512; slo 2048; static pads whole prompts, unbounded)" },
 	{ "max-seqs", OPT_UINT, NULL, 1, 65536, 0, "LLM: requests one iteration may run (default 256, as vLLM)" },
 	{ "block-size", OPT_UINT, "16", 1, 65536, 0, "LLM: tokens a KV cache block holds (vLLM's default 16)" },
 	{ "ttft-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-to-first-token SLO in ms, for goodput (default: none)" },
