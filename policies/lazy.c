@@ -494,6 +494,7 @@ const struct pol_ops lazy_policy_ops = {
 	.help = "LazyBatching: node-level batching on a BatchTable stack, slack-checked (Eq. 2, --coverage), --max-batch",
 	.state_size = sizeof(struct lazy_state),
 	.default_max_batch = 64,
+	.uses_dec_timesteps = 1,
 	.init = lazy_init,
 	.fini = lazy_fini,
 	.on_arrival = lazy_on_arrival,

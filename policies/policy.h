@@ -153,6 +153,7 @@ struct pol_ops {
 	size_t state_size;           /* bytes of private state */
 	uint32_t default_max_batch;  /* used when --max-batch is not given (LLM policies: --max-seqs) */
 	uint32_t serves_llm;         /* 1: LLM models, by ITER tasks; 0: node-level models */
+	uint32_t uses_dec_timesteps; /* 1: reads env->dec_timesteps (the caller profiles output lengths only then) */
 	uint32_t default_batched_tokens; /* LLM: --max-batched-tokens when not given; 0: the larger of the
 	                              * model's context and 2048 (vLLM's default without chunked prefill) */
 	/* Checks env and initializes state. 0, or -1 with err. */

@@ -341,7 +341,8 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	c->env.max_tasks = (uint32_t)opt_uint(o, "max-tasks");
 	c->env.coverage = opt_double(o, "coverage");
 	const char *prof = opt_str(o, "profile-len");
-	if (j->model->uses_output_len || prof) {      /* a given --profile-len is checked even when unused */
+	if ((j->model->uses_output_len && pol->uses_dec_timesteps) || prof) {
+		/* 30,000 draws: only for a policy that reads the result (a given --profile-len is checked even when unused) */
 		uint32_t dec = 0;
 		if (run_dec_timesteps(prof ? prof : j->model->output_len_spec, c->env.coverage, &dec, err, errlen) != 0)
 			return -1;
