@@ -55,7 +55,6 @@ struct lazy_state {
 	uint8_t *rejecting;              /* owned, per device: its task was issued with inputs pending and room */
 	uint64_t *walk_runs;             /* owned, max_batch: oracle_rejecting_run's top members' remaining runs */
 	uint32_t *walk_phase;            /* owned, max_batch: and nodes until that count drops */
-	struct pol_latency lat;          /* the caller's estimates (a rejecting run's boundaries) */
 	uint32_t ntables;
 	struct pol_request **scratch;    /* owned, max_batch + 1 slots: the set S, then the admitted inputs */
 	struct slk_table slk;            /* lazy: NodeLatency table and Algorithm 1 */
@@ -97,7 +96,6 @@ static int lazy_setup(struct lazy_state *s, const struct pol_env *env, int exact
 		return -1;
 	}
 	s->ntables = env->workers ? env->workers : 1;
-	s->lat = env->lat;
 	s->tables = calloc(s->ntables, sizeof *s->tables);
 	s->rejecting = calloc(s->ntables, sizeof *s->rejecting);
 	s->scratch = calloc((size_t)env->max_batch + 1, sizeof *s->scratch);
@@ -346,7 +344,7 @@ static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batc
 	uint32_t last = seg->first_node + seg->nnodes - 1, type = task->node_type, b = task->nreq;
 	int64_t pass_ns = 0, pass_single_ns = 0, pass_drop_ns = 0;
 	for (uint32_t t = seg->first_node; t <= last; t++) {
-		int64_t lat = s->lat.node_ns(s->lat.ctx, t, b), single = s->slk.node_ns[t];
+		int64_t lat = s->slk.lat.node_ns(s->slk.lat.ctx, t, b), single = s->slk.node_ns[t];
 		pass_ns = ns_add(pass_ns, lat);
 		pass_single_ns = ns_add(pass_single_ns, single);
 		if (lat - (int64_t)b * single < 0)
@@ -377,7 +375,7 @@ static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batc
 			continue;
 		}
 		/* boundary j: node j - 1, of this type, has ended */
-		t_ns = ns_add(t_ns, s->lat.node_ns(s->lat.ctx, type, b));
+		t_ns = ns_add(t_ns, s->slk.lat.node_ns(s->slk.lat.ctx, type, b));
 		if (t_ns >= task->run_until_ns)
 			return j;
 		ran_ns += s->slk.node_ns[type];
@@ -432,7 +430,7 @@ static uint64_t oracle_rejecting_run(struct lazy_state *s, const struct batch_ta
 				s->walk_runs[i]--;
 			}
 		}
-		t_ns = ns_add(t_ns, s->lat.node_ns(s->lat.ctx, type, b));
+		t_ns = ns_add(t_ns, s->slk.lat.node_ns(s->slk.lat.ctx, type, b));
 		if (t_ns >= task->run_until_ns || drain_ns >= small ||
 		    slk_slack_ns(s->sla_ns, t_ns - oldest_ns, drain_ns) >= 0)
 			break;
