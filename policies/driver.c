@@ -140,8 +140,7 @@ void drv_record_gaps(struct pol_driver *d, const struct pol_task *t)
 {
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		const struct pol_request *r = t->reqs[i];
-		if (r->next_node > 0 && r->id >= d->c.warmup &&
-		    (uint64_t)t->context[i] + t->tokens[i] == pol_llm_target(r))
+		if (r->next_node > 0 && r->id >= d->c.warmup && pol_iter_emits(t, i))
 			metrics_hist_add(d->itl, t->end_ns - r->last_token_ns);
 	}
 }

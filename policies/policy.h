@@ -182,6 +182,13 @@ static inline int pol_req_done(const struct pol_request *r) { return r->next_nod
  * yields the next; after a preemption the whole of it is prefilled again). */
 static inline uint64_t pol_llm_target(const struct pol_request *r) { return (uint64_t)r->input_len + r->next_node; }
 
+/* Whether an ITER task's member i yields its next token when the task ends
+ * (its cache reaches its target); asked before pol_task_advance moves it. */
+static inline int pol_iter_emits(const struct pol_task *t, uint32_t i)
+{
+	return (uint64_t)t->context[i] + t->tokens[i] == pol_llm_target(t->reqs[i]);
+}
+
 /* Nodes left in the segment span holding the next node (policy.h "Runs"). */
 static inline uint64_t pol_req_span_left(const struct pol_request *r) { return r->span_end_cache - r->next_node; }
 
@@ -207,8 +214,7 @@ static inline void pol_task_advance(const struct pol_task *t, const struct mdl_m
 		struct pol_request *r = t->reqs[i];
 		r->in_flight = 0;
 		if (t->kind == POL_TASK_ITER) {
-			/* a member emits when its cache reaches its target (pol_llm_target) */
-			if ((uint64_t)t->context[i] + t->tokens[i] == pol_llm_target(r)) {
+			if (pol_iter_emits(t, i)) {
 				if (r->next_node++ == 0)
 					r->first_token_ns = t->end_ns;
 				r->last_token_ns = t->end_ns;

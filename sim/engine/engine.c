@@ -240,7 +240,7 @@ static int64_t eng_iter_ns(struct eng *e, const struct pol_task *t)
 {
 	uint32_t emitting = 0;
 	for (uint32_t i = 0; i < t->nreq; i++)
-		emitting += (uint64_t)t->context[i] + t->tokens[i] == pol_llm_target(t->reqs[i]);
+		emitting += pol_iter_emits(t, i);
 	return llm_cost_iter_ns(e->llm, t->nreq, t->tokens, t->context, emitting, t->pad_tokens, e->err, e->errlen);
 }
 
