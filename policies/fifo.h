@@ -36,6 +36,22 @@ static inline void pol_fifo_push_front(struct pol_fifo *f, struct pol_request *r
 	f->len++;
 }
 
+static inline struct pol_request *pol_fifo_pop(struct pol_fifo *f);
+
+/* Takes r, whose predecessor is prev (NULL: r is the head), out of f. */
+static inline void pol_fifo_unlink(struct pol_fifo *f, struct pol_request *prev, struct pol_request *r)
+{
+	if (!prev) {
+		pol_fifo_pop(f);
+		return;
+	}
+	prev->pol_next = r->pol_next;
+	if (f->tail == r)
+		f->tail = prev;
+	r->pol_next = NULL;
+	f->len--;
+}
+
 static inline struct pol_request *pol_fifo_pop(struct pol_fifo *f)
 {
 	struct pol_request *r = f->head;

@@ -255,20 +255,6 @@ static struct pol_request *slo_pick(const struct llm_state *s, int64_t now_ns, s
 	return best;
 }
 
-/* Takes r, whose predecessor is prev (NULL: the head), out of the queue. */
-static void llm_unlink(struct pol_fifo *f, struct pol_request *prev, struct pol_request *r)
-{
-	if (!prev) {
-		pol_fifo_pop(f);
-		return;
-	}
-	prev->pol_next = r->pol_next;
-	if (f->tail == r)
-		f->tail = prev;
-	r->pol_next = NULL;
-	f->len--;
-}
-
 /* static: a batch of whole requests, run together until its last member
  * ends, no request joining it meanwhile (graph batching's LLM form, as
  * FasterTransformer-style servers run). Started when the device is free and
@@ -387,7 +373,7 @@ static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, 
 			break;
 		if (llm_blocks_for(s, tokens) > d->free_blocks)
 			break;
-		llm_unlink(&s->waiting, prev, r);
+		pol_fifo_unlink(&s->waiting, prev, r);
 		d->running[d->nrunning++] = r;
 		llm_schedule(s, d, t, r, tokens);
 		budget -= tokens;
