@@ -16,8 +16,6 @@ CC-BY 4.0):
  4. TPOT and inter-token p99 of continuous, chunked and slo at equal rates.
 
 Usage: bench/llm_figures.py SIMBATCH [parts: 1 2 3 4]"""
-import collections
-import csv
 import json
 import os
 import subprocess
@@ -38,17 +36,11 @@ def run(binary, *args):
 
 
 def length_files(tmp):
-    rows = [r for r in list(csv.reader(open(DATA, newline="")))[1:] if int(r[1]) + int(r[2]) <= 4096]
-    paths = []
-    for col, name in ((1, "prompt"), (2, "output")):
-        counts = collections.Counter(int(r[col]) for r in rows)
-        path = os.path.join(tmp, f"azure_conv_{name}.csv")
-        with open(path, "w") as f:
-            f.write("# Azure LLM inference trace 2023, conversation, rows within 4096 tokens (CC-BY 4.0)\nlength,weight\n")
-            for k in sorted(counts):
-                f.write(f"{k},{counts[k]}\n")
-        paths.append(path)
-    return paths
+    """The conversation trace's prompt and output lengths within 4096 tokens (scripts/trace-lengths)."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "trace-lengths")
+    prefix = os.path.join(tmp, "azure-conv")
+    subprocess.run([sys.executable, tool, DATA, prefix, "--max-total=4096"], check=True, capture_output=True)
+    return prefix + "-prompt.csv", prefix + "-output.csv"
 
 
 def main():

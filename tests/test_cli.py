@@ -132,6 +132,19 @@ j = json.loads(r.stdout) if r.returncode == 0 else {}
 # llm-tiny: 2 layers x 2 KV heads x 16 x 2 x 4 B a token; one prefill and 4 decode steps, the whole at least the prefill
 check("model-info of an LLM", j.get("llm", {}).get("kv_bytes_per_token") == 512 and j.get("nodes") == [] and
       j["total_ms"] > j["llm"]["prefill_ms"] > 0 and j["llm"]["first_decode_ms"] > 0, r.stdout + r.stderr)
+# scripts/trace-lengths: a trace's lengths as file: distributions (the excerpt's 12 rows, counted by hand)
+here = os.path.dirname(os.path.abspath(__file__))
+r = subprocess.run([sys.executable, os.path.join(here, "..", "scripts", "trace-lengths"),
+                    os.path.join(here, "data", "azure-llm-2023-conv-head.csv"), os.path.join(td, "ex"), "--max-total=500"],
+                   capture_output=True, text=True)
+rows = {}
+for name in ("prompt", "output"):
+    p = os.path.join(td, f"ex-{name}.csv")
+    rows[name] = [l.strip() for l in open(p) if l.strip() and not l.startswith("#")] if os.path.exists(p) else []
+# rows within 500 tokens: all but 396+109, 879+55, 1313+142 and 394+124: 8 rows, prompt 91 twice
+check("trace-lengths", r.returncode == 0 and rows["prompt"] == ["length,weight", "91,2", "209,1", "242,1", "374,1",
+                                                                 "381,1", "388,1", "394,1"] and
+      rows["output"] == ["length,weight", "14,1", "16,2", "44,1", "59,1", "84,2", "152,1"], r.stderr + str(rows))
 bad_azure = os.path.join(td, "bad_azure.csv")
 write(bad_azure, "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46.6805900,374,0\r\n")
 bad_model = os.path.join(td, "bad.model")
