@@ -256,8 +256,6 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
 	return 1;
 }
 
-/* The caller runs a started task as a run of n nodes (1 < n <= t->run_max,
- * policy.h): the nodes after the first are counted as the tasks they are. */
 static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint64_t n)
 {
 	struct mdl_run run = mdl_run_of(d->c.env.model, t->node_type, n);
