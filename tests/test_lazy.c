@@ -520,6 +520,22 @@ static void collect_model(const char *name, void *ctx)
 		snprintf(mn->names[mn->n++], MDL_NAME_MAX, "%s", name);
 }
 
+/* Loads built-in model name with the NPU: 1, or 0 (nothing held) for an
+ * LLM, which is served by iterations, not nodes. */
+static int open_node_model(const char *name, struct mdl_model **m, struct hw_model **hw)
+{
+	char err[256];
+	if (mdl_load(name, m, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	if ((*m)->is_llm) {
+		mdl_free(*m);
+		return 0;
+	}
+	if (hw_open("npu", *m, hw, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	return 1;
+}
+
 /* Runs policy p on model m (NPU) with Poisson traffic at about twice what
  * one request at a time can serve, so every batching policy batches and
  * lazy preempts. Checks conservation and order (the shim) and that no
@@ -602,15 +618,8 @@ static void test_every_policy_every_model(void **state)
 	for (int i = 0; i < mn.n; i++) {
 		struct mdl_model *m = NULL;
 		struct hw_model *hw = NULL;
-		char err[256];
-		if (mdl_load(mn.names[i], &m, err, sizeof err) != 0)
-			fail_msg("%s", err);
-		if (m->is_llm) {               /* served by iterations, not nodes */
-			mdl_free(m);
+		if (!open_node_model(mn.names[i], &m, &hw))
 			continue;
-		}
-		if (hw_open("npu", m, &hw, err, sizeof err) != 0)
-			fail_msg("%s", err);
 		/* long chains cost events, not accuracy: fewer requests for them */
 		uint64_t n = m->uses_output_len || m->uses_input_len ? 150 : 400;
 		for (size_t p = 0; p < npol; p++) {
@@ -772,14 +781,8 @@ static void test_runs_change_nothing(void **state)
 	for (int i = 0; i < mn.n; i++) {
 		struct mdl_model *m = NULL;
 		struct hw_model *hw = NULL;
-		char err[256];
-		if (mdl_load(mn.names[i], &m, err, sizeof err) != 0 || hw_open("npu", m, &hw, err, sizeof err) != 0)
-			fail_msg("%s", err);
-		if (m->is_llm) {
-			hw_close(hw);
-			mdl_free(m);
+		if (!open_node_model(mn.names[i], &m, &hw))
 			continue;
-		}
 		for (int p = 0; p < 2; p++)
 			for (uint32_t w = 1; w <= 3; w += 2)
 				for (int l = 0; l < 2; l++) {
