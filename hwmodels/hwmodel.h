@@ -74,6 +74,12 @@ struct hw_ops {
 	double (*cold_start)(const struct hw_model *hw, uint32_t node_type, double idle_s);
 	/* optional: the device's memory and peak arithmetic (LLM serving) */
 	void (*device)(const struct hw_model *hw, struct hw_device *out);
+	/* optional: a pass node's per-request work (mdl_member_node) for one
+	 * request of len tokens. node_cost prices the rest at batch = the
+	 * tokens of all the requests; a pass batch costs that plus this for each
+	 * request. A pure function, like node_cost. */
+	int (*member_cost)(const struct hw_model *hw, uint32_t node_type, uint32_t len,
+	                   struct hw_node_cost *out, char *err, size_t errlen);
 };
 
 /* Every instance starts with this header. */
@@ -95,6 +101,16 @@ static inline int hw_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b
 {
 	return hw->ops->node_cost(hw, t, b, out, err, errlen);
 }
+
+/* A pass node's per-request work; -1 with err when the model cannot price it. */
+int hw_member_cost(const struct hw_model *hw, uint32_t t, uint32_t len, struct hw_node_cost *out,
+                   char *err, size_t errlen);
+
+/* Node type t for batch requests of input_len tokens each: hw_node_cost,
+ * or for a pass node the node over their tokens plus each request's own
+ * part (what the simulator charges such a batch). */
+int hw_node_cost_at(const struct hw_model *hw, uint32_t t, uint32_t batch, uint32_t input_len,
+                    struct hw_node_cost *out, char *err, size_t errlen);
 
 static inline uint32_t hw_max_batch(const struct hw_model *hw)
 {

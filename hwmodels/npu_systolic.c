@@ -626,6 +626,18 @@ static int npu_hw_node_cost(const struct hw_model *hw, uint32_t node_type, uint3
 	return npu_node_cost(&npu->cfg, &hw->model->nodes[node_type], batch, out, err, errlen);
 }
 
+/* A pass node's per-request terms (mdl_member_node) as a node of their own
+ * at batch 1: the request's attention heads run back to back like any
+ * term's runs, over its own keys and values. */
+static int npu_hw_member_cost(const struct hw_model *hw, uint32_t node_type, uint32_t len,
+                              struct hw_node_cost *out, char *err, size_t errlen)
+{
+	struct mdl_node member;
+
+	mdl_member_node(&hw->model->nodes[node_type], len, &member);
+	return npu_node_cost(&((const struct npu_hw *)hw)->cfg, &member, 1, out, err, errlen);
+}
+
 static int npu_hw_gemm_cost(const struct hw_model *hw, uint64_t m, uint64_t k, uint64_t n,
                             enum hw_dataflow df, int weight_operand, struct hw_gemm_cost *out,
                             char *err, size_t errlen)
@@ -648,6 +660,7 @@ const struct hw_ops npu_hw_ops = {
 	.open = npu_open,
 	.close = npu_close,
 	.node_cost = npu_hw_node_cost,
+	.member_cost = npu_hw_member_cost,
 	.gemm_cost = npu_hw_gemm_cost,
 	.max_batch = NULL,
 	.device = npu_hw_device,

@@ -47,13 +47,9 @@ static int roofline_gemm_cost(const struct hw_model *hw, uint64_t m, uint64_t k,
 	return 0;
 }
 
-static int roofline_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out,
-                              char *err, size_t errlen)
+static void roofline_node(const struct roofline_hw *r, const struct mdl_node *node, uint32_t b,
+                          struct hw_node_cost *out)
 {
-	(void)err;
-	(void)errlen;
-	const struct roofline_hw *r = (const struct roofline_hw *)hw;
-	const struct mdl_node *node = &hw->model->nodes[t];
 	double compute = 0, memory = 0;
 	for (uint32_t i = 0; i < node->ngemms; i++) {
 		const struct mdl_gemm *g = &node->gemms[i];
@@ -65,6 +61,26 @@ static int roofline_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b,
 	memory += (double)node->elementwise_per_sample * b * 2 * r->elem_bytes / r->dev.mem_bw_bytes_s;
 	*out = (struct hw_node_cost){ .seconds = compute > memory ? compute : memory, .compute_seconds = compute,
 	                              .memory_seconds = memory, .bound = compute >= memory ? HW_COMPUTE_BOUND : HW_MEMORY_BOUND };
+}
+
+static int roofline_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out,
+                              char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	roofline_node((const struct roofline_hw *)hw, &hw->model->nodes[t], b, out);
+	return 0;
+}
+
+/* A pass node's per-request terms (mdl_member_node) at batch 1. */
+static int roofline_member_cost(const struct hw_model *hw, uint32_t t, uint32_t len, struct hw_node_cost *out,
+                                char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	struct mdl_node member;
+	mdl_member_node(&hw->model->nodes[t], len, &member);
+	roofline_node((const struct roofline_hw *)hw, &member, 1, out);
 	return 0;
 }
 
@@ -100,6 +116,7 @@ const struct hw_ops roofline_h100_ops = {
 	.open = roofline_open,
 	.close = roofline_close,
 	.node_cost = roofline_node_cost,
+	.member_cost = roofline_member_cost,
 	.gemm_cost = roofline_gemm_cost,
 	.device = roofline_device,
 };

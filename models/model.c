@@ -149,9 +149,20 @@ static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
 	/* v: M, K, N, COUNT, STEPS */
 	uint64_t v[5] = { 0, 0, 0, 1, 1 };
 	int seen[5] = { 0 };
+	uint32_t len_dims = 0;
 	for (int i = 0; i < (int)nfields; i++) {
 		const char *f = field[i];
 		int slot = i;
+		if ((i == 1 || i == 2) && strcmp(f, "L") == 0) {
+			/* the request's own length: its attention over its own tokens */
+			if (!weight_shared || node->kind != MDL_PASS)
+				return mdl_parse_fail(p, "%s term '%s': L (the request's length) is allowed only in the K or N "
+				                      "of an attn term of a pass node", what, term);
+			len_dims |= i == 1 ? MDL_LEN_K : MDL_LEN_N;
+			seen[slot] = 1;
+			v[slot] = 1;
+			continue;
+		}
 		if (i >= 3) {
 			if (f[0] != 'x' && f[0] != 's')
 				return mdl_parse_fail(p, "malformed %s term '%s': count must be written xCOUNT and steps sSTEPS",
@@ -180,7 +191,11 @@ static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
 			                      seen[4] ? "*STEPS" : "");
 	}
 
-	struct mdl_gemm *g = &node->gemms[node->ngemms++];
+	if (len_dims && node->nmember >= MDL_MAX_GEMMS)
+		return mdl_parse_fail(p, "node '%s' has more than %d attn terms over L", node->name, MDL_MAX_GEMMS);
+	struct mdl_gemm *g = len_dims ? &node->member[node->nmember++] : &node->gemms[node->ngemms++];
+	memset(g, 0, sizeof *g);
+	g->len_dims = len_dims;
 	g->m_per_sample = v[0];
 	g->k = v[1];
 	g->n = v[2];
@@ -295,8 +310,10 @@ static int mdl_parse_kind(struct mdl_parser *p, const char *s, enum mdl_kind *ou
 		*out = MDL_LEAF;
 	else if (strcmp(s, "internal") == 0)
 		*out = MDL_INTERNAL;
+	else if (strcmp(s, "pass") == 0)
+		*out = MDL_PASS;
 	else
-		return mdl_parse_fail(p, "unknown node kind '%s' (expected static|encoder|decoder|leaf|internal)", s);
+		return mdl_parse_fail(p, "unknown node kind '%s' (expected static|encoder|decoder|pass|leaf|internal)", s);
 	return 0;
 }
 
@@ -349,12 +366,20 @@ static int mdl_parse_node(struct mdl_parser *p, char *rest)
 				return mdl_parse_fail(p, "malformed '%s': elementwise=E needs a positive decimal integer",
 				                      shown);
 			have_elementwise = 1;
+		} else if (strcmp(term, "elementwise_len") == 0) {
+			if (node.kind != MDL_PASS)
+				return mdl_parse_fail(p, "node '%s': elementwise_len= is for pass nodes only", node.name);
+			if (node.elementwise_len)
+				return mdl_parse_fail(p, "node '%s': elementwise_len= given twice", node.name);
+			if (mdl_parse_positive(value, &node.elementwise_len) != 0)
+				return mdl_parse_fail(p, "malformed '%s': elementwise_len=E needs a positive decimal integer",
+				                      shown);
 		} else {
-			return mdl_parse_fail(p, "unknown node attribute '%s=' (expected gemm=, attn=, conv= or elementwise=)",
+			return mdl_parse_fail(p, "unknown node attribute '%s=' (expected gemm=, attn=, conv=, elementwise= or elementwise_len=)",
 			                      term);
 		}
 	}
-	if (node.ngemms == 0 && !have_elementwise)
+	if (node.ngemms == 0 && node.nmember == 0 && !have_elementwise && !node.elementwise_len)
 		return mdl_parse_fail(p, "node '%s' has no work (give gemm=, attn=, conv= or elementwise=)", node.name);
 
 	if (m->nnodes == p->cap_nodes) {
@@ -365,8 +390,10 @@ static int mdl_parse_node(struct mdl_parser *p, char *rest)
 		m->nodes = nodes;
 		p->cap_nodes = cap;
 	}
-	if (node.kind == MDL_ENCODER && !p->first_encoder_line)
+	if ((node.kind == MDL_ENCODER || node.kind == MDL_PASS) && !p->first_encoder_line)
 		p->first_encoder_line = p->line;
+	if (node.nmember || node.elementwise_len)
+		m->has_member_terms = 1;
 	if (node.kind == MDL_DECODER && !p->first_decoder_line)
 		p->first_decoder_line = p->line;
 	if (node.kind == MDL_LEAF && !p->first_leaf_line)
@@ -556,7 +583,7 @@ static int mdl_parse_finish(struct mdl_parser *p)
 	if (m->uses_input_len && !p->input_line) {
 		p->line = p->first_encoder_line ? p->first_encoder_line : p->first_leaf_line;
 		return mdl_parse_fail(p, "model has %s nodes but no input_len line",
-		                      p->first_encoder_line ? "encoder" : "leaf");
+		                      p->first_encoder_line ? "encoder or pass" : "leaf");
 	}
 	if ((p->first_leaf_line != 0) != (p->first_internal_line != 0)) {
 		p->line = p->first_leaf_line ? p->first_leaf_line : p->first_internal_line;
@@ -564,7 +591,7 @@ static int mdl_parse_finish(struct mdl_parser *p)
 	}
 	if (p->first_leaf_line && (p->first_encoder_line || p->first_decoder_line)) {
 		p->line = p->first_encoder_line ? p->first_encoder_line : p->first_decoder_line;
-		return mdl_parse_fail(p, "a tree model cannot also have encoder or decoder nodes");
+		return mdl_parse_fail(p, "a tree model cannot also have encoder, pass or decoder nodes");
 	}
 	if (p->first_leaf_line) {
 		/* one tree block: the leaf nodes, then right after them the internal nodes */
@@ -813,6 +840,8 @@ static uint64_t mdl_segment_repeats(enum mdl_kind kind, uint32_t input_len, uint
 	switch (kind) {
 	case MDL_STATIC:
 		return 1;
+	case MDL_PASS:
+		return input_len ? 1 : 0;    /* all tokens at once */
 	case MDL_ENCODER:
 		return input_len;
 	case MDL_DECODER:
@@ -852,7 +881,9 @@ uint32_t mdl_locate_span(const struct mdl_model *m, uint64_t pos, uint32_t input
 				*cells = mdl_tree_width(input_len, (uint32_t)(pos / seg->nnodes) + 1);
 			else
 				*cells = 1;
-			*span_end = start + span;
+			/* a pass node's batch costs what its requests' lengths make it, not one price a
+			 * node, so no run (policy.h "Runs") goes through a pass segment */
+			*span_end = seg->kind == MDL_PASS ? start + pos + 1 : start + span;
 			return seg->first_node + (uint32_t)(pos % seg->nnodes);
 		}
 		pos -= span;
@@ -888,6 +919,25 @@ uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_
 	if (t >= m->nnodes)
 		return 0;
 	return (uint32_t)mdl_segment_repeats(m->nodes[t].kind, input_len, output_len);
+}
+
+void mdl_member_node(const struct mdl_node *n, uint32_t len, struct mdl_node *out)
+{
+	memset(out, 0, sizeof *out);
+	memcpy(out->name, n->name, sizeof out->name);
+	out->kind = n->kind;
+	out->segment = n->segment;
+	for (uint32_t i = 0; i < n->nmember; i++) {
+		struct mdl_gemm g = n->member[i];
+		g.m_per_sample *= len;
+		if (g.len_dims & MDL_LEN_K)
+			g.k = len;
+		if (g.len_dims & MDL_LEN_N)
+			g.n = len;
+		g.len_dims = 0;
+		out->gemms[out->ngemms++] = g;
+	}
+	out->elementwise_per_sample = n->elementwise_len * len * len;
 }
 
 uint64_t mdl_node_weight_elems(const struct mdl_node *n)
@@ -933,6 +983,8 @@ const char *mdl_kind_name(enum mdl_kind k)
 		return "leaf";
 	case MDL_INTERNAL:
 		return "internal";
+	case MDL_PASS:
+		return "pass";
 	default:
 		return "unknown";
 	}

@@ -8,7 +8,9 @@
  *  - Nodes are listed in graph order. A maximal run of consecutive nodes of the
  *    same kind forms a *segment*. One request's unrolled chain is: each static
  *    segment once, each encoder segment input_len times, each decoder segment
- *    output_len times (each time: every node of the segment, in order).
+ *    output_len times (each time: every node of the segment, in order), each
+ *    pass segment once, every node over all input_len tokens at once (a
+ *    Transformer encoder layer: M = the tokens, its attention L x d x L).
  *    Tree models (TreeLSTM, BatchMaker Sec. 2.1, 4.4) have a leaf segment and
  *    right after it an internal segment; a request with L = input_len leaves
  *    is a balanced binary tree, unrolled as its ASAP levels: one position per
@@ -32,6 +34,7 @@ enum mdl_kind {
 	MDL_DECODER,     /* runs output_len times */
 	MDL_LEAF,        /* tree leaf cell (reserved) */
 	MDL_INTERNAL,    /* tree internal cell (reserved) */
+	MDL_PASS,        /* runs once per request over all input_len tokens at once (a Transformer encoder layer) */
 	MDL_KIND_COUNT
 };
 
@@ -42,6 +45,7 @@ struct mdl_gemm {
 	uint32_t count;          /* identical GEMMs in the node (e.g. per head) */
 	uint32_t weight_shared;  /* 0: K x N operand is a weight; 1: activation x activation (attention), no weights */
 	uint32_t steps;          /* sequential runs with the same operand in one node execution (sSTEPS: RNN timesteps inside one task); 0 is read as 1 */
+	uint32_t len_dims;       /* a pass node's per-request term: MDL_LEN_K / MDL_LEN_N when K / N is the request's own length L */
 	uint32_t is_conv;        /* 1: lowered from a conv= term, conv says how */
 	struct mdl_conv {        /* im2col provenance of a conv= term (FORMAT.md) */
 		uint32_t h, w, c;          /* input height, width, channels */
@@ -53,6 +57,8 @@ struct mdl_gemm {
 		uint32_t out_h, out_w;     /* output height, width */
 	} conv;
 };
+
+enum { MDL_LEN_K = 1, MDL_LEN_N = 2 };
 
 /* Steps of a GEMM term: 1 unless the term says more. */
 static inline uint32_t mdl_gemm_steps(const struct mdl_gemm *g)
@@ -70,6 +76,14 @@ struct mdl_node {
 	struct mdl_gemm gemms[MDL_MAX_GEMMS];
 	uint64_t elementwise_per_sample; /* element-wise ops per sample (activations, norms, pooling) */
 	uint32_t segment;              /* index into mdl_model.segments */
+	/* A pass node's work that depends on each request's own length L (its
+	 * attention over its L tokens): terms with L in K or N, and element-wise
+	 * ops per token per token of the request (the softmax over the scores).
+	 * gemms[] above holds the rest, whose M rows are per token, so a batch
+	 * of requests runs it with M = their tokens, summed. */
+	uint32_t nmember;
+	struct mdl_gemm member[MDL_MAX_GEMMS];
+	uint64_t elementwise_len;
 };
 
 struct mdl_segment {
@@ -111,6 +125,7 @@ struct mdl_model {
 	int uses_input_len;              /* has an encoder segment */
 	int uses_output_len;             /* has a decoder segment */
 	int is_tree;                     /* has leaf + internal segments (input_len = leaves) */
+	int has_member_terms;            /* a pass node has per-request terms (mdl_node.nmember, elementwise_len) */
 	int is_llm;                      /* an LLM (llm line, no nodes): served by iterations, not nodes */
 	struct mdl_llm llm;              /* is_llm only */
 };
@@ -209,6 +224,15 @@ uint32_t mdl_cells_at(const struct mdl_model *m, uint64_t pos, uint32_t input_le
 /* How many times node type t runs in one request with these lengths. */
 uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_len, uint32_t output_len);
 
+/* A pass node's per-request work for a request of len tokens as a node of
+ * its own, priced at batch 1: each member term with L := len and its M rows
+ * per token times len; element-wise elementwise_len * len * len. Any other
+ * node gives a node with no work. */
+void mdl_member_node(const struct mdl_node *n, uint32_t len, struct mdl_node *out);
+
+/* Whether node type t runs once per request over all its tokens (pass). */
+static inline int mdl_is_pass(const struct mdl_model *m, uint32_t t) { return m->nodes[t].kind == MDL_PASS; }
+
 /* Total weight elements of the node (sum of K*N*count over weight GEMMs). */
 uint64_t mdl_node_weight_elems(const struct mdl_node *n);
 
@@ -220,7 +244,7 @@ uint64_t mdl_node_macs_per_sample(const struct mdl_node *n);
  * of a latency table). */
 int mdl_node_index(const struct mdl_model *m, const char *name);
 
-/* "static", "encoder", "decoder", "leaf", "internal"; "unknown" otherwise. */
+/* "static", "encoder", "decoder", "pass", "leaf", "internal"; "unknown" otherwise. */
 const char *mdl_kind_name(enum mdl_kind k);
 
 #endif

@@ -150,7 +150,7 @@ static void lazy_on_task_done(struct pol_state *st, const struct pol_task *t, in
 			struct pol_request *r = t->reqs[i];
 			/* output_len is no input to a tree's cells, and lazy may not read it */
 			uint32_t cells = s->model->is_tree ? mdl_cells_at(s->model, r->next_node - 1, r->input_len, 0) : 1;
-			r->pol_word[1] += (uint64_t)slk_node_single_ns(&s->slk, t->node_type, cells);
+			r->pol_word[1] += (uint64_t)slk_node_single_ns(&s->slk, t->node_type, cells, r->input_len);
 		}
 	}
 	if (s->rejecting[t->device])
@@ -275,7 +275,7 @@ static uint64_t lazy_run_max(struct lazy_state *s, const struct batch_table *bt,
 				break;
 			}
 	}
-	if (!pending)
+	if (!pending || n <= 1)
 		return n;
 	return s->exact ? oracle_rejecting_run(s, bt, task, now_ns, n) : lazy_rejecting_run(s, bt, task, now_ns, n);
 }

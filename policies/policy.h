@@ -105,6 +105,11 @@ struct pol_latency {
 	int64_t (*node_ns)(void *ctx, uint32_t node_type, uint32_t batch);
 	/* A whole graph at batch b, padded to these lengths, ns. */
 	int64_t (*graph_ns)(void *ctx, uint32_t batch, uint32_t input_len, uint32_t output_len);
+	/* Pass node types (models/model.h; node_ns does not price them): the
+	 * node over a batch's tokens, summed, and each member's own part (its
+	 * attention) at its length. pol_pass_ns adds them up for a batch. */
+	int64_t (*pass_ns)(void *ctx, uint32_t node_type, uint64_t tokens);
+	int64_t (*member_ns)(void *ctx, uint32_t node_type, uint32_t len);
 	/* LLM models: one iteration of n members (tokens[i] on a cache of
 	 * context[i], emitting of them yielding a token), ns; -1 if it cannot be
 	 * priced. iter_ctx is its context. NULL for node-level models. */
@@ -187,6 +192,20 @@ static inline uint64_t pol_llm_target(const struct pol_request *r) { return (uin
 static inline int pol_iter_emits(const struct pol_task *t, uint32_t i)
 {
 	return (uint64_t)t->context[i] + t->tokens[i] == pol_llm_target(t->reqs[i]);
+}
+
+/* A pass node of type t for these members (each of its input_len tokens):
+ * the node over their tokens plus each one's own attention. */
+static inline int64_t pol_pass_ns(const struct pol_latency *lat, uint32_t t, uint32_t n,
+                                  struct pol_request *const *reqs)
+{
+	uint64_t tokens = 0;
+	int64_t own = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		tokens += reqs[i]->input_len;
+		own += lat->member_ns(lat->ctx, t, reqs[i]->input_len);
+	}
+	return lat->pass_ns(lat->ctx, t, tokens) + own;
 }
 
 /* Nodes left in the segment span holding the next node (policy.h "Runs"). */

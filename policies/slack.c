@@ -21,6 +21,8 @@ int slk_init(struct slk_table *t, const struct mdl_model *m, const struct pol_la
 	/* Profile once (the paper's NodeLatency lookup table), then Algorithm 1
 	 * only multiplies the per-kind sums by the step counts. */
 	for (uint32_t n = 0; n < m->nnodes; n++) {
+		if (mdl_is_pass(m, n))
+			continue;         /* priced at each request's length: slk_pass_single_ns */
 		int64_t ns = lat->node_ns(lat->ctx, n, 1);
 		t->node_ns[n] = ns;
 		switch (m->nodes[n].kind) {
@@ -39,16 +41,29 @@ void slk_fini(struct slk_table *t)
 	t->node_ns = NULL;
 }
 
+/* A pass node alone: over the request's len tokens, and its own attention. */
+static int64_t slk_pass_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t len)
+{
+	return ns_add(t->lat.pass_ns(t->lat.ctx, node_type, len), t->lat.member_ns(t->lat.ctx, node_type, len));
+}
+
 int64_t slk_single_exec_ns(const struct slk_table *t, uint32_t enc_timesteps)
 {
 	if (t->model->is_tree)
 		return t->lat.graph_ns(t->lat.ctx, 1, enc_timesteps, 0);
-	return ns_add(ns_add(t->static_ns, ns_mul(t->encoder_ns, enc_timesteps)),
-	              ns_mul(t->decoder_ns, t->dec_timesteps));
+	int64_t ns = ns_add(ns_add(t->static_ns, ns_mul(t->encoder_ns, enc_timesteps)),
+	                    ns_mul(t->decoder_ns, t->dec_timesteps));
+	/* pass nodes run once, as Algorithm 1 counts a static node, at the input's length */
+	for (uint32_t n = 0; enc_timesteps && n < t->model->nnodes; n++)
+		if (mdl_is_pass(t->model, n))
+			ns = ns_add(ns, slk_pass_single_ns(t, n, enc_timesteps));
+	return ns;
 }
 
-int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t cells)
+int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t cells, uint32_t input_len)
 {
+	if (mdl_is_pass(t->model, node_type))
+		return slk_pass_single_ns(t, node_type, input_len);
 	if (cells <= 1)
 		return t->node_ns[node_type];
 	return t->lat.node_ns(t->lat.ctx, node_type, cells);
@@ -80,15 +95,19 @@ int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct 
 	x->cap = calloc(n, sizeof *x->cap);
 	x->runs = calloc(n, sizeof *x->runs);
 	x->price_ns = calloc(n * ((size_t)max_cells + 1), sizeof *x->price_ns);
-	if (!x->rems || !x->nrems || !x->rem_cap || !x->cells || !x->cap || !x->runs || !x->price_ns) {
+	x->pass_tokens = calloc(n, sizeof *x->pass_tokens);
+	x->pass_reqs = calloc(n, sizeof *x->pass_reqs);
+	if (!x->rems || !x->nrems || !x->rem_cap || !x->cells || !x->cap || !x->runs || !x->price_ns ||
+	    !x->pass_tokens || !x->pass_reqs) {
 		slk_exact_fini(x);
 		snprintf(err, errlen, "oracle: out of memory");
 		return -1;
 	}
 	/* every decision prices many runs: the batched latencies once, not a call each */
 	for (uint32_t t = 0; t < m->nnodes; t++)
-		for (uint32_t b = 1; b <= max_cells; b++)
+		for (uint32_t b = 1; b <= max_cells && !mdl_is_pass(m, t); b++)
 			x->price_ns[(size_t)t * (max_cells + 1) + b] = lat->node_ns(lat->ctx, t, b);
+
 	return 0;
 }
 
@@ -109,6 +128,9 @@ void slk_exact_fini(struct slk_exact *x)
 	free(x->cap);
 	free(x->runs);
 	free(x->price_ns);
+	free(x->pass_tokens);
+	free(x->pass_reqs);
+	x->pass_tokens = x->pass_reqs = NULL;
 	free(x->hist);
 	x->price_ns = NULL;
 	x->hist = NULL;
@@ -169,6 +191,18 @@ static int slk_exact_add_request(struct slk_exact *x, const struct pol_request *
 			continue;
 		}
 		uint64_t pass = pos / seg->nnodes, idx = pos % seg->nnodes;
+		if (seg->kind == MDL_PASS) {
+			/* one run each, all of the request's tokens, and its own attention */
+			for (uint32_t j = (uint32_t)idx; j < seg->nnodes; j++) {
+				uint32_t t = seg->first_node + j;
+				x->pass_tokens[t] += r->input_len;
+				x->pass_reqs[t]++;
+				x->own_ns = ns_add(x->own_ns, x->lat.member_ns(x->lat.ctx, t, r->input_len));
+			}
+			pos = 0;
+			seg_start += span;
+			continue;
+		}
 		int tree = seg->kind == MDL_LEAF || seg->kind == MDL_INTERNAL;
 		for (uint32_t j = 0; j < seg->nnodes; j++) {
 			uint64_t from = pass + (j < idx ? 1 : 0);   /* first repetition still to run */
@@ -199,6 +233,19 @@ static int64_t slk_exact_price(const struct slk_exact *x, uint32_t t, int64_t ce
 		return price[cells];
 	int64_t full = cells / x->max_cells, rest = cells % x->max_cells;
 	return full * price[x->max_cells] + (rest ? price[rest] : 0);
+}
+
+/* A pass node run by reqs requests of tokens tokens in all, in batches of
+ * at most max_cells requests; when there are more, the pieces share the
+ * tokens evenly (the drain knows their sum, not each one). */
+static int64_t slk_exact_pass_price(const struct slk_exact *x, uint32_t t, uint64_t tokens, uint64_t reqs)
+{
+	if (reqs <= x->max_cells)
+		return x->lat.pass_ns(x->lat.ctx, t, tokens);
+	uint64_t full = reqs / x->max_cells, rest = reqs % x->max_cells;
+	uint64_t per_full = tokens * x->max_cells / reqs, per_rest = tokens - full * per_full;
+	int64_t ns = ns_mul(x->lat.pass_ns(x->lat.ctx, t, per_full), (int64_t)full);
+	return rest ? ns_add(ns, x->lat.pass_ns(x->lat.ctx, t, per_rest)) : ns;
 }
 
 static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n, int keep);
@@ -276,10 +323,15 @@ void slk_exact_walk_end(struct slk_exact *x)
 static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n, int keep)
 {
 	int rc = 0;
+	x->own_ns = 0;
 	for (uint32_t i = 0; i < n && rc == 0; i++)
 		rc = slk_exact_add_request(x, reqs[i]);
-	int64_t total = 0;
+	int64_t total = x->own_ns;
 	for (uint32_t t = 0; t < x->model->nnodes; t++) {
+		if (x->pass_reqs[t]) {
+			total = ns_add(total, slk_exact_pass_price(x, t, x->pass_tokens[t], x->pass_reqs[t]));
+			x->pass_tokens[t] = x->pass_reqs[t] = 0;
+		}
 		/* One cell a run: the k-th run batches every request with more than
 		 * k runs left. With the counts sorted in decreasing order r1 >= r2
 		 * >= ... >= rm (r(m+1) = 0), runs r(j+1)+1 .. r(j) hold j cells. */

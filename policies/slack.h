@@ -3,7 +3,7 @@
  *  - NodeLatency(n): the profiled single-input latency of every node type,
  *    read once from the caller's latency estimates (pol_env.lat at batch 1).
  *  - Algorithm 1: a request's graph-wide single-input execution time: static
- *    nodes once, encoder nodes enc_timesteps times (the input length, known
+ *    and pass nodes once (a pass node at the input length), encoder nodes enc_timesteps times (the input length, known
  *    at arrival) and decoder nodes dec_timesteps times (a coverage quantile
  *    of a profiled output-length distribution, since the true output length
  *    is known only when the request ends).
@@ -44,8 +44,9 @@ void slk_fini(struct slk_table *t);
 int64_t slk_single_exec_ns(const struct slk_table *t, uint32_t enc_timesteps);
 
 /* NodeLatency of the node a request runs at one position: the node type at
- * batch 1, or for a tree level at that level's cells. */
-int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t cells);
+ * batch 1, for a tree level at that level's cells, for a pass node at the
+ * request's input_len tokens. */
+int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t cells, uint32_t input_len);
 
 /* NodeLatency summed over a run of n nodes from node type node_type
  * (policy.h "Runs"; not for trees), as the unsigned sum of the n nodes one
@@ -64,7 +65,8 @@ static inline int64_t slk_slack_ns(int64_t sla_ns, int64_t wait_ns, int64_t exec
  * the BatchTable's catch-up and merging achieves: for a static graph it is
  * exactly the stack's schedule with no further arrivals), each run priced at
  * the exact latency of its batch (lat->node_ns at the summed cells, split
- * into max_cells pieces when larger). For a dynamic graph it is a lower
+ * into max_cells pieces when larger; a pass node at its requests' summed
+ * tokens plus each one's own attention). For a dynamic graph it is a lower
  * bound: requests that part ways (one's encoder ends, another's goes on) do
  * not always run their k-th remaining step together, so the oracle can be
  * optimistic there; simulating the stack's future exactly at every node
@@ -80,6 +82,9 @@ struct slk_exact {
 	uint32_t *cap;                  /* owned: slots of cells[type] */
 	uint32_t *runs;                 /* owned: runs of each tree type in use */
 	int64_t *price_ns;              /* owned: [type * (max_cells + 1) + b] lat->node_ns at b cells, read once */
+	uint64_t *pass_tokens;          /* owned: [type] pass nodes: tokens of the requests still to run it */
+	uint64_t *pass_reqs;            /* owned: [type] ... and how many requests */
+	int64_t own_ns;                 /* the requests' own parts of their pass nodes (attention), summed */
 	uint32_t *hist;                 /* owned: a histogram of remaining counts (hist_cap slots) */
 	uint32_t hist_cap;
 };

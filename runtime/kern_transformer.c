@@ -111,7 +111,7 @@ static int tf_shape(const struct mdl_model *m, struct rt_model *km, char *why, s
 {
 	memset(km, 0, sizeof *km);
 	if (m->nsegments != 2 || m->segments[0].kind != MDL_ENCODER || m->segments[1].kind != MDL_DECODER) {
-		snprintf(why, len, "needs an encoder and a decoder segment");
+		snprintf(why, len, "needs an encoder segment run token by token (not a pass) and a decoder segment");
 		return 0;
 	}
 	const struct mdl_segment *se = &m->segments[0], *sd = &m->segments[1];

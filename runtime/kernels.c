@@ -19,7 +19,7 @@ static const struct rt_model_ops *const kern_families[] = {
 
 /* Built-in model files these families run (for the error message; any other
  * file of the same structure runs too). */
-#define KERN_LIVE_MODELS "lstm, gru, seq2seq, transformer, mlp"
+#define KERN_LIVE_MODELS "lstm, gru, seq2seq, transformer-per-token, mlp"
 
 const struct rt_model_ops *rt_kernels_find(const struct mdl_model *m, char *err, size_t errlen)
 {

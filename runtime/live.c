@@ -388,6 +388,7 @@ static void live_dispatch(struct live *L, struct live_worker *w, int64_t now, co
 	/* live kernels serve no tree models: a task's cells are its members, within the max batch */
 	int64_t estimate = t->kind == POL_TASK_GRAPH
 	                   ? c->env.lat.graph_ns(c->env.lat.ctx, t->nreq, shape->max_input_len, shape->max_output_len)
+	                   : mdl_is_pass(c->env.model, t->node_type) ? pol_pass_ns(&c->env.lat, t->node_type, t->nreq, t->reqs)
 	                   : c->env.lat.node_ns(c->env.lat.ctx, t->node_type, t->cells);
 	res->estimate_ns += estimate;
 	int warm = w->last_end_ns >= 0 && now - w->last_end_ns < LIVE_WARM_GAP_NS;

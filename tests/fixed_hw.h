@@ -14,6 +14,7 @@ struct fixed_hw {
 	double growth;       /* added fraction of it per extra batch member */
 	double cold_s;       /* fixed_hw_cold: refill after cold_full_s idle or more ... */
 	double cold_full_s;  /* ... and linear in the idle below it */
+	double member_s;     /* a pass node's own part for a request of L tokens: member_s * L^2 */
 };
 
 static int fixed_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out,
@@ -27,7 +28,21 @@ static int fixed_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, st
 	return 0;
 }
 
-static const struct hw_ops fixed_hw_ops = { .name = "fixed", .node_cost = fixed_node_cost };
+/* A pass node's per-request part, quadratic in its length like attention
+ * (nothing unless member_s is set, so every node then costs the same). */
+static int fixed_member_cost(const struct hw_model *hw, uint32_t t, uint32_t len, struct hw_node_cost *out,
+                             char *err, size_t errlen)
+{
+	(void)t;
+	(void)err;
+	(void)errlen;
+	const struct fixed_hw *f = (const struct fixed_hw *)hw;
+	*out = (struct hw_node_cost){ .seconds = f->member_s * len * len };
+	return 0;
+}
+
+static const struct hw_ops fixed_hw_ops = { .name = "fixed", .node_cost = fixed_node_cost,
+	                                        .member_cost = fixed_member_cost };
 
 static double fixed_cold_start(const struct hw_model *hw, uint32_t t, double idle_s)
 {
@@ -37,7 +52,7 @@ static double fixed_cold_start(const struct hw_model *hw, uint32_t t, double idl
 }
 
 static const struct hw_ops fixed_cold_hw_ops = { .name = "fixed", .node_cost = fixed_node_cost,
-	                                             .cold_start = fixed_cold_start };
+	                                             .cold_start = fixed_cold_start, .member_cost = fixed_member_cost };
 
 /* fixed_hw with a cold start (hwmodel.h): cold_s after cold_full_s idle. */
 static inline struct fixed_hw fixed_hw_cold(const struct mdl_model *m, double seconds, double cold_s,

@@ -15,6 +15,7 @@
  * Hand-built models and a fixed-latency hardware keep the timeline tests
  * independent of the NPU model and the model files. */
 #include <math.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +30,8 @@
 #include "policies/slack.h"
 
 extern const struct pol_ops lazy_policy_ops;
+extern const struct pol_ops graph_policy_ops;
+extern const struct pol_ops serial_policy_ops;
 extern const struct pol_ops oracle_policy_ops;
 
 #define MS 1000000LL   /* ns */
@@ -345,9 +348,9 @@ struct owned_latency {
 static struct owned_latency latency_of(const struct mdl_model *m, const struct hw_model *hw, uint32_t max_cells)
 {
 	char err[256];
-	struct owned_latency o = { .l = eng_latency_create(m, hw, max_cells, err, sizeof err) };
+	struct owned_latency o = { .l = eng_latency_create(m, hw, max_cells, 80, err, sizeof err) };
 	assert_non_null(o.l);
-	o.pl = (struct pol_latency){ .ctx = o.l, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns };
+	o.pl = eng_latency_estimates(o.l);
 	return o;
 }
 
@@ -503,6 +506,56 @@ static void test_algorithm1_transformer(void **state)
 	drv_result_free(&r);
 	trc_lengths_free(len);
 	hw_close(hw);
+	mdl_free(m);
+}
+
+/* ---- a pass node (a one-pass encoder) through the engine ---- */
+
+/* A node P run once per request over all its L tokens, then one decoder
+ * step D. Hardware: every node 1 ms a row (P: a token, D: a request), and P
+ * costs each request 0.1 ms L^2 more (its attention). R0 (L = 3) and R1
+ * (L = 2) arrive together at 0, one output step each. By hand:
+ *  - lazy: P{0,1} over 5 tokens, 5 + 0.1 (9 + 4) = 6.3 ms; D{0,1} at batch 2,
+ *    2 ms: both finish at 8.3.
+ *  - graph: the batch padded to 3 tokens each: P over 6 tokens and 2 x 0.9:
+ *    7.8 ms; D at batch 2: both at 9.8.
+ *  - serial: R0 P 3 + 0.9, D 1: 4.9; then R1 P 2 + 0.4, D 1: 4.9 + 3.4 = 8.3. */
+static void test_pass_node_timeline(void **state)
+{
+	(void)state;
+	char err[256];
+	const char *text = "model p\nsource test\ninput_len 3\noutput_len 1\n"
+	                   "node P pass gemm=1,4,4 attn=1,4,L\nnode D decoder gemm=1,4,4\n";
+	char path[] = "/tmp/simbatch-pass-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	struct mdl_model *m = NULL;
+	assert_int_equal(mdl_load_file(path, &m, err, sizeof err), 0);
+	unlink(path);
+	struct fixed_hw hw = fixed_hw(m, 1e-3, 1);
+	hw.member_s = 1e-4;
+	double arr[2] = { 0, 0 };
+	uint32_t in[2] = { 3, 2 }, out[2] = { 1, 1 };
+	struct trc_trace t = { .n = 2, .arrival_s = arr, .input_len = in, .output_len = out };
+	static const struct { const struct pol_ops *p; double finish_ms[2]; } want[] = {
+		{ &lazy_policy_ops, { 8.3, 8.3 } }, { &oracle_policy_ops, { 8.3, 8.3 } },
+		{ &graph_policy_ops, { 9.8, 9.8 } }, { &serial_policy_ops, { 4.9, 8.3 } },
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		struct eng_config c = trace_config(want[i].p, m, &hw.base, &t, 1000 * MS);
+		c.env.dec_timesteps = 1;
+		struct drv_result r;
+		if (eng_run(&c, &r, err, sizeof err) != 0)
+			fail_msg("%s: %s", want[i].p->name, err);
+		assert_int_equal(r.completed, 2);
+		for (int k = 0; k < 2; k++)
+			if (llround(r.rows[k].finish_s * 1e7) != llround(want[i].finish_ms[k] * 1e4))
+				fail_msg("%s: request %d finished at %.4f ms, not %.1f", want[i].p->name, k,
+				         r.rows[k].finish_s * 1e3, want[i].finish_ms[k]);
+		drv_result_free(&r);
+	}
 	mdl_free(m);
 }
 
@@ -861,6 +914,7 @@ int main(void)
 		cmocka_unit_test(test_oracle_drain),
 		cmocka_unit_test(test_oracle_drain_three_ways),
 		cmocka_unit_test(test_algorithm1_transformer),
+		cmocka_unit_test(test_pass_node_timeline),
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_every_policy_every_model),
 		cmocka_unit_test(test_runs_change_nothing),

@@ -279,14 +279,22 @@ static void test_errors_kinds_and_directives(void **state)
 {
 	(void)state;
 	test_load_err(HDR "node x foo gemm=1,1,1\n", 3,
-	              "unknown node kind 'foo' (expected static|encoder|decoder|leaf|internal)");
+	              "unknown node kind 'foo' (expected static|encoder|decoder|pass|leaf|internal)");
 	test_load_err(HDR "input_len 4\nnode x leaf gemm=1,1,1\n", 4, "a tree model needs both leaf and internal nodes");
 	test_load_err(HDR "input_len 4\nnode x internal gemm=1,1,1\n", 4, "a tree model needs both leaf and internal nodes");
 	test_load_err(HDR "node x leaf gemm=1,1,1\nnode y internal gemm=1,1,1\n", 3, "no input_len line");
 	test_load_err(HDR "input_len 4\nnode x internal gemm=1,1,1\nnode y leaf gemm=1,1,1\n", 4,
 	              "tree nodes must be consecutive");
 	test_load_err(HDR "input_len 4\noutput_len 4\nnode x leaf gemm=1,1,1\nnode y internal gemm=1,1,1\n"
-	              "node z decoder gemm=1,1,1\n", 7, "cannot also have encoder or decoder nodes");
+	              "node z decoder gemm=1,1,1\n", 7, "cannot also have encoder, pass or decoder nodes");
+	/* a request's own length L: only in the K or N of a pass node's attn term */
+	test_load_err(HDR "input_len 4\nnode x pass gemm=1,64,L\n", 4,
+	              "L (the request's length) is allowed only in the K or N of an attn term of a pass node");
+	test_load_err(HDR "input_len 4\nnode x encoder attn=1,64,L\n", 4, "allowed only in the K or N");
+	test_load_err(HDR "input_len 4\nnode x pass attn=L,64,8\n", 4, "'L' is not a positive decimal integer");
+	test_load_err(HDR "input_len 4\nnode x static elementwise_len=5\n", 4, "elementwise_len= is for pass nodes only");
+	test_load_err(HDR "input_len 4\nnode x pass elementwise_len=0\n", 4, "elementwise_len=E needs a positive");
+	test_load_err(HDR "node x pass gemm=1,4,4\n", 3, "model has encoder or pass nodes but no input_len line");
 	test_load_err(HDR "\nbogus 1 2\n", 4, "unknown directive 'bogus'");
 	test_load_err(HDR "node x static gemm=1,1,1\nnode y static gemm=1,1,1\nnode x static gemm=1,1,1\n",
 	              5, "duplicate node name 'x'");
@@ -370,11 +378,11 @@ static void test_errors_header_lines(void **state)
 
 	/* Needed lengths: the error points at the first node that needs them. */
 	test_load_err(HDR "node s static gemm=1,1,1\nnode e encoder gemm=1,1,1\nnode f encoder gemm=1,1,1\n",
-	              4, "model has encoder nodes but no input_len line");
+	              4, "model has encoder or pass nodes but no input_len line");
 	test_load_err(HDR "input_len 3\nnode e encoder gemm=1,1,1\nnode d decoder gemm=1,1,1\n",
 	              5, "model has decoder nodes but no output_len line");
 	test_load_err(HDR "output_len 3\nnode e encoder gemm=1,1,1\n", 4,
-	              "model has encoder nodes but no input_len line");
+	              "model has encoder or pass nodes but no input_len line");
 }
 
 static void test_errors_gemm_terms(void **state)
@@ -674,20 +682,22 @@ static void test_builtin_transformer(void **state)
 	struct mdl_model *m = test_builtin("transformer");
 	const uint64_t d = 512, v = 37000, s = 23, p = 12;
 	assert_int_equal(m->nsegments, 2);
+	assert_int_equal(m->segments[0].kind, MDL_PASS);
 	assert_int_equal(m->segments[0].nnodes, 7);
 	assert_int_equal(m->segments[1].nnodes, 7);
-	assert_int_equal(mdl_chain_length(m, 20, 30), 7 * 20 + 7 * 30);
+	/* the encoder's 7 nodes once, over all 20 input tokens; the decoder a step a token */
+	assert_int_equal(mdl_chain_length(m, 20, 30), 7 + 7 * 30);
 
-	/* Encoder layer: QKV 3d^2 + output d^2 + FFN 2 x 4d^2 = 12d^2; the
-	 * cross-attention K,V of 6 decoder layers: 6 x 2d^2. 72 + 12 = 84 d^2.
+	/* Encoder layer: QKV 3d^2 + output d^2 + FFN 2 x 4d^2 = 12d^2 a token;
+	 * the cross-attention K,V of 6 decoder layers: 6 x 2d^2. 72 + 12 = 84 d^2.
 	 * Decoder layer: self QKV 3d^2 + self out, cross Q, cross out 3d^2 +
 	 * FFN 8d^2 = 14d^2; x6 = 84d^2; projection dV. In all 168 d^2 + dV,
 	 * about 63 M (the paper: 65 M parameters, with biases and norms).
-	 * Attention per layer and step (8 heads x 64 = d): 2 x len x d MACs. */
+	 * Decoder attention per layer and step (8 heads x 64 = d): 2 x len x d. */
 	uint64_t macs, weights, total_weights;
-	test_totals(m, MDL_ENCODER, &macs, &weights);
+	test_totals(m, MDL_PASS, &macs, &weights);
 	assert_int_equal(weights, 84 * d * d);
-	assert_int_equal(macs, 84 * d * d + 6 * 2 * s * d);
+	assert_int_equal(macs, 84 * d * d);   /* a token's; its attention is the request's own (test below) */
 	total_weights = weights;
 	test_totals(m, MDL_DECODER, &macs, &weights);
 	assert_int_equal(weights, 84 * d * d + d * v);
@@ -699,6 +709,51 @@ static void test_builtin_transformer(void **state)
 	double sigma = (log(32.5) - log(10.5)) / (1.2815516 + 0.9944579);
 	test_lognormal_spec(m->input_len_spec, log(32.5) - 1.2815516 * sigma, sigma, 80);
 	test_lognormal_spec(m->output_len_spec, log(32.5) - 1.2815516 * sigma, sigma, 80);
+	mdl_free(m);
+}
+
+/* The one-pass encoder for L input tokens (Vaswani et al. 2017, Sec. 3.2):
+ * projections L x d x 3d, L x d x d, FFN L x d x 4d and L x 4d x d; per head
+ * (8 of d_k = 64) scores Q K^T, L x 64 x L, and context P V, L x L x 64;
+ * softmax 5 ops a score. */
+static void test_transformer_encoder_shapes(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_builtin("transformer");
+	const uint64_t d = 512;
+	static const uint32_t lens[] = { 1, 7, 80 };
+	const struct mdl_node *enc = &m->nodes[mdl_node_index(m, "enc_l1")];
+	static const uint64_t kn[4][2] = { { 512, 1536 }, { 512, 512 }, { 512, 2048 }, { 2048, 512 } };
+	assert_int_equal(enc->ngemms, 4);
+	for (uint32_t g = 0; g < 4; g++) {
+		/* M a token: a request of L tokens runs them with M = L */
+		assert_int_equal(enc->gemms[g].m_per_sample, 1);
+		assert_int_equal(enc->gemms[g].k, kn[g][0]);
+		assert_int_equal(enc->gemms[g].n, kn[g][1]);
+		assert_int_equal(enc->gemms[g].weight_shared, 0);
+	}
+	for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+		uint64_t L = lens[i];
+		struct mdl_node own;
+		mdl_member_node(enc, lens[i], &own);
+		assert_int_equal(own.ngemms, 2);
+		assert_int_equal(own.gemms[0].m_per_sample, L);
+		assert_int_equal(own.gemms[0].k, 64);
+		assert_int_equal(own.gemms[0].n, L);
+		assert_int_equal(own.gemms[1].m_per_sample, L);
+		assert_int_equal(own.gemms[1].k, L);
+		assert_int_equal(own.gemms[1].n, 64);
+		for (uint32_t g = 0; g < 2; g++) {
+			assert_int_equal(own.gemms[g].count, 8);
+			assert_int_equal(own.gemms[g].weight_shared, 1);
+		}
+		/* 2 x 8 heads x L x 64 x L = 2 d L^2 */
+		assert_int_equal(mdl_node_macs_per_sample(&own), 2 * d * L * L);
+		assert_int_equal(own.elementwise_per_sample, 5 * 8 * L * L);
+		/* with the projections' 12 d^2 a token: the layer's 12 d^2 L + 2 d L^2 */
+		assert_int_equal(L * mdl_node_macs_per_sample(enc) + mdl_node_macs_per_sample(&own),
+		                 12 * d * d * L + 2 * d * L * L);
+	}
 	mdl_free(m);
 }
 
@@ -1092,6 +1147,7 @@ int main(void)
 		cmocka_unit_test(test_builtin_resnet50),
 		cmocka_unit_test(test_builtin_gnmt),
 		cmocka_unit_test(test_builtin_transformer),
+		cmocka_unit_test(test_transformer_encoder_shapes),
 		cmocka_unit_test(test_builtin_lstm),
 		cmocka_unit_test(test_builtin_seq2seq),
 		cmocka_unit_test(test_conv_terms),

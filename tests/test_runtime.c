@@ -492,7 +492,7 @@ static void test_kernels_alone_vs_batched(void **state)
 static void test_kernels_find(void **state)
 {
 	(void)state;
-	static const char *const live[] = { "lstm", "gru", "seq2seq", "transformer", "mlp" };
+	static const char *const live[] = { "lstm", "gru", "seq2seq", "transformer-per-token", "mlp" };
 	char err[512];
 	for (size_t i = 0; i < sizeof live / sizeof live[0]; i++) {
 		struct mdl_model *m = NULL;

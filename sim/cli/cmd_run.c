@@ -443,12 +443,12 @@ int run_policy_env(const struct eng_config *c, struct pol_env *env, struct eng_l
                    size_t errlen)
 {
 	*env = c->env;
-	*lat = eng_latency_create(c->model, c->hw, c->env.max_batch, err, errlen);
+	*lat = eng_latency_create(c->model, c->hw, c->env.max_batch, eng_max_input_len(c), err, errlen);
 	if (!*lat)
 		return -1;
 	env->model = c->model;
 	env->workers = c->workers;
-	env->lat = (struct pol_latency){ .ctx = *lat, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns };
+	env->lat = eng_latency_estimates(*lat);
 	return 0;
 }
 

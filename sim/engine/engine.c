@@ -257,6 +257,7 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	} else {
 		dur_ns = t->kind == POL_TASK_GRAPH
 		         ? eng_latency_graph_ns(e->lat, t->nreq, shape->max_input_len, shape->max_output_len)
+		         : mdl_is_pass(e->c->model, t->node_type) ? pol_pass_ns(&e->drv.c.env.lat, t->node_type, t->nreq, t->reqs)
 		         : eng_node_ns(e, t->node_type, t->cells);
 	}
 	if (e->has_cold)
@@ -383,6 +384,21 @@ static void eng_teardown(struct eng *e)
 	trc_source_fini(&e->source);
 }
 
+uint32_t eng_max_input_len(const struct eng_config *c)
+{
+	uint32_t len = 0;
+	if (!c->model->uses_input_len)
+		return 0;
+	if (c->trace) {
+		for (size_t i = 0; i < c->trace->n; i++)
+			if (c->trace->input_len[i] > len)
+				len = c->trace->input_len[i];
+	} else {
+		len = trc_lengths_max(c->input_len);
+	}
+	return len;
+}
+
 /* Largest batch (cells) a task may run: the max batch, or for a tree model
  * the widest tree level if a lone request's level is wider. */
 static uint32_t eng_max_cells(const struct eng_config *c)
@@ -390,14 +406,7 @@ static uint32_t eng_max_cells(const struct eng_config *c)
 	uint32_t cells = c->env.max_batch;
 	if (!c->model->is_tree)
 		return cells;
-	uint32_t leaves = 0;
-	if (c->trace) {
-		for (size_t i = 0; i < c->trace->n; i++)
-			if (c->trace->input_len[i] > leaves)
-				leaves = c->trace->input_len[i];
-	} else {
-		leaves = trc_lengths_max(c->input_len);
-	}
+	uint32_t leaves = eng_max_input_len(c);
 	return leaves > cells ? leaves : cells;
 }
 
@@ -452,7 +461,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	const struct mdl_model *m = c->model;
 	memset(res, 0, sizeof *res);
 	uint32_t max_cells = eng_max_cells(c);
-	e.lat = eng_latency_create(m, c->hw, max_cells, err, errlen);
+	e.lat = eng_latency_create(m, c->hw, max_cells, eng_max_input_len(c), err, errlen);
 	if (!e.lat)
 		goto fail;
 	e.node_ns = eng_latency_node_table(e.lat, &e.node_stride);
@@ -473,7 +482,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	};
 	dc.env.model = m;
 	dc.env.workers = c->workers;
-	dc.env.lat = (struct pol_latency){ .ctx = e.lat, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns };
+	dc.env.lat = eng_latency_estimates(e.lat);
 	if (m->is_llm && eng_llm_setup(&e, &dc.env) != 0)
 		goto fail;
 	/* before the devices, so that a configuration the driver refuses allocates none */
@@ -530,7 +539,7 @@ double eng_capacity_rps(const struct mdl_model *m, const struct hw_model *hw, ui
 	/* A tree's level runs as one batch of its cells: a graph batch of b trees
 	 * needs b * leaves cells, so only batches whose leaves fit are priced. */
 	uint32_t cells = m->is_tree && input_len > max_batch ? input_len : max_batch;
-	struct eng_latency *l = eng_latency_create(m, hw, cells, err, errlen);
+	struct eng_latency *l = eng_latency_create(m, hw, cells, input_len, err, errlen);
 	if (!l)
 		return -1;
 	double best = 0;

@@ -46,6 +46,10 @@ struct eng_config {
 
 int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_t errlen);
 
+/* The longest input length a run's requests can have (the trace's, or the
+ * input-length distribution's largest value); 0 for a model without one. */
+uint32_t eng_max_input_len(const struct eng_config *c);
+
 /* Highest sustainable rate estimate for a policy config: workers * max over
  * b <= max_batch of b / graph latency at the given lengths. Used to refuse
  * open-ended runs that would never drain. Returns -1 on a hw error. */

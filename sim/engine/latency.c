@@ -18,6 +18,12 @@ struct eng_latency {
 	int64_t *decoder_ns;     /* [b]: every decoder node once (one output step) */
 	int has_cold;
 	double *cold_ns;         /* [type * LAT_COLD_GRID + i]: hw_cold_start at lat_cold_grid_ms[i] */
+	/* pass node types (mdl_is_pass): a batch's price is the node at its
+	 * summed tokens plus each request's own part at its length */
+	uint32_t max_len;        /* longest request (tokens) */
+	uint64_t max_tokens;     /* max_batch * max_len */
+	int64_t **pass_ns;       /* [type][tokens], 1..max_tokens; NULL for other types */
+	int64_t **member_ns;     /* [type][len], 1..max_len; NULL for other types */
 };
 
 #define LAT_COLD_GRID 11
@@ -29,8 +35,62 @@ static int64_t lat_round_ns(double s)
 	return ns < 1.0 ? 1 : (int64_t)ns;
 }
 
+/* One hardware answer as a table entry: finite, within ENG_MAX_NODE_S. */
+static int lat_entry(const struct hw_model *hw, const struct mdl_node *node, const char *what, uint64_t at,
+                     const struct hw_node_cost *cost, int64_t *out, char *err, size_t errlen)
+{
+	if (!isfinite(cost->seconds) || cost->seconds < 0) {
+		snprintf(err, errlen, "hardware model %s gave latency %g s for node %s at %s %llu", hw->label,
+		         cost->seconds, node->name, what, (unsigned long long)at);
+		return -1;
+	}
+	if (cost->seconds > ENG_MAX_NODE_S) {
+		snprintf(err, errlen, "hardware model %s gives node %s at %s %llu %g s: more than the %g s a node may "
+		         "take in simulated time", hw->label, node->name, what, (unsigned long long)at, cost->seconds,
+		         ENG_MAX_NODE_S);
+		return -1;
+	}
+	*out = lat_round_ns(cost->seconds);
+	return 0;
+}
+
+/* A pass node type's two tables: the node at 1..max_tokens tokens, and one
+ * request's own part at 1..max_len tokens. */
+static int lat_pass_tables(struct eng_latency *l, const struct hw_model *hw, uint32_t t, char *err, size_t errlen)
+{
+	const struct mdl_node *node = &l->model->nodes[t];
+	l->pass_ns[t] = calloc(l->max_tokens > UINT32_MAX ? 1 : l->max_tokens + 1, sizeof *l->pass_ns[t]);
+	l->member_ns[t] = calloc((size_t)l->max_len + 1, sizeof *l->member_ns[t]);
+	if (!l->pass_ns[t] || !l->member_ns[t]) {
+		snprintf(err, errlen, "out of memory building the latency table");
+		return -1;
+	}
+	struct hw_node_cost cost;
+	int member = node->nmember || node->elementwise_len;
+	for (uint32_t len = 1; member && len <= l->max_len; len++) {
+		if (hw_member_cost(hw, t, len, &cost, err, errlen) != 0 ||
+		    lat_entry(hw, node, "a request of length", len, &cost, &l->member_ns[t][len], err, errlen) != 0)
+			return -1;
+		if (cost.seconds == 0)
+			l->member_ns[t][len] = 0;   /* an addition to a node that advances time already */
+	}
+	uint32_t limit = hw_max_batch(hw);
+	if ((limit && l->max_tokens > limit) || l->max_tokens > UINT32_MAX) {
+		snprintf(err, errlen, "hardware model %s answers at most %u rows a node, and pass node %s runs up to %llu "
+		         "(the max batch times the longest input, %u tokens)", hw->label, limit ? limit : UINT32_MAX,
+		         node->name, (unsigned long long)l->max_tokens, l->max_len);
+		return -1;
+	}
+	for (uint64_t k = 1; k <= l->max_tokens; k++) {
+		if (hw_node_cost(hw, t, (uint32_t)k, &cost, err, errlen) != 0 ||
+		    lat_entry(hw, node, "tokens", k, &cost, &l->pass_ns[t][k], err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
-                                       uint32_t max_cells, char *err, size_t errlen)
+                                       uint32_t max_cells, uint32_t max_len, char *err, size_t errlen)
 {
 	struct eng_latency *l = calloc(1, sizeof *l);
 	if (!l)
@@ -67,23 +127,24 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 			l->cold_ns[t * LAT_COLD_GRID + i] = extra_s * 1e9 > before ? extra_s * 1e9 : before;
 			l->has_cold |= extra_s > 0;
 		}
+	l->max_len = max_len ? max_len : 1;
+	l->max_tokens = (uint64_t)max_batch * l->max_len;
+	l->pass_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->pass_ns);
+	l->member_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->member_ns);
+	if (!l->pass_ns || !l->member_ns)
+		goto oom;
 	for (uint32_t t = 0; t < m->nnodes; t++) {
+		if (mdl_is_pass(m, t)) {
+			if (lat_pass_tables(l, hw, t, err, errlen) != 0)
+				goto fail;
+			continue;
+		}
 		for (uint32_t b = 1; b <= max_batch; b++) {
 			struct hw_node_cost cost;
-			if (hw_node_cost(hw, t, b, &cost, err, errlen) != 0)
+			int64_t ns;
+			if (hw_node_cost(hw, t, b, &cost, err, errlen) != 0 ||
+			    lat_entry(hw, &m->nodes[t], "batch", b, &cost, &ns, err, errlen) != 0)
 				goto fail;
-			if (!isfinite(cost.seconds) || cost.seconds < 0) {
-				snprintf(err, errlen, "hardware model %s gave latency %g s for node %s at batch %u",
-				         hw->label, cost.seconds, m->nodes[t].name, b);
-				goto fail;
-			}
-			if (cost.seconds > ENG_MAX_NODE_S) {
-				snprintf(err, errlen, "hardware model %s gives node %s at batch %u %g s: more than the %g s a "
-				         "node may take in simulated time", hw->label, m->nodes[t].name, b, cost.seconds,
-				         ENG_MAX_NODE_S);
-				goto fail;
-			}
-			int64_t ns = lat_round_ns(cost.seconds);
 			l->node_ns[t * stride + b] = ns;
 			switch (m->nodes[t].kind) {
 			case MDL_ENCODER: l->encoder_ns[b] = ns_add(l->encoder_ns[b], ns); break;
@@ -110,6 +171,12 @@ void eng_latency_destroy(struct eng_latency *l)
 	free(l->encoder_ns);
 	free(l->decoder_ns);
 	free(l->cold_ns);
+	for (uint32_t t = 0; l->pass_ns && t < l->ntypes; t++) {
+		free(l->pass_ns[t]);
+		free(l->member_ns[t]);
+	}
+	free(l->pass_ns);
+	free(l->member_ns);
 	free(l);
 }
 
@@ -145,7 +212,7 @@ uint32_t eng_latency_max_cells(const struct eng_latency *l)
 int64_t eng_latency_node_ns(void *ctx, uint32_t node_type, uint32_t batch)
 {
 	const struct eng_latency *l = ctx;
-	assert(node_type < l->ntypes && batch >= 1 && batch <= l->max_batch);
+	assert(node_type < l->ntypes && batch >= 1 && batch <= l->max_batch && !l->pass_ns[node_type]);
 	return l->node_ns[(size_t)node_type * (l->max_batch + 1) + batch];
 }
 
@@ -155,12 +222,37 @@ const int64_t *eng_latency_node_table(const struct eng_latency *l, size_t *strid
 	return l->node_ns;
 }
 
+int64_t eng_latency_pass_ns(void *ctx, uint32_t node_type, uint64_t tokens)
+{
+	const struct eng_latency *l = ctx;
+	assert(node_type < l->ntypes && l->pass_ns[node_type] && tokens >= 1 && tokens <= l->max_tokens);
+	return l->pass_ns[node_type][tokens];
+}
+
+int64_t eng_latency_member_ns(void *ctx, uint32_t node_type, uint32_t len)
+{
+	const struct eng_latency *l = ctx;
+	assert(node_type < l->ntypes && l->member_ns[node_type] && len >= 1 && len <= l->max_len);
+	return l->member_ns[node_type][len];
+}
+
+struct pol_latency eng_latency_estimates(struct eng_latency *l)
+{
+	return (struct pol_latency){ .ctx = l, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns,
+	                             .pass_ns = eng_latency_pass_ns, .member_ns = eng_latency_member_ns };
+}
+
 int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint32_t output_len)
 {
 	const struct eng_latency *l = ctx;
 	assert(batch >= 1 && batch <= l->max_batch);
 	int64_t ns = ns_add(ns_add(l->static_ns[batch], ns_mul(l->encoder_ns[batch], input_len)),
 	                    ns_mul(l->decoder_ns[batch], output_len));
+	/* pass nodes: every member padded to input_len tokens */
+	for (uint32_t t = 0; input_len && t < l->ntypes; t++)
+		if (l->pass_ns[t])
+			ns = ns_add(ns, ns_add(eng_latency_pass_ns(ctx, t, (uint64_t)batch * input_len),
+			                       ns_mul(eng_latency_member_ns(ctx, t, input_len), batch)));
 	if (l->model->is_tree) {
 		/* every level of the largest tree, all members' cells of a level in one batch */
 		uint64_t n = mdl_chain_length(l->model, input_len, output_len);

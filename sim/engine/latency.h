@@ -7,7 +7,8 @@
  *    a bug (asserted). max_cells is the policy's max batch, or more for tree
  *    models, whose lone request may run a level wider than the max batch.
  *  - graph_ns(b, in, out) is the latency of a padded graph batch: every node
- *    at batch b, encoder nodes in times, decoder nodes out times
+ *    at batch b, encoder nodes in times, decoder nodes out times, pass nodes
+ *    at b requests of in tokens
  *    (LazyBatching Algorithm 1 summed at batch b instead of 1); for a tree
  *    model, every level of a tree with in leaves at b times its width.
  *  - Values are the hardware model's seconds rounded to the nearest ns, at
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include "../../models/model.h"
 #include "../../hwmodels/hwmodel.h"
+#include "../../policies/policy.h"
 
 struct eng_latency;
 
@@ -32,8 +34,10 @@ struct eng_latency;
  * that would end past the clock's range. */
 #define ENG_MAX_NODE_S 1e6
 
+/* max_len: the longest request's input length, which sizes a pass node's
+ * tables (tokens up to max_cells * max_len); 0 for a model without one. */
 struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
-                                       uint32_t max_cells, char *err, size_t errlen);
+                                       uint32_t max_cells, uint32_t max_len, char *err, size_t errlen);
 void eng_latency_destroy(struct eng_latency *l);
 uint32_t eng_latency_max_cells(const struct eng_latency *l);
 int64_t eng_latency_node_ns(void *l, uint32_t node_type, uint32_t batch);
@@ -41,6 +45,12 @@ int64_t eng_latency_node_ns(void *l, uint32_t node_type, uint32_t batch);
  * node type t at batch b is table[t * stride + b]. */
 const int64_t *eng_latency_node_table(const struct eng_latency *l, size_t *stride);
 int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32_t output_len);
+/* Pass node types (models/model.h): the node at a batch's summed tokens,
+ * and one request's own part (its attention) at its length. */
+int64_t eng_latency_pass_ns(void *l, uint32_t node_type, uint64_t tokens);
+int64_t eng_latency_member_ns(void *l, uint32_t node_type, uint32_t len);
+/* The estimates a policy sees (pol_env.lat), all from this table. */
+struct pol_latency eng_latency_estimates(struct eng_latency *l);
 
 /* The hardware model's cold start (hwmodel.h): what the first task to run
  * node_type pays after its device sat idle idle_ns. Sampled from the model
