@@ -27,7 +27,20 @@ struct hw_node_cost {
 	double compute_seconds;   /* part attributable to arithmetic (0 when unknown) */
 	double memory_seconds;    /* part attributable to data movement (0 when unknown) */
 	enum hw_bound bound;      /* which one bounds it */
+	/* Work that runs beside the rest (the NPU's vector unit overlapping its
+	 * array): a model that overlaps reports both parts, main_seconds (the
+	 * rest) and side_seconds, seconds being their max; both 0 when there is
+	 * none (seconds is then all main). The pieces of a pass node's batch add
+	 * up part by part before the max (hw_node_cost_at, sim/engine/latency.c). */
+	double main_seconds, side_seconds;
 };
+
+/* The main (overlap-free) part of a cost: main_seconds, or seconds when the
+ * model reports no side work. */
+static inline double hw_main_seconds(const struct hw_node_cost *c)
+{
+	return c->side_seconds > 0 || c->main_seconds > 0 ? c->main_seconds : c->seconds;
+}
 
 enum hw_dataflow { HW_DF_WS = 0, HW_DF_OS, HW_DF_IS };
 

@@ -547,6 +547,10 @@ int npu_node_cost(const struct npu_config *c, const struct mdl_node *node, uint3
 	other_cycles += ew_cycles;
 	/* overlapped, the vector unit takes each result as the array (or DRAM)
 	 * delivers it, so the node lasts as long as the slower of the two */
+	if (c->vector_overlap) {
+		out->main_seconds = total_cycles / c->freq_hz;
+		out->side_seconds = ew_cycles / c->freq_hz;
+	}
 	total_cycles = c->vector_overlap ? fmax(total_cycles, ew_cycles) : total_cycles + ew_cycles;
 
 	out->seconds = total_cycles / c->freq_hz;

@@ -149,7 +149,12 @@ int hw_node_cost_at(const struct hw_model *hw, uint32_t t, uint32_t batch, uint3
 	struct hw_node_cost own;
 	if (hw_member_cost(hw, t, input_len, &own, err, errlen) != 0)
 		return -1;
-	out->seconds += batch * own.seconds;
+	/* the vector unit's work beside the array adds up over the pieces, as the array's does */
+	double main = hw_main_seconds(out) + batch * hw_main_seconds(&own);
+	double side = out->side_seconds + batch * own.side_seconds;
+	out->seconds = side > main ? side : main;
+	out->main_seconds = side > 0 ? main : 0;
+	out->side_seconds = side;
 	out->compute_seconds += batch * own.compute_seconds;
 	out->memory_seconds += batch * own.memory_seconds;
 	out->bound = out->memory_seconds > out->compute_seconds ? HW_MEMORY_BOUND : HW_COMPUTE_BOUND;

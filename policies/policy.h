@@ -98,6 +98,23 @@ struct pol_task {
 	                              * further. 0 from a caller that runs no runs (live) */
 };
 
+/* A piece of a pass node's time in two parts that run beside each other
+ * (an NPU's array and its vector unit): pieces add up part by part, and the
+ * node takes the longer part (pol_pass_part_ns). */
+struct pol_pass_part {
+	int64_t main_ns, side_ns;
+};
+
+static inline struct pol_pass_part pol_pass_part_add(struct pol_pass_part a, struct pol_pass_part b, int64_t times)
+{
+	return (struct pol_pass_part){ a.main_ns + b.main_ns * times, a.side_ns + b.side_ns * times };
+}
+
+static inline int64_t pol_pass_part_ns(struct pol_pass_part p)
+{
+	return p.main_ns > p.side_ns ? p.main_ns : p.side_ns;
+}
+
 /* Latency estimates a policy may ask for; filled by the caller. */
 struct pol_latency {
 	void *ctx;
@@ -108,8 +125,8 @@ struct pol_latency {
 	/* Pass node types (models/model.h; node_ns does not price them): the
 	 * node over a batch's tokens, summed, and each member's own part (its
 	 * attention) at its length. pol_pass_ns adds them up for a batch. */
-	int64_t (*pass_ns)(void *ctx, uint32_t node_type, uint64_t tokens);
-	int64_t (*member_ns)(void *ctx, uint32_t node_type, uint32_t len);
+	struct pol_pass_part (*pass_part)(void *ctx, uint32_t node_type, uint64_t tokens);
+	struct pol_pass_part (*member_part)(void *ctx, uint32_t node_type, uint32_t len);
 	/* LLM models: one iteration of n members (tokens[i] on a cache of
 	 * context[i], emitting of them yielding a token), ns; -1 if it cannot be
 	 * priced. iter_ctx is its context. NULL for node-level models. */
@@ -200,12 +217,12 @@ static inline int64_t pol_pass_ns(const struct pol_latency *lat, uint32_t t, uin
                                   struct pol_request *const *reqs)
 {
 	uint64_t tokens = 0;
-	int64_t own = 0;
+	struct pol_pass_part own = { 0, 0 };
 	for (uint32_t i = 0; i < n; i++) {
 		tokens += reqs[i]->input_len;
-		own += lat->member_ns(lat->ctx, t, reqs[i]->input_len);
+		own = pol_pass_part_add(own, lat->member_part(lat->ctx, t, reqs[i]->input_len), 1);
 	}
-	return lat->pass_ns(lat->ctx, t, tokens) + own;
+	return pol_pass_part_ns(pol_pass_part_add(own, lat->pass_part(lat->ctx, t, tokens), 1));
 }
 
 /* Nodes left in the segment span holding the next node (policy.h "Runs"). */

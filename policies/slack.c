@@ -44,7 +44,8 @@ void slk_fini(struct slk_table *t)
 /* A pass node alone: over the request's len tokens, and its own attention. */
 static int64_t slk_pass_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t len)
 {
-	return ns_add(t->lat.pass_ns(t->lat.ctx, node_type, len), t->lat.member_ns(t->lat.ctx, node_type, len));
+	return pol_pass_part_ns(pol_pass_part_add(t->lat.pass_part(t->lat.ctx, node_type, len),
+	                                          t->lat.member_part(t->lat.ctx, node_type, len), 1));
 }
 
 int64_t slk_single_exec_ns(const struct slk_table *t, uint32_t enc_timesteps)
@@ -97,7 +98,9 @@ int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct 
 	x->price_ns = calloc(n * ((size_t)max_cells + 1), sizeof *x->price_ns);
 	x->pass_tokens = calloc(n, sizeof *x->pass_tokens);
 	x->pass_reqs = calloc(n, sizeof *x->pass_reqs);
-	if (!x->rems || !x->nrems || !x->rem_cap || !x->cells || !x->cap || !x->runs || !x->price_ns ||
+	x->pass_own = calloc(n, sizeof *x->pass_own);
+	if (!x->pass_own ||
+	    !x->rems || !x->nrems || !x->rem_cap || !x->cells || !x->cap || !x->runs || !x->price_ns ||
 	    !x->pass_tokens || !x->pass_reqs) {
 		slk_exact_fini(x);
 		snprintf(err, errlen, "oracle: out of memory");
@@ -130,7 +133,9 @@ void slk_exact_fini(struct slk_exact *x)
 	free(x->price_ns);
 	free(x->pass_tokens);
 	free(x->pass_reqs);
+	free(x->pass_own);
 	x->pass_tokens = x->pass_reqs = NULL;
+	x->pass_own = NULL;
 	free(x->hist);
 	x->price_ns = NULL;
 	x->hist = NULL;
@@ -197,7 +202,7 @@ static int slk_exact_add_request(struct slk_exact *x, const struct pol_request *
 				uint32_t t = seg->first_node + j;
 				x->pass_tokens[t] += r->input_len;
 				x->pass_reqs[t]++;
-				x->own_ns = ns_add(x->own_ns, x->lat.member_ns(x->lat.ctx, t, r->input_len));
+				x->pass_own[t] = pol_pass_part_add(x->pass_own[t], x->lat.member_part(x->lat.ctx, t, r->input_len), 1);
 			}
 			pos = 0;
 			seg_start += span;
@@ -235,17 +240,24 @@ static int64_t slk_exact_price(const struct slk_exact *x, uint32_t t, int64_t ce
 	return full * price[x->max_cells] + (rest ? price[rest] : 0);
 }
 
-/* A pass node run by reqs requests of tokens tokens in all, in batches of
- * at most max_cells requests; when there are more, the pieces share the
- * tokens evenly (the drain knows their sum, not each one). */
-static int64_t slk_exact_pass_price(const struct slk_exact *x, uint32_t t, uint64_t tokens, uint64_t reqs)
+/* A pass node run by reqs requests of tokens tokens in all, own being their
+ * own parts, summed, in batches of at most max_cells requests; when there
+ * are more, the batches share the tokens and own parts evenly (the drain
+ * knows their sums, not each one). */
+static int64_t slk_exact_pass_price(const struct slk_exact *x, uint32_t t, uint64_t tokens, uint64_t reqs,
+                                    struct pol_pass_part own)
 {
 	if (reqs <= x->max_cells)
-		return x->lat.pass_ns(x->lat.ctx, t, tokens);
-	uint64_t full = reqs / x->max_cells, rest = reqs % x->max_cells;
-	uint64_t per_full = tokens * x->max_cells / reqs, per_rest = tokens - full * per_full;
-	int64_t ns = ns_mul(x->lat.pass_ns(x->lat.ctx, t, per_full), (int64_t)full);
-	return rest ? ns_add(ns, x->lat.pass_ns(x->lat.ctx, t, per_rest)) : ns;
+		return pol_pass_part_ns(pol_pass_part_add(own, x->lat.pass_part(x->lat.ctx, t, tokens), 1));
+	int64_t ns = 0;
+	for (uint64_t done = 0, left = tokens; done < reqs; done += x->max_cells) {
+		uint64_t n = reqs - done < x->max_cells ? reqs - done : x->max_cells;
+		uint64_t k = done + n == reqs ? left : tokens * n / reqs;
+		struct pol_pass_part share = { own.main_ns * (int64_t)n / (int64_t)reqs, own.side_ns * (int64_t)n / (int64_t)reqs };
+		ns = ns_add(ns, pol_pass_part_ns(pol_pass_part_add(share, x->lat.pass_part(x->lat.ctx, t, k), 1)));
+		left -= k;
+	}
+	return ns;
 }
 
 static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n, int keep);
@@ -323,14 +335,14 @@ void slk_exact_walk_end(struct slk_exact *x)
 static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n, int keep)
 {
 	int rc = 0;
-	x->own_ns = 0;
 	for (uint32_t i = 0; i < n && rc == 0; i++)
 		rc = slk_exact_add_request(x, reqs[i]);
-	int64_t total = x->own_ns;
+	int64_t total = 0;
 	for (uint32_t t = 0; t < x->model->nnodes; t++) {
 		if (x->pass_reqs[t]) {
-			total = ns_add(total, slk_exact_pass_price(x, t, x->pass_tokens[t], x->pass_reqs[t]));
+			total = ns_add(total, slk_exact_pass_price(x, t, x->pass_tokens[t], x->pass_reqs[t], x->pass_own[t]));
 			x->pass_tokens[t] = x->pass_reqs[t] = 0;
+			x->pass_own[t] = (struct pol_pass_part){ 0, 0 };
 		}
 		/* One cell a run: the k-th run batches every request with more than
 		 * k runs left. With the counts sorted in decreasing order r1 >= r2

@@ -84,7 +84,7 @@ struct slk_exact {
 	int64_t *price_ns;              /* owned: [type * (max_cells + 1) + b] lat->node_ns at b cells, read once */
 	uint64_t *pass_tokens;          /* owned: [type] pass nodes: tokens of the requests still to run it */
 	uint64_t *pass_reqs;            /* owned: [type] ... and how many requests */
-	int64_t own_ns;                 /* the requests' own parts of their pass nodes (attention), summed */
+	struct pol_pass_part *pass_own; /* owned: [type] ... and their own parts (attention), summed */
 	uint32_t *hist;                 /* owned: a histogram of remaining counts (hist_cap slots) */
 	uint32_t hist_cap;
 };

@@ -1043,13 +1043,21 @@ static void test_bert_base(void **state)
 	assert_int_equal(weights, UINT64_C(85524480));
 	assert_int_equal(macs, UINT64_C(11174215680));
 	assert_int_equal(m->nnodes, 14);
-	assert_int_equal(m->nsegments, 1);
-	uint64_t got_macs, got_weights;
-	test_totals(m, MDL_STATIC, &got_macs, &got_weights);
+	assert_int_equal(m->nsegments, 2);   /* embed and the layers one pass each, then the pooler */
+	assert_int_equal(m->segments[0].kind, MDL_PASS);
+	/* a request of S tokens: each pass node's GEMMs at M = S, plus its own attention at L = S */
+	uint64_t got_macs = 0, got_weights = 0;
+	for (uint32_t i = 0; i < m->nnodes; i++) {
+		const struct mdl_node *n = &m->nodes[i];
+		struct mdl_node own;
+		mdl_member_node(n, (uint32_t)s, &own);
+		got_macs += (n->kind == MDL_PASS ? s : 1) * mdl_node_macs_per_sample(n) + mdl_node_macs_per_sample(&own);
+		got_weights += mdl_node_weight_elems(n);
+	}
 	assert_int_equal(got_macs, macs);
 	assert_int_equal(got_weights, weights);
-	/* M per sample is the 128-token sequence */
-	assert_int_equal(m->nodes[mdl_node_index(m, "layer1")].gemms[0].m_per_sample, s);
+	assert_int_equal(m->nodes[mdl_node_index(m, "layer1")].gemms[0].m_per_sample, 1);
+	assert_string_equal(m->input_len_spec, "fixed:128");
 	mdl_free(m);
 }
 

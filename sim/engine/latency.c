@@ -22,8 +22,8 @@ struct eng_latency {
 	 * summed tokens plus each request's own part at its length */
 	uint32_t max_len;        /* longest request (tokens) */
 	uint64_t max_tokens;     /* max_batch * max_len */
-	int64_t **pass_ns;       /* [type][tokens], 1..max_tokens; NULL for other types */
-	int64_t **member_ns;     /* [type][len], 1..max_len; NULL for other types */
+	struct pol_pass_part **pass_ns;    /* [type][tokens], 1..max_tokens; NULL for other types */
+	struct pol_pass_part **member_ns;  /* [type][len], 1..max_len; NULL for other types */
 };
 
 #define LAT_COLD_GRID 11
@@ -54,6 +54,18 @@ static int lat_entry(const struct hw_model *hw, const struct mdl_node *node, con
 	return 0;
 }
 
+/* A pass node's cost as its two parts (hwmodel.h: main and side), ns: the
+ * main part at least 1 ns for the node over tokens (time always advances),
+ * and a request's own part may be nothing. */
+static struct pol_pass_part lat_pass_part(const struct hw_node_cost *c, int own)
+{
+	double ns = nearbyint(hw_main_seconds(c) * 1e9);
+	struct pol_pass_part p = { (int64_t)ns, (int64_t)nearbyint(c->side_seconds * 1e9) };
+	if (!own && p.main_ns < 1)
+		p.main_ns = 1;
+	return p;
+}
+
 /* A pass node type's two tables: the node at 1..max_tokens tokens, and one
  * request's own part at 1..max_len tokens. */
 static int lat_pass_tables(struct eng_latency *l, const struct hw_model *hw, uint32_t t, char *err, size_t errlen)
@@ -67,12 +79,12 @@ static int lat_pass_tables(struct eng_latency *l, const struct hw_model *hw, uin
 	}
 	struct hw_node_cost cost;
 	int member = node->nmember || node->elementwise_len;
+	int64_t checked;
 	for (uint32_t len = 1; member && len <= l->max_len; len++) {
 		if (hw_member_cost(hw, t, len, &cost, err, errlen) != 0 ||
-		    lat_entry(hw, node, "a request of length", len, &cost, &l->member_ns[t][len], err, errlen) != 0)
+		    lat_entry(hw, node, "a request of length", len, &cost, &checked, err, errlen) != 0)
 			return -1;
-		if (cost.seconds == 0)
-			l->member_ns[t][len] = 0;   /* an addition to a node that advances time already */
+		l->member_ns[t][len] = lat_pass_part(&cost, 1);
 	}
 	uint32_t limit = hw_max_batch(hw);
 	if ((limit && l->max_tokens > limit) || l->max_tokens > UINT32_MAX) {
@@ -83,8 +95,9 @@ static int lat_pass_tables(struct eng_latency *l, const struct hw_model *hw, uin
 	}
 	for (uint64_t k = 1; k <= l->max_tokens; k++) {
 		if (hw_node_cost(hw, t, (uint32_t)k, &cost, err, errlen) != 0 ||
-		    lat_entry(hw, node, "tokens", k, &cost, &l->pass_ns[t][k], err, errlen) != 0)
+		    lat_entry(hw, node, "tokens", k, &cost, &checked, err, errlen) != 0)
 			return -1;
+		l->pass_ns[t][k] = lat_pass_part(&cost, 0);
 	}
 	return 0;
 }
@@ -222,14 +235,14 @@ const int64_t *eng_latency_node_table(const struct eng_latency *l, size_t *strid
 	return l->node_ns;
 }
 
-int64_t eng_latency_pass_ns(void *ctx, uint32_t node_type, uint64_t tokens)
+struct pol_pass_part eng_latency_pass_part(void *ctx, uint32_t node_type, uint64_t tokens)
 {
 	const struct eng_latency *l = ctx;
 	assert(node_type < l->ntypes && l->pass_ns[node_type] && tokens >= 1 && tokens <= l->max_tokens);
 	return l->pass_ns[node_type][tokens];
 }
 
-int64_t eng_latency_member_ns(void *ctx, uint32_t node_type, uint32_t len)
+struct pol_pass_part eng_latency_member_part(void *ctx, uint32_t node_type, uint32_t len)
 {
 	const struct eng_latency *l = ctx;
 	assert(node_type < l->ntypes && l->member_ns[node_type] && len >= 1 && len <= l->max_len);
@@ -239,7 +252,7 @@ int64_t eng_latency_member_ns(void *ctx, uint32_t node_type, uint32_t len)
 struct pol_latency eng_latency_estimates(struct eng_latency *l)
 {
 	return (struct pol_latency){ .ctx = l, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns,
-	                             .pass_ns = eng_latency_pass_ns, .member_ns = eng_latency_member_ns };
+	                             .pass_part = eng_latency_pass_part, .member_part = eng_latency_member_part };
 }
 
 int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint32_t output_len)
@@ -251,8 +264,8 @@ int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint
 	/* pass nodes: every member padded to input_len tokens */
 	for (uint32_t t = 0; input_len && t < l->ntypes; t++)
 		if (l->pass_ns[t])
-			ns = ns_add(ns, ns_add(eng_latency_pass_ns(ctx, t, (uint64_t)batch * input_len),
-			                       ns_mul(eng_latency_member_ns(ctx, t, input_len), batch)));
+			ns = ns_add(ns, pol_pass_part_ns(pol_pass_part_add(eng_latency_pass_part(ctx, t, (uint64_t)batch * input_len),
+			                                                   eng_latency_member_part(ctx, t, input_len), batch)));
 	if (l->model->is_tree) {
 		/* every level of the largest tree, all members' cells of a level in one batch */
 		uint64_t n = mdl_chain_length(l->model, input_len, output_len);

@@ -47,8 +47,8 @@ const int64_t *eng_latency_node_table(const struct eng_latency *l, size_t *strid
 int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32_t output_len);
 /* Pass node types (models/model.h): the node at a batch's summed tokens,
  * and one request's own part (its attention) at its length. */
-int64_t eng_latency_pass_ns(void *l, uint32_t node_type, uint64_t tokens);
-int64_t eng_latency_member_ns(void *l, uint32_t node_type, uint32_t len);
+struct pol_pass_part eng_latency_pass_part(void *l, uint32_t node_type, uint64_t tokens);
+struct pol_pass_part eng_latency_member_part(void *l, uint32_t node_type, uint32_t len);
 /* The estimates a policy sees (pol_env.lat), all from this table. */
 struct pol_latency eng_latency_estimates(struct eng_latency *l);
 
