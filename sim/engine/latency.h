@@ -11,6 +11,8 @@
  *    at b requests of in tokens
  *    (LazyBatching Algorithm 1 summed at batch b instead of 1); for a tree
  *    model, every level of a tree with in leaves at b times its width.
+ *  - The hardware model must outlive the cache: pass nodes are priced at a
+ *    token count when a batch first runs it.
  *  - Values are the hardware model's seconds rounded to the nearest ns, at
  *    least 1 ns, so simulated time always advances.
  */
