@@ -99,9 +99,8 @@ int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct 
 	x->pass_tokens = calloc(n, sizeof *x->pass_tokens);
 	x->pass_reqs = calloc(n, sizeof *x->pass_reqs);
 	x->pass_own = calloc(n, sizeof *x->pass_own);
-	if (!x->pass_own ||
-	    !x->rems || !x->nrems || !x->rem_cap || !x->cells || !x->cap || !x->runs || !x->price_ns ||
-	    !x->pass_tokens || !x->pass_reqs) {
+	if (!x->rems || !x->nrems || !x->rem_cap || !x->cells || !x->cap || !x->runs || !x->price_ns ||
+	    !x->pass_tokens || !x->pass_reqs || !x->pass_own) {
 		slk_exact_fini(x);
 		snprintf(err, errlen, "oracle: out of memory");
 		return -1;
@@ -110,7 +109,6 @@ int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct 
 	for (uint32_t t = 0; t < m->nnodes; t++)
 		for (uint32_t b = 1; b <= max_cells && !mdl_is_pass(m, t); b++)
 			x->price_ns[(size_t)t * (max_cells + 1) + b] = lat->node_ns(lat->ctx, t, b);
-
 	return 0;
 }
 

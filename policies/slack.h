@@ -3,10 +3,11 @@
  *  - NodeLatency(n): the profiled single-input latency of every node type,
  *    read once from the caller's latency estimates (pol_env.lat at batch 1).
  *  - Algorithm 1: a request's graph-wide single-input execution time: static
- *    and pass nodes once (a pass node at the input length), encoder nodes enc_timesteps times (the input length, known
- *    at arrival) and decoder nodes dec_timesteps times (a coverage quantile
- *    of a profiled output-length distribution, since the true output length
- *    is known only when the request ends).
+ *    and pass nodes once (a pass node at the input length), encoder nodes
+ *    enc_timesteps times (the input length, known at arrival) and decoder
+ *    nodes dec_timesteps times (a coverage quantile of a profiled
+ *    output-length distribution, since the true output length is known only
+ *    when the request ends).
  *  - Eq. 1-2: slack = SLA - (T_wait + the sum of the members' single-input
  *    execution times), the conservative estimate of a batch's time.
  *  - The oracle's estimate (Sec. VI "Oracle"): the exact batched latencies
