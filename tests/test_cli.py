@@ -132,6 +132,16 @@ j = json.loads(r.stdout) if r.returncode == 0 else {}
 # llm-tiny: 2 layers x 2 KV heads x 16 x 2 x 4 B a token; one prefill and 4 decode steps, the whole at least the prefill
 check("model-info of an LLM", j.get("llm", {}).get("kv_bytes_per_token") == 512 and j.get("nodes") == [] and
       j["total_ms"] > j["llm"]["prefill_ms"] > 0 and j["llm"]["first_decode_ms"] > 0, r.stdout + r.stderr)
+# The Transformer's one-pass encoder as 4 requests of 7 tokens run it (Vaswani et al. 2017: projections
+# M = 4 x 7 = 28 rows of d = 512; per request and head, scores 7 x 64 x 7 and context 7 x 7 x 64, 8 heads x 4)
+r = sb("model-info", "--model=transformer", "--input-len=7", "--output-len=3", "--batch=4", "--json")
+j = json.loads(r.stdout) if r.returncode == 0 else {"nodes": [{}]}
+enc = j["nodes"][0]
+check("model-info --gemms of a pass node",
+      enc.get("type") == "pass" and enc.get("repeat") == 1 and
+      [(g["m"], g["k"], g["n"], g["runs"]) for g in enc.get("gemms", [])] ==
+      [(28, 512, 1536, 1), (28, 512, 512, 1), (28, 512, 2048, 1), (28, 2048, 512, 1), (7, 64, 7, 32), (7, 7, 64, 32)],
+      r.stdout + r.stderr)
 # scripts/trace-lengths: a trace's lengths as file: distributions (the excerpt's 12 rows, counted by hand)
 here = os.path.dirname(os.path.abspath(__file__))
 r = subprocess.run([sys.executable, os.path.join(here, "..", "scripts", "trace-lengths"),
