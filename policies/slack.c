@@ -14,15 +14,19 @@ int slk_init(struct slk_table *t, const struct mdl_model *m, const struct pol_la
 	t->lat = *lat;
 	t->dec_timesteps = dec_timesteps;
 	t->node_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof *t->node_ns);
-	if (!t->node_ns) {
+	t->pass_types = calloc(m->nnodes ? m->nnodes : 1, sizeof *t->pass_types);
+	if (!t->node_ns || !t->pass_types) {
+		slk_fini(t);
 		snprintf(err, errlen, "slack predictor: out of memory");
 		return -1;
 	}
 	/* Profile once (the paper's NodeLatency lookup table), then Algorithm 1
 	 * only multiplies the per-kind sums by the step counts. */
 	for (uint32_t n = 0; n < m->nnodes; n++) {
-		if (mdl_is_pass(m, n))
-			continue;         /* priced at each request's length: slk_pass_single_ns */
+		if (mdl_is_pass(m, n)) {
+			t->pass_types[t->npass++] = n;   /* priced at each request's length: slk_pass_single_ns */
+			continue;
+		}
 		int64_t ns = lat->node_ns(lat->ctx, n, 1);
 		t->node_ns[n] = ns;
 		switch (m->nodes[n].kind) {
@@ -38,7 +42,9 @@ int slk_init(struct slk_table *t, const struct mdl_model *m, const struct pol_la
 void slk_fini(struct slk_table *t)
 {
 	free(t->node_ns);
+	free(t->pass_types);
 	t->node_ns = NULL;
+	t->pass_types = NULL;
 }
 
 /* A pass node alone: over the request's len tokens, and its own attention. */
@@ -55,9 +61,8 @@ int64_t slk_single_exec_ns(const struct slk_table *t, uint32_t enc_timesteps)
 	int64_t ns = ns_add(ns_add(t->static_ns, ns_mul(t->encoder_ns, enc_timesteps)),
 	                    ns_mul(t->decoder_ns, t->dec_timesteps));
 	/* pass nodes run once, as Algorithm 1 counts a static node, at the input's length */
-	for (uint32_t n = 0; enc_timesteps && n < t->model->nnodes; n++)
-		if (mdl_is_pass(t->model, n))
-			ns = ns_add(ns, slk_pass_single_ns(t, n, enc_timesteps));
+	for (uint32_t i = 0; enc_timesteps && i < t->npass; i++)
+		ns = ns_add(ns, slk_pass_single_ns(t, t->pass_types[i], enc_timesteps));
 	return ns;
 }
 

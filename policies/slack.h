@@ -28,6 +28,8 @@ struct slk_table {
 	const struct mdl_model *model;  /* not owned */
 	struct pol_latency lat;         /* copied; ctx not owned */
 	int64_t *node_ns;               /* owned: NodeLatency(n) of each node type, batch 1 */
+	uint32_t *pass_types;           /* owned: the pass node types, priced per request (npass of them) */
+	uint32_t npass;
 	int64_t static_ns;              /* Algorithm 1 lines 3-5: the static nodes once */
 	int64_t encoder_ns;             /* line 7: the encoder nodes once (one input step) */
 	int64_t decoder_ns;             /* line 9: the decoder nodes once (one output step) */

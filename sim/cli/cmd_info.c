@@ -196,17 +196,16 @@ static void info_gemm_text(const struct mdl_gemm *g, uint32_t batch, const struc
 	}
 }
 
-/* The node as --gemms lists it, and the batch its terms run at: a pass
- * node's GEMMs as batch requests of in_len tokens run them (its weight
- * GEMMs' M the tokens of all; its attention L x d x L, one run a request a
- * head; the cycles shown for those are one request's, chained over its
- * heads, as the simulator charges each request). */
-static uint32_t info_shown_node(const struct mdl_model *m, uint32_t t, uint32_t batch, uint32_t in_len,
-                                struct mdl_node *out)
+/* The node as --gemms lists it at a batch: a pass node's GEMMs as requests
+ * of in_len tokens run them (its weight GEMMs' M per request the tokens;
+ * its attention L x d x L, one run a request a head; the cycles shown for
+ * the batch's attention chain all of it, where the simulator charges each
+ * request's on its own). */
+static void info_shown_node(const struct mdl_model *m, uint32_t t, uint32_t in_len, struct mdl_node *out)
 {
 	*out = m->nodes[t];
 	if (!mdl_is_pass(m, t))
-		return batch;
+		return;
 	struct mdl_node own;
 	mdl_member_node(&m->nodes[t], in_len, &own);
 	for (uint32_t g = 0; g < out->ngemms; g++)
@@ -214,7 +213,6 @@ static uint32_t info_shown_node(const struct mdl_model *m, uint32_t t, uint32_t 
 	for (uint32_t g = 0; g < own.ngemms && out->ngemms < MDL_MAX_GEMMS; g++)
 		out->gemms[out->ngemms++] = own.gemms[g];
 	out->nmember = 0;
-	return batch;
 }
 
 /* model-info --json's first members, the same for every model. */
@@ -337,9 +335,9 @@ int cmd_model_info(int argc, char **argv)
 	double total_ms = 0;
 	for (uint32_t t = 0; t < m->nnodes; t++) {
 		struct mdl_node shown;
-		uint32_t at = info_shown_node(m, t, batch, in_len, &shown);
+		info_shown_node(m, t, in_len, &shown);
 		if (hw_node_cost_at(hw, t, batch, in_len, &costs[t], err, sizeof err) != 0 ||
-		    (npu && npu_node_terms(npu, &shown, at, &terms[(size_t)t * MDL_MAX_GEMMS], err, sizeof err) != 0))
+		    (npu && npu_node_terms(npu, &shown, batch, &terms[(size_t)t * MDL_MAX_GEMMS], err, sizeof err) != 0))
 			goto fail;
 		total_ms += costs[t].seconds * 1e3 * mdl_node_repeats(m, t, in_len, out_len);
 	}
@@ -361,7 +359,7 @@ int cmd_model_info(int argc, char **argv)
 	}
 	for (uint32_t t = 0; t < m->nnodes; t++) {
 		struct mdl_node shown;
-		uint32_t at = info_shown_node(m, t, batch, in_len, &shown);
+		info_shown_node(m, t, in_len, &shown);
 		const struct mdl_node *n = &shown;
 		const struct hw_node_cost *c = &costs[t];
 		const struct npu_term_cost *nt = npu ? &terms[(size_t)t * MDL_MAX_GEMMS] : NULL;
@@ -373,7 +371,7 @@ int cmd_model_info(int argc, char **argv)
 			       c->memory_seconds * 1e3, info_bound(c->bound));
 			for (uint32_t g = 0; g < n->ngemms; g++) {
 				printf("%s", g ? "," : "");
-				info_gemm_json(&n->gemms[g], at, nt ? &nt[g] : NULL);
+				info_gemm_json(&n->gemms[g], batch, nt ? &nt[g] : NULL);
 			}
 			printf("]}");
 		} else {
@@ -381,7 +379,7 @@ int cmd_model_info(int argc, char **argv)
 			       c->seconds * 1e3, c->compute_seconds * 1e3, c->memory_seconds * 1e3,
 			       info_bound(c->bound));
 			for (uint32_t g = 0; gemms && g < n->ngemms; g++)
-				info_gemm_text(&n->gemms[g], at, nt ? &nt[g] : NULL);
+				info_gemm_text(&n->gemms[g], batch, nt ? &nt[g] : NULL);
 		}
 	}
 	if (json)
