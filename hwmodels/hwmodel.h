@@ -87,6 +87,12 @@ struct hw_ops {
 	double (*cold_start)(const struct hw_model *hw, uint32_t node_type, double idle_s);
 	/* optional: the device's memory and peak arithmetic (LLM serving) */
 	void (*device)(const struct hw_model *hw, struct hw_device *out);
+	/* optional: an LLM iteration priced whole (member i runs tokens[i] on a
+	 * cache of context[i], emitting of them yield a token, pad rows of
+	 * padding), in seconds: a model measured per iteration (llm_iter.h).
+	 * hwmodels/llm_cost.c uses it in place of the GEMMs. A pure function. */
+	double (*iter_cost)(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
+	                    uint32_t emitting, uint32_t pad);
 	/* optional: a pass node's per-request work (mdl_member_node) for one
 	 * request of len tokens. node_cost prices the rest at batch = the
 	 * tokens of all the requests; a pass batch costs that plus this for each

@@ -47,9 +47,10 @@ int llm_cost_create(const struct hw_model *hw, const struct mdl_model *m, uint32
 		snprintf(err, errlen, "model %s is not an LLM", m->name);
 		return -1;
 	}
-	if (!hw->ops->gemm_cost || !hw->ops->device) {
+	if (!(hw->ops->gemm_cost || hw->ops->iter_cost) || !hw->ops->device) {
 		snprintf(err, errlen, "hw %s cannot price an LLM's GEMMs and memory (LLM serving needs a model of the "
-		         "device: npu, a config file of kind npu, or gpu-h100-roofline)", hw->label);
+		         "device: npu, a config file of kind npu, gpu-h100-roofline, or a measured iteration profile of "
+		         "kind llm_iter)", hw->label);
 		return -1;
 	}
 	struct llm_cost *c = calloc(1, sizeof *c);
@@ -85,6 +86,10 @@ void llm_cost_destroy(struct llm_cost *c)
 int64_t llm_cost_iter_ns(struct llm_cost *c, uint32_t n, const uint32_t *tokens, const uint32_t *context,
                          uint32_t emitting, uint32_t pad, char *err, size_t errlen)
 {
+	if (c->hw->ops->iter_cost) {          /* measured whole (llm_iter.h) */
+		int64_t ns = (int64_t)llround(c->hw->ops->iter_cost(c->hw, n, tokens, context, emitting, pad) * 1e9);
+		return ns > 0 ? ns : 1;
+	}
 	const struct mdl_llm *l = c->llm;
 	uint64_t total = pad;
 	double attn_s = 0;

@@ -14,8 +14,12 @@
  *    longer. Element-wise work (norms, rotary embedding, activation) is left
  *    out: a few FLOPs per element against thousands in the GEMMs.
  *
- * Contract: the hardware model must offer gemm_cost and device (the NPU and
- * the GPU roofline do; tables do not); llm_cost_create says so otherwise.
+ * A hardware model that prices iterations whole (hw_ops.iter_cost: a
+ * measured iteration profile, llm_iter.h) is used as it is instead.
+ *
+ * Contract: the hardware model must offer device and gemm_cost or iter_cost
+ * (the NPU, the GPU roofline and llm_iter files do; node tables do not);
+ * llm_cost_create says so otherwise.
  * Iteration times are a pure function of the members' (tokens, context). */
 #ifndef SB_LLM_COST_H
 #define SB_LLM_COST_H

@@ -15,6 +15,7 @@
 #include "npu_config.h"
 #include "npu_systolic.h"
 #include "node_table.h"
+#include "llm_iter.h"
 #include "roofline.h"
 
 /* Models opened by name. File-based models (the table) are not listed: they
@@ -95,6 +96,9 @@ int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, c
 	rc = caltab_sniff(arg, err, errlen);
 	if (rc != 0)
 		return rc < 0 ? -1 : calhw_file_ops.open(arg, m, out, err, errlen);
+	rc = llm_iter_sniff(arg, err, errlen);     /* "kind = llm_iter": a measured LLM iteration model */
+	if (rc != 0)
+		return rc < 0 ? -1 : llm_iter_ops.open(arg, m, out, err, errlen);
 	rc = npu_config_sniff(arg, err, errlen);   /* "kind = npu": an NPU configuration */
 	if (rc != 0)
 		return rc < 0 ? -1 : npu_config_open(arg, m, out, err, errlen);

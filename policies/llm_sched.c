@@ -423,6 +423,7 @@ const struct pol_ops static_policy_ops = {
 	.state_size = sizeof(struct llm_state),
 	.default_max_batch = 256,
 	.serves_llm = 1,
+	.pads_prompts = 1,
 	.init = static_init,
 	.fini = llm_fini,
 	.on_arrival = llm_on_arrival,

@@ -178,6 +178,8 @@ struct pol_ops {
 	uint32_t uses_dec_timesteps; /* 1: reads env->dec_timesteps (the caller profiles output lengths only then) */
 	uint32_t default_batched_tokens; /* LLM: --max-batched-tokens when not given; 0: the larger of the
 	                              * model's context and 2048 (vLLM's default without chunked prefill) */
+	uint32_t pads_prompts;       /* LLM: 1 when an iteration may run max_batch prompts padded to the longest
+	                              * (static batching), beyond --max-batched-tokens */
 	/* Checks env and initializes state. 0, or -1 with err. */
 	int (*init)(struct pol_state *st, const struct pol_env *env, char *err, size_t errlen);
 	void (*fini)(struct pol_state *st);                 /* optional */

@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RT_BACKEND_ABI 1   /* bumped when rt_backend_ops changes (a CUDA module is checked against it) */
+#define RT_BACKEND_ABI 2   /* bumped when rt_backend_ops changes (a CUDA module is checked against it) */
 
 struct rt_dev;      /* a device: weights, memory */
 struct rt_stream;   /* one worker's queue of kernels and its scratch */
@@ -114,6 +114,10 @@ struct rt_backend_ops {
 	 * a greedy choice). tok[i] NULL: skipped. */
 	void (*bias_argmax)(struct rt_stream *s, uint32_t m, uint32_t n, const float *logits, size_t ld,
 	                    const float *bias, int32_t *const *tok);
+	/* The gated MLP's activation (SwiGLU, Shazeer 2020): y row i holds the
+	 * gate in columns [0, n) and the up projection in [n, 2n) (stride ldy);
+	 * y[i][j] = silu(gate) * up = gate / (1 + exp(-gate)) * up, for j < n. */
+	void (*gated_silu)(struct rt_stream *s, uint32_t m, uint32_t n, float *y, size_t ldy);
 	/* x = layernorm(x + y) * gamma + beta per row (d wide; x stride ldx, y stride ldy) */
 	void (*add_layernorm)(struct rt_stream *s, uint32_t m, uint32_t d, float *x, size_t ldx, const float *y,
 	                      size_t ldy, const float *gamma, const float *beta);

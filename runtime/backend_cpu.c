@@ -268,6 +268,16 @@ CPU_EW static void cpu_bias_act(struct rt_stream *s, uint32_t m, uint32_t n, flo
 	}
 }
 
+CPU_EW static void cpu_gated_silu(struct rt_stream *s, uint32_t m, uint32_t n, float *y, size_t ldy)
+{
+	(void)s;
+	for (uint32_t i = 0; i < m; i++) {
+		float *yi = y + i * ldy;
+		for (uint32_t j = 0; j < n; j++)
+			yi[j] = yi[j] / (1.0f + cpu_expf(-yi[j])) * yi[n + j];
+	}
+}
+
 CPU_EW static void cpu_bias_argmax(struct rt_stream *s, uint32_t m, uint32_t n, const float *logits, size_t ld,
                             const float *bias, int32_t *const *tok)
 {
@@ -380,6 +390,7 @@ const struct rt_backend_ops rt_backend_cpu = {
 	.gru = cpu_gru,
 	.bias_act = cpu_bias_act,
 	.bias_argmax = cpu_bias_argmax,
+	.gated_silu = cpu_gated_silu,
 	.add_layernorm = cpu_add_layernorm,
 	.attention = cpu_attention,
 	.move_ns = cpu_move_ns,

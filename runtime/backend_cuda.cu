@@ -336,6 +336,16 @@ __global__ void k_bias_act(uint32_t m, uint32_t n, float *y, size_t ldy, const f
 	y[i * ldy + j] = relu && v < 0.0f ? 0.0f : v;
 }
 
+__global__ void k_gated_silu(uint32_t m, uint32_t n, float *y, size_t ldy)
+{
+	size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (idx >= (size_t)m * n)
+		return;
+	size_t i = idx / n, j = idx % n;
+	float g = y[i * ldy + j];
+	y[i * ldy + j] = g / (1.0f + expf(-g)) * y[i * ldy + n + j];
+}
+
 /* one block per row: the running maximum with the lowest index on ties */
 __global__ void k_bias_argmax(uint32_t n, const float *logits, size_t ld, const float *b, int32_t *const *tok)
 {
@@ -520,6 +530,12 @@ static void cu_bias_argmax(struct rt_stream *s, uint32_t m, uint32_t n, const fl
 		k_bias_argmax<<<m, CU_THREADS, 0, s->stream>>>(n, logits, ld, bias, d);
 }
 
+static void cu_gated_silu(struct rt_stream *s, uint32_t m, uint32_t n, float *y, size_t ldy)
+{
+	if (m)
+		k_gated_silu<<<cu_blocks((size_t)m * n), CU_THREADS, 0, s->stream>>>(m, n, y, ldy);
+}
+
 static void cu_add_layernorm(struct rt_stream *s, uint32_t m, uint32_t d, float *x, size_t ldx, const float *y,
                              size_t ldy, const float *gamma, const float *beta)
 {
@@ -567,6 +583,7 @@ extern "C" const struct rt_backend_ops rt_backend_cuda = {
 	cu_gru,
 	cu_bias_act,
 	cu_bias_argmax,
+	cu_gated_silu,
 	cu_add_layernorm,
 	cu_attention,
 	NULL,   /* move_ns: kernels are asynchronous, not timed one by one */

@@ -15,6 +15,10 @@
  *    models/transformer.model; every request keeps its own key/value caches.
  *  - mlp (kern_mlp.c): static dense layers with ReLU between them (the
  *    static case). Model: mlp.
+ *  - llm (kern_llm.c): a decoder-only LLM (an `llm` line) run by
+ *    iterations (DESIGN.md section 3b): each member runs its next tokens on
+ *    its own key/value cache, prefill chunks and decode steps alike.
+ *    Model: llm-tiny.
  *
  * Weights, embeddings and each request's input are deterministic
  * pseudo-random numbers from the seed (rt_rand_*), so two runs with the same
@@ -27,7 +31,7 @@
  *  - A request's state (state_bytes, in device memory) is owned by the
  *    request: state_init fills it before its first node; run_node advances
  *    the members' states by one node each; nothing else writes it.
- *  - run_node runs node type `node` for n members, each at its own unrolled
+ *  - run_node (node-level families) runs node type `node` for n members, each at its own unrolled
  *    position (pos, whose node type must be `node`). Members with active = 0
  *    are padding (a padded graph batch): computed with the others, written
  *    nowhere. A member's results are the same whatever the other members.
@@ -62,6 +66,17 @@ struct rt_member {
 	void *state;                 /* device memory of state_bytes */
 };
 
+/* A member of an LLM iteration (run_iter): it runs the tokens at positions
+ * [context, context + tokens) of its sequence (the prompt, then its output
+ * tokens so far) on the key/value cache of positions [0, context). */
+struct rt_iter_member {
+	uint64_t id;                 /* request id: its prompt derives from (seed, id) */
+	uint32_t input_len, output_len;
+	uint32_t context, tokens;
+	int emit;                    /* 1: the last position yields output token context + tokens - input_len */
+	void *state;                 /* device memory of state_bytes */
+};
+
 struct rt_outputs {
 	uint32_t ntokens;            /* emitted tokens (output_len for models with a decoder, else 0) */
 	int32_t *tokens;             /* caller-allocated, output_len entries */
@@ -92,6 +107,14 @@ struct rt_model_ops {
 	void (*work_destroy)(const struct rt_model *km, void *work);
 	void (*run_node)(const struct rt_model *km, void *work, struct rt_stream *s, uint32_t node, uint32_t n,
 	                 const struct rt_member *members);
+	/* LLM families, in place of run_node (NULL elsewhere): one iteration of
+	 * the n members' tokens, summed, plus pad rows of padding (static
+	 * batching) that go through the products and are written nowhere.
+	 * work_create's max_rows bounds the rows: 0, or -1 with err beyond it.
+	 * A member's results (cache, tokens) are the same whatever its batch and
+	 * however its positions are split among iterations. */
+	int (*run_iter)(const struct rt_model *km, void *work, struct rt_stream *s, uint32_t n,
+	                const struct rt_iter_member *members, uint32_t pad, char *err, size_t errlen);
 	/* Call after the stream finished the request's last node. */
 	int (*outputs)(const struct rt_model *km, const void *state, uint32_t input_len, uint32_t output_len,
 	               struct rt_outputs *out, char *err, size_t errlen);

@@ -33,6 +33,8 @@ struct live_member {             /* a member as handed to a worker: a snapshot t
 	uint64_t pos;                /* its next_node when the task started */
 	uint64_t chain_len;
 	uint32_t input_len, output_len;
+	uint32_t tokens, context;    /* ITER: its new tokens and the cache they run on */
+	int emits;                   /* ITER: the task yields its next output token */
 };
 
 struct live;
@@ -51,10 +53,12 @@ struct live_worker {
 	/* the job: written by the scheduler before job_ready, read by the worker */
 	struct live_member *members;     /* max_batch */
 	struct rt_member *rtm;           /* worker scratch, max_batch */
+	struct rt_iter_member *itm;      /* worker scratch, max_batch (LLM iterations) */
 	uint64_t *graph_base;            /* worker scratch, max_batch */
 	uint32_t nmembers;
 	enum pol_task_kind kind;
 	uint32_t node;
+	uint32_t pad_tokens;             /* ITER: padding rows */
 	/* under mu */
 	int job_ready, job_done, job_rc;
 	char job_err[256];
@@ -75,7 +79,7 @@ struct live {
 	struct pol_driver drv;           /* the policy, its bookkeeping and the run's counters */
 	struct live_req_rt *reqs;        /* c->n */
 	struct live_worker *workers;
-	uint32_t rows;                   /* batch rows the buffers hold (max batch) */
+	uint32_t rows;                   /* batch rows the buffers hold (max batch; an LLM's tokens an iteration runs) */
 	int64_t t0_ns;                   /* CLOCK_MONOTONIC at the start */
 	pthread_mutex_t mu;
 	pthread_cond_t sched_cv;         /* an arrival, a finished task, the generator finished */
@@ -228,6 +232,15 @@ static int live_run_job(struct live *L, struct live_worker *w, char *err, size_t
 	}
 	if (w->kind == POL_TASK_GRAPH) {
 		live_run_graph(L, w);
+	} else if (w->kind == POL_TASK_ITER) {
+		for (uint32_t i = 0; i < w->nmembers; i++) {
+			const struct live_member *mb = &w->members[i];
+			w->itm[i] = (struct rt_iter_member){ .id = mb->req->pr.id, .input_len = mb->input_len,
+			                                     .output_len = mb->output_len, .context = mb->context,
+			                                     .tokens = mb->tokens, .emit = mb->emits, .state = mb->req->state };
+		}
+		if (L->kops->run_iter(L->km, w->work, w->stream, w->nmembers, w->itm, w->pad_tokens, err, errlen) != 0)
+			return -1;
 	} else {
 		for (uint32_t i = 0; i < w->nmembers; i++) {
 			const struct live_member *mb = &w->members[i];
@@ -247,7 +260,8 @@ static int live_run_job(struct live *L, struct live_worker *w, char *err, size_t
 	for (uint32_t i = 0; i < w->nmembers; i++) {
 		struct live_member *mb = &w->members[i];
 		struct live_req_rt *r = mb->req;
-		if (w->kind != POL_TASK_GRAPH && mb->pos + 1 < mb->chain_len)
+		if (w->kind == POL_TASK_ITER ? !mb->emits || mb->pos + 1 < mb->chain_len
+		                             : w->kind != POL_TASK_GRAPH && mb->pos + 1 < mb->chain_len)
 			continue;
 		if (L->c->keep_outputs) {
 			struct live_request *rec = &L->res->reqs[r->pr.id];
@@ -379,14 +393,23 @@ static void live_dispatch(struct live *L, struct live_worker *w, int64_t now, co
 	const struct live_config *c = L->c;
 	struct live_result *res = L->res;
 	struct pol_task *t = &w->task;
+	uint32_t emitting = 0;
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
 		w->members[i] = (struct live_member){ .req = (struct live_req_rt *)r, .pos = r->next_node,
 		                                      .chain_len = r->chain_len, .input_len = r->input_len,
 		                                      .output_len = r->output_len };
+		if (t->kind == POL_TASK_ITER) {
+			w->members[i].tokens = t->tokens[i];
+			w->members[i].context = t->context[i];
+			w->members[i].emits = pol_iter_emits(t, i);
+			emitting += (uint32_t)w->members[i].emits;
+		}
 	}
 	/* live kernels serve no tree models: a task's cells are its members, within the max batch */
-	int64_t estimate = t->kind == POL_TASK_GRAPH
+	int64_t estimate = t->kind == POL_TASK_ITER
+	                   ? c->env.lat.iter_ns(c->env.lat.iter_ctx, t->nreq, t->tokens, t->context, emitting)
+	                   : t->kind == POL_TASK_GRAPH
 	                   ? c->env.lat.graph_ns(c->env.lat.ctx, t->nreq, shape->max_input_len, shape->max_output_len)
 	                   : mdl_is_pass(c->env.model, t->node_type) ? pol_pass_ns(&c->env.lat, t->node_type, t->nreq, t->reqs)
 	                   : c->env.lat.node_ns(c->env.lat.ctx, t->node_type, t->cells);
@@ -396,6 +419,7 @@ static void live_dispatch(struct live *L, struct live_worker *w, int64_t now, co
 	w->nmembers = t->nreq;
 	w->kind = t->kind;
 	w->node = t->node_type;
+	w->pad_tokens = t->kind == POL_TASK_ITER ? t->pad_tokens : 0;
 	w->busy = 1;
 	pthread_mutex_lock(&L->mu);
 	w->job_ready = 1;
@@ -598,8 +622,11 @@ static void live_teardown(struct live *L)
 		if (w->stream)
 			L->be->stream_destroy(w->stream);
 		free(w->task.reqs);
+		free(w->task.tokens);
+		free(w->task.context);
 		free(w->members);
 		free(w->rtm);
+		free(w->itm);
 		free(w->graph_base);
 	}
 	free(L->workers);
@@ -616,6 +643,19 @@ static void live_teardown(struct live *L)
 		L->be->close(L->dev);
 	pthread_cond_destroy(&L->sched_cv);
 	pthread_mutex_destroy(&L->mu);
+}
+
+/* Rows the batch buffers hold: the max batch, or for an LLM the most tokens
+ * one iteration runs (every prompt padded to the longest under static
+ * batching; the token budget otherwise, with a decode for every member). */
+static uint32_t live_rows(const struct live_config *c)
+{
+	const struct pol_env *e = &c->env;
+	if (!c->model->is_llm)
+		return e->max_batch;
+	uint64_t rows = c->policy->pads_prompts ? (uint64_t)e->max_batch * e->longest_request_tokens
+	                                        : e->max_batched_tokens > e->max_batch ? e->max_batched_tokens : e->max_batch;
+	return rows < UINT32_MAX ? (uint32_t)rows : UINT32_MAX;
 }
 
 static int live_setup(struct live *L, char *err, size_t errlen)
@@ -644,7 +684,7 @@ static int live_setup(struct live *L, char *err, size_t errlen)
 	L->kops->info(L->km, &info);
 	snprintf(res->model_desc, sizeof res->model_desc, "%s: %s", info.family, info.detail);
 	res->weight_bytes = info.weight_bytes;
-	L->rows = c->env.max_batch;
+	L->rows = live_rows(c);
 	L->reqs = calloc(c->n ? c->n : 1, sizeof *L->reqs);
 	L->workers = calloc(c->workers, sizeof *L->workers);
 	if (!L->reqs || !L->workers)
@@ -659,11 +699,16 @@ static int live_setup(struct live *L, char *err, size_t errlen)
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 		pthread_cond_init(&w->cv, &ca);
 		pthread_condattr_destroy(&ca);
-		w->task.reqs = calloc(L->rows, sizeof *w->task.reqs);
-		w->members = calloc(L->rows, sizeof *w->members);
-		w->rtm = calloc(L->rows, sizeof *w->rtm);
-		w->graph_base = calloc(L->rows, sizeof *w->graph_base);
-		if (!w->task.reqs || !w->members || !w->rtm || !w->graph_base)
+		uint32_t nb = c->env.max_batch;
+		w->task.reqs = calloc(nb, sizeof *w->task.reqs);
+		w->task.tokens = calloc(nb, sizeof *w->task.tokens);
+		w->task.context = calloc(nb, sizeof *w->task.context);
+		w->members = calloc(nb, sizeof *w->members);
+		w->rtm = calloc(nb, sizeof *w->rtm);
+		w->itm = calloc(nb, sizeof *w->itm);
+		w->graph_base = calloc(nb, sizeof *w->graph_base);
+		if (!w->task.reqs || !w->task.tokens || !w->task.context || !w->members || !w->rtm || !w->itm ||
+		    !w->graph_base)
 			goto oom;
 		if (L->be->stream_create(L->dev, i, L->rows, info.max_k, &w->stream, err, errlen) != 0 ||
 		    L->kops->work_create(L->km, L->rows, &w->work, err, errlen) != 0)

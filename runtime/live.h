@@ -15,7 +15,8 @@
  *    policy's wake-up time is honoured by a timed wait.
  *  - one worker per device (--workers) runs its tasks in submission order:
  *    creates a request's state before its first node, runs the node (or,
- *    for a whole-graph task, every node padded to the longest member), waits
+ *    for a whole-graph task, every node padded to the longest member; for
+ *    an LLM, the iteration: kernels.h run_iter), waits
  *    for the device, frees finished requests' state, and reports back.
  *
  * A request's latency is measured from its scheduled arrival (not its issue),

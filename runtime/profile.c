@@ -1,9 +1,13 @@
 /* runtime/profile.c: the node-by-node timing of profile.h. */
 #include "profile.h"
 
+#include <gsl/gsl_multifit.h>
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "../hwmodels/llm_iter.h"
 #include "kernels.h"
 
 /* Untimed calls before each point: the first calls after a batch change
@@ -53,6 +57,10 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 	}
 	if (!(kops = rt_kernels_find(m, err, errlen)) || !(be = rt_backend_find(c->device, err, errlen)))
 		goto out;
+	if (!kops->run_node) {
+		snprintf(err, errlen, "model %s runs by iterations: rt_profile_llm times it", m->name);
+		goto out;
+	}
 	struct rt_backend_cfg bc = { .gemm = c->gemm, .workers = 1 };
 	if (be->open(&bc, &dev, err, errlen) != 0 || kops->create(m, be, dev, c->seed, &km, err, errlen) != 0)
 		goto out;
@@ -124,5 +132,213 @@ out:
 		be->close(dev);
 	free(mb);
 	free(t);
+	return rc;
+}
+
+/* ---- LLM iterations (rt_profile_llm) ---- */
+
+#define PROF_LLM_TERMS 4   /* fixed, per token, per emitting row, per query-key pair */
+#define PROF_LLM_MAX_POINTS 128
+
+struct prof_llm_point {
+	uint32_t members, tokens, context;   /* each member runs tokens on a cache of context */
+	int emit;
+	double seconds;                      /* measured mean */
+	double x[PROF_LLM_TERMS];            /* 1, T, E, A */
+};
+
+static void prof_llm_terms(struct prof_llm_point *p)
+{
+	p->x[0] = 1.0;
+	p->x[1] = (double)p->members * p->tokens;
+	p->x[2] = p->emit ? p->members : 0;
+	p->x[3] = p->members * llm_iter_pairs(p->tokens, p->context);
+}
+
+/* The points of profile.h, within the rows the buffers hold and the context. */
+static size_t prof_llm_plan(const struct rt_profile_config *c, uint32_t context, struct prof_llm_point *pts)
+{
+	size_t n = 0;
+	for (uint32_t t = 1; t <= c->max_tokens && t < context && n < PROF_LLM_MAX_POINTS; t *= 2)
+		pts[n++] = (struct prof_llm_point){ .members = 1, .tokens = t, .context = 0, .emit = 1 };
+	static const uint32_t caches[] = { 8, 64, 256 }, chunks[] = { 16, 64, 256 };
+	for (size_t k = 0; k < 3; k++)
+		for (size_t bi = 0; bi < c->nbatches && caches[k] + 1 < context && n < PROF_LLM_MAX_POINTS; bi++)
+			pts[n++] = (struct prof_llm_point){ .members = c->batches[bi], .tokens = 1, .context = caches[k],
+			                                    .emit = 1 };
+	for (size_t k = 0; k < 3; k++)
+		if (chunks[k] <= c->max_tokens && 128 + chunks[k] < context && n < PROF_LLM_MAX_POINTS)
+			pts[n++] = (struct prof_llm_point){ .members = 1, .tokens = chunks[k], .context = 128, .emit = 0 };
+	for (size_t i = 0; i < n; i++)
+		prof_llm_terms(&pts[i]);
+	return n;
+}
+
+/* Least squares of the relative errors (weights 1 / seconds^2: a 10 us
+ * decode step counts as much as a 10 ms prefill) over the terms not yet
+ * left out (used[j]); a negative
+ * coefficient leaves its term out and the rest are refitted. 0, or -1 when
+ * GSL cannot fit. */
+static int prof_llm_fit(const struct prof_llm_point *pts, size_t n, double *coef)
+{
+	int used[PROF_LLM_TERMS] = { 1, 1, 1, 1 };
+	for (;;) {
+		size_t k = 0, col[PROF_LLM_TERMS];
+		for (size_t j = 0; j < PROF_LLM_TERMS; j++)
+			if (used[j])
+				col[k++] = j;
+		if (k == 0 || n < k)
+			return -1;
+		gsl_matrix *X = gsl_matrix_alloc(n, k), *cov = gsl_matrix_alloc(k, k);
+		gsl_vector *y = gsl_vector_alloc(n), *w = gsl_vector_alloc(n), *b = gsl_vector_alloc(k);
+		gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, k);
+		double chisq;
+		int rc = -1;
+		if (X && cov && y && w && b && ws) {
+			for (size_t i = 0; i < n; i++) {
+				gsl_vector_set(y, i, pts[i].seconds);
+				gsl_vector_set(w, i, 1.0 / (pts[i].seconds * pts[i].seconds));   /* relative errors */
+				for (size_t j = 0; j < k; j++)
+					gsl_matrix_set(X, i, j, pts[i].x[col[j]]);
+			}
+			rc = gsl_multifit_wlinear(X, w, y, b, cov, &chisq, ws) == 0 ? 0 : -1;
+		}
+		size_t worst = PROF_LLM_TERMS;
+		for (size_t j = 0; rc == 0 && j < PROF_LLM_TERMS; j++)
+			coef[j] = 0;
+		for (size_t j = 0; rc == 0 && j < k; j++) {
+			coef[col[j]] = gsl_vector_get(b, j);
+			if (coef[col[j]] < 0 && (worst == PROF_LLM_TERMS || coef[col[j]] < coef[worst]))
+				worst = col[j];
+		}
+		gsl_multifit_linear_free(ws);
+		gsl_matrix_free(X);
+		gsl_matrix_free(cov);
+		gsl_vector_free(y);
+		gsl_vector_free(w);
+		gsl_vector_free(b);
+		if (rc != 0)
+			return -1;
+		if (worst == PROF_LLM_TERMS)
+			return 0;
+		used[worst] = 0;
+	}
+}
+
+/* One point's mean time: members 0..p->members-1 at its positions. */
+static int prof_llm_time(const struct rt_profile_config *c, const struct rt_model_ops *kops, const struct rt_backend_ops *be,
+                         struct rt_model *km, void *work, struct rt_stream *s, struct rt_iter_member *mb,
+                         struct prof_llm_point *p, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < p->members; i++) {
+		mb[i].context = p->context;
+		mb[i].tokens = p->tokens;
+		mb[i].emit = p->emit;
+	}
+	double sum = 0;
+	for (uint32_t r = 0; r < PROF_WARMUP + c->reps; r++) {
+		double t0 = prof_now_s();
+		if (kops->run_iter(km, work, s, p->members, mb, 0, err, errlen) != 0 || be->finish(s, err, errlen) != 0)
+			return -1;
+		if (r >= PROF_WARMUP)
+			sum += prof_now_s() - t0;
+	}
+	p->seconds = sum / c->reps;
+	return 0;
+}
+
+int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t errlen)
+{
+	const struct mdl_model *m = c->model;
+	const struct rt_model_ops *kops = NULL;
+	const struct rt_backend_ops *be = NULL;
+	struct rt_dev *dev = NULL;
+	struct rt_model *km = NULL;
+	struct rt_stream *s = NULL;
+	void *work = NULL;
+	struct rt_model_info info;
+	struct prof_llm_point pts[PROF_LLM_MAX_POINTS];
+	uint32_t maxb = c->batches[c->nbatches - 1];
+	uint32_t rows = maxb > c->max_tokens ? maxb : c->max_tokens;
+	struct rt_iter_member *mb = calloc(maxb, sizeof *mb);
+	int rc = -1;
+
+	if (!mb) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (!(kops = rt_kernels_find(m, err, errlen)) || !(be = rt_backend_find(c->device, err, errlen)))
+		goto out;
+	struct rt_backend_cfg bc = { .gemm = c->gemm, .workers = 1 };
+	if (be->open(&bc, &dev, err, errlen) != 0 || kops->create(m, be, dev, c->seed, &km, err, errlen) != 0)
+		goto out;
+	kops->info(km, &info);
+	if (be->stream_create(dev, 0, rows, info.max_k, &s, err, errlen) != 0 ||
+	    kops->work_create(km, rows, &work, err, errlen) != 0)
+		goto out;
+	/* requests of a 1-token prompt and the rest of the context as output: any position may emit */
+	uint32_t ctx = m->llm.context, out_len = ctx - 1;
+	size_t bytes = kops->state_bytes(km, 1, out_len);
+	for (uint32_t i = 0; i < maxb; i++) {
+		mb[i] = (struct rt_iter_member){ .id = i, .input_len = 1, .output_len = out_len };
+		if (!(mb[i].state = be->alloc(dev, bytes))) {
+			snprintf(err, errlen, "out of device memory for %u request states", maxb);
+			goto out;
+		}
+		if (kops->state_init(km, mb[i].state, i, 1, out_len, err, errlen) != 0)
+			goto out;
+	}
+	size_t n = prof_llm_plan(c, ctx, pts);
+	for (size_t i = 0; i < n; i++)
+		if (prof_llm_time(c, kops, be, km, work, s, mb, &pts[i], err, errlen) != 0)
+			goto out;
+	double coef[PROF_LLM_TERMS];
+	if (prof_llm_fit(pts, n, coef) != 0) {
+		snprintf(err, errlen, "cannot fit the iteration model to %zu timed points", n);
+		goto out;
+	}
+	char desc[256];
+	be->describe(dev, desc, sizeof desc);
+	fprintf(f, "# simbatch LLM iteration profile of model %s (%s)\n# device: %s\n"
+	        "# %zu iterations, each the mean of %u timed calls after %d untimed ones (wall clock), fitted by least "
+	        "squares:\n#   seconds = fixed + token T + emit E + pair A (hwmodels/llm_iter.h)\n"
+	        "# members x tokens on cache, emitting: measured us, fitted us\n",
+	        m->name, info.detail, desc, n, c->reps, PROF_WARMUP);
+	double worst = 0;
+	for (size_t i = 0; i < n; i++) {
+		double fit = 0;
+		for (size_t j = 0; j < PROF_LLM_TERMS; j++)
+			fit += coef[j] * pts[i].x[j];
+		double rel = fabs(fit - pts[i].seconds) / pts[i].seconds;
+		worst = rel > worst ? rel : worst;
+		fprintf(f, "#   %u x %u on %u, %s: %.3f, %.3f\n", pts[i].members, pts[i].tokens, pts[i].context,
+		        pts[i].emit ? "emitting" : "none", pts[i].seconds * 1e6, fit * 1e6);
+	}
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+	double mem_gb = pages > 0 && page > 0 ? (double)pages * (double)page * 1e-9 : 1.0;
+	fprintf(f, "# worst point off its fit by %.1f%%\nkind = " LLM_ITER_KIND "\nmodel = %s\n"
+	        "fixed_us = %.6g\ntoken_us = %.6g\nemit_us = %.6g\npair_ns = %.6g\n"
+	        "mem_capacity_gb = %.6g   # %s\n",
+	        worst * 100, m->name, coef[0] * 1e6, coef[1] * 1e6, coef[2] * 1e6, coef[3] * 1e9, mem_gb,
+	        pages > 0 && page > 0 ? "this machine's physical memory (sysconf)" : "physical memory unknown: 1 GB");
+	if (fflush(f) != 0 || ferror(f)) {
+		snprintf(err, errlen, "error writing the profile");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (mb)
+		for (uint32_t i = 0; i < maxb; i++)
+			if (mb[i].state)
+				be->free(dev, mb[i].state);
+	if (work)
+		kops->work_destroy(km, work);
+	if (s)
+		be->stream_destroy(s);
+	if (km)
+		kops->destroy(km);
+	if (dev)
+		be->close(dev);
+	free(mb);
 	return rc;
 }

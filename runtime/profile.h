@@ -34,8 +34,22 @@ struct rt_profile_config {
 	size_t nbatches;
 	uint32_t input_len, output_len;  /* lengths of the profiled requests */
 	uint32_t reps;                   /* timed calls per point */
+	uint32_t max_tokens;             /* LLM: the most tokens an iteration runs (prefill points up to it) */
 };
 
 int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t errlen);
+
+/* An LLM (an `llm` line) instead: times whole iterations and writes the
+ * measured iteration model of hwmodels/llm_iter.h, its coefficients fitted
+ * by least squares (GSL) to
+ *  - prefills of one request at 1, 2, 4, ... max_tokens tokens (emitting),
+ *  - decode steps of each batch in batches, at caches of 8, 64 and 256
+ *    tokens where the context allows (all emitting),
+ *  - prompt chunks of 16, 64 and 256 tokens on a cache of 128 (none),
+ * each point timed as above; every point and its fitted value are written as
+ * comments. A term the fit makes negative is left out and the rest refitted
+ * (no cost is negative). mem_capacity_gb is this machine's physical memory,
+ * which a CPU's weights and caches share. Same contract as rt_profile. */
+int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t errlen);
 
 #endif

@@ -10,7 +10,12 @@
  - the run is stored marked live, its JSON has the contract's keys;
  - bad input exits 2 with one line and no database row; saturation drops
    and counts; SIGINT, SIGTERM and SIGHUP store a partial run and exit 128 + N; --profile-out
-   writes a table `simbatch run --hw` accepts.
+   writes a table `simbatch run --hw` accepts;
+ - LLM serving live (runtime/kern_llm.c): continuous, chunked, static and slo
+   on two small Llama-layout models give every request's tokens and final
+   vector bit for bit as served one at a time, also after preemptions on a
+   3-block KV cache; an iteration profile's prices against a hand-computed
+   timeline; --profile-out fits one that run accepts; bad profiles exit 2.
 Usage: test_live.py PATH/TO/simbatch"""
 import csv
 import json
@@ -271,6 +276,126 @@ if r.returncode == 0:
     r = sb("run", "--model=" + paths["t_s2s"], "--hw=" + prof, "--max-batch=8", "--rate=200", "--requests=100",
            "--no-db", "--quiet")
     check("simbatch run accepts the profile as --hw", r.returncode == 0, r.stderr)
+
+# ---- LLM serving live (runtime/kern_llm.c): iteration-level batching on real kernels ----
+# A small Llama-layout model; estimates from a hand-written iteration profile.
+llm = os.path.join(td, "t_llm.model")
+write(llm, "model t_llm\nsource test\ninput_len uniform:1:20\noutput_len uniform:1:12\n"
+           "llm layers=2 hidden=32 heads=4 kv_heads=2 head_dim=8 ffn=48 vocab=50 context=64 bytes=4 mlp=gated\n")
+llm_plain = os.path.join(td, "t_llm_plain.model")
+write(llm_plain, "model t_llm_plain\nsource test\ninput_len uniform:1:20\noutput_len uniform:1:12\n"
+                 "llm layers=1 hidden=32 heads=2 kv_heads=2 head_dim=16 ffn=40 vocab=50 context=64 bytes=4 mlp=plain\n")
+
+
+def iter_profile(path, model, mem_gb):
+    write(path, f"kind = llm_iter\nmodel = {model}\nfixed_us = 20\ntoken_us = 2\nemit_us = 1\npair_ns = 10\n"
+                f"mem_capacity_gb = {mem_gb}\n")
+
+
+llm_trace = os.path.join(td, "llm_trace.csv")
+t, rows = 0.0, []
+for i in range(40):
+    if rnd.random() > 0.6:
+        t += 0.0005
+    rows.append(f"{t:.6f},{rnd.randint(1, 20)},{rnd.randint(1, 12)}")
+write(llm_trace, "arrival_s,input_len,output_len\n" + "\n".join(rows) + "\n")
+lengths = [(int(r.split(",")[1]), int(r.split(",")[2])) for r in rows]
+for model, name in ((llm, "t_llm"), (llm_plain, "t_llm_plain")):
+    est = os.path.join(td, name + ".iter")
+    iter_profile(est, name, 1)
+    LC = ["--model=" + model, "--hw=" + est, "--trace=" + llm_trace, "--no-db", "--json", "--seed=3"]
+    ref_path = os.path.join(td, name + "-alone.out")
+    r = sb("live", *LC, "--policy=continuous", "--max-seqs=1", "--outputs-out=" + ref_path)
+    check(f"{name} served one at a time", r.returncode == 0, r.stderr)
+    if r.returncode != 0:
+        continue
+    ref = outputs(ref_path)
+    check(f"{name}: every request yields its output length in tokens",
+          len(ref) == 40 and all(len(ref[i][0]) == lengths[i][1] for i in range(40)), len(ref))
+    for pol, extra in (("continuous", []), ("chunked", ["--max-batched-tokens=8"]), ("static", ["--window=1"]),
+                       ("slo", ["--ttft-slo=50", "--tpot-slo=10"])):
+        out_path = os.path.join(td, f"{name}-{pol}.out")
+        r = sb("live", *LC, "--policy=" + pol, *extra, "--outputs-out=" + out_path)
+        check(f"{name} {pol} runs", r.returncode == 0, r.stderr)
+        if r.returncode != 0:
+            continue
+        j = json.loads(r.stdout)
+        check(f"{name} {pol} all completed", j["completed"] == 40, j["completed"])
+        check(f"{name} {pol}: tokens and final vectors equal served alone (bit for bit; mean batch "
+              f"{j['mean_batch']:.2f})", outputs(out_path) == ref)
+    # A KV cache of 3 blocks of 16 tokens (the longest request takes 2): requests wait and are
+    # preempted, their caches recomputed, and still yield the same tokens. Bytes by the Llama layout:
+    # weights per layer d(q + 2kv) + q d + (3 or 2) d ffn, plus embedding and head 2 V d, at 4 bytes;
+    # a token's keys and values layers x KV heads x head size x 2 x 4 bytes.
+    r = sb("run", *LC, "--policy=continuous")
+    check(f"{name} simulated on the same profile", r.returncode == 0, r.stderr)
+    if r.returncode == 0:
+        if name == "t_llm":
+            weights = (2 * (32 * (32 + 2 * 16) + 32 * 32 + 3 * 32 * 48) + 2 * 50 * 32) * 4
+            block_bytes = 16 * 2 * 2 * 8 * 2 * 4
+        else:
+            weights = (1 * (32 * (32 + 2 * 32) + 32 * 32 + 2 * 32 * 40) + 2 * 50 * 32) * 4
+            block_bytes = 16 * 1 * 2 * 16 * 2 * 4
+        small = os.path.join(td, name + "-small.iter")
+        iter_profile(small, name, (weights + 3.5 * block_bytes) / 1e9)
+        out_path = os.path.join(td, f"{name}-small.out")
+        r = sb("live", *[a for a in LC if not a.startswith("--hw=")], "--hw=" + small, "--policy=continuous",
+               "--outputs-out=" + out_path)
+        check(f"{name} on a 3-block cache runs", r.returncode == 0, r.stderr)
+        if r.returncode == 0:
+            j = json.loads(r.stdout)
+            ps = j["policy_stats"]
+            check(f"{name} on a 3-block cache: 3 blocks, preempted ({ps['preemptions']:.0f}), all completed",
+                  ps["kv_blocks"] == 3 and ps["preemptions"] > 0 and j["completed"] == 40, ps)
+            check(f"{name} after preemptions: outputs equal served alone", outputs(out_path) == ref)
+# The iteration profile's prices, by hand: one request of 10 prompt and 4 output tokens alone on
+# t_llm (fixed 20 us, 2 us a token, 1 us an emitting row, 10 ns a query-key pair): the prefill runs
+# 10 tokens over 55 pairs, then 3 decode steps of 1 token on caches of 10, 11, 12 (11, 12, 13 pairs).
+one = os.path.join(td, "one.csv")
+write(one, "arrival_s,input_len,output_len\n0,10,4\n")
+rq = os.path.join(td, "one-req.csv")
+r = sb("run", "--model=" + llm, "--hw=" + os.path.join(td, "t_llm.iter"), "--trace=" + one, "--policy=continuous",
+       "--no-db", "--requests-out=" + rq, "--quiet")
+check("one request on the iteration profile runs", r.returncode == 0, r.stderr)
+if r.returncode == 0:
+    row = next(csv.DictReader(open(rq)))
+    prefill = 20 + 2 * 10 + 1 + 0.010 * 55
+    decodes = sum(20 + 2 + 1 + 0.010 * p for p in (11, 12, 13))
+    check("first token after the prefill's price", abs(float(row["first_token_s"]) * 1e6 - prefill) < 0.01,
+          (row["first_token_s"], prefill))
+    check("finish after the prefill and three decode steps",
+          abs(float(row["finish_s"]) * 1e6 - (prefill + decodes)) < 0.01, (row["finish_s"], prefill + decodes))
+
+# --profile-out for an LLM: timed iterations fitted into a file of kind llm_iter, which run accepts
+prof = os.path.join(td, "t_llm.prof")
+r = sb("live", "--model=" + llm, "--profile-out=" + prof, "--max-batch=8", "--profile-reps=3")
+check("LLM --profile-out exits 0", r.returncode == 0, r.stderr)
+if r.returncode == 0:
+    kv = dict(l.split("#")[0].split("=", 1) for l in open(prof) if "=" in l.split("#")[0])
+    kv = {k.strip(): v.strip() for k, v in kv.items()}
+    check("LLM profile: kind llm_iter for t_llm, coefficients not negative",
+          kv.get("kind") == "llm_iter" and kv.get("model") == "t_llm" and
+          all(float(kv[k]) >= 0 for k in ("fixed_us", "token_us", "emit_us", "pair_ns")), kv)
+    r = sb("run", "--model=" + llm, "--hw=" + prof, "--policy=chunked", "--rate=500", "--requests=50", "--no-db",
+           "--quiet")
+    check("simbatch run accepts the LLM profile as --hw", r.returncode == 0, r.stderr)
+    r = sb("live", "--model=" + llm, "--policy=continuous", "--rate=500", "--requests=30", "--no-db", "--quiet")
+    check("live LLM with the default --hw=profile", r.returncode == 0, r.stderr)
+
+# bad iteration profiles: file, line and key named, exit 2
+good = "kind = llm_iter\nmodel = t_llm\nfixed_us = 20\ntoken_us = 2\nemit_us = 1\npair_ns = 10\nmem_capacity_gb = 1\n"
+for label, text, want in [
+        ("negative", good.replace("token_us = 2", "token_us = -2"), ":4: key 'token_us'"),
+        ("unknown key", good + "speed = 3\n", ":8: unknown key 'speed'"),
+        ("missing key", good.replace("pair_ns = 10\n", ""), "key 'pair_ns' is missing"),
+        ("zero memory", good.replace("mem_capacity_gb = 1", "mem_capacity_gb = 0"), ":7: key 'mem_capacity_gb'"),
+        ("twice", good + "emit_us = 2\n", ":8: key 'emit_us' given twice"),
+        ("another model", good.replace("model = t_llm", "model = llm-tiny"), "measured for model llm-tiny")]:
+    bad = os.path.join(td, "bad.iter")
+    write(bad, text)
+    r = sb("run", "--model=" + llm, "--hw=" + bad, "--requests=5", "--no-db")
+    check(f"bad iteration profile ({label}): exit 2, one line naming it",
+          r.returncode == 2 and r.stderr.count("\n") == 1 and want in r.stderr, (r.returncode, r.stderr))
 
 # ---- timeline ----
 tl = os.path.join(td, "tl.json")

@@ -26,13 +26,18 @@ int cli_status_of(const char *err);
 int cmd_run(int argc, char **argv);
 
 /* The policy's view of a prepared run: c's knobs, the model, and the latency
- * estimates of c's hardware model (*lat, which the caller destroys). 0, or -1
- * with err. */
+ * estimates of c's hardware model, which *est holds (the caller releases it
+ * with run_estimates_free): node latencies, and for an LLM the iteration
+ * prices and the KV cache (eng_llm_env). 0, or -1 with err. */
 struct eng_config;
 struct pol_env;
-struct eng_latency;
-int run_policy_env(const struct eng_config *c, struct pol_env *env, struct eng_latency **lat, char *err,
+struct run_estimates {
+	struct eng_latency *lat;
+	struct llm_cost *llm;
+};
+int run_policy_env(const struct eng_config *c, struct pol_env *env, struct run_estimates *est, char *err,
                    size_t errlen);
+void run_estimates_free(struct run_estimates *est);
 /* Asks c's policy whether it takes c's model and knobs (its init on a trial
  * driver): 0, or -1 with the policy's refusal in err. `run --dry-run`,
  * sweeps' checks and live use it before anything runs. */

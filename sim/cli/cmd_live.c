@@ -441,7 +441,7 @@ static int live_serve(const struct opt_set *o, const struct eng_config *c, struc
 {
 	struct live_schedule sch;
 	struct live_result lr = { 0 };
-	struct eng_latency *lat = NULL;
+	struct run_estimates est = { 0 };
 	int rc = live_make_schedule(c, &sch, err, errlen);
 	if (rc != CLI_OK)
 		return rc;
@@ -457,7 +457,7 @@ static int live_serve(const struct opt_set *o, const struct eng_config *c, struc
 	if (live_gemm_kind(opt_str(o, "gemm"), &lc.gemm, err, errlen) != 0)
 		goto out;
 	/* the policy's estimates, as the engine gives them */
-	if (run_policy_env(c, &lc.env, &lat, err, errlen) != 0) {
+	if (run_policy_env(c, &lc.env, &est, err, errlen) != 0) {
 		rc = CLI_BAD_INPUT;
 		goto out;
 	}
@@ -482,7 +482,7 @@ out:
 		memset(res, 0, sizeof *res);
 	}
 	live_result_free(&lr);
-	eng_latency_destroy(lat);
+	run_estimates_free(&est);
 	live_schedule_free(&sch);
 	return rc;
 }
@@ -529,7 +529,14 @@ static int live_profile_write(const struct opt_set *o, const struct mdl_model *m
 		.output_len = m->uses_output_len ? (out_len ? out_len : 1) : 0,
 		.reps = opt_str(o, "profile-reps") ? (uint32_t)opt_uint(o, "profile-reps") : 11,
 	};
-	rc = rt_profile(&pc, f, err, errlen);
+	if (m->is_llm) {
+		/* prefills up to the token budget, within the context (rt_profile_llm) */
+		pc.max_tokens = opt_given(o, "max-batched-tokens") ? (uint32_t)opt_uint(o, "max-batched-tokens")
+		                                                   : m->llm.context;
+		rc = rt_profile_llm(&pc, f, err, errlen);
+	} else {
+		rc = rt_profile(&pc, f, err, errlen);
+	}
 out:
 	trc_lengths_free(in);
 	trc_lengths_free(out);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "../../hwmodels/llm_cost.h"
 #include "../engine/engine.h"
 #include "options.h"
 #include "report.h"
@@ -439,30 +440,42 @@ static int run_open_outputs(struct run_job *j, char *err, size_t errlen)
 	return 0;
 }
 
-int run_policy_env(const struct eng_config *c, struct pol_env *env, struct eng_latency **lat, char *err,
+int run_policy_env(const struct eng_config *c, struct pol_env *env, struct run_estimates *est, char *err,
                    size_t errlen)
 {
 	*env = c->env;
-	*lat = eng_latency_create(c->model, c->hw, c->env.max_batch, eng_max_input_len(c), err, errlen);
-	if (!*lat)
+	*est = (struct run_estimates){ 0 };
+	est->lat = eng_latency_create(c->model, c->hw, c->env.max_batch, eng_max_input_len(c), err, errlen);
+	if (!est->lat)
 		return -1;
 	env->model = c->model;
 	env->workers = c->workers;
-	env->lat = eng_latency_estimates(*lat);
+	env->lat = eng_latency_estimates(est->lat);
+	if (c->model->is_llm && eng_llm_env(c, env, &est->llm, err, errlen) != 0) {
+		run_estimates_free(est);
+		return -1;
+	}
 	return 0;
+}
+
+void run_estimates_free(struct run_estimates *est)
+{
+	eng_latency_destroy(est->lat);
+	llm_cost_destroy(est->llm);
+	*est = (struct run_estimates){ 0 };
 }
 
 int run_check_policy(const struct eng_config *c, char *err, size_t errlen)
 {
 	struct pol_env env;
-	struct eng_latency *lat = NULL;
-	if (run_policy_env(c, &env, &lat, err, errlen) != 0)
+	struct run_estimates est;
+	if (run_policy_env(c, &env, &est, err, errlen) != 0)
 		return -1;
 	struct pol_driver trial;
 	struct drv_config dc = { .policy = c->policy, .env = env, .max_cells = env.max_batch, .expected_requests = 1 };
 	int rc = drv_init(&trial, &dc, err, errlen);
 	drv_fini(&trial);
-	eng_latency_destroy(lat);
+	run_estimates_free(&est);
 	return rc;
 }
 

@@ -410,9 +410,6 @@ static uint32_t eng_max_cells(const struct eng_config *c)
 	return leaves > cells ? leaves : cells;
 }
 
-/* An LLM's iteration cost on the device, and its KV cache in blocks: the
- * device's memory less the weights (hwmodels/llm_cost.h). The cache must
- * hold the largest request whole, or that request could never finish. */
 /* The policy's iteration estimates (pol_latency.iter_ns): the engine's own prices. */
 static int64_t eng_iter_estimate_ns(void *ctx, uint32_t n, const uint32_t *tokens, const uint32_t *context,
                                     uint32_t emitting)
@@ -421,21 +418,21 @@ static int64_t eng_iter_estimate_ns(void *ctx, uint32_t n, const uint32_t *token
 	return llm_cost_iter_ns(ctx, n, tokens, context, emitting, 0, err, sizeof err);
 }
 
-static int eng_llm_setup(struct eng *e, struct pol_env *env)
+int eng_llm_env(const struct eng_config *c, struct pol_env *env, struct llm_cost **cost, char *err, size_t errlen)
 {
-	const struct eng_config *c = e->c;
 	uint32_t max_tokens = env->max_batched_tokens ? env->max_batched_tokens : 1;
-	if (llm_cost_create(c->hw, c->model, max_tokens, &e->llm, e->err, e->errlen) != 0)
-		return -1;
+	*cost = NULL;
 	if (env->block_size == 0) {
-		snprintf(e->err, e->errlen, "block size must be at least 1 token");
+		snprintf(err, errlen, "block size must be at least 1 token");
 		return -1;
 	}
-	env->lat.iter_ns = eng_iter_estimate_ns;
-	env->lat.iter_ctx = e->llm;
-	env->kv_blocks = llm_cost_kv_blocks(e->llm, env->block_size, e->err, e->errlen);
-	if (env->kv_blocks == 0)
+	if (llm_cost_create(c->hw, c->model, max_tokens, cost, err, errlen) != 0)
 		return -1;
+	env->lat.iter_ns = eng_iter_estimate_ns;
+	env->lat.iter_ctx = *cost;
+	env->kv_blocks = llm_cost_kv_blocks(*cost, env->block_size, err, errlen);
+	if (env->kv_blocks == 0)
+		goto fail;
 	uint64_t longest = 0;
 	if (c->trace) {
 		for (size_t i = 0; i < c->trace->n; i++)
@@ -447,12 +444,16 @@ static int eng_llm_setup(struct eng *e, struct pol_env *env)
 	env->longest_request_tokens = longest;
 	uint64_t blocks = (longest + env->block_size - 1) / env->block_size;
 	if (blocks > env->kv_blocks) {
-		snprintf(e->err, e->errlen, "the KV cache of hw %s (%llu blocks of %u tokens) cannot hold a request of %llu "
+		snprintf(err, errlen, "the KV cache of hw %s (%llu blocks of %u tokens) cannot hold a request of %llu "
 		         "tokens (prompt and output)", c->hw->label, (unsigned long long)env->kv_blocks, env->block_size,
 		         (unsigned long long)longest);
-		return -1;
+		goto fail;
 	}
 	return 0;
+fail:
+	llm_cost_destroy(*cost);
+	*cost = NULL;
+	return -1;
 }
 
 int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_t errlen)
@@ -483,7 +484,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	dc.env.model = m;
 	dc.env.workers = c->workers;
 	dc.env.lat = eng_latency_estimates(e.lat);
-	if (m->is_llm && eng_llm_setup(&e, &dc.env) != 0)
+	if (m->is_llm && eng_llm_env(c, &dc.env, &e.llm, err, errlen) != 0)
 		goto fail;
 	/* before the devices, so that a configuration the driver refuses allocates none */
 	if (drv_init(&e.drv, &dc, err, errlen) != 0)

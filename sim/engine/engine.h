@@ -46,6 +46,15 @@ struct eng_config {
 
 int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_t errlen);
 
+/* An LLM run's environment from c's hardware and requests: the policy's
+ * iteration prices (env->lat.iter_ns on *cost, which the caller destroys
+ * with llm_cost_destroy after the run), the KV cache in blocks of
+ * env->block_size (the device's memory less the weights) and the longest
+ * request, which that cache must hold whole. 0, or -1 with err and *cost
+ * NULL. */
+struct llm_cost;
+int eng_llm_env(const struct eng_config *c, struct pol_env *env, struct llm_cost **cost, char *err, size_t errlen);
+
 /* The longest input length a run's requests can have (the trace's, or the
  * input-length distribution's largest value); 0 for a model without one. */
 uint32_t eng_max_input_len(const struct eng_config *c);
