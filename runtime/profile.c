@@ -4,6 +4,7 @@
 #include <gsl/gsl_multifit.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,16 +37,84 @@ static uint64_t prof_position(const struct mdl_model *m, uint32_t t, uint32_t in
 	return 0;
 }
 
+/* What both profiles hold: the kernels on one device and stream, buffers of
+ * rows rows, and nstates request states of (input_len, output_len). */
+struct prof_session {
+	const struct rt_model_ops *kops;
+	const struct rt_backend_ops *be;
+	struct rt_dev *dev;
+	struct rt_model *km;
+	struct rt_stream *s;
+	void *work;
+	struct rt_model_info info;
+	void **states;
+	uint32_t nstates;
+	char desc[256];                  /* the device, described */
+};
+
+static void prof_close(struct prof_session *p)
+{
+	for (uint32_t i = 0; p->states && i < p->nstates; i++)
+		if (p->states[i])
+			p->be->free(p->dev, p->states[i]);
+	free(p->states);
+	if (p->work)
+		p->kops->work_destroy(p->km, p->work);
+	if (p->s)
+		p->be->stream_destroy(p->s);
+	if (p->km)
+		p->kops->destroy(p->km);
+	if (p->dev)
+		p->be->close(p->dev);
+	memset(p, 0, sizeof *p);
+}
+
+/* iterations: the model must run by iterations (1) or by nodes (0). 0, or
+ * -1 with err and the session closed. */
+static int prof_open(struct prof_session *p, const struct rt_profile_config *c, int iterations, uint32_t rows,
+                     uint32_t nstates, uint32_t input_len, uint32_t output_len, char *err, size_t errlen)
+{
+	const struct mdl_model *m = c->model;
+	memset(p, 0, sizeof *p);
+	if (!(p->kops = rt_kernels_find(m, err, errlen)) || !(p->be = rt_backend_find(c->device, err, errlen)))
+		goto fail;
+	if (!p->kops->run_iter != !iterations) {
+		snprintf(err, errlen, "model %s runs by %s", m->name, iterations ? "nodes" : "iterations");
+		goto fail;
+	}
+	struct rt_backend_cfg bc = { .gemm = c->gemm, .workers = 1 };
+	if (p->be->open(&bc, &p->dev, err, errlen) != 0 ||
+	    p->kops->create(m, p->be, p->dev, c->seed, &p->km, err, errlen) != 0)
+		goto fail;
+	p->kops->info(p->km, &p->info);
+	p->be->describe(p->dev, p->desc, sizeof p->desc);
+	if (p->be->stream_create(p->dev, 0, rows, p->info.max_k, &p->s, err, errlen) != 0 ||
+	    p->kops->work_create(p->km, rows, &p->work, err, errlen) != 0)
+		goto fail;
+	if (!(p->states = calloc(nstates, sizeof *p->states))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	p->nstates = nstates;
+	size_t bytes = p->kops->state_bytes(p->km, input_len, output_len);
+	for (uint32_t i = 0; i < nstates; i++) {
+		if (!(p->states[i] = p->be->alloc(p->dev, bytes))) {
+			snprintf(err, errlen, "out of device memory for %u request states", nstates);
+			goto fail;
+		}
+		if (p->kops->state_init(p->km, p->states[i], i, input_len, output_len, err, errlen) != 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	prof_close(p);
+	return -1;
+}
+
 int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t errlen)
 {
 	const struct mdl_model *m = c->model;
-	const struct rt_model_ops *kops = NULL;
-	const struct rt_backend_ops *be = NULL;
-	struct rt_dev *dev = NULL;
-	struct rt_model *km = NULL;
-	struct rt_stream *s = NULL;
-	void *work = NULL;
-	struct rt_model_info info;
+	struct prof_session p;
 	uint32_t maxb = c->batches[c->nbatches - 1];
 	struct rt_member *mb = calloc(maxb, sizeof *mb);
 	double *t = calloc(c->reps ? c->reps : 1, sizeof *t);
@@ -53,37 +122,24 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 
 	if (!mb || !t) {
 		snprintf(err, errlen, "out of memory");
-		goto out;
+		free(mb);
+		free(t);
+		return -1;
 	}
-	if (!(kops = rt_kernels_find(m, err, errlen)) || !(be = rt_backend_find(c->device, err, errlen)))
-		goto out;
-	if (!kops->run_node) {
-		snprintf(err, errlen, "model %s runs by iterations: rt_profile_llm times it", m->name);
-		goto out;
+	if (prof_open(&p, c, 0, maxb, maxb, c->input_len, c->output_len, err, errlen) != 0) {
+		free(mb);
+		free(t);
+		return -1;
 	}
-	struct rt_backend_cfg bc = { .gemm = c->gemm, .workers = 1 };
-	if (be->open(&bc, &dev, err, errlen) != 0 || kops->create(m, be, dev, c->seed, &km, err, errlen) != 0)
-		goto out;
-	kops->info(km, &info);
-	if (be->stream_create(dev, 0, maxb, info.max_k, &s, err, errlen) != 0 ||
-	    kops->work_create(km, maxb, &work, err, errlen) != 0)
-		goto out;
-	char desc[256];
-	be->describe(dev, desc, sizeof desc);
+	const struct rt_model_ops *kops = p.kops;
+	const struct rt_backend_ops *be = p.be;
 	fprintf(f, "# simbatch live kernel profile of model %s (%s)\n# device: %s\n"
 	        "# requests of input_len %u, output_len %u at the middle step; mean of %u timed calls after %d "
 	        "untimed ones (wall clock)\n%s\n",
-	        m->name, info.detail, desc, c->input_len, c->output_len, c->reps, PROF_WARMUP, "node,batch,latency_s");
-	size_t bytes = kops->state_bytes(km, c->input_len, c->output_len);
-	for (uint32_t i = 0; i < maxb; i++) {
-		mb[i] = (struct rt_member){ .id = i, .input_len = c->input_len, .output_len = c->output_len, .active = 1 };
-		if (!(mb[i].state = be->alloc(dev, bytes))) {
-			snprintf(err, errlen, "out of device memory for %u request states", maxb);
-			goto out;
-		}
-		if (kops->state_init(km, mb[i].state, i, c->input_len, c->output_len, err, errlen) != 0)
-			goto out;
-	}
+	        m->name, p.info.detail, p.desc, c->input_len, c->output_len, c->reps, PROF_WARMUP, "node,batch,latency_s");
+	for (uint32_t i = 0; i < maxb; i++)
+		mb[i] = (struct rt_member){ .id = i, .input_len = c->input_len, .output_len = c->output_len, .active = 1,
+		                            .state = p.states[i] };
 	for (uint32_t node = 0; node < m->nnodes; node++) {
 		uint64_t pos = prof_position(m, node, c->input_len, c->output_len);
 		double floor_s = 0;
@@ -92,14 +148,14 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 		for (size_t bi = 0; bi < c->nbatches; bi++) {
 			uint32_t b = c->batches[bi];
 			for (int r = 0; r < PROF_WARMUP; r++) {
-				kops->run_node(km, work, s, node, b, mb);
-				if (be->finish(s, err, errlen) != 0)
+				kops->run_node(p.km, p.work, p.s, node, b, mb);
+				if (be->finish(p.s, err, errlen) != 0)
 					goto out;
 			}
 			for (uint32_t r = 0; r < c->reps; r++) {
 				double t0 = prof_now_s();
-				kops->run_node(km, work, s, node, b, mb);
-				if (be->finish(s, err, errlen) != 0)
+				kops->run_node(p.km, p.work, p.s, node, b, mb);
+				if (be->finish(p.s, err, errlen) != 0)
 					goto out;
 				t[r] = prof_now_s() - t0;
 			}
@@ -118,18 +174,7 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 	}
 	rc = 0;
 out:
-	if (mb)
-		for (uint32_t i = 0; i < maxb; i++)
-			if (mb[i].state)
-				be->free(dev, mb[i].state);
-	if (work)
-		kops->work_destroy(km, work);
-	if (s)
-		be->stream_destroy(s);
-	if (km)
-		kops->destroy(km);
-	if (dev)
-		be->close(dev);
+	prof_close(&p);
 	free(mb);
 	free(t);
 	return rc;
@@ -250,60 +295,39 @@ static int prof_llm_time(const struct rt_profile_config *c, const struct rt_mode
 int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t errlen)
 {
 	const struct mdl_model *m = c->model;
-	const struct rt_model_ops *kops = NULL;
-	const struct rt_backend_ops *be = NULL;
-	struct rt_dev *dev = NULL;
-	struct rt_model *km = NULL;
-	struct rt_stream *s = NULL;
-	void *work = NULL;
-	struct rt_model_info info;
+	struct prof_session p;
 	struct prof_llm_point pts[PROF_LLM_MAX_POINTS];
 	uint32_t maxb = c->batches[c->nbatches - 1];
 	uint32_t rows = maxb > c->max_tokens ? maxb : c->max_tokens;
+	/* requests of a 1-token prompt and the rest of the context as output: any position may emit */
+	uint32_t ctx = m->llm.context, out_len = ctx - 1;
 	struct rt_iter_member *mb = calloc(maxb, sizeof *mb);
 	int rc = -1;
 
 	if (!mb) {
 		snprintf(err, errlen, "out of memory");
-		goto out;
+		return -1;
 	}
-	if (!(kops = rt_kernels_find(m, err, errlen)) || !(be = rt_backend_find(c->device, err, errlen)))
-		goto out;
-	struct rt_backend_cfg bc = { .gemm = c->gemm, .workers = 1 };
-	if (be->open(&bc, &dev, err, errlen) != 0 || kops->create(m, be, dev, c->seed, &km, err, errlen) != 0)
-		goto out;
-	kops->info(km, &info);
-	if (be->stream_create(dev, 0, rows, info.max_k, &s, err, errlen) != 0 ||
-	    kops->work_create(km, rows, &work, err, errlen) != 0)
-		goto out;
-	/* requests of a 1-token prompt and the rest of the context as output: any position may emit */
-	uint32_t ctx = m->llm.context, out_len = ctx - 1;
-	size_t bytes = kops->state_bytes(km, 1, out_len);
-	for (uint32_t i = 0; i < maxb; i++) {
-		mb[i] = (struct rt_iter_member){ .id = i, .input_len = 1, .output_len = out_len };
-		if (!(mb[i].state = be->alloc(dev, bytes))) {
-			snprintf(err, errlen, "out of device memory for %u request states", maxb);
-			goto out;
-		}
-		if (kops->state_init(km, mb[i].state, i, 1, out_len, err, errlen) != 0)
-			goto out;
+	if (prof_open(&p, c, 1, rows, maxb, 1, out_len, err, errlen) != 0) {
+		free(mb);
+		return -1;
 	}
+	for (uint32_t i = 0; i < maxb; i++)
+		mb[i] = (struct rt_iter_member){ .id = i, .input_len = 1, .output_len = out_len, .state = p.states[i] };
 	size_t n = prof_llm_plan(c, ctx, pts);
 	for (size_t i = 0; i < n; i++)
-		if (prof_llm_time(c, kops, be, km, work, s, mb, &pts[i], err, errlen) != 0)
+		if (prof_llm_time(c, p.kops, p.be, p.km, p.work, p.s, mb, &pts[i], err, errlen) != 0)
 			goto out;
 	double coef[PROF_LLM_TERMS];
 	if (prof_llm_fit(pts, n, coef) != 0) {
 		snprintf(err, errlen, "cannot fit the iteration model to %zu timed points", n);
 		goto out;
 	}
-	char desc[256];
-	be->describe(dev, desc, sizeof desc);
 	fprintf(f, "# simbatch LLM iteration profile of model %s (%s)\n# device: %s\n"
 	        "# %zu iterations, each the mean of %u timed calls after %d untimed ones (wall clock), fitted by least "
 	        "squares:\n#   seconds = fixed + token T + emit E + pair A (hwmodels/llm_iter.h)\n"
 	        "# members x tokens on cache, emitting: measured us, fitted us\n",
-	        m->name, info.detail, desc, n, c->reps, PROF_WARMUP);
+	        m->name, p.info.detail, p.desc, n, c->reps, PROF_WARMUP);
 	double worst = 0;
 	for (size_t i = 0; i < n; i++) {
 		double fit = 0;
@@ -327,18 +351,7 @@ int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t
 	}
 	rc = 0;
 out:
-	if (mb)
-		for (uint32_t i = 0; i < maxb; i++)
-			if (mb[i].state)
-				be->free(dev, mb[i].state);
-	if (work)
-		kops->work_destroy(km, work);
-	if (s)
-		be->stream_destroy(s);
-	if (km)
-		kops->destroy(km);
-	if (dev)
-		be->close(dev);
+	prof_close(&p);
 	free(mb);
 	return rc;
 }
