@@ -9,7 +9,8 @@
  *
  * Live-only options: --device, --gemm, --max-queue, --outputs-out,
  * --issue-out, and --profile-out (time the kernels per node and batch into a
- * node latency table, then exit: a calibration of the simulator against
+ * node latency table, or an LLM's iterations into an llm_iter file
+ * (hwmodels/llm_iter.h), then exit: a calibration of the simulator against
  * this runtime).
  *
  * SIGINT, SIGTERM and SIGHUP alike stop the run cleanly: no more arrivals,
@@ -45,7 +46,8 @@ static const struct opt_def live_own_opts[] = {
 	  "write each finished request's outputs: id in out | tokens | final vector" },
 	{ "issue-out", OPT_STR, NULL, 0, 0, 0, "write id,scheduled_s,issue_s,late_us per issued request" },
 	{ "profile-out", OPT_STR, NULL, 0, 0, 0,
-	  "time the kernels per node at batches 1, 2, 4, ... --max-batch into a node latency table, then exit" },
+	  "time the kernels per node at batches 1, 2, 4, ... --max-batch into a node latency table (an LLM: "
+	  "its iterations, fitted into an llm_iter file), then exit" },
 	{ "profile-reps", OPT_UINT, "11", 1, 1000, 0, "timed calls per profiled point (their mean is kept)" },
 };
 
