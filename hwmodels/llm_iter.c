@@ -1,6 +1,5 @@
 /* hwmodels/llm_iter.c: the measured LLM iteration model of llm_iter.h: its
  * file and its prices. */
-#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,31 +20,12 @@ enum { LI_MODEL, LI_FIXED, LI_TOKEN, LI_EMIT, LI_PAIR, LI_MEM, LI_NKEYS };
 static const char *const li_keys[LI_NKEYS] = { "model", "fixed_us", "token_us", "emit_us", "pair_ns",
                                                "mem_capacity_gb" };
 
-/* Strips a comment and blanks; splits KEY = VALUE. 0 on a blank line, 1 on
- * a setting, -1 when the line is neither. */
-static int li_split(char *line, char **key, char **value)
-{
-	char *hash = strchr(line, '#');
-	if (hash)
-		*hash = '\0';
-	char *s = txt_trim(line);
-	if (*s == '\0')
-		return 0;
-	char *eq = strchr(s, '=');
-	if (!eq)
-		return -1;
-	*eq = '\0';
-	*key = txt_trim(s);
-	*value = txt_trim(eq + 1);
-	return 1;
-}
-
 static int li_judge(char *line, unsigned long lineno, void *ctx)
 {
 	(void)lineno;
 	(void)ctx;
 	char *key, *value;
-	int got = li_split(line, &key, &value);
+	int got = txt_setting(line, &key, &value);
 	if (got == 0)
 		return -1;
 	return got > 0 && strcmp(key, "kind") == 0 && strcmp(value, LLM_ITER_KIND) == 0;
@@ -109,7 +89,7 @@ static int li_load(const char *path, struct llm_iter_hw *r, char *name, size_t n
 		return -1;
 	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
 		char *key, *value;
-		int kind = li_split(line, &key, &value);
+		int kind = txt_setting(line, &key, &value);
 		if (kind == 0)
 			continue;
 		if (kind < 0) {

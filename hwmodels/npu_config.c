@@ -85,34 +85,6 @@ static int npu_cfg_fail(struct npu_parser *p, const char *fmt, ...)
 }
 
 /* Cuts a trailing comment and surrounding blanks in place. */
-static char *npu_cfg_clean(char *s)
-{
-	char *hash = strchr(s, '#');
-	size_t len;
-
-	if (hash)
-		*hash = '\0';
-	while (isspace((unsigned char)*s))
-		s++;
-	len = strlen(s);
-	while (len > 0 && isspace((unsigned char)s[len - 1]))
-		s[--len] = '\0';
-	return s;
-}
-
-/* Splits "key = value" in place. Returns 0, or -1 when there is no '='. */
-static int npu_cfg_split(char *s, char **key, char **value)
-{
-	char *eq = strchr(s, '=');
-
-	if (!eq)
-		return -1;
-	*eq = '\0';
-	*key = npu_cfg_clean(s);
-	*value = npu_cfg_clean(eq + 1);
-	return 0;
-}
-
 static int npu_cfg_value(struct npu_parser *p, const struct npu_key *k, const char *v,
                          struct npu_config *c)
 {
@@ -171,12 +143,15 @@ static int npu_cfg_value(struct npu_parser *p, const struct npu_key *k, const ch
 
 static int npu_cfg_line(struct npu_parser *p, char *line, struct npu_config *c)
 {
-	char *s = npu_cfg_clean(line), *key, *value;
+	char *key, *value;
+	int got = txt_setting(line, &key, &value);
 
-	if (*s == '\0')
+	if (got == 0)
 		return 0;
-	if (npu_cfg_split(s, &key, &value) || *key == '\0')
-		return npu_cfg_fail(p, "expected KEY = VALUE, got '%s'", s);
+	if (got < 0)
+		return npu_cfg_fail(p, "expected KEY = VALUE, got '%s'", key);
+	if (*key == '\0')
+		return npu_cfg_fail(p, "expected KEY = VALUE, got '= %s'", value);
 	if (strcmp(key, NPU_KIND_KEY) == 0) {
 		if (p->kind_line)
 			return npu_cfg_fail(p, "key 'kind' given twice (first on line %lu)", p->kind_line);
@@ -296,13 +271,14 @@ done:
 /* The first line with data must be "kind = npu". */
 static int npu_cfg_judge(char *line, unsigned long lineno, void *ctx)
 {
-	char *s = npu_cfg_clean(line), *key, *value;
+	char *key, *value;
+	int got = txt_setting(line, &key, &value);
 
 	(void)lineno;
 	(void)ctx;
-	if (*s == '\0')
+	if (got == 0)
 		return -1;
-	return npu_cfg_split(s, &key, &value) == 0 && strcmp(key, NPU_KIND_KEY) == 0;
+	return got > 0 && strcmp(key, NPU_KIND_KEY) == 0;
 }
 
 int npu_config_sniff(const char *path, char *err, size_t errlen)

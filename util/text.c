@@ -30,6 +30,24 @@ int txt_line_is_blank_or_comment(const char *trimmed)
 	return trimmed[0] == '\0' || trimmed[0] == '#';
 }
 
+int txt_setting(char *line, char **key, char **value)
+{
+	char *hash = strchr(line, '#');
+	if (hash)
+		*hash = '\0';
+	char *s = txt_trim(line), *eq = strchr(s, '=');
+	*key = s;
+	*value = NULL;
+	if (*s == '\0')
+		return 0;
+	if (!eq)
+		return -1;
+	*eq = '\0';
+	*key = txt_trim(s);
+	*value = txt_trim(eq + 1);
+	return 1;
+}
+
 size_t txt_split(char *s, char sep, char **fields, size_t max)
 {
 	size_t n = 0;

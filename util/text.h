@@ -22,6 +22,12 @@ char *txt_trim(char *s);
  * starting with '#'. */
 int txt_line_is_blank_or_comment(const char *trimmed);
 
+/* One line of a KEY = VALUE settings file (NPU files, LLM iteration
+ * profiles), in place: drops a '#' comment and trims. Returns 0 for a line
+ * with no data; 1 with *key and *value trimmed (split at the first '=');
+ * -1 when there is no '=', *key then being the trimmed line (to quote). */
+int txt_setting(char *line, char **key, char **value);
+
 /* Splits s in place at every sep and trims each field. Stores up to max
  * field pointers and returns the number of fields found (which may exceed
  * max: the caller reports that as an error). */
