@@ -54,8 +54,8 @@ struct llm_layer {
 
 struct rt_model {
 	struct rt_model_head h;             /* first: be, dev, m, seed, weight_bytes */
-	uint32_t layers, d, heads, kv_heads, dk, ffn, vocab, context, gated;
-	uint32_t qdim, kvdim, qkv_width, up_width;
+	struct mdl_llm l;                   /* the model file's shapes */
+	uint32_t qdim, kvdim, qkv_width, up_width;   /* derived: query and key/value widths, product widths */
 	struct llm_layer layer[LLM_MAX_LAYERS];
 	struct rt_weight *head;
 	float *head_b, *zero_ffn, *emb, *pos;     /* head_b: zeros (no bias); pos: context x d */
@@ -86,22 +86,14 @@ static int llm_shape(const struct mdl_model *m, struct rt_model *km, char *why, 
 		snprintf(why, len, "needs 1..%d layers and query heads a multiple of the key/value heads", LLM_MAX_LAYERS);
 		return 0;
 	}
-	km->layers = l->layers;
-	km->d = l->hidden;
-	km->heads = l->heads;
-	km->kv_heads = l->kv_heads;
-	km->dk = l->head_dim;
-	km->ffn = l->ffn;
-	km->vocab = l->vocab;
-	km->context = l->context;
-	km->gated = l->gated;
+	km->l = *l;
 	km->qdim = l->heads * l->head_dim;
 	km->kvdim = l->kv_heads * l->head_dim;
 	km->qkv_width = km->qdim + 2 * km->kvdim;
-	km->up_width = (km->gated ? 2 : 1) * km->ffn;
-	uint64_t floats = (uint64_t)km->layers * ((uint64_t)km->d * km->qkv_width + (uint64_t)km->qdim * km->d +
-	                                          (uint64_t)km->d * km->up_width + (uint64_t)km->ffn * km->d) +
-	                  2 * (uint64_t)km->vocab * km->d + (uint64_t)km->context * km->d;
+	km->up_width = (km->l.gated ? 2 : 1) * km->l.ffn;
+	uint64_t floats = (uint64_t)km->l.layers * ((uint64_t)km->l.hidden * km->qkv_width + (uint64_t)km->qdim * km->l.hidden +
+	                                          (uint64_t)km->l.hidden * km->up_width + (uint64_t)km->l.ffn * km->l.hidden) +
+	                  2 * (uint64_t)km->l.vocab * km->l.hidden + (uint64_t)km->l.context * km->l.hidden;
 	if (floats * sizeof(float) > LLM_MAX_WEIGHT_BYTES) {
 		snprintf(why, len, "its weights take %.1f GB in fp32; the live kernels hold at most %.0f GB (a model "
 		         "for live runs is small, like llm-tiny)", floats * 4e-9, LLM_MAX_WEIGHT_BYTES * 1e-9);
@@ -129,7 +121,7 @@ static void llm_destroy(struct rt_model *km)
 	if (!km)
 		return;
 	const struct rt_backend_ops *be = km->h.be;
-	for (uint32_t l = 0; l < km->layers; l++) {
+	for (uint32_t l = 0; l < km->l.layers; l++) {
 		for (int i = 0; i < LLM_NW; i++)
 			be->weight_destroy(km->h.dev, km->layer[l].w[i]);
 		rt_kern_free_buffers(be, km->h.dev, km->layer[l].b, LLM_NB);
@@ -157,7 +149,7 @@ static float *llm_table(struct rt_model *km, size_t n, float offset, float scale
 /* Sinusoidal positions: sin on even, cos on odd dimensions. */
 static int llm_positions(struct rt_model *km, char *err, size_t errlen)
 {
-	size_t n = (size_t)km->context * km->d;
+	size_t n = (size_t)km->l.context * km->l.hidden;
 	float *pos = malloc(n * sizeof(float));
 	km->pos = km->h.be->alloc(km->h.dev, n * sizeof(float));
 	if (!pos || !km->pos) {
@@ -165,10 +157,10 @@ static int llm_positions(struct rt_model *km, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory for the position table");
 		return -1;
 	}
-	for (uint32_t p = 0; p < km->context; p++)
-		for (uint32_t j = 0; j < km->d; j++) {
-			double angle = p / pow(10000.0, (double)(j & ~1u) / km->d);
-			pos[(size_t)p * km->d + j] = (float)(j & 1 ? cos(angle) : sin(angle));
+	for (uint32_t p = 0; p < km->l.context; p++)
+		for (uint32_t j = 0; j < km->l.hidden; j++) {
+			double angle = p / pow(10000.0, (double)(j & ~1u) / km->l.hidden);
+			pos[(size_t)p * km->l.hidden + j] = (float)(j & 1 ? cos(angle) : sin(angle));
 		}
 	km->h.weight_bytes += n * sizeof(float);
 	int rc = km->h.be->upload(km->h.dev, km->pos, pos, n * sizeof(float), err, errlen);
@@ -183,29 +175,29 @@ static int llm_create(const struct mdl_model *m, const struct rt_backend_ops *be
 	struct rt_model *km = rt_kern_model_new(sizeof *km, m, be, dev, seed, llm_shape, err, errlen);
 	if (!km)
 		return -1;
-	if (!be->gated_silu && km->gated) {
+	if (!be->gated_silu && km->l.gated) {
 		snprintf(err, errlen, "model %s: backend %s has no gated MLP kernel", m->name, be->name);
 		goto fail;
 	}
-	for (uint32_t l = 0; l < km->layers; l++) {
+	for (uint32_t l = 0; l < km->l.layers; l++) {
 		struct llm_layer *ly = &km->layer[l];
 		uint64_t tag = (uint64_t)(l + 1) << 8;
-		const uint32_t shape[LLM_NW][2] = { { km->d, km->qkv_width }, { km->qdim, km->d }, { km->d, km->up_width },
-		                                    { km->ffn, km->d } };
+		const uint32_t shape[LLM_NW][2] = { { km->l.hidden, km->qkv_width }, { km->qdim, km->l.hidden }, { km->l.hidden, km->up_width },
+		                                    { km->l.ffn, km->l.hidden } };
 		for (int i = 0; i < LLM_NW; i++)
 			if (llm_weight(km, shape[i][0], shape[i][1], tag + (uint64_t)i, &ly->w[i], err, errlen) != 0)
 				goto fail;
 		for (int i = 0; i < LLM_NB; i++) {
 			int gain = i == LLM_G1 || i == LLM_G2;
-			if (!(ly->b[i] = llm_table(km, km->d, gain ? 1.0f : 0.0f, gain ? 0.5f : 0.1f, tag + 64 + (uint64_t)i,
+			if (!(ly->b[i] = llm_table(km, km->l.hidden, gain ? 1.0f : 0.0f, gain ? 0.5f : 0.1f, tag + 64 + (uint64_t)i,
 			                           err, errlen)))
 				goto fail;
 		}
 	}
-	if (llm_weight(km, km->d, km->vocab, 1, &km->head, err, errlen) != 0 ||
-	    !(km->head_b = llm_table(km, km->vocab, 0.0f, 0.0f, 2, err, errlen)) ||
-	    !(km->zero_ffn = llm_table(km, km->ffn, 0.0f, 0.0f, 3, err, errlen)) ||
-	    !(km->emb = llm_table(km, (size_t)km->vocab * km->d, 0.0f, 1.0f, 4, err, errlen)) ||
+	if (llm_weight(km, km->l.hidden, km->l.vocab, 1, &km->head, err, errlen) != 0 ||
+	    !(km->head_b = llm_table(km, km->l.vocab, 0.0f, 0.0f, 2, err, errlen)) ||
+	    !(km->zero_ffn = llm_table(km, km->l.ffn, 0.0f, 0.0f, 3, err, errlen)) ||
+	    !(km->emb = llm_table(km, (size_t)km->l.vocab * km->l.hidden, 0.0f, 1.0f, 4, err, errlen)) ||
 	    llm_positions(km, err, errlen) != 0)
 		goto fail;
 	*out = km;
@@ -217,12 +209,12 @@ fail:
 
 static void llm_info(const struct rt_model *km, struct rt_model_info *o)
 {
-	uint32_t max_k = km->d > km->qdim ? km->d : km->qdim;
-	*o = (struct rt_model_info){ .family = "llm", .output_floats = km->d,
-	                             .max_k = km->ffn > max_k ? km->ffn : max_k, .weight_bytes = km->h.weight_bytes };
+	uint32_t max_k = km->l.hidden > km->qdim ? km->l.hidden : km->qdim;
+	*o = (struct rt_model_info){ .family = "llm", .output_floats = km->l.hidden,
+	                             .max_k = km->l.ffn > max_k ? km->l.ffn : max_k, .weight_bytes = km->h.weight_bytes };
 	snprintf(o->detail, sizeof o->detail, "%u layers, d %u, %u query heads of %u on %u key/value heads, %s MLP %u, "
-	         "vocabulary %u, context %u", km->layers, km->d, km->heads, km->dk, km->kv_heads,
-	         km->gated ? "gated" : "plain", km->ffn, km->vocab, km->context);
+	         "vocabulary %u, context %u", km->l.layers, km->l.hidden, km->l.heads, km->l.head_dim, km->l.kv_heads,
+	         km->l.gated ? "gated" : "plain", km->l.ffn, km->l.vocab, km->l.context);
 }
 
 /* ---- request state ---- */
@@ -237,8 +229,8 @@ static struct llm_layout llm_layout(const struct rt_model *km, uint32_t input_le
 {
 	struct llm_layout L;
 	L.cap = (size_t)input_len + output_len;
-	L.cache = km->d;
-	L.tok_b = (L.cache + 2 * (size_t)km->layers * L.cap * km->kvdim) * sizeof(float);
+	L.cache = km->l.hidden;
+	L.tok_b = (L.cache + 2 * (size_t)km->l.layers * L.cap * km->kvdim) * sizeof(float);
 	L.bytes = L.tok_b + (L.cap ? L.cap : 1) * sizeof(int32_t);
 	return L;
 }
@@ -262,13 +254,13 @@ static size_t llm_state_bytes(const struct rt_model *km, uint32_t input_len, uin
 static int llm_state_init(const struct rt_model *km, void *state, uint64_t id, uint32_t input_len,
                           uint32_t output_len, char *err, size_t errlen)
 {
-	if ((uint64_t)input_len + output_len > km->context) {
+	if ((uint64_t)input_len + output_len > km->l.context) {
 		snprintf(err, errlen, "request %llu: %u prompt and %u output tokens exceed the model's context of %u",
-		         (unsigned long long)id, input_len, output_len, km->context);
+		         (unsigned long long)id, input_len, output_len, km->l.context);
 		return -1;
 	}
 	struct llm_layout L = llm_layout(km, input_len, output_len);
-	return rt_kern_token_state(km->h.be, km->h.dev, state, L.bytes, L.tok_b, input_len, km->vocab, km->h.seed,
+	return rt_kern_token_state(km->h.be, km->h.dev, state, L.bytes, L.tok_b, input_len, km->l.vocab, km->h.seed,
 	                           LLM_TAG_TOKENS + id, err, errlen);
 }
 
@@ -303,13 +295,13 @@ static int llm_work_create(const struct rt_model *km, uint32_t rows, void **work
 	struct rt_dev *dev = km->h.dev;
 	size_t r = rows ? rows : 1;
 	w->rows = rows;
-	w->x = be->alloc(dev, r * km->d * sizeof(float));
+	w->x = be->alloc(dev, r * km->l.hidden * sizeof(float));
 	w->qkv = be->alloc(dev, r * km->qkv_width * sizeof(float));
 	w->a = be->alloc(dev, r * km->qdim * sizeof(float));
-	w->o = be->alloc(dev, r * km->d * sizeof(float));
+	w->o = be->alloc(dev, r * km->l.hidden * sizeof(float));
 	w->f = be->alloc(dev, r * km->up_width * sizeof(float));
-	w->hl = be->alloc(dev, r * km->d * sizeof(float));
-	w->logits = be->alloc(dev, r * km->vocab * sizeof(float));
+	w->hl = be->alloc(dev, r * km->l.hidden * sizeof(float));
+	w->logits = be->alloc(dev, r * km->l.vocab * sizeof(float));
 	w->zero_tok = be->alloc(dev, sizeof(int32_t));
 	w->tok = calloc(r, sizeof *w->tok);
 	w->pos = calloc(r, sizeof *w->pos);
@@ -383,22 +375,22 @@ static void llm_layer_run(const struct rt_model *km, struct llm_work *w, struct 
 {
 	const struct rt_backend_ops *be = km->h.be;
 	const struct llm_layer *ly = &km->layer[l];
-	const size_t d = km->d, qw = km->qkv_width;
+	const size_t d = km->l.hidden, qw = km->qkv_width;
 	be->gemm(s, ly->w[LLM_W_QKV], rows, w->x, d, w->qkv, qw);
 	llm_cache_rows(km, w, n, mb, pad, l);
 	be->scatter(s, rows, km->kvdim, w->qkv + km->qdim, qw, w->dst);
 	be->scatter(s, rows, km->kvdim, w->qkv + km->qdim + km->kvdim, qw, w->dst2);
-	size_t group = (size_t)km->kv_heads * km->dk;
-	for (uint32_t j = 0; j < km->heads / km->kv_heads; j++)
-		be->attention(s, rows, km->kv_heads, km->dk, w->qkv + j * group, qw, w->kc, w->vc, km->kvdim, w->len,
+	size_t group = (size_t)km->l.kv_heads * km->l.head_dim;
+	for (uint32_t j = 0; j < km->l.heads / km->l.kv_heads; j++)
+		be->attention(s, rows, km->l.kv_heads, km->l.head_dim, w->qkv + j * group, qw, w->kc, w->vc, km->kvdim, w->len,
 		              w->a + j * group, km->qdim);
 	be->gemm(s, ly->w[LLM_W_O], rows, w->a, km->qdim, w->o, d);
 	be->add_layernorm(s, rows, (uint32_t)d, w->x, d, w->o, d, ly->b[LLM_G1], ly->b[LLM_B1]);
 	be->gemm(s, ly->w[LLM_W_UP], rows, w->x, d, w->f, km->up_width);
-	if (km->gated)
-		be->gated_silu(s, rows, km->ffn, w->f, km->up_width);
+	if (km->l.gated)
+		be->gated_silu(s, rows, km->l.ffn, w->f, km->up_width);
 	else
-		be->bias_act(s, rows, km->ffn, w->f, km->up_width, km->zero_ffn, RT_ACT_RELU);
+		be->bias_act(s, rows, km->l.ffn, w->f, km->up_width, km->zero_ffn, RT_ACT_RELU);
 	be->gemm(s, ly->w[LLM_W_DOWN], rows, w->f, km->up_width, w->o, d);
 	be->add_layernorm(s, rows, (uint32_t)d, w->x, d, w->o, d, ly->b[LLM_G2], ly->b[LLM_B2]);
 }
@@ -415,17 +407,17 @@ static void llm_emit(const struct rt_model *km, struct llm_work *w, struct rt_st
 		if (!mb[i].emit)
 			continue;
 		struct llm_layout L = llm_layout(km, mb[i].input_len, mb[i].output_len);
-		w->src[e] = w->x + (size_t)(r - 1) * km->d;
+		w->src[e] = w->x + (size_t)(r - 1) * km->l.hidden;
 		w->tok_out[e] = llm_tokens(mb[i].state, &L) + mb[i].context + mb[i].tokens;
 		w->dst[e] = mb[i].state;
 		e++;
 	}
 	if (!e)
 		return;
-	be->gather(s, e, km->d, w->hl, km->d, w->src);
-	be->gemm(s, km->head, e, w->hl, km->d, w->logits, km->vocab);
-	be->bias_argmax(s, e, km->vocab, w->logits, km->vocab, km->head_b, w->tok_out);
-	be->scatter(s, e, km->d, w->hl, km->d, w->dst);
+	be->gather(s, e, km->l.hidden, w->hl, km->l.hidden, w->src);
+	be->gemm(s, km->head, e, w->hl, km->l.hidden, w->logits, km->l.vocab);
+	be->bias_argmax(s, e, km->l.vocab, w->logits, km->l.vocab, km->head_b, w->tok_out);
+	be->scatter(s, e, km->l.hidden, w->hl, km->l.hidden, w->dst);
 }
 
 static int llm_run_iter(const struct rt_model *km, void *work, struct rt_stream *s, uint32_t n,
@@ -452,9 +444,9 @@ static int llm_run_iter(const struct rt_model *km, void *work, struct rt_stream 
 	if (rows == 0)
 		return 0;
 	llm_rows(km, w, n, mb, pad);
-	km->h.be->embed(s, (uint32_t)rows, km->d, w->x, km->d, km->emb, w->tok);
-	km->h.be->add_rows(s, (uint32_t)rows, km->d, w->x, km->d, km->pos, w->pos);
-	for (uint32_t l = 0; l < km->layers; l++)
+	km->h.be->embed(s, (uint32_t)rows, km->l.hidden, w->x, km->l.hidden, km->emb, w->tok);
+	km->h.be->add_rows(s, (uint32_t)rows, km->l.hidden, w->x, km->l.hidden, km->pos, w->pos);
+	for (uint32_t l = 0; l < km->l.layers; l++)
 		llm_layer_run(km, w, s, (uint32_t)rows, n, mb, pad, l);
 	llm_emit(km, w, s, n, mb);
 	return 0;
@@ -465,9 +457,9 @@ static int llm_outputs(const struct rt_model *km, const void *state, uint32_t in
 {
 	struct llm_layout L = llm_layout(km, input_len, output_len);
 	const unsigned char *st = state;
-	out->nvalues = km->d;
+	out->nvalues = km->l.hidden;
 	out->ntokens = output_len;
-	if (km->h.be->download(km->h.dev, out->values, st, km->d * sizeof(float), err, errlen) != 0)
+	if (km->h.be->download(km->h.dev, out->values, st, km->l.hidden * sizeof(float), err, errlen) != 0)
 		return -1;
 	if (output_len && km->h.be->download(km->h.dev, out->tokens, st + L.tok_b + (size_t)input_len * sizeof(int32_t),
 	                                   output_len * sizeof(int32_t), err, errlen) != 0)
