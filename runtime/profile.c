@@ -271,24 +271,24 @@ static int prof_llm_fit(const struct prof_llm_point *pts, size_t n, double *coef
 }
 
 /* One point's mean time: members 0..p->members-1 at its positions. */
-static int prof_llm_time(const struct rt_profile_config *c, const struct rt_model_ops *kops, const struct rt_backend_ops *be,
-                         struct rt_model *km, void *work, struct rt_stream *s, struct rt_iter_member *mb,
-                         struct prof_llm_point *p, char *err, size_t errlen)
+static int prof_llm_time(const struct rt_profile_config *c, const struct prof_session *p, struct rt_iter_member *mb,
+                         struct prof_llm_point *pt, char *err, size_t errlen)
 {
-	for (uint32_t i = 0; i < p->members; i++) {
-		mb[i].context = p->context;
-		mb[i].tokens = p->tokens;
-		mb[i].emit = p->emit;
+	for (uint32_t i = 0; i < pt->members; i++) {
+		mb[i].context = pt->context;
+		mb[i].tokens = pt->tokens;
+		mb[i].emit = pt->emit;
 	}
 	double sum = 0;
 	for (uint32_t r = 0; r < PROF_WARMUP + c->reps; r++) {
 		double t0 = prof_now_s();
-		if (kops->run_iter(km, work, s, p->members, mb, 0, err, errlen) != 0 || be->finish(s, err, errlen) != 0)
+		if (p->kops->run_iter(p->km, p->work, p->s, pt->members, mb, 0, err, errlen) != 0 ||
+		    p->be->finish(p->s, err, errlen) != 0)
 			return -1;
 		if (r >= PROF_WARMUP)
 			sum += prof_now_s() - t0;
 	}
-	p->seconds = sum / c->reps;
+	pt->seconds = sum / c->reps;
 	return 0;
 }
 
@@ -316,7 +316,7 @@ int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t
 		mb[i] = (struct rt_iter_member){ .id = i, .input_len = 1, .output_len = out_len, .state = p.states[i] };
 	size_t n = prof_llm_plan(c, ctx, pts);
 	for (size_t i = 0; i < n; i++)
-		if (prof_llm_time(c, p.kops, p.be, p.km, p.work, p.s, mb, &pts[i], err, errlen) != 0)
+		if (prof_llm_time(c, &p, mb, &pts[i], err, errlen) != 0)
 			goto out;
 	double coef[PROF_LLM_TERMS];
 	if (prof_llm_fit(pts, n, coef) != 0) {
