@@ -270,7 +270,7 @@ static int prof_llm_fit(const struct prof_llm_point *pts, size_t n, double *coef
 	}
 }
 
-/* One point's mean time: members 0..p->members-1 at its positions. */
+/* One point's mean time: members 0..pt->members-1 at its positions. */
 static int prof_llm_time(const struct rt_profile_config *c, const struct prof_session *p, struct rt_iter_member *mb,
                          struct prof_llm_point *pt, char *err, size_t errlen)
 {
