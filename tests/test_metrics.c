@@ -258,6 +258,34 @@ static void test_queue_histogram_by_hand(void **state)
 	metrics_destroy(m);
 }
 
+/* The one-pass CDF of a histogram against its quantiles read one at a
+ * time, and, on values exact below 256 ns, against the sorted values. */
+static void test_hist_quantiles_one_pass(void **state)
+{
+	(void)state;
+	static struct metrics_hist h;
+	double cdf[1000];
+	const uint64_t sizes[] = { 0, 1, 7, 999, 1000, 1001, 50000 };
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(r, 11);
+	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+		memset(&h, 0, sizeof h);
+		for (uint64_t i = 0; i < sizes[k]; i++)
+			metrics_hist_add(&h, k % 2 ? draw_exponential(r) : draw_log_uniform(r));
+		metrics_hist_quantiles_ns(&h, cdf, 1000);
+		for (uint64_t i = 0; i < 1000; i++)
+			assert_true(cdf[i] == metrics_hist_quantile_ns(&h, i + 1, 1000));
+	}
+	/* 1..10 ns: quantile i/1000 is value ceil(10 i / 1000) */
+	memset(&h, 0, sizeof h);
+	for (int v = 10; v >= 1; v--)
+		metrics_hist_add(&h, v);
+	metrics_hist_quantiles_ns(&h, cdf, 1000);
+	for (int i = 1; i <= 1000; i++)
+		assert_true(cdf[i - 1] == (double)((10 * i + 999) / 1000));
+	gsl_rng_free(r);
+}
+
 static void test_violation_rate_by_hand(void **state)
 {
 	(void)state;
@@ -342,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_radix_sort_matches_qsort),
 		cmocka_unit_test(test_queue_histogram_p99),
 		cmocka_unit_test(test_queue_histogram_by_hand),
+		cmocka_unit_test(test_hist_quantiles_one_pass),
 		cmocka_unit_test(test_violation_rate_by_hand),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_tail_min_requests),

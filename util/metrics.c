@@ -341,6 +341,19 @@ double metrics_hist_quantile_ns(const struct metrics_hist *h, uint64_t num, uint
 	return 0.0;
 }
 
+void metrics_hist_quantiles_ns(const struct metrics_hist *h, double *out, uint64_t npoints)
+{
+	/* the ranks only grow with i: one pass over the buckets */
+	uint64_t n = h->n, cum = 0;
+	unsigned b = 0;
+	for (uint64_t i = 1; i <= npoints; i++) {
+		uint64_t rank = n / npoints * i + ((n % npoints) * i + npoints - 1) / npoints;
+		while (b < HIST_BUCKETS && (cum + h->count[b] < rank || cum + h->count[b] == 0))
+			cum += h->count[b++];
+		out[i - 1] = b < HIST_BUCKETS ? hist_bucket_mid_ns(b) : 0.0;
+	}
+}
+
 double metrics_hist_mean_ns(const struct metrics_hist *h)
 {
 	return h->n ? (double)(sum128_value(h->sum_lo, h->sum_hi) / (long double)h->n) : 0.0;

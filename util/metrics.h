@@ -44,6 +44,9 @@ void metrics_hist_add(struct metrics_hist *h, int64_t ns);
 /* The nearest-rank quantile num/den (rank ceil(n num / den), 1-based, in
  * integers), as its bucket's midpoint in ns; 0 when empty. */
 double metrics_hist_quantile_ns(const struct metrics_hist *h, uint64_t num, uint64_t den);
+/* out[i] = metrics_hist_quantile_ns(h, i + 1, npoints) for i < npoints, in
+ * one pass over the buckets. */
+void metrics_hist_quantiles_ns(const struct metrics_hist *h, double *out, uint64_t npoints);
 double metrics_hist_mean_ns(const struct metrics_hist *h);
 
 struct metrics *metrics_create(size_t expected_samples);
