@@ -174,6 +174,10 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 		res->itl_p90_ms = metrics_hist_quantile_ns(d->itl, 90, 100) * 1e-6;
 		res->itl_p99_ms = metrics_hist_quantile_ns(d->itl, 99, 100) * 1e-6;
 		res->itl_max_ms = d->itl->max_ns * 1e-6;
+		metrics_hist_quantiles_ns(d->itl, res->itl_cdf_ms, METRICS_CDF_POINTS);
+		for (int i = 0; i < METRICS_CDF_POINTS; i++)
+			res->itl_cdf_ms[i] *= 1e-6;
+		res->itl_cdf_ms[METRICS_CDF_POINTS - 1] = res->itl_max_ms;   /* known exactly */
 	}
 	if (d->c.policy->stats)
 		res->npolicy_stats = d->c.policy->stats(d->st, res->policy_stats, POL_MAX_STATS);

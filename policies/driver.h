@@ -69,6 +69,7 @@ struct drv_result {
 	struct metrics_summary ttft, tpot;   /* time to first token; time per output token (requests of 2+ tokens) */
 	double itl_mean_ms, itl_p50_ms, itl_p90_ms, itl_p99_ms, itl_max_ms;   /* inter-token gaps (within 1/256) */
 	uint64_t itl_count;
+	double itl_cdf_ms[METRICS_CDF_POINTS];   /* quantile (i+1)/1000 of the gaps as above; the last the max */
 	double goodput_rps;         /* measured requests meeting both SLOs, per second of the measured span */
 	uint64_t iter_tokens;       /* tokens the iterations ran */
 };

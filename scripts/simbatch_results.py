@@ -7,6 +7,7 @@ schema is docs/RESULTS.md). Nothing here writes to the database.
     import simbatch_results as sr
     runs = sr.runs("results/simbatch.db")           # a row per run, its options as "--KEY" columns
     c = sr.cdf("results/simbatch.db", 12)           # run 12's latency CDF: quantile, latency_ms
+    t = sr.cdf("results/simbatch.db", 12, "ttft")   # an LLM run's TTFT (or tpot, itl) CDF: quantile, value_ms
     q = sr.requests("results/simbatch.db", 12)      # its per-request rows (stored with --db-requests)
     s = sr.stats("results/simbatch.db")             # policy and node counters, one row per run and key
 
@@ -54,22 +55,34 @@ def runs(path):
     return df.set_index("run_id", drop=False)
 
 
-def cdf(path, run_id):
-    """Run run_id's latency CDF: 1000 rows, quantile i/1000 and its latency in ms."""
+def cdf(path, run_id, metric="latency"):
+    """Run run_id's CDF of metric: 1000 rows, quantile i/1000 and its value in
+    ms (latency_ms for latency; value_ms for an LLM run's ttft, tpot and itl,
+    empty where the run has none: not an LLM run, or stored before schema 3)."""
     con = _connect(path)
     try:
-        return pd.read_sql_query("select quantile, latency_ms from run_cdf where run_id = ? order by quantile",
-                                 con, params=(run_id,))
+        if metric == "latency":
+            return pd.read_sql_query("select quantile, latency_ms from run_cdf where run_id = ? order by quantile",
+                                     con, params=(run_id,))
+        if metric not in ("ttft", "tpot", "itl"):
+            raise ValueError(f"unknown metric '{metric}' (latency, ttft, tpot or itl)")
+        if not con.execute("select 1 from sqlite_master where name = 'run_token_cdf'").fetchone():
+            return pd.DataFrame({"quantile": pd.Series(dtype=float), "value_ms": pd.Series(dtype=float)})
+        return pd.read_sql_query("select quantile, value_ms from run_token_cdf where run_id = ? and metric = ?"
+                                 " order by quantile", con, params=(run_id, metric))
     finally:
         con.close()
 
 
 def requests(path, run_id):
-    """Run run_id's per-request rows (only runs stored with --db-requests have them)."""
+    """Run run_id's per-request rows (only runs stored with --db-requests have
+    them); first_token_s for an LLM run's requests, NA otherwise."""
     con = _connect(path)
     try:
-        return pd.read_sql_query("select id, arrival_s, start_s, finish_s, input_len, output_len from run_requests"
-                                 " where run_id = ? order by id", con, params=(run_id,))
+        df = pd.read_sql_query("select * from run_requests where run_id = ? order by id", con, params=(run_id,))
+        if "first_token_s" not in df.columns:    # stored before schema 3
+            df["first_token_s"] = pd.NA
+        return df.drop(columns=["run_id"])
     finally:
         con.close()
 

@@ -127,6 +127,48 @@ check("LLM run: token figures and the dropped row in --json",
       j.get("completed") == 2 and j.get("dropped_over_context") == 1 and
       all(k in j for k in ("ttft_ms", "tpot_ms", "goodput_rps", "preemptions", "kv_peak_fraction")) and
       all(q in j["ttft_ms"] for q in ("mean", "p50", "p90", "p99")), r.stderr + r.stdout)
+# an LLM run in the database: its TTFT and TPOT CDFs recomputed from its own request rows
+# (linear interpolation between order statistics, as run_cdf), the inter-token CDF's p99 and
+# maximum as --json reports them, and compare judging on one of them
+llm_db = os.path.join(td, "llm.db")
+
+
+def quantile(sorted_vals, q):
+    h = (len(sorted_vals) - 1) * q
+    lo = int(h)
+    return sorted_vals[lo] + (h - lo) * (sorted_vals[min(lo + 1, len(sorted_vals) - 1)] - sorted_vals[lo])
+
+
+llm_runs = [sb(f"--policy={p}", "--model=llm-tiny", f"--hw={tpu}", "--rate=400", "--requests=400", f"--db={llm_db}",
+               "--db-requests", "--json", "--input-len=uniform:4:60", "--output-len=uniform:1:30") for p in ("continuous", "chunked")]
+check("LLM runs stored", all(x.returncode == 0 for x in llm_runs), "".join(x.stderr for x in llm_runs))
+if all(x.returncode == 0 for x in llm_runs):
+    jl = json.loads(llm_runs[0].stdout)
+    con = sqlite3.connect(llm_db)
+    reqs = con.execute("select arrival_s, first_token_s, finish_s, output_len from run_requests where run_id = ?",
+                       (jl["run_id"],)).fetchall()
+    ttft = sorted((f - a) * 1e3 for a, f, e, o in reqs)
+    tpot = sorted((e - f) / (o - 1) * 1e3 for a, f, e, o in reqs if o > 1)
+    stored = {m: [v for (v,) in con.execute("select value_ms from run_token_cdf where run_id = ? and metric = ?"
+                                          " order by quantile", (jl["run_id"], m))] for m in ("ttft", "tpot", "itl")}
+    want = {"ttft": [quantile(ttft, i / 1000) for i in range(1, 1001)],
+            "tpot": [quantile(tpot, i / 1000) for i in range(1, 1001)]}
+    # first_token_s is stored to the ns as seconds: 1e-6 ms of rounding
+    for m in ("ttft", "tpot"):
+        check(f"stored {m} CDF = the rows' quantiles", len(stored[m]) == 1000 and
+              max(abs(x - y) for x, y in zip(stored[m], want[m])) < 1e-5,
+              f"{stored[m][:3]} vs {want[m][:3]}")
+    check("stored itl CDF: row 990 the p99, row 1000 the max", len(stored["itl"]) == 1000 and
+          abs(stored["itl"][989] - jl["itl_ms"]["p99"]) < 1e-9 and abs(stored["itl"][999] - jl["itl_ms"]["max"]) < 1e-9 and
+          stored["itl"] == sorted(stored["itl"]), str(stored["itl"][985:]))
+    con.close()
+    jc = json.loads(llm_runs[1].stdout)
+    r = sb("compare", f"--db={llm_db}", str(jl["run_id"]), str(jc["run_id"]), "--metric=ttft", "--json")
+    jj = json.loads(r.stdout) if r.returncode in (0, 1) else {}
+    check("compare --metric=ttft judges the TTFT CDF", jj.get("metric") == "ttft" and
+          abs(jj["quantiles"][0]["base_ms"] - quantile(ttft, 0.5)) < 1e-5, r.stdout + r.stderr)
+    r = sb("compare", f"--db={llm_db}", str(jl["run_id"]), str(jc["run_id"]), "--metric=e2e")
+    check("compare --metric unknown: exit 2", r.returncode == 2 and "--metric" in r.stderr, r.stderr)
 r = sb("model-info", "--model=llm-tiny", f"--hw={tpu}", "--input-len=20", "--output-len=5", "--json")
 j = json.loads(r.stdout) if r.returncode == 0 else {}
 # llm-tiny: 2 layers x 2 KV heads x 16 x 2 x 4 B a token; one prefill and 4 decode steps, the whole at least the prefill

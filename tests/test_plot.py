@@ -187,7 +187,7 @@ check("batch-timeline: step, start, batch = requests of the task, end",
       all(row[0] == k + 1 and close(row[1], s) and row[2] == n and close(row[3], end)
           for k, (row, (s, n, end)) in enumerate(zip(rows, by_start))))
 check("batch-timeline: requests served = 150", sum(row[2] for row in rows) == 150)
-# LLM runs (DESIGN.md 3b): goodput vs rate from the database; TTFT and TPOT CDFs from --requests-out
+# LLM runs (DESIGN.md 3b): goodput vs rate from the database; TTFT and TPOT CDFs from --requests-out and the database
 tpu = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hwmodels", "tpu_v1_like.npu")
 llm_db = os.path.join(td, "llm.db")
 rq = {}
@@ -221,6 +221,27 @@ tpot = sorted((float(x[3]) - float(x[6])) / (int(x[5]) - 1) * 1e3 for x in reqs 
 check("token-cdf: the continuous series is every request's TPOT, sorted, with its cumulative fraction",
       blocks[0][0] == "continuous" and len(blocks[0][1]) == len(tpot) and
       all(close(row[0], v, 1e-6) and close(row[1], (i + 1) / len(tpot)) for i, (row, v) in enumerate(zip(blocks[0][1], tpot))))
+# the same figure from the database: each policy's stored CDF at the chosen rate, the seeds' mean
+# (one seed here), equal to the run's own --requests-out file's TPOTs at the stored quantiles
+out = os.path.join(td, "tpot-cdf-db")
+r = plot("token-cdf", f"--db={llm_db}", "--model=llm-tiny", "--metric=tpot", "--rate=400", f"--out={out}")
+check("token-cdf from the database: exit 0, PNG and PDF", r.returncode == 0 and png_ok(out), r.stderr)
+blocks = read_dat(out + ".dat") if r.returncode == 0 else []
+
+
+def interp(v, q):
+    h = (len(v) - 1) * q
+    lo = int(h)
+    return v[lo] + (h - lo) * (v[min(lo + 1, len(v) - 1)] - v[lo])
+
+
+check("token-cdf from the database: continuous and chunked (the seq2seq run has none), 1000 stored quantiles",
+      [b[0] for b in blocks] == ["continuous", "chunked"] and len(blocks[0][1]) == 1000 and
+      all(close(row[0], interp(tpot, (i + 1) / 1000), 1e-5) and close(row[1], (i + 1) / 1000)
+          for i, row in enumerate(blocks[0][1])), str(blocks)[:400])
+r = plot("token-cdf", f"--db={llm_db}", "--metric=itl", "--policy=lazy", f"--out={out}-none")
+check("token-cdf from the database: a selection without LLM runs -> exit 2", r.returncode == 2 and
+      "itl CDF" in r.stderr and not os.path.exists(out + "-none.png"), r.stderr)
 r = plot("token-cdf", f"--requests={tl}", f"--out={out}-bad")
 check("token-cdf: a file that is not an LLM run's requests -> exit 2", r.returncode == 2 and
       len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(out + "-bad.png"), r.stderr)

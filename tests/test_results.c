@@ -205,7 +205,7 @@ static void check_run_rows(sqlite3 *db, int64_t id, const struct results_run *r)
 	sqlite3_finalize(st);
 
 	assert_int_equal(sqlite3_prepare_v2(db,
-		"SELECT id, arrival_s, start_s, finish_s, input_len, output_len FROM run_requests"
+		"SELECT id, arrival_s, start_s, finish_s, input_len, output_len, first_token_s FROM run_requests"
 		" WHERE run_id = ?1 ORDER BY id", -1, &st, NULL), SQLITE_OK);
 	sqlite3_bind_int64(st, 1, id);
 	for (size_t i = 0; i < r->nrequest_rows; i++) {
@@ -217,6 +217,10 @@ static void check_run_rows(sqlite3 *db, int64_t id, const struct results_run *r)
 		assert_real(st, 3, q->finish_s);
 		assert_int_equal(sqlite3_column_int64(st, 4), q->input_len);
 		assert_int_equal(sqlite3_column_int64(st, 5), q->output_len);
+		if (q->first_token_s < 0)
+			assert_int_equal(sqlite3_column_type(st, 6), SQLITE_NULL);
+		else
+			assert_real(st, 6, q->first_token_s);
 	}
 	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
 	sqlite3_finalize(st);
@@ -231,6 +235,7 @@ static void make_rows(struct drv_request_row *rows, size_t n)
 		rows[i].finish_s = rows[i].start_s + 0.0123 + 1e-6 * (double)i;
 		rows[i].input_len = (uint32_t)(5 + i % 17);
 		rows[i].output_len = (uint32_t)(i % 3 == 0 ? 0 : 4000000000u - i);
+		rows[i].first_token_s = i % 2 ? rows[i].start_s + 0.00025 : -1;   /* -1: not an LLM request */
 	}
 }
 
@@ -255,6 +260,13 @@ static void test_create_write_read(void **state)
 	r2.live = 1;
 	r2.saturated = 1;
 	r2.code_version = NULL;
+	double ttft[METRICS_CDF_POINTS], tpot[METRICS_CDF_POINTS];
+	for (int i = 0; i < METRICS_CDF_POINTS; i++) {
+		ttft[i] = 0.125 * i;
+		tpot[i] = 3.0 + 0.5 * i;
+	}
+	r2.token_cdf_ms[0] = ttft;
+	r2.token_cdf_ms[1] = tpot;   /* no inter-token gaps: no itl rows */
 	int64_t id1 = 0, id2 = 0;
 	assert_int_equal(results_write_run(db, &r1, &id1, err, sizeof(err)), 0);
 	assert_int_equal(results_write_run(db, &r2, &id2, err, sizeof(err)), 0);
@@ -268,6 +280,22 @@ static void test_create_write_read(void **state)
 	char want[256];
 	snprintf(want, sizeof(want), "no run 999 in %s", path);
 	assert_string_equal(err, want);
+	assert_int_equal(results_read_metric_cdf(db, id2, "latency", cdf, err, sizeof(err)), 0);
+	assert_memory_equal(cdf, s2.cdf_ms, sizeof(cdf));
+	assert_int_equal(results_read_metric_cdf(db, id2, "ttft", cdf, err, sizeof(err)), 0);
+	assert_memory_equal(cdf, ttft, sizeof(cdf));
+	assert_int_equal(results_read_metric_cdf(db, id2, "tpot", cdf, err, sizeof(err)), 0);
+	assert_memory_equal(cdf, tpot, sizeof(cdf));
+	assert_int_equal(results_read_metric_cdf(db, id2, "itl", cdf, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "run %lld in %s has no itl CDF (not an LLM run, or no request of two or more tokens)",
+	         (long long)id2, path);
+	assert_string_equal(err, want);
+	assert_int_equal(results_read_metric_cdf(db, id1, "ttft", cdf, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "run %lld in %s has no ttft CDF (not an LLM run)", (long long)id1, path);
+	assert_string_equal(err, want);
+	assert_int_equal(results_read_metric_cdf(db, 999, "ttft", cdf, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "no run 999 in %s", path);
+	assert_string_equal(err, want);
 
 	sqlite3 *plain = open_plain(path);
 	check_run_rows(plain, id1, &r1);
@@ -276,9 +304,10 @@ static void test_create_write_read(void **state)
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_cdf"), 2000);
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_config"), 8);
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_requests"), 5);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_token_cdf"), 2000);
 	assert_int_equal(count_rows(plain,
 		"SELECT count(*) FROM simbatch_meta WHERE (key = 'application' AND value = 'simbatch')"
-		" OR (key = 'schema_version' AND value = '2' AND typeof(value) = 'text')"), 2);
+		" OR (key = 'schema_version' AND value = '3' AND typeof(value) = 'text')"), 2);
 	sqlite3_stmt *st = NULL;
 	assert_int_equal(sqlite3_prepare_v2(plain, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -391,54 +420,86 @@ static void test_wrong_schema_version_refused(void **state)
 {
 	(void)state;
 	char path[128], want[256], err[256];
-	tmp_path(path, sizeof(path), "v2.db");
+	tmp_path(path, sizeof(path), "v4.db");
 	struct results_db *db = NULL;
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 	results_close(db);
 	sqlite3 *plain = open_plain(path);
-	assert_int_equal(sqlite3_exec(plain, "UPDATE simbatch_meta SET value = '3' WHERE key = 'schema_version'",
+	assert_int_equal(sqlite3_exec(plain, "UPDATE simbatch_meta SET value = '4' WHERE key = 'schema_version'",
 	                              NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(plain);
 	snprintf(want, sizeof(want),
-	         "results database '%s' has schema version 3; this simbatch writes version 2", path);
+	         "results database '%s' has schema version 4; this simbatch writes version 3", path);
 	expect_refused(path, want);
 }
 
-/* A version-1 file (no runs.saturated) is read as it is and upgraded in
- * place when opened for writing: its runs keep NULL, new runs their flag. */
-static void test_version_1_upgraded(void **state)
+/* Turns a file written now back into what schema version v wrote. */
+static void downgrade(const char *path, int v)
 {
-	(void)state;
-	char path[128], err[256];
-	tmp_path(path, sizeof(path), "v1.db");
+	sqlite3 *plain = open_plain(path);
+	assert_int_equal(sqlite3_exec(plain, "DROP TABLE run_token_cdf; ALTER TABLE run_requests DROP COLUMN first_token_s;"
+	                              "UPDATE simbatch_meta SET value = '2' WHERE key = 'schema_version'",
+	                              NULL, NULL, NULL), SQLITE_OK);
+	if (v == 1)
+		assert_int_equal(sqlite3_exec(plain, "ALTER TABLE runs DROP COLUMN saturated;"
+		                              "UPDATE simbatch_meta SET value = '1' WHERE key = 'schema_version'",
+		                              NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(plain);
+}
+
+/* A version-1 file (no runs.saturated) or version-2 file (no token CDFs, no
+ * first_token_s) is read as it is and upgraded in place when opened for
+ * writing: its runs keep NULL and no token CDF, new runs have theirs. */
+static void check_upgrade_from(int v)
+{
+	char path[128], err[256], want[256], name[16];
+	snprintf(name, sizeof name, "v%d.db", v);
+	tmp_path(path, sizeof(path), name);
 	struct results_db *db = NULL;
 	struct metrics_summary s1;
 	fill_summary(&s1, 1.0);
+	struct drv_request_row rows[3];
+	make_rows(rows, 3);
 	struct results_run r1;
-	fill_run(&r1, &s1, NULL, 0);
+	fill_run(&r1, &s1, rows, 3);
 	int64_t id1 = 0, id2 = 0;
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 	assert_int_equal(results_write_run(db, &r1, &id1, err, sizeof(err)), 0);
 	results_close(db);
-	sqlite3 *plain = open_plain(path);
-	assert_int_equal(sqlite3_exec(plain, "ALTER TABLE runs DROP COLUMN saturated;"
-	                              "UPDATE simbatch_meta SET value = '1' WHERE key = 'schema_version'",
-	                              NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(plain);
+	downgrade(path, v);
 	struct results_run_info info;
+	double cdf[METRICS_CDF_POINTS];
 	assert_int_equal(results_open_readonly(path, &db, err, sizeof(err)), 0);
 	assert_int_equal(results_read_run_info(db, id1, &info, err, sizeof(err)), 0);
-	assert_int_equal(info.saturated, -1);
+	assert_int_equal(info.saturated, v == 1 ? -1 : 0);
+	assert_int_equal(results_read_cdf(db, id1, cdf, err, sizeof(err)), 0);
+	assert_int_equal(results_read_metric_cdf(db, id1, "ttft", cdf, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "run %lld in %s has no ttft CDF (stored before schema version 3)", (long long)id1, path);
+	assert_string_equal(err, want);
 	results_close(db);
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 	r1.saturated = 1;
+	r1.token_cdf_ms[2] = s1.cdf_ms;
 	assert_int_equal(results_write_run(db, &r1, &id2, err, sizeof(err)), 0);
+	assert_int_equal(results_read_metric_cdf(db, id2, "itl", cdf, err, sizeof(err)), 0);
+	assert_memory_equal(cdf, s1.cdf_ms, sizeof(cdf));
 	results_close(db);
-	plain = open_plain(path);
-	assert_int_equal(count_rows(plain, "SELECT count(*) FROM simbatch_meta WHERE key = 'schema_version' AND value = '2'"), 1);
-	assert_int_equal(count_rows(plain, "SELECT count(*) FROM runs WHERE saturated IS NULL"), 1);
+	sqlite3 *plain = open_plain(path);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM simbatch_meta WHERE key = 'schema_version' AND value = '3'"), 1);
+	assert_int_equal(count_rows(plain, v == 1 ? "SELECT count(*) FROM runs WHERE saturated IS NULL"
+	                                          : "SELECT count(*) FROM runs WHERE saturated = 0"), 1);
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM runs WHERE saturated = 1"), 1);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_token_cdf"), 1000);
+	/* the stored rows lost first_token_s with the downgrade; the new run's odd rows have theirs */
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_requests WHERE first_token_s IS NULL"), 5);
 	sqlite3_close(plain);
+}
+
+static void test_older_versions_upgraded(void **state)
+{
+	(void)state;
+	check_upgrade_from(1);
+	check_upgrade_from(2);
 }
 
 static void test_unwritable_refused(void **state)
@@ -573,7 +634,7 @@ int main(void)
 		cmocka_unit_test(test_not_a_database_refused),
 		cmocka_unit_test(test_foreign_database_refused),
 		cmocka_unit_test(test_wrong_schema_version_refused),
-		cmocka_unit_test(test_version_1_upgraded),
+		cmocka_unit_test(test_older_versions_upgraded),
 		cmocka_unit_test(test_unwritable_refused),
 		cmocka_unit_test(test_failed_write_rolls_back),
 		cmocka_unit_test(test_two_writers),

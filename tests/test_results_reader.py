@@ -68,6 +68,23 @@ check("cdf: the 1000 stored rows", len(c) == 1000 and list(zip(c["quantile"], c[
 q = sr.requests(db, rid)
 stored = con.execute("select id, arrival_s, finish_s from run_requests where run_id = ? order by id", (rid,)).fetchall()
 check("requests: the stored per-request rows", list(zip(q.id, q.arrival_s, q.finish_s)) == stored and len(q) == 300)
+check("requests: first_token_s is NA for a run that is not an LLM's", q.first_token_s.isna().all())
+check("cdf: a run that is not an LLM's has no TTFT CDF", len(sr.cdf(db, rid, "ttft")) == 0)
+llm_db = os.path.join(td, "llm.db")
+r = subprocess.run([SB, "--model=llm-tiny", "--policy=continuous", "--hw=gpu-h100-roofline", "--rate=200", "--requests=200",
+                    f"--db={llm_db}", "--quiet", "--db-requests"], capture_output=True, text=True)
+check("an LLM run stored", r.returncode == 0, r.stderr)
+if r.returncode == 0:
+    lcon = sqlite3.connect(llm_db)
+    for metric in ("ttft", "tpot", "itl"):
+        stored = lcon.execute("select quantile, value_ms from run_token_cdf where run_id = 1 and metric = ?"
+                              " order by quantile", (metric,)).fetchall()
+        c = sr.cdf(llm_db, 1, metric)
+        check(f"cdf {metric}: the 1000 stored rows", len(c) == 1000 and list(zip(c["quantile"], c["value_ms"])) == stored)
+    q = sr.requests(llm_db, 1)
+    stored = lcon.execute("select id, first_token_s from run_requests where run_id = 1 order by id").fetchall()
+    check("requests: an LLM run's first_token_s", list(zip(q.id, q.first_token_s)) == stored and len(q) == 200)
+    lcon.close()
 try:
     sr.runs(os.path.join(td, "absent.db"))
     check("a missing database is an error", False)

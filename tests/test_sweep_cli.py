@@ -268,13 +268,13 @@ q = ("select c.value, r.summary_json, m.p99_ms from runs r join run_config c on 
 check("merged rows equal the single-database sweep", con1.execute(q).fetchall() == con2.execute(q).fetchall())
 con1.close()
 con2.close()
-v2 = os.path.join(td, "v2.db")
+v2 = os.path.join(td, "v4.db")
 shutil.copy(p1, v2)
 for ext in ("-wal", "-shm"):
     if os.path.exists(p1 + ext):
         shutil.copy(p1 + ext, v2 + ext)
 con = sqlite3.connect(v2)
-con.execute("update simbatch_meta set value='3' where key='schema_version'")   # a newer simbatch's
+con.execute("update simbatch_meta set value='4' where key='schema_version'")   # a newer simbatch's
 con.commit()
 con.close()
 before = run_count(pm)
@@ -290,6 +290,23 @@ r = sb("merge", pm, os.path.join(td, "absent.db"))
 check("merge refuses a missing shard", r.returncode == 2 and "absent.db" in r.stderr, r.stderr)
 r = sb("merge", pm, pm)
 check("merge refuses OUT as its own shard", r.returncode == 2, r.stderr)
+# LLM runs' token CDFs travel with a merge; a shard of schema 2 (before them) merges into a version-3
+# database with its requests' first_token_s NULL and no token CDF
+llm_new, llm_old = os.path.join(td, "llm3.db"), os.path.join(td, "llm2.db")
+for path, seed in ((llm_new, 1), (llm_old, 2)):
+    sb("--policy=continuous", "--model=llm-tiny", "--hw=gpu-h100-roofline", "--rate=100", "--requests=50",
+       f"--seed={seed}", f"--db={path}", "--db-requests", "--quiet")
+con = sqlite3.connect(llm_old)
+con.executescript("drop table run_token_cdf; alter table run_requests drop column first_token_s;"
+                  "update simbatch_meta set value = '2' where key = 'schema_version';")
+con.close()
+llm_all = os.path.join(td, "llm-all.db")
+r = sb("merge", llm_all, llm_new, llm_old)
+con = sqlite3.connect(llm_all) if r.returncode == 0 else None
+check("merge: a version-3 LLM shard's 3000 token-CDF rows and a version-2 shard's runs without them",
+      con is not None and con.execute("select count(*) from runs").fetchone()[0] == 2 and
+      con.execute("select count(*) from run_token_cdf").fetchone()[0] == 3000 and
+      con.execute("select count(*), count(first_token_s) from run_requests").fetchone() == (100, 50), r.stderr)
 
 # ---- beyond one machine: GNU parallel job list, run locally ----
 if shutil.which("parallel"):

@@ -1,6 +1,6 @@
 /* sim/cli/cmd_compare.c: `simbatch compare`: is a candidate run's latency CDF
- * worse than a baseline's? (DESIGN.md section 3; the method is in
- * cdf_compare.h.) Prints the KS distance and the candidate/baseline ratio at
+ * (or, for LLM runs, its TTFT, TPOT or inter-token CDF: --metric) worse than
+ * a baseline's? (DESIGN.md section 3; the method is in cdf_compare.h.) Prints the KS distance and the candidate/baseline ratio at
  * p50, p90, p99 and p99.9, and exits 1 on a regression, 0 when within the
  * tolerances, 2 on bad input.
  *
@@ -28,6 +28,8 @@ static const struct opt_def compare_opts[] = {
 	{ "tolerance", OPT_DOUBLE, "0.05", 0, 1e6, 0, "regression when a quantile (p50/p90/p99/p99.9) exceeds baseline * (1 + F)" },
 	{ "ks-tolerance", OPT_DOUBLE, "0.05", 0, 1, 0, "regression when the one-sided KS distance (candidate slower) exceeds F" },
 	{ "exact", OPT_FLAG, NULL, 0, 0, 0, "any difference at all fails (exit 1): for deterministic CI runs" },
+	{ "metric", OPT_STR, "latency", 0, 0, 0, "the CDF judged: latency, or an LLM run's ttft, tpot or itl "
+	  "(a --baseline-cdf file is taken as that metric's)" },
 	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object" },
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
 };
@@ -74,7 +76,7 @@ static int compare_load_tokens(struct results_db *db, struct compare_side *s, ch
 }
 
 /* Resolves spec (an id or a selector) in db and reads the run's CDF. */
-static int compare_load_run(struct results_db *db, const char *path, const char *spec,
+static int compare_load_run(struct results_db *db, const char *path, const char *spec, const char *metric,
                             struct compare_side *s, char *err, size_t errlen)
 {
 	uint64_t id;
@@ -91,7 +93,8 @@ static int compare_load_run(struct results_db *db, const char *path, const char 
 		return -1;
 	}
 	if (results_read_run_info(db, s->run_id, &info, err, errlen) != 0 ||
-	    results_read_cdf(db, s->run_id, s->cdf_ms, err, errlen) != 0 || compare_load_tokens(db, s, err, errlen) != 0)
+	    results_read_metric_cdf(db, s->run_id, metric, s->cdf_ms, err, errlen) != 0 ||
+	    compare_load_tokens(db, s, err, errlen) != 0)
 		return -1;
 	s->live = info.live;
 	s->saturated = info.saturated;
@@ -179,7 +182,7 @@ static void compare_json_number(double v)
 		printf("null");
 }
 
-static void compare_print_json(const struct compare_side *b, const struct compare_side *c,
+static void compare_print_json(const char *metric, const struct compare_side *b, const struct compare_side *c,
                                const struct cdfc_limits *lim, const struct cdfc_result *r)
 {
 	const struct compare_side *sides[2] = { b, c };
@@ -199,7 +202,7 @@ static void compare_print_json(const struct compare_side *b, const struct compar
 		json_write_string(stdout, sides[i]->label);
 		printf("},");
 	}
-	printf("\"quantiles\":[");
+	printf("\"metric\":\"%s\",\"quantiles\":[", metric);
 	for (int i = 0; i < CDFC_NQUANTILES; i++) {
 		const struct cdfc_quantile *p = &r->quantiles[i];
 		printf("%s{\"name\":\"%s\",\"q\":%g,\"base_ms\":", i ? "," : "", p->name, p->q);
@@ -234,10 +237,12 @@ static void compare_print_json(const struct compare_side *b, const struct compar
 	       r->regression ? "true" : "false", r->changed ? "true" : "false");
 }
 
-static void compare_print_text(const struct compare_side *b, const struct compare_side *c,
+static void compare_print_text(const char *metric, const struct compare_side *b, const struct compare_side *c,
                                const struct cdfc_limits *lim, const struct cdfc_result *r)
 {
 	printf("baseline:  %s\ncandidate: %s\n\n", b->label, c->label);
+	if (strcmp(metric, "latency") != 0)
+		printf("judged on the %s CDF\n", metric);
 	printf("%-8s %14s %14s %9s\n", "quantile", "baseline_ms", "candidate_ms", "ratio");
 	for (int i = 0; i < CDFC_NQUANTILES; i++) {
 		const struct cdfc_quantile *p = &r->quantiles[i];
@@ -281,6 +286,14 @@ int cmd_compare(int argc, char **argv)
 		opt_print_help(stdout, compare_usage, compare_opts, COMPARE_NOPTS);
 		return CLI_OK;
 	}
+	const char *metric = opt_str(&o, "metric");
+	int known = strcmp(metric, "latency") == 0;
+	for (int i = 0; i < RESULTS_TOKEN_METRICS; i++)
+		known |= strcmp(metric, results_token_metrics[i]) == 0;
+	if (!known) {
+		snprintf(err, sizeof err, "--metric: unknown metric '%s' (latency, ttft, tpot or itl)", metric);
+		goto fail;
+	}
 	const char *csv = opt_str(&o, "baseline-cdf");
 	size_t want = csv ? 1 : 2;
 	if (csv && opt_given(&o, "baseline-db")) {
@@ -314,10 +327,10 @@ int cmd_compare(int argc, char **argv)
 		} else {
 			base_path = db_path;
 		}
-		if (compare_load_run(bdb, base_path, o.positional[0], base, err, sizeof err) != 0)
+		if (compare_load_run(bdb, base_path, o.positional[0], metric, base, err, sizeof err) != 0)
 			goto fail;
 	}
-	if (compare_load_run(db, db_path, o.positional[want - 1], cand, err, sizeof err) != 0)
+	if (compare_load_run(db, db_path, o.positional[want - 1], metric, cand, err, sizeof err) != 0)
 		goto fail;
 
 	struct cdfc_limits lim = { opt_double(&o, "tolerance"), opt_double(&o, "ks-tolerance"), opt_flag(&o, "exact") };
@@ -325,9 +338,9 @@ int cmd_compare(int argc, char **argv)
 	if (cdfc_compare(base->cdf_ms, cand->cdf_ms, &lim, &r, err, sizeof err) != 0)
 		goto fail;
 	if (opt_flag(&o, "json"))
-		compare_print_json(base, cand, &lim, &r);
+		compare_print_json(metric, base, cand, &lim, &r);
 	else
-		compare_print_text(base, cand, &lim, &r);
+		compare_print_text(metric, base, cand, &lim, &r);
 	rc = r.regression || r.changed ? CLI_FAILED : CLI_OK;
 	if (fflush(stdout) != 0) {
 		snprintf(err, sizeof err, "cannot write the report");

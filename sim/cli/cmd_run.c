@@ -545,6 +545,11 @@ static int run_store(struct run_job *j, int live, struct report_run *rep, const 
 		.once_key = opt_str(o, "sweep-point") ? "sweep-point" : NULL,
 		.nstats = nstats, .stats = stats,
 	};
+	if (res->llm) {
+		run.token_cdf_ms[0] = res->ttft.cdf_ms;
+		run.token_cdf_ms[1] = res->tpot.count ? res->tpot.cdf_ms : NULL;
+		run.token_cdf_ms[2] = res->itl_count ? res->itl_cdf_ms : NULL;
+	}
 	int wrc = results_write_run(j->db, &run, &rep->run_id, err, errlen);
 	if (wrc == 1 && !opt_flag(o, "quiet"))
 		fprintf(stderr, "simbatch: sweep point already stored as run %lld; not stored again\n",

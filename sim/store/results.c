@@ -1,8 +1,9 @@
 /* sim/store/results.c: the SQLite results database (DESIGN.md section 4).
  *
  * One row per completed run in `runs`, with every option in `run_config`, the
- * summary in `run_metrics`, 1000 latency quantiles in `run_cdf` and, when
- * asked for, one row per request in `run_requests`. The file is checked and
+ * summary in `run_metrics`, 1000 latency quantiles in `run_cdf` (and for an
+ * LLM run 1000 of TTFT, TPOT and the inter-token gaps in `run_token_cdf`) and,
+ * when asked for, one row per request in `run_requests`. The file is checked and
  * proven writable when it is opened, before a simulation spends its time, and
  * a run is written in one IMMEDIATE transaction so a failure leaves nothing.
  * Values only ever travel as bound parameters of prepared statements.
@@ -26,6 +27,16 @@
  * comparisons and plots refer to runs by id. The child tables are WITHOUT
  * ROWID because their primary key is their natural order, which keeps the
  * per-request table small and fast to fill. */
+/* TTFT and TPOT exact, the inter-token gaps from their histogram (within
+ * 1/256); `metric` is ttft, tpot or itl, a metric with no value absent. */
+#define TOKEN_CDF_TABLE_SQL \
+	"CREATE TABLE run_token_cdf(\n" \
+	"  run_id INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,\n" \
+	"  metric TEXT NOT NULL,\n" \
+	"  quantile REAL NOT NULL,\n" \
+	"  value_ms REAL,\n" \
+	"  PRIMARY KEY(run_id, metric, quantile)) WITHOUT ROWID;\n"
+
 static const char results_schema_sql[] =
 	"CREATE TABLE simbatch_meta(\n"
 	"  key TEXT PRIMARY KEY,\n"
@@ -81,12 +92,14 @@ static const char results_schema_sql[] =
 	"  finish_s REAL,\n"
 	"  input_len INTEGER,\n"
 	"  output_len INTEGER,\n"
+	"  first_token_s REAL,\n"
 	"  PRIMARY KEY(run_id, id)) WITHOUT ROWID;\n"
 	"CREATE TABLE run_stats(\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,\n"
 	"  key TEXT NOT NULL,\n"
 	"  value REAL,\n"
-	"  PRIMARY KEY(run_id, key)) WITHOUT ROWID;\n";
+	"  PRIMARY KEY(run_id, key)) WITHOUT ROWID;\n"
+	TOKEN_CDF_TABLE_SQL;
 
 static const char sql_insert_meta[] = "INSERT INTO simbatch_meta(key, value) VALUES(?1, ?2)";
 static const char sql_insert_run[] =
@@ -95,20 +108,28 @@ static const char sql_insert_run[] =
 	" VALUES(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
 	" ?11, ?12, ?13, ?14, ?15, ?16)";
 
-/* Version 1 lacked runs.saturated; its runs keep NULL there (not known). */
+/* The upgrades, each from the version before: version 1 lacked
+ * runs.saturated, version 2 the LLM token CDFs and first_token_s; the runs
+ * already stored keep NULL there (not known) and have no token CDF. */
 static const char sql_migrate_v1[] =
 	"ALTER TABLE runs ADD COLUMN saturated INTEGER;"
 	"UPDATE simbatch_meta SET value = '2' WHERE key = 'schema_version';";
+static const char sql_migrate_v2[] =
+	"ALTER TABLE run_requests ADD COLUMN first_token_s REAL;"
+	TOKEN_CDF_TABLE_SQL
+	"UPDATE simbatch_meta SET value = '3' WHERE key = 'schema_version';";
 static const char sql_insert_config[] = "INSERT INTO run_config(run_id, key, value) VALUES(?1, ?2, ?3)";
 static const char sql_insert_metrics[] =
 	"INSERT INTO run_metrics(run_id, count, mean_ms, p50_ms, p90_ms, p95_ms, p99_ms, p999_ms,"
 	" max_ms, min_ms, queue_mean_ms, queue_p99_ms, sla_violation_rate)"
 	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 static const char sql_insert_cdf[] = "INSERT INTO run_cdf(run_id, quantile, latency_ms) VALUES(?1, ?2, ?3)";
+static const char sql_insert_token_cdf[] =
+	"INSERT INTO run_token_cdf(run_id, metric, quantile, value_ms) VALUES(?1, ?2, ?3, ?4)";
 static const char sql_insert_stat[] = "INSERT INTO run_stats(run_id, key, value) VALUES(?1, ?2, ?3)";
 static const char sql_insert_request[] =
-	"INSERT INTO run_requests(run_id, id, arrival_s, start_s, finish_s, input_len, output_len)"
-	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+	"INSERT INTO run_requests(run_id, id, arrival_s, start_s, finish_s, input_len, output_len, first_token_s)"
+	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 
 #define RESULTS_BUSY_TIMEOUT_MS 10000  /* how long to wait for another writer's lock */
 #define RESULTS_RETRY_MS 10             /* poll step where SQLite will not wait itself */
@@ -120,15 +141,17 @@ struct results_db {
 	sqlite3_stmt *ins_config;
 	sqlite3_stmt *ins_metrics;
 	sqlite3_stmt *ins_cdf;
+	sqlite3_stmt *ins_token_cdf;
 	sqlite3_stmt *ins_request;
 	sqlite3_stmt *ins_stat;
-	int version_1;                /* opened read-only at schema version 1: no runs.saturated */
+	int version;                  /* schema version: older ones are read as they are (no runs.saturated
+	                                 before 2, no run_token_cdf before 3) and upgraded when written */
 };
 
 enum db_kind {
 	DB_EMPTY,                     /* no schema objects at all: ours to create */
 	DB_OURS,                      /* simbatch_meta says simbatch, this schema version */
-	DB_VERSION_1,                 /* simbatch, schema version 1: upgraded when opened for writing */
+	DB_OLDER,                     /* simbatch, an older schema version: upgraded when opened for writing */
 	DB_OTHER_VERSION,             /* simbatch, another schema version */
 	DB_FOREIGN,                   /* not SQLite, or another application's database */
 	DB_ERROR,                     /* could not tell (I/O error, locked, ...) */
@@ -204,11 +227,16 @@ static enum db_kind classify(struct results_db *r, char **version, char *err, si
 	snprintf(want, sizeof(want), "%d", RESULTS_SCHEMA_VERSION);
 	if (t && strcmp(t, want) == 0) {
 		free(t);
+		r->version = RESULTS_SCHEMA_VERSION;
 		return DB_OURS;
 	}
-	if (t && strcmp(t, "1") == 0) {
-		free(t);
-		return DB_VERSION_1;
+	for (int v = 1; v < RESULTS_SCHEMA_VERSION; v++) {
+		snprintf(want, sizeof(want), "%d", v);
+		if (t && strcmp(t, want) == 0) {
+			free(t);
+			r->version = v;
+			return DB_OLDER;
+		}
 	}
 	*version = t ? t : strdup("(none)");
 	return DB_OTHER_VERSION;
@@ -268,6 +296,7 @@ static void results_free(struct results_db *r)
 	sqlite3_finalize(r->ins_config);
 	sqlite3_finalize(r->ins_metrics);
 	sqlite3_finalize(r->ins_cdf);
+	sqlite3_finalize(r->ins_token_cdf);
 	sqlite3_finalize(r->ins_request);
 	sqlite3_finalize(r->ins_stat);
 	sqlite3_close(r->db);
@@ -306,7 +335,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		goto fail;
 	case DB_EMPTY:
 	case DB_OURS:
-	case DB_VERSION_1:
+	case DB_OLDER:
 		break;
 	}
 	/* SQLite silently opens a file it may not write read-only, and then even
@@ -341,8 +370,16 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		}
 		if (sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 			goto not_writable;
-	} else if (kind == DB_VERSION_1) {
-		if (sqlite3_exec(r->db, sql_migrate_v1, NULL, NULL, NULL) != SQLITE_OK ||
+	} else if (kind == DB_OLDER) {
+		/* another process may have upgraded it since: look again under the lock */
+		kind = classify(r, &version, err, errlen);
+		if (kind == DB_ERROR) {
+			rollback(r->db);
+			goto fail;
+		}
+		int upgrade = kind == DB_OLDER;
+		if ((upgrade && r->version == 1 && sqlite3_exec(r->db, sql_migrate_v1, NULL, NULL, NULL) != SQLITE_OK) ||
+		    (upgrade && sqlite3_exec(r->db, sql_migrate_v2, NULL, NULL, NULL) != SQLITE_OK) ||
 		    sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 			goto not_writable;
 	} else {
@@ -359,11 +396,13 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		set_err(err, errlen, "cannot configure results database '%s': %s", path, sqlite3_errmsg(r->db));
 		goto fail;
 	}
+	r->version = RESULTS_SCHEMA_VERSION;   /* created, upgraded or found so */
 	/* preparing every insert now also checks the tables have the columns we write */
 	if (sqlite3_prepare_v2(r->db, sql_insert_run, -1, &r->ins_run, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_config, -1, &r->ins_config, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_metrics, -1, &r->ins_metrics, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_cdf, -1, &r->ins_cdf, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db, sql_insert_token_cdf, -1, &r->ins_token_cdf, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_request, -1, &r->ins_request, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_stat, -1, &r->ins_stat, NULL) != SQLITE_OK) {
 		set_err(err, errlen, "results database '%s' does not match schema version %d: %s", path,
@@ -526,6 +565,20 @@ int results_write_run(struct results_db *db, const struct results_run *run, int6
 			goto fail;
 	}
 
+	st = db->ins_token_cdf;
+	sqlite3_bind_int64(st, 1, id);
+	for (int m = 0; m < RESULTS_TOKEN_METRICS; m++) {
+		if (!run->token_cdf_ms[m])
+			continue;
+		sqlite3_bind_text(st, 2, results_token_metrics[m], -1, SQLITE_STATIC);
+		for (int i = 0; i < METRICS_CDF_POINTS; i++) {
+			sqlite3_bind_double(st, 3, (double)(i + 1) / METRICS_CDF_POINTS);
+			sqlite3_bind_double(st, 4, run->token_cdf_ms[m][i]);
+			if (step_insert(db, st, err, errlen) < 0)
+				goto fail;
+		}
+	}
+
 	st = db->ins_stat;
 	sqlite3_bind_int64(st, 1, id);
 	for (size_t i = 0; i < run->nstats; i++) {
@@ -545,6 +598,10 @@ int results_write_run(struct results_db *db, const struct results_run *run, int6
 		sqlite3_bind_double(st, 5, q->finish_s);
 		sqlite3_bind_int64(st, 6, q->input_len);
 		sqlite3_bind_int64(st, 7, q->output_len);
+		if (q->first_token_s >= 0)
+			sqlite3_bind_double(st, 8, q->first_token_s);
+		else
+			sqlite3_bind_null(st, 8);
 		if (step_insert(db, st, err, errlen) < 0)
 			goto fail;
 	}
@@ -583,17 +640,33 @@ sql_fail:
 	return -1;
 }
 
+const char *const results_token_metrics[RESULTS_TOKEN_METRICS] = { "ttft", "tpot", "itl" };
+
 int results_read_cdf(struct results_db *db, int64_t run_id, double *cdf_ms, char *err, size_t errlen)
+{
+	return results_read_metric_cdf(db, run_id, "latency", cdf_ms, err, errlen);
+}
+
+int results_read_metric_cdf(struct results_db *db, int64_t run_id, const char *metric, double *cdf_ms,
+                            char *err, size_t errlen)
 {
 	double v[METRICS_CDF_POINTS];
 	sqlite3_stmt *st = NULL;
-	int n = 0, malformed = 0;
-	int rc = sqlite3_prepare_v2(db->db,
-	                            "SELECT quantile, latency_ms FROM run_cdf WHERE run_id = ?1 ORDER BY quantile",
-	                            -1, &st, NULL);
+	int n = 0, malformed = 0, latency = strcmp(metric, "latency") == 0;
+	if (!latency && db->version < 3) {
+		set_err(err, errlen, "run %lld in %s has no %s CDF (stored before schema version 3)", (long long)run_id,
+		        db->path, metric);
+		return -1;
+	}
+	int rc = sqlite3_prepare_v2(db->db, latency
+	                            ? "SELECT quantile, latency_ms FROM run_cdf WHERE run_id = ?1 ORDER BY quantile"
+	                            : "SELECT quantile, value_ms FROM run_token_cdf WHERE run_id = ?1 AND metric = ?2"
+	                              " ORDER BY quantile", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		goto sql_fail;
 	sqlite3_bind_int64(st, 1, run_id);
+	if (!latency)
+		sqlite3_bind_text(st, 2, metric, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		double q = sqlite3_column_double(st, 0);
 		if (n >= METRICS_CDF_POINTS || fabs(q - (double)(n + 1) / METRICS_CDF_POINTS) > 1e-12) {
@@ -620,10 +693,15 @@ int results_read_cdf(struct results_db *db, int64_t run_id, double *cdf_ms, char
 			set_err(err, errlen, "no run %lld in %s", (long long)run_id, db->path);
 			return -1;
 		}
+		if (!latency) {
+			set_err(err, errlen, "run %lld in %s has no %s CDF (not an LLM run%s)", (long long)run_id, db->path,
+			        metric, strcmp(metric, "ttft") ? ", or no request of two or more tokens" : "");
+			return -1;
+		}
 	}
 	if (malformed || n != METRICS_CDF_POINTS) {
-		set_err(err, errlen, "run %lld in %s has a malformed latency CDF (%d points, expected %d)",
-		        (long long)run_id, db->path, n, METRICS_CDF_POINTS);
+		set_err(err, errlen, "run %lld in %s has a malformed %s CDF (%d points, expected %d)",
+		        (long long)run_id, db->path, metric, n, METRICS_CDF_POINTS);
 		return -1;
 	}
 	memcpy(cdf_ms, v, sizeof(v));
@@ -665,8 +743,7 @@ int results_open_readonly(const char *path, struct results_db **out, char *err, 
 		set_err(err, errlen, "results database '%s' has schema version %s; this simbatch reads version %d",
 		        path, version, RESULTS_SCHEMA_VERSION);
 		goto fail;
-	case DB_VERSION_1:
-		r->version_1 = 1;
+	case DB_OLDER:
 		break;
 	case DB_OURS:
 		break;
@@ -690,7 +767,7 @@ int results_read_run_info(struct results_db *db, int64_t run_id, struct results_
 {
 	sqlite3_stmt *st = NULL;
 	*out = (struct results_run_info){ 0 };
-	if (sqlite3_prepare_v2(db->db, db->version_1 ? "SELECT policy, model, hw, rate_rps, seed, sla_ms, completed, live,"
+	if (sqlite3_prepare_v2(db->db, db->version < 2 ? "SELECT policy, model, hw, rate_rps, seed, sla_ms, completed, live,"
 	                       " NULL FROM runs WHERE run_id = ?1" : "SELECT policy, model, hw, rate_rps, seed, sla_ms,"
 	                       " completed, live, saturated FROM runs WHERE run_id = ?1", -1, &st, NULL) != SQLITE_OK)
 		goto sql_fail;
@@ -756,7 +833,7 @@ int results_find_run(struct results_db *db, const char *selector, int64_t *run_i
 	}
 	if (nterms == 0)
 		goto malformed;
-	if (sqlite3_prepare_v2(db->db, db->version_1 ? "SELECT run_id, live, NULL FROM runs ORDER BY run_id DESC"
+	if (sqlite3_prepare_v2(db->db, db->version < 2 ? "SELECT run_id, live, NULL FROM runs ORDER BY run_id DESC"
 	                       : "SELECT run_id, live, saturated FROM runs ORDER BY run_id DESC", -1, &runs, NULL)
 	    != SQLITE_OK ||
 	    sqlite3_prepare_v2(db->db, "SELECT value FROM run_config WHERE run_id = ?1 AND key = ?2", -1, &cfg,

@@ -23,7 +23,15 @@
 #include "../../policies/driver.h"   /* drv_request_row */
 #include "../../util/metrics.h"
 
-#define RESULTS_SCHEMA_VERSION 2   /* 2 added runs.saturated; a version-1 file is upgraded when opened for writing */
+/* 2 added runs.saturated; 3 the LLM token CDFs (run_token_cdf) and
+ * run_requests.first_token_s. An older file is upgraded when opened for
+ * writing and read as it is. */
+#define RESULTS_SCHEMA_VERSION 3
+
+/* The token metrics of an LLM run with a CDF each in run_token_cdf: time to
+ * first token, time per output token, inter-token gap. */
+#define RESULTS_TOKEN_METRICS 3
+extern const char *const results_token_metrics[RESULTS_TOKEN_METRICS];   /* "ttft", "tpot", "itl" */
 
 struct results_db;
 
@@ -57,6 +65,8 @@ struct results_run {
 	const struct results_kv *config;
 	size_t nstats;               /* rows for run_stats */
 	const struct results_stat *stats;
+	const double *token_cdf_ms[RESULTS_TOKEN_METRICS];   /* an LLM run's CDFs in results_token_metrics'
+	                                                         order, [METRICS_CDF_POINTS] each; NULL: none */
 	size_t nrequest_rows;        /* 0 unless per-request rows were asked for */
 	const struct drv_request_row *request_rows;
 	const char *once_key;        /* NULL, or a config key whose value identifies the run (a sweep
@@ -82,6 +92,10 @@ void results_remove(const char *path);
  * the run does not exist) and cdf_ms untouched. */
 int results_read_cdf(struct results_db *db, int64_t run_id, double *cdf_ms /* [METRICS_CDF_POINTS] */,
                      char *err, size_t errlen);
+/* The same for metric "latency" (run_cdf) or one of results_token_metrics
+ * (run_token_cdf); an LLM metric the run lacks is an error naming why. */
+int results_read_metric_cdf(struct results_db *db, int64_t run_id, const char *metric,
+                            double *cdf_ms /* [METRICS_CDF_POINTS] */, char *err, size_t errlen);
 
 /* Reads one of run run_id's statistics (run_stats) by key: 1 and *value when
  * stored, 0 when the run has no such statistic, -1 with err. */
@@ -89,8 +103,8 @@ int results_read_stat(struct results_db *db, int64_t run_id, const char *key, do
                       size_t errlen);
 
 /* Opens an existing simbatch database for reading only (compare, plots): a
- * missing file, an empty one, another application's database or another
- * schema version is refused with one line in err; nothing is ever created
+ * missing file, an empty one, another application's database or a newer
+ * schema version is refused (an older one is read as it is) with one line in err; nothing is ever created
  * or written. Release it with results_close. */
 int results_open_readonly(const char *path, struct results_db **out, char *err, size_t errlen);
 
