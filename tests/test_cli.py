@@ -169,6 +169,14 @@ if all(x.returncode == 0 for x in llm_runs):
           abs(jj["quantiles"][0]["base_ms"] - quantile(ttft, 0.5)) < 1e-5, r.stdout + r.stderr)
     r = sb("compare", f"--db={llm_db}", str(jl["run_id"]), str(jc["run_id"]), "--metric=e2e")
     check("compare --metric unknown: exit 2", r.returncode == 2 and "--metric" in r.stderr, r.stderr)
+# no --policy: an LLM runs continuous (lazy batches nodes, which an LLM has none of), and is stored so
+r = sb("--model=llm-tiny", "--hw=gpu-h100-roofline", "--rate=100", "--requests=20", f"--db={llm_db}", "--json")
+jd = json.loads(r.stdout) if r.returncode == 0 else {}
+con = sqlite3.connect(llm_db)
+stored = con.execute("select value from run_config where run_id = ? and key = 'policy'", (jd.get("run_id", -1),)).fetchone()
+con.close()
+check("an LLM's default policy is continuous", jd.get("policy") == "continuous" and stored == ("continuous",),
+      r.stderr + str(stored))
 r = sb("model-info", "--model=llm-tiny", f"--hw={tpu}", "--input-len=20", "--output-len=5", "--json")
 j = json.loads(r.stdout) if r.returncode == 0 else {}
 # llm-tiny: 2 layers x 2 KV heads x 16 x 2 x 4 B a token; one prefill and 4 decode steps, the whole at least the prefill

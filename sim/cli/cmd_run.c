@@ -22,10 +22,12 @@
 #include "../../util/outfile.h"
 
 #define RUN_DEFAULT_POLICY "lazy"    /* DESIGN.md section 3 */
+#define RUN_DEFAULT_LLM_POLICY "continuous"   /* lazy batches a model's nodes; an LLM has none (vLLM's default) */
 
 
 static const struct opt_def run_opts[] = {
-	{ "policy", OPT_STR, RUN_DEFAULT_POLICY, 0, 0, 0, "batching policy (simbatch list policies)" },
+	{ "policy", OPT_STR, RUN_DEFAULT_POLICY, 0, 0, 0, "batching policy (simbatch list policies; an LLM's default: "
+	  RUN_DEFAULT_LLM_POLICY ")" },
 	{ "rate", OPT_DOUBLE, "1000", 0, 1e12, 1, "mean arrival rate, requests per second" },
 	{ "requests", OPT_UINT, NULL, 1, 1e12, 0, "stop after N arrivals (default 20000)" },
 	{ "duration", OPT_DOUBLE, NULL, 0, 1e9, 1, "stop arrivals after SECONDS of simulated time" },
@@ -240,8 +242,6 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 		snprintf(err, errlen, "give --requests or --duration, not both");
 		return -1;
 	}
-	if (mdl_load(opt_str(o, "model"), &j->model, err, errlen) != 0)
-		return -1;
 	if (strcmp(opt_str(o, "hw"), "profile") == 0) {
 		uint32_t max_batch = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : pol->default_max_batch;
 		if (live_profile_hw(o, j->model, max_batch, &j->hw, err, errlen) != 0)
@@ -496,6 +496,11 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 		run_job_free(j);
 		return CLI_OK;
 	}
+	/* the model first: an LLM's default policy is not the DESIGN default */
+	if (mdl_load(opt_str(&j->o, "model"), &j->model, err, sizeof err) != 0)
+		goto fail;
+	if (j->model->is_llm)
+		opt_set_default(&j->o, "policy", RUN_DEFAULT_LLM_POLICY);
 	const struct pol_ops *pol = pol_find(opt_str(&j->o, "policy"));
 	if (!pol) {
 		cli_unknown_policy(opt_str(&j->o, "policy"), err, sizeof err);

@@ -127,6 +127,13 @@ int opt_parse(struct opt_set *s, const struct opt_def *defs, size_t ndefs,
 	return 0;
 }
 
+void opt_set_default(struct opt_set *s, const char *name, const char *value)
+{
+	int i = opt_index(s, name);
+	if (i >= 0 && !s->given[i])
+		s->values[i] = value;
+}
+
 const char *opt_str(const struct opt_set *s, const char *name)
 {
 	int i = opt_index(s, name);

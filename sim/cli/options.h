@@ -46,6 +46,9 @@ uint64_t opt_uint(const struct opt_set *s, const char *name);
 double opt_double(const struct opt_set *s, const char *name);
 int opt_flag(const struct opt_set *s, const char *name);
 int opt_given(const struct opt_set *s, const char *name);
+/* A default that depends on another option (the policy on the model's kind):
+ * value (not copied) replaces the parameter's default when it was not given. */
+void opt_set_default(struct opt_set *s, const char *name, const char *value);
 void opt_print_help(FILE *f, const char *usage, const struct opt_def *defs, size_t ndefs);
 
 #endif
