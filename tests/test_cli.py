@@ -169,6 +169,11 @@ if all(x.returncode == 0 for x in llm_runs):
           abs(jj["quantiles"][0]["base_ms"] - quantile(ttft, 0.5)) < 1e-5, r.stdout + r.stderr)
     r = sb("compare", f"--db={llm_db}", str(jl["run_id"]), str(jc["run_id"]), "--metric=e2e")
     check("compare --metric unknown: exit 2", r.returncode == 2 and "--metric" in r.stderr, r.stderr)
+# an LLM's tasks in --timeline-out are iterations (it has no node types to name them by)
+tl = os.path.join(td, "llm-timeline.json")
+r = sb("--model=llm-tiny", "--hw=gpu-h100-roofline", "--rate=100", "--requests=5", "--no-db", f"--timeline-out={tl}")
+ev = [e for e in json.load(open(tl))["traceEvents"] if e.get("ph") == "X"] if r.returncode == 0 else []
+check("an LLM's timeline: every task an iteration", ev and all(e["name"] == e["cat"] == "iteration" for e in ev), r.stderr)
 # no --policy: an LLM runs continuous (lazy batches nodes, which an LLM has none of), and is stored so
 r = sb("--model=llm-tiny", "--hw=gpu-h100-roofline", "--rate=100", "--requests=20", f"--db={llm_db}", "--json")
 jd = json.loads(r.stdout) if r.returncode == 0 else {}

@@ -40,10 +40,12 @@ int timeline_open(const char *path, const struct mdl_model *m, uint32_t workers,
 
 int timeline_task(struct timeline *t, const struct pol_task *task)
 {
-	const char *name = task->kind == POL_TASK_GRAPH ? "graph" : t->model->nodes[task->node_type].name;
+	/* an LLM's iteration runs the whole model, not one of its (no) node types */
+	const char *cat = task->kind == POL_TASK_GRAPH ? "graph" : task->kind == POL_TASK_ITER ? "iteration" : "node";
+	const char *name = task->kind == POL_TASK_NODE ? t->model->nodes[task->node_type].name : cat;
 	fprintf(t->f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,"
 	        "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"batch\":%u,\"requests\":[",
-	        name, task->kind == POL_TASK_GRAPH ? "graph" : "node", task->device,
+	        name, cat, task->device,
 	        task->start_ns / 1e3, (task->end_ns - task->start_ns) / 1e3, task->cells);
 	for (uint32_t i = 0; i < task->nreq; i++)
 		fprintf(t->f, "%s%llu", i ? "," : "", (unsigned long long)task->reqs[i]->id);
