@@ -3,12 +3,14 @@
 
 #include <gsl/gsl_multifit.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../hwmodels/llm_iter.h"
+#include "../kernels/fpu.h"
 #include "kernels.h"
 
 /* Untimed calls before each point: the first calls after a batch change
@@ -37,8 +39,34 @@ static uint64_t prof_position(const struct mdl_model *m, uint32_t t, uint32_t in
 	return 0;
 }
 
+/* One timed call runs on a worker thread, handed over and handed back by
+ * condition variables as a live task is (runtime/live.c): a live task's time
+ * from its dispatch to the scheduler's next decision includes those two
+ * thread wake-ups, and for a small model's iteration they are most of it
+ * (about 50 us a round trip on the shared 2-core VM, measured with a bare
+ * ping-pong of two threads, against a decode step of 10-20 us). */
+struct prof_call {
+	const struct prof_session *p;
+	uint32_t n;
+	union {
+		struct { uint32_t node; struct rt_member *mb; } node;
+		struct { struct rt_iter_member *mb; } iter;
+	} u;
+};
+
+struct prof_worker {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t go, back;
+	int job, done, quit, running;
+	const struct prof_call *call;
+	int rc;
+	char err[256];
+};
+
 /* What both profiles hold: the kernels on one device and stream, buffers of
- * rows rows, and nstates request states of (input_len, output_len). */
+ * rows rows, nstates request states of (input_len, output_len), and the
+ * worker thread the calls run on. */
 struct prof_session {
 	const struct rt_model_ops *kops;
 	const struct rt_backend_ops *be;
@@ -50,10 +78,81 @@ struct prof_session {
 	void **states;
 	uint32_t nstates;
 	char desc[256];                  /* the device, described */
+	struct prof_worker w;
 };
+
+/* The call itself: the kernels, then the device's finish. */
+static int prof_run_call(const struct prof_call *c, char *err, size_t errlen)
+{
+	const struct prof_session *p = c->p;
+	if (p->kops->run_iter) {
+		if (p->kops->run_iter(p->km, p->work, p->s, c->n, c->u.iter.mb, 0, err, errlen) != 0)
+			return -1;
+	} else {
+		p->kops->run_node(p->km, p->work, p->s, c->u.node.node, c->n, c->u.node.mb);
+	}
+	return p->be->finish(p->s, err, errlen);
+}
+
+static void *prof_worker_main(void *arg)
+{
+	struct prof_worker *w = arg;
+	fpu_flush_denormals();   /* as the live workers compute (kernels/fpu.h) */
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->job && !w->quit)
+			pthread_cond_wait(&w->go, &w->mu);
+		if (!w->job)
+			break;
+		w->job = 0;
+		pthread_mutex_unlock(&w->mu);
+		char err[256] = "";
+		int rc = prof_run_call(w->call, err, sizeof err);
+		pthread_mutex_lock(&w->mu);
+		w->rc = rc;
+		snprintf(w->err, sizeof w->err, "%s", err);
+		w->done = 1;
+		pthread_cond_signal(&w->back);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Seconds from handing c to the worker to being woken by its end, or -1
+ * with err. */
+static double prof_time_call(struct prof_session *p, const struct prof_call *c, char *err, size_t errlen)
+{
+	struct prof_worker *w = &p->w;
+	double t0 = prof_now_s();
+	pthread_mutex_lock(&w->mu);
+	w->call = c;
+	w->job = 1;
+	pthread_cond_signal(&w->go);
+	while (!w->done)
+		pthread_cond_wait(&w->back, &w->mu);
+	w->done = 0;
+	int rc = w->rc;
+	pthread_mutex_unlock(&w->mu);
+	double t = prof_now_s() - t0;
+	if (rc != 0) {
+		snprintf(err, errlen, "%s", w->err);
+		return -1;
+	}
+	return t;
+}
 
 static void prof_close(struct prof_session *p)
 {
+	if (p->w.running) {
+		pthread_mutex_lock(&p->w.mu);
+		p->w.quit = 1;
+		pthread_cond_signal(&p->w.go);
+		pthread_mutex_unlock(&p->w.mu);
+		pthread_join(p->w.thread, NULL);
+		pthread_cond_destroy(&p->w.go);
+		pthread_cond_destroy(&p->w.back);
+		pthread_mutex_destroy(&p->w.mu);
+	}
 	for (uint32_t i = 0; p->states && i < p->nstates; i++)
 		if (p->states[i])
 			p->be->free(p->dev, p->states[i]);
@@ -105,6 +204,17 @@ static int prof_open(struct prof_session *p, const struct rt_profile_config *c, 
 		if (p->kops->state_init(p->km, p->states[i], i, input_len, output_len, err, errlen) != 0)
 			goto fail;
 	}
+	pthread_mutex_init(&p->w.mu, NULL);
+	pthread_cond_init(&p->w.go, NULL);
+	pthread_cond_init(&p->w.back, NULL);
+	if (pthread_create(&p->w.thread, NULL, prof_worker_main, &p->w) != 0) {
+		pthread_cond_destroy(&p->w.go);
+		pthread_cond_destroy(&p->w.back);
+		pthread_mutex_destroy(&p->w.mu);
+		snprintf(err, errlen, "cannot start the profile's worker thread");
+		goto fail;
+	}
+	p->w.running = 1;
 	return 0;
 fail:
 	prof_close(p);
@@ -131,11 +241,9 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 		free(t);
 		return -1;
 	}
-	const struct rt_model_ops *kops = p.kops;
-	const struct rt_backend_ops *be = p.be;
 	fprintf(f, "# simbatch live kernel profile of model %s (%s)\n# device: %s\n"
 	        "# requests of input_len %u, output_len %u at the middle step; mean of %u timed calls after %d "
-	        "untimed ones (wall clock)\n%s\n",
+	        "untimed ones (wall clock, each handed to a worker thread and back as a live task)\n%s\n",
 	        m->name, p.info.detail, p.desc, c->input_len, c->output_len, c->reps, PROF_WARMUP, "node,batch,latency_s");
 	for (uint32_t i = 0; i < maxb; i++)
 		mb[i] = (struct rt_member){ .id = i, .input_len = c->input_len, .output_len = c->output_len, .active = 1,
@@ -147,17 +255,13 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 			mb[i].pos = pos;
 		for (size_t bi = 0; bi < c->nbatches; bi++) {
 			uint32_t b = c->batches[bi];
-			for (int r = 0; r < PROF_WARMUP; r++) {
-				kops->run_node(p.km, p.work, p.s, node, b, mb);
-				if (be->finish(p.s, err, errlen) != 0)
+			struct prof_call call = { .p = &p, .n = b, .u.node = { node, mb } };
+			for (uint32_t r = 0; r < PROF_WARMUP + c->reps; r++) {
+				double v = prof_time_call(&p, &call, err, errlen);
+				if (v < 0)
 					goto out;
-			}
-			for (uint32_t r = 0; r < c->reps; r++) {
-				double t0 = prof_now_s();
-				kops->run_node(p.km, p.work, p.s, node, b, mb);
-				if (be->finish(p.s, err, errlen) != 0)
-					goto out;
-				t[r] = prof_now_s() - t0;
+				if (r >= PROF_WARMUP)
+					t[r - PROF_WARMUP] = v;
 			}
 			double v = 0;
 			for (uint32_t r = 0; r < c->reps; r++)
@@ -271,7 +375,7 @@ static int prof_llm_fit(const struct prof_llm_point *pts, size_t n, double *coef
 }
 
 /* One point's mean time: members 0..pt->members-1 at its positions. */
-static int prof_llm_time(const struct rt_profile_config *c, const struct prof_session *p, struct rt_iter_member *mb,
+static int prof_llm_time(const struct rt_profile_config *c, struct prof_session *p, struct rt_iter_member *mb,
                          struct prof_llm_point *pt, char *err, size_t errlen)
 {
 	for (uint32_t i = 0; i < pt->members; i++) {
@@ -279,14 +383,14 @@ static int prof_llm_time(const struct rt_profile_config *c, const struct prof_se
 		mb[i].tokens = pt->tokens;
 		mb[i].emit = pt->emit;
 	}
+	struct prof_call call = { .p = p, .n = pt->members, .u.iter = { mb } };
 	double sum = 0;
 	for (uint32_t r = 0; r < PROF_WARMUP + c->reps; r++) {
-		double t0 = prof_now_s();
-		if (p->kops->run_iter(p->km, p->work, p->s, pt->members, mb, 0, err, errlen) != 0 ||
-		    p->be->finish(p->s, err, errlen) != 0)
+		double v = prof_time_call(p, &call, err, errlen);
+		if (v < 0)
 			return -1;
 		if (r >= PROF_WARMUP)
-			sum += prof_now_s() - t0;
+			sum += v;
 	}
 	pt->seconds = sum / c->reps;
 	return 0;
@@ -324,7 +428,8 @@ int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t
 		goto out;
 	}
 	fprintf(f, "# simbatch LLM iteration profile of model %s (%s)\n# device: %s\n"
-	        "# %zu iterations, each the mean of %u timed calls after %d untimed ones (wall clock), fitted by least "
+	        "# %zu iterations, each the mean of %u timed calls after %d untimed ones (wall clock, each handed to a worker "
+	        "thread and back as a live task), fitted by least "
 	        "squares:\n#   seconds = fixed + token T + emit E + pair A (hwmodels/llm_iter.h)\n"
 	        "# members x tokens on cache, emitting: measured us, fitted us\n",
 	        m->name, p.info.detail, p.desc, n, c->reps, PROF_WARMUP);

@@ -5,9 +5,11 @@
  *
  * Each point: b requests with the given lengths, their states initialised,
  * each at the middle step of the node's segment (a representative attention
- * length); one untimed call, then reps timed calls of run_node followed by
- * the device's finish (wall clock, CLOCK_MONOTONIC, as a live task is
- * timed); the mean is written, not the median: the simulator adds node
+ * length); untimed calls, then reps timed calls of run_node followed by
+ * the device's finish, each on a worker thread, handed over and handed back
+ * by condition variables as live hands a task to its worker and is woken by
+ * its end (wall clock, CLOCK_MONOTONIC: the two thread wake-ups are part of
+ * every live task, and of a small model's most); the mean is written, not the median: the simulator adds node
  * latencies up, and the expected time of a chain of nodes is the sum of
  * their means (on a shared machine the median misses the slow calls a live
  * run also pays). A latency smaller than one at a smaller batch is raised
