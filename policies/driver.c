@@ -168,6 +168,8 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 		metrics_finish(d->tpot, d->c.env.tpot_slo_ns ? d->c.env.tpot_slo_ns : INT64_MAX, &res->tpot);
 		res->goodput_rps = d->measured && span_ns > 0 ? (double)d->good / (span_ns * 1e-9) : 0.0;
 		res->iter_tokens = d->iter_tokens;
+		double capacity = (double)d->c.env.kv_blocks * end->workers * (double)end->end_ns;
+		res->kv_mean_fraction = capacity > 0 ? d->kv_block_ns / capacity : 0.0;
 		res->itl_count = d->itl->n;
 		res->itl_mean_ms = metrics_hist_mean_ns(d->itl) * 1e-6;
 		res->itl_p50_ms = metrics_hist_quantile_ns(d->itl, 50, 100) * 1e-6;

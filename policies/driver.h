@@ -72,6 +72,8 @@ struct drv_result {
 	double itl_cdf_ms[METRICS_CDF_POINTS];   /* quantile (i+1)/1000 of the gaps as above; the last the max */
 	double goodput_rps;         /* measured requests meeting both SLOs, per second of the measured span */
 	uint64_t iter_tokens;       /* tokens the iterations ran */
+	double kv_mean_fraction;    /* the KV cache's occupancy averaged over the run's time, all devices (an idle
+	                               device holds none: a request holds blocks only while it runs) */
 };
 
 void drv_result_free(struct drv_result *res);
@@ -105,6 +107,7 @@ struct pol_driver {
 	struct metrics *ttft, *tpot;              /* LLM models: time to first token, time per output token */
 	struct metrics_hist *itl;                 /* LLM models: the gaps between a request's consecutive tokens */
 	uint64_t iter_tokens;                     /* LLM models: tokens the iterations ran */
+	double kv_block_ns;                       /* LLM models: sum over iterations of blocks held x duration */
 	uint64_t good;                            /* LLM models: measured requests that met both SLOs */
 	struct drv_request_row *rows;             /* by id; unfinished ids have id UINT64_MAX */
 	size_t rows_cap;
@@ -274,8 +277,10 @@ static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint
 static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_t now_ns, char *err,
                                 size_t errlen)
 {
-	if (t->kind == POL_TASK_ITER)
+	if (t->kind == POL_TASK_ITER) {
 		drv_record_gaps(d, t);
+		d->kv_block_ns += (double)t->kv_blocks_held * (double)(t->end_ns - t->start_ns);
+	}
 	pol_task_advance(t, d->c.env.model);
 	d->busy_ns += t->end_ns - t->start_ns;
 	d->c.policy->on_task_done(d->st, t, now_ns);

@@ -324,8 +324,11 @@ static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, 
 	(void)device;
 	struct llm_state *s = (struct llm_state *)st;
 	struct llm_device *d = &s->devs[device];
-	if (s->is_static)
-		return static_next_task(s, d, now_ns, t, wake_ns);
+	if (s->is_static) {
+		int got = static_next_task(s, d, now_ns, t, wake_ns);
+		t->kv_blocks_held = s->kv_blocks - d->free_blocks;
+		return got;
+	}
 	uint32_t budget = s->max_tokens;
 	int preempted = 0;
 	t->kind = POL_TASK_ITER;
@@ -380,6 +383,7 @@ static int llm_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, 
 	}
 	if (s->kv_blocks - d->free_blocks > d->peak_blocks)
 		d->peak_blocks = s->kv_blocks - d->free_blocks;
+	t->kv_blocks_held = s->kv_blocks - d->free_blocks;
 	return t->nreq > 0;
 }
 

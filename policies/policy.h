@@ -93,6 +93,8 @@ struct pol_task {
 	uint32_t *tokens;            /* ITER, caller-allocated (max_batch slots): new tokens each member runs */
 	uint32_t *context;           /* ITER: tokens already in each member's KV cache (its attention reads them) */
 	uint32_t pad_tokens;         /* ITER: tokens of padding the iteration runs besides (static batching) */
+	uint64_t kv_blocks_held;     /* ITER, set by the policy: the KV blocks its device holds while the iteration
+	                              * runs (every running request's cache, this iteration's tokens included) */
 	int64_t run_until_ns;        /* set by the caller before next_task: any run ends at the first boundary
 	                              * at or after it (the next arrival it knows of); a policy need not look
 	                              * further. 0 from a caller that runs no runs (live) */

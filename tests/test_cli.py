@@ -171,9 +171,20 @@ if all(x.returncode == 0 for x in llm_runs):
     check("compare --metric unknown: exit 2", r.returncode == 2 and "--metric" in r.stderr, r.stderr)
 # an LLM's tasks in --timeline-out are iterations (it has no node types to name them by)
 tl = os.path.join(td, "llm-timeline.json")
-r = sb("--model=llm-tiny", "--hw=gpu-h100-roofline", "--rate=100", "--requests=5", "--no-db", f"--timeline-out={tl}")
-ev = [e for e in json.load(open(tl))["traceEvents"] if e.get("ph") == "X"] if r.returncode == 0 else []
+r = sb("--model=llm-tiny", "--hw=gpu-h100-roofline", "--rate=100", "--requests=5", "--no-db", f"--timeline-out={tl}",
+       "--json")
+allev = json.load(open(tl))["traceEvents"] if r.returncode == 0 else []
+ev = [e for e in allev if e.get("ph") == "X"]
 check("an LLM's timeline: every task an iteration", ev and all(e["name"] == e["cat"] == "iteration" for e in ev), r.stderr)
+# and the KV cache's occupancy as a counter track: each iteration's blocks from its start, none from its end
+cnt = [e for e in allev if e.get("ph") == "C" and e["name"] == "kv_blocks_held"]
+jt = json.loads(r.stdout) if r.returncode == 0 else {}
+held_us = sum(cnt[2 * i]["args"]["device 0"] * (e["ts"] + e["dur"] - e["ts"]) for i, e in enumerate(ev)) if len(cnt) == 2 * len(ev) else -1
+check("an LLM's timeline: a kv_blocks_held counter per iteration, its time integral the JSON's kv_mean_fraction",
+      len(cnt) == 2 * len(ev) and all(cnt[2 * i]["ts"] == e["ts"] and cnt[2 * i + 1]["args"]["device 0"] == 0
+                                      for i, e in enumerate(ev)) and
+      abs(held_us / (jt["sim_time_s"] * 1e6 * jt["policy_stats"]["kv_blocks"]) - jt["kv_mean_fraction"]) < 1e-6 * jt["kv_mean_fraction"],
+      str(cnt[:4]) + r.stdout[:300])
 # no --policy: an LLM runs continuous (lazy batches nodes, which an LLM has none of), and is stored so
 r = sb("--model=llm-tiny", "--hw=gpu-h100-roofline", "--rate=100", "--requests=20", f"--db={llm_db}", "--json")
 jd = json.loads(r.stdout) if r.returncode == 0 else {}

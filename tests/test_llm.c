@@ -236,6 +236,9 @@ static void test_continuous_timeline(void **state)
 	assert_true(fabs(r.tpot.mean_ms - 1.0) < 1e-9 && fabs(r.tpot.max_ms - 1.0) < 1e-9);
 	assert_true(fabs(r.ttft.mean_ms - (1 + 1.5 + 2.5 + 1.5) / 4) < 1e-9);
 	assert_int_equal(stat_of(&r, "preemptions"), 0);
+	/* blocks of 4 tokens held in each 1 ms iteration: A 2; A 2 + B 1; A 2 + B 1 + C 2; D 1; D 1:
+	 * 12 block-ms over 5 ms of 1000 blocks */
+	assert_true(fabs(r.kv_mean_fraction - 12.0 / (5 * 1000)) < 1e-15);
 	drv_result_free(&r);
 	mdl_free(m);
 }
@@ -293,6 +296,8 @@ static void test_cache_fills_and_preempts(void **state)
 	check_finish(&r, (double[]){ 4, 5 }, (double[]){ 1, 1 }, 2, arr);
 	assert_int_equal(stat_of(&r, "preemptions"), 1);
 	assert_true(stat_of(&r, "kv_peak_fraction") == 1.0);
+	/* blocks held a millisecond each: 4, 4, 4, then A's 3 alone, then B's 3: 18 of 5 x 4 */
+	assert_true(fabs(r.kv_mean_fraction - 18.0 / 20) < 1e-15);
 	/* gaps between tokens: A 1, 1, 1 ms; B 1, 1 and then 2 ms, the iteration it waited through */
 	assert_int_equal(r.itl_count, 6);
 	assert_true(r.itl_max_ms == 2.0);

@@ -45,9 +45,9 @@ static void report_llm_json(FILE *f, const struct drv_result *res)
 	fprintf(f, ",\"itl_ms\":{\"mean\":%.10g,\"p50\":%.10g,\"p90\":%.10g,\"p99\":%.10g,\"max\":%.10g,\"gaps\":%llu}",
 	        res->itl_mean_ms, res->itl_p50_ms, res->itl_p90_ms, res->itl_p99_ms, res->itl_max_ms,
 	        (unsigned long long)res->itl_count);
-	fprintf(f, ",\"goodput_rps\":%.10g,\"preemptions\":%.10g,\"kv_peak_fraction\":%.10g,\"iteration_tokens\":%llu",
-	        res->goodput_rps, report_policy_stat(res, "preemptions"), report_policy_stat(res, "kv_peak_fraction"),
-	        (unsigned long long)res->iter_tokens);
+	fprintf(f, ",\"goodput_rps\":%.10g,\"preemptions\":%.10g,\"kv_peak_fraction\":%.10g,\"kv_mean_fraction\":%.10g,"
+	        "\"iteration_tokens\":%llu", res->goodput_rps, report_policy_stat(res, "preemptions"),
+	        report_policy_stat(res, "kv_peak_fraction"), res->kv_mean_fraction, (unsigned long long)res->iter_tokens);
 }
 
 char *report_json(const struct report_run *r, int with_run_fields)
@@ -138,7 +138,7 @@ size_t report_stats(const struct report_run *r, struct results_stat *out, char (
 			{ "tpot_ms.mean", res->tpot.mean_ms }, { "tpot_ms.p50", res->tpot.p50_ms },
 			{ "tpot_ms.p90", res->tpot.p90_ms }, { "tpot_ms.p99", res->tpot.p99_ms },
 			{ "itl_ms.p50", res->itl_p50_ms }, { "itl_ms.p99", res->itl_p99_ms },
-			{ "goodput_rps", res->goodput_rps },
+			{ "goodput_rps", res->goodput_rps }, { "kv_mean_fraction", res->kv_mean_fraction },
 		};
 		for (size_t i = 0; i < sizeof llm / sizeof llm[0] && n < max; i++)
 			out[n++] = llm[i];
@@ -187,9 +187,10 @@ void report_text(FILE *f, const struct report_run *r)
 		        res->tpot.p90_ms, res->tpot.p99_ms);
 		fprintf(f, "  ITL        mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f   max %.3f (gaps between tokens)\n",
 		        res->itl_mean_ms, res->itl_p50_ms, res->itl_p90_ms, res->itl_p99_ms, res->itl_max_ms);
-		fprintf(f, "  goodput    %.2f req/s within both SLOs   KV cache peak %.1f%% of %.0f blocks   %.0f preemptions\n",
-		        res->goodput_rps, 100.0 * report_policy_stat(res, "kv_peak_fraction"),
-		        report_policy_stat(res, "kv_blocks"), report_policy_stat(res, "preemptions"));
+		fprintf(f, "  goodput    %.2f req/s within both SLOs   %.0f preemptions\n", res->goodput_rps,
+		        report_policy_stat(res, "preemptions"));
+		fprintf(f, "  KV cache   %.0f blocks: peak %.1f%%, mean over time %.1f%%\n", report_policy_stat(res, "kv_blocks"),
+		        100.0 * report_policy_stat(res, "kv_peak_fraction"), 100.0 * res->kv_mean_fraction);
 		if (r->dropped_over_context)
 			fprintf(f, "  dropped    %llu trace requests beyond the model's context (--over-context=drop)\n",
 			        (unsigned long long)r->dropped_over_context);

@@ -51,6 +51,15 @@ int timeline_task(struct timeline *t, const struct pol_task *task)
 		fprintf(t->f, "%s%llu", i ? "," : "", (unsigned long long)task->reqs[i]->id);
 	if (fputs("]}}", t->f) == EOF)
 		t->failed = 1;
+	/* the KV cache's occupancy over time, a counter track: what the
+	 * iteration's device holds while it runs, none once it ends (a next
+	 * iteration starting then sets it again, after this in the file) */
+	if (task->kind == POL_TASK_ITER &&
+	    fprintf(t->f, ",\n{\"name\":\"kv_blocks_held\",\"ph\":\"C\",\"pid\":1,\"ts\":%.3f,\"args\":{\"device %u\":%llu}},"
+	            "\n{\"name\":\"kv_blocks_held\",\"ph\":\"C\",\"pid\":1,\"ts\":%.3f,\"args\":{\"device %u\":0}}",
+	            task->start_ns / 1e3, task->device, (unsigned long long)task->kv_blocks_held, task->end_ns / 1e3,
+	            task->device) < 0)
+		t->failed = 1;
 	return t->failed ? -1 : 0;
 }
 
