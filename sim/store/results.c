@@ -23,10 +23,6 @@
 
 #include <sqlite3.h>
 
-/* run_id is AUTOINCREMENT so an id is never reused after a run is deleted:
- * comparisons and plots refer to runs by id. The child tables are WITHOUT
- * ROWID because their primary key is their natural order, which keeps the
- * per-request table small and fast to fill. */
 /* TTFT and TPOT exact, the inter-token gaps from their histogram (within
  * 1/256); `metric` is ttft, tpot or itl, a metric with no value absent. */
 #define TOKEN_CDF_TABLE_SQL \
@@ -37,6 +33,10 @@
 	"  value_ms REAL,\n" \
 	"  PRIMARY KEY(run_id, metric, quantile)) WITHOUT ROWID;\n"
 
+/* run_id is AUTOINCREMENT so an id is never reused after a run is deleted:
+ * comparisons and plots refer to runs by id. The child tables are WITHOUT
+ * ROWID because their primary key is their natural order, which keeps the
+ * per-request table small and fast to fill. */
 static const char results_schema_sql[] =
 	"CREATE TABLE simbatch_meta(\n"
 	"  key TEXT PRIMARY KEY,\n"
@@ -152,7 +152,7 @@ enum db_kind {
 	DB_EMPTY,                     /* no schema objects at all: ours to create */
 	DB_OURS,                      /* simbatch_meta says simbatch, this schema version */
 	DB_OLDER,                     /* simbatch, an older schema version: upgraded when opened for writing */
-	DB_OTHER_VERSION,             /* simbatch, another schema version */
+	DB_OTHER_VERSION,             /* simbatch, a newer (or unknown) schema version */
 	DB_FOREIGN,                   /* not SQLite, or another application's database */
 	DB_ERROR,                     /* could not tell (I/O error, locked, ...) */
 };
