@@ -141,6 +141,32 @@ static double prof_time_call(struct prof_session *p, const struct prof_call *c, 
 	return t;
 }
 
+/* A point of either profile: PROF_WARMUP untimed calls of c, then the mean
+ * of reps timed ones, in seconds; -1 with err. */
+static double prof_mean_call(struct prof_session *p, const struct prof_call *c, uint32_t reps, char *err,
+                             size_t errlen)
+{
+	double sum = 0;
+	for (uint32_t r = 0; r < PROF_WARMUP + reps; r++) {
+		double v = prof_time_call(p, c, err, errlen);
+		if (v < 0)
+			return -1;
+		if (r >= PROF_WARMUP)
+			sum += v;
+	}
+	return sum / reps;
+}
+
+/* The end of either profile's file: 0, or -1 with err. */
+static int prof_flush(FILE *f, char *err, size_t errlen)
+{
+	if (fflush(f) != 0 || ferror(f)) {
+		snprintf(err, errlen, "error writing the profile");
+		return -1;
+	}
+	return 0;
+}
+
 static void prof_close(struct prof_session *p)
 {
 	if (p->w.running) {
@@ -227,18 +253,14 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 	struct prof_session p;
 	uint32_t maxb = c->batches[c->nbatches - 1];
 	struct rt_member *mb = calloc(maxb, sizeof *mb);
-	double *t = calloc(c->reps ? c->reps : 1, sizeof *t);
 	int rc = -1;
 
-	if (!mb || !t) {
+	if (!mb) {
 		snprintf(err, errlen, "out of memory");
-		free(mb);
-		free(t);
 		return -1;
 	}
 	if (prof_open(&p, c, 0, maxb, maxb, c->input_len, c->output_len, err, errlen) != 0) {
 		free(mb);
-		free(t);
 		return -1;
 	}
 	fprintf(f, "# simbatch live kernel profile of model %s (%s)\n# device: %s\n"
@@ -256,31 +278,19 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 		for (size_t bi = 0; bi < c->nbatches; bi++) {
 			uint32_t b = c->batches[bi];
 			struct prof_call call = { .p = &p, .n = b, .u.node = { node, mb } };
-			for (uint32_t r = 0; r < PROF_WARMUP + c->reps; r++) {
-				double v = prof_time_call(&p, &call, err, errlen);
-				if (v < 0)
-					goto out;
-				if (r >= PROF_WARMUP)
-					t[r - PROF_WARMUP] = v;
-			}
-			double v = 0;
-			for (uint32_t r = 0; r < c->reps; r++)
-				v += t[r] / c->reps;
+			double v = prof_mean_call(&p, &call, c->reps, err, errlen);
+			if (v < 0)
+				goto out;
 			if (v < floor_s)
 				v = floor_s;
 			floor_s = v;
 			fprintf(f, "%s,%u,%.9g\n", m->nodes[node].name, b, v);
 		}
 	}
-	if (fflush(f) != 0 || ferror(f)) {
-		snprintf(err, errlen, "error writing the profile");
-		goto out;
-	}
-	rc = 0;
+	rc = prof_flush(f, err, errlen);
 out:
 	prof_close(&p);
 	free(mb);
-	free(t);
 	return rc;
 }
 
@@ -384,16 +394,8 @@ static int prof_llm_time(const struct rt_profile_config *c, struct prof_session 
 		mb[i].emit = pt->emit;
 	}
 	struct prof_call call = { .p = p, .n = pt->members, .u.iter = { mb } };
-	double sum = 0;
-	for (uint32_t r = 0; r < PROF_WARMUP + c->reps; r++) {
-		double v = prof_time_call(p, &call, err, errlen);
-		if (v < 0)
-			return -1;
-		if (r >= PROF_WARMUP)
-			sum += v;
-	}
-	pt->seconds = sum / c->reps;
-	return 0;
+	pt->seconds = prof_mean_call(p, &call, c->reps, err, errlen);
+	return pt->seconds < 0 ? -1 : 0;
 }
 
 int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t errlen)
@@ -450,11 +452,7 @@ int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t
 	        "mem_capacity_gb = %.6g   # %s\n",
 	        worst * 100, m->name, coef[0] * 1e6, coef[1] * 1e6, coef[2] * 1e6, coef[3] * 1e9, mem_gb,
 	        pages > 0 && page > 0 ? "this machine's physical memory (sysconf)" : "physical memory unknown: 1 GB");
-	if (fflush(f) != 0 || ferror(f)) {
-		snprintf(err, errlen, "error writing the profile");
-		goto out;
-	}
-	rc = 0;
+	rc = prof_flush(f, err, errlen);
 out:
 	prof_close(&p);
 	free(mb);

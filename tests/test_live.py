@@ -95,15 +95,24 @@ for name, text in MODELS.items():
 hw = os.path.join(td, "est.csv")   # the policy's estimates: 50 us + 5 us a batch row, any node
 write(hw, "node,batch,latency_s\n*,1,0.000055\n*,64,0.00037\n")
 
-# A bursty trace: groups of 1..6 requests together, 1 ms apart.
 rnd = random.Random(5)
+
+
+def bursty_trace(path, gap_s, max_in, max_out):
+    """40 requests in bursts (a new burst with chance 0.4, gap_s after the last), lengths
+    uniform from 1; returns the rows written."""
+    t, rows = 0.0, []
+    for i in range(40):
+        if rnd.random() > 0.6:
+            t += gap_s
+        rows.append(f"{t:.6f},{rnd.randint(1, max_in)},{rnd.randint(1, max_out)}")
+    write(path, "arrival_s,input_len,output_len\n" + "\n".join(rows) + "\n")
+    return rows
+
+
+# A bursty trace: groups of 1..6 requests together, 1 ms apart.
 trace = os.path.join(td, "trace.csv")
-t, rows = 0.0, []
-for i in range(40):
-    if rnd.random() > 0.6:
-        t += 0.001
-    rows.append(f"{t:.6f},{rnd.randint(1, 9)},{rnd.randint(1, 9)}")
-write(trace, "arrival_s,input_len,output_len\n" + "\n".join(rows) + "\n")
+bursty_trace(trace, 0.001, 9, 9)
 
 policies = [line.split()[0] for line in sb("list", "policies").stdout.splitlines() if line.strip()]
 check("policies listed", "serial" in policies and "graph" in policies, policies)
@@ -293,12 +302,7 @@ def iter_profile(path, model, mem_gb):
 
 
 llm_trace = os.path.join(td, "llm_trace.csv")
-t, rows = 0.0, []
-for i in range(40):
-    if rnd.random() > 0.6:
-        t += 0.0005
-    rows.append(f"{t:.6f},{rnd.randint(1, 20)},{rnd.randint(1, 12)}")
-write(llm_trace, "arrival_s,input_len,output_len\n" + "\n".join(rows) + "\n")
+rows = bursty_trace(llm_trace, 0.0005, 20, 12)
 lengths = [(int(r.split(",")[1]), int(r.split(",")[2])) for r in rows]
 for model, name in ((llm, "t_llm"), (llm_plain, "t_llm_plain")):
     est = os.path.join(td, name + ".iter")
