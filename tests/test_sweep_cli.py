@@ -231,6 +231,50 @@ got = points(tdb)
 check("SIGTERM: restart completes every point once", r.returncode == 0 and len(got) == len(big_keys) and
       set(got.values()) == {1}, r.stderr)
 
+# ---- runs go through workers (sim/cli/procpool.h): a point that fails at run time, after the
+# configuration checks, fails alone with its own message; the worker goes on with the rest ----
+fdb = os.path.join(td, "fails.db")
+fkeys = keys_of(small)
+bad_key = fkeys[4]
+check("fresh database for the failing point", sb("sweep", small, f"--db={fdb}", "--part=1/99", "--quiet").returncode == 0)
+con = sqlite3.connect(fdb)
+con.execute("pragma foreign_keys=on")
+con.execute("delete from runs")   # the one point of part 1 goes; the trigger refuses one key at store time
+con.execute("create trigger refuse before insert on run_config when new.key = 'sweep-point' and new.value = '"
+            + bad_key + "' begin select raise(abort, 'refused by the test trigger'); end")
+con.commit()
+con.close()
+r = sb("sweep", small, f"--db={fdb}", "--jobs=2")
+got = points(fdb)
+check("failing point: exit 1, reported with its key and its own message",
+      r.returncode == 1 and f"sweep point '{bad_key}' failed (exit 1)" in r.stderr and "refused by the test trigger" in r.stderr,
+      (r.returncode, r.stderr))
+check("failing point: every other point stored once", sorted(got) == sorted(k for k in fkeys if k != bad_key) and
+      set(got.values()) == {1}, got)
+check("failing point: runs complete", runs_complete(fdb))
+
+# a worker killed in the middle of a point fails that point only; a fresh worker takes the rest
+wdb = os.path.join(td, "worker.db")
+p = subprocess.Popen([SB, "sweep", big, f"--db={wdb}", "--jobs=2", "--quiet"], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.PIPE, text=True)
+deadline = time.time() + 120
+workers = []
+while time.time() < deadline and p.poll() is None and (run_count(wdb) < 2 or not workers):
+    kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+    workers = [k for k in kids if open(f"/proc/{k}/cmdline").read().split("\0")[1:2] == ["run-worker"]]
+    time.sleep(0.005)
+killed = bool(workers)
+if killed:
+    os.kill(int(workers[0]), signal.SIGKILL)
+err = p.communicate(timeout=300)[1]
+got = points(wdb)
+check("killed worker: one point failed by signal 9, exit 1", killed and p.returncode == 1 and
+      err.count("failed (killed by signal 9)") == 1 and "1 sweep point(s) failed" in err, (killed, p.returncode, err))
+check("killed worker: the other points stored once", len(got) == len(big_keys) - 1 and set(got.values()) == {1}
+      and runs_complete(wdb), f"{len(got)} of {len(big_keys)}")
+r = sb("sweep", big, f"--db={wdb}", "--quiet")
+check("killed worker: rerun stores the failed point", r.returncode == 0 and len(points(wdb)) == len(big_keys), r.stderr)
+
 # ---- two processes sweeping into one database lose no run ----
 other = write("other.sweep", """fixed --model=transformer --policy=serial --requests=3000
 axis rate = 100 200 300 400

@@ -321,9 +321,10 @@ static void sweep_tick(void *ud)
 
 static int sweep_pool(struct sweep_run *r, unsigned jobs)
 {
+	static char *const worker[] = { "simbatch", PP_WORKER_SUBCOMMAND, NULL };
 	struct pp_config pc = {
 		.exe = r->exe, .jobs = jobs, .next = sweep_next, .done = sweep_done, .tick = sweep_tick,
-		.tick_ms = 250, .ud = r, .stop = &sweep_stop,
+		.tick_ms = 250, .ud = r, .stop = &sweep_stop, .worker_argv = worker,
 	};
 	return pp_run(&pc, r->err, sizeof r->err);
 }

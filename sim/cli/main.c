@@ -4,6 +4,7 @@
 #include <string.h>
 #include <gsl/gsl_errno.h>
 #include "cli.h"
+#include "procpool.h"
 
 struct cli_command {
 	const char *name;
@@ -31,10 +32,10 @@ static void main_usage(FILE *f)
 		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
 }
 
-int main(int argc, char **argv)
+/* The program's entry without its setup: picks the subcommand. A sweep's
+ * worker (procpool.h) calls it once per run. */
+static int simbatch_main(int argc, char **argv)
 {
-	/* GSL's default handler aborts; every GSL call here checks its result. */
-	gsl_set_error_handler_off();
 	if (argc >= 2 && argv[1][0] != '-') {
 		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 			if (strcmp(argv[1], commands[i].name) == 0)
@@ -47,4 +48,14 @@ int main(int argc, char **argv)
 		printf("\n");
 	}
 	return cmd_run(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+	/* GSL's default handler aborts; every GSL call here checks its result. */
+	gsl_set_error_handler_off();
+	/* internal, not a subcommand to type: the worker a sweep runs its points in */
+	if (argc == 2 && strcmp(argv[1], PP_WORKER_SUBCOMMAND) == 0)
+		return pp_worker_serve(simbatch_main);
+	return simbatch_main(argc, argv);
 }

@@ -23,6 +23,11 @@ struct pp_child {
 	int fd[2];                   /* stdout, stderr read ends; -1 once at EOF */
 	struct pp_buf buf[2];
 	void *ctx;
+	int busy;                    /* running a job (a spawned child always is) */
+	int in_fd;                   /* a worker's stdin, write end; -1 otherwise */
+	int marker;                  /* a worker: 1 between a job's NUL and its newline */
+	int marker_status;           /* the exit status read after the NUL */
+	int ending;                  /* a worker told to end (its stdin closed) after its last job */
 };
 
 static int pp_buf_add(struct pp_buf *b, const char *data, size_t n)
@@ -54,24 +59,29 @@ static void pp_child_release(struct pp_child *c)
 			close(c->fd[k]);
 		free(c->buf[k].data);
 	}
+	if (c->in_fd >= 0)
+		close(c->in_fd);
 	memset(c, 0, sizeof *c);
-	c->fd[0] = c->fd[1] = -1;
+	c->fd[0] = c->fd[1] = c->in_fd = -1;
 }
 
-/* Starts one child; 0, or -1 with err (nothing left open). */
-static int pp_spawn(const struct pp_config *cfg, const struct pp_job *job, struct pp_child *c,
-                    char *err, size_t errlen)
+/* Starts one child running argv (a job, or a worker when worker is set: its
+ * stdin a pipe whose write end the child slot keeps); 0, or -1 with err
+ * (nothing left open). */
+static int pp_spawn(const struct pp_config *cfg, char *const *argv, int capture_stdout, int worker,
+                    struct pp_child *c, char *err, size_t errlen)
 {
-	int out[2] = { -1, -1 }, errp[2] = { -1, -1 };
+	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, in[2] = { -1, -1 };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none;
 	int rc, fa_ok = 0, attr_ok = 0;
 
 	memset(c, 0, sizeof *c);
-	c->fd[0] = c->fd[1] = -1;
+	c->fd[0] = c->fd[1] = c->in_fd = -1;
 	/* close-on-exec: no child inherits another child's pipes */
-	if ((job->capture_stdout && pipe2(out, O_CLOEXEC) != 0) || pipe2(errp, O_CLOEXEC) != 0) {
+	if ((capture_stdout && pipe2(out, O_CLOEXEC) != 0) || pipe2(errp, O_CLOEXEC) != 0 ||
+	    (worker && pipe2(in, O_CLOEXEC) != 0)) {
 		rc = errno;
 		goto fail;
 	}
@@ -85,23 +95,26 @@ static int pp_spawn(const struct pp_config *cfg, const struct pp_job *job, struc
 	sigemptyset(&none);
 	if ((rc = posix_spawnattr_setsigmask(&attr, &none)) != 0 ||
 	    (rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK)) != 0 ||
-	    (rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0 ||
-	    (rc = job->capture_stdout ? posix_spawn_file_actions_adddup2(&fa, out[1], 1)
-	                              : posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0)) != 0 ||
+	    (rc = worker ? posix_spawn_file_actions_adddup2(&fa, in[0], 0)
+	                 : posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0 ||
+	    (rc = capture_stdout ? posix_spawn_file_actions_adddup2(&fa, out[1], 1)
+	                         : posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0)) != 0 ||
 	    (rc = posix_spawn_file_actions_adddup2(&fa, errp[1], 2)) != 0)
 		goto fail;
-	if ((rc = posix_spawn(&c->pid, cfg->exe, &fa, &attr, job->argv, environ)) != 0)
+	if ((rc = posix_spawn(&c->pid, cfg->exe, &fa, &attr, argv, environ)) != 0)
 		goto fail;
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
-	if (job->capture_stdout)
+	if (capture_stdout)
 		close(out[1]);
 	close(errp[1]);
+	if (worker)
+		close(in[0]);
 	c->fd[0] = out[0];
 	c->fd[1] = errp[0];
+	c->in_fd = in[1];
 	c->buf[0].max = PP_STDOUT_MAX;
 	c->buf[1].max = PP_STDERR_MAX;
-	c->ctx = job->ctx;
 	return 0;
 fail:
 	snprintf(err, errlen, "cannot start %s: %s", cfg->exe, strerror(rc));
@@ -114,36 +127,134 @@ fail:
 			close(out[k]);
 		if (errp[k] >= 0)
 			close(errp[k]);
+		if (in[k] >= 0)
+			close(in[k]);
 	}
 	c->pid = 0;
 	return -1;
 }
 
-/* Reaps child c (both pipes at EOF) and reports it. */
-static void pp_finish(const struct pp_config *cfg, struct pp_child *c)
+/* Writes all n bytes; 0, or -1 (the reader is gone). */
+static int pp_write_all(int fd, const char *p, size_t n)
 {
-	int status = 0;
-	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
-		;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Hands a job to an idle worker (the protocol of procpool.h). A worker that
+ * is gone fails the job when it is reaped. */
+static void pp_send_job(struct pp_child *c, const struct pp_job *job)
+{
+	size_t argc = 0;
+	char head[32];
+	while (job->argv[argc])
+		argc++;
+	int n = snprintf(head, sizeof head, "%zu\n", argc);
+	int ok = pp_write_all(c->in_fd, head, (size_t)n) == 0;
+	for (size_t i = 0; ok && i < argc; i++)
+		ok = pp_write_all(c->in_fd, job->argv[i], strlen(job->argv[i]) + 1) == 0;
+	c->busy = 1;
+	c->ctx = job->ctx;
+	if (!ok) {                        /* it cannot read: make sure it ends, to be reaped */
+		kill(c->pid, SIGKILL);
+		close(c->in_fd);
+		c->in_fd = -1;
+	}
+}
+
+static void pp_report(const struct pp_config *cfg, struct pp_child *c, int exit_code, int sig)
+{
 	struct pp_result r = {
-		.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-		.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+		.exit_code = exit_code,
+		.signal = sig,
 		.out = c->buf[0].data ? c->buf[0].data : "",
 		.outlen = c->buf[0].len,
 		.errtext = c->buf[1].data ? c->buf[1].data : "",
 	};
 	cfg->done(cfg->ud, c->ctx, &r);
+	c->busy = 0;
+	c->ctx = NULL;
+	for (int k = 0; k < 2; k++) {
+		c->buf[k].len = 0;
+		if (c->buf[k].data)
+			c->buf[k].data[0] = '\0';
+	}
+}
+
+/* Reaps child c (its pipes at EOF) and reports the job it was running: a
+ * worker that ends in the middle of a job fails it (an exit 0 there is a
+ * failure too, reported as exit -1). 0, or -1 with err when a worker told to
+ * end did not end cleanly: what it does at exit (a leak checker's report,
+ * say) would otherwise go unseen. */
+static int pp_finish(const struct pp_config *cfg, struct pp_child *c, char *err, size_t errlen)
+{
+	int status = 0, rc = 0;
+	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (c->busy) {
+		int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		if (c->in_fd >= 0 && code == 0)
+			code = -1;
+		pp_report(cfg, c, code, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	} else if (c->ending && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		snprintf(err, errlen, "a worker (%s) ended with %s %d after its last job: %.300s", cfg->exe,
+		         WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+		         c->buf[1].data ? c->buf[1].data : "");
+		rc = -1;
+	}
 	pp_child_release(c);
+	return rc;
+}
+
+/* A worker's stderr: the job's text up to a NUL, then its exit status and a
+ * newline end the job. */
+static void pp_worker_read(const struct pp_config *cfg, struct pp_child *c, const char *p, size_t n)
+{
+	while (n > 0) {
+		if (!c->marker) {
+			const char *nul = memchr(p, '\0', n);
+			size_t text = nul ? (size_t)(nul - p) : n;
+			if (pp_buf_add(&c->buf[1], p, text) != 0)
+				c->buf[1].max = 0;
+			p += text;
+			n -= text;
+			if (nul) {
+				c->marker = 1;
+				c->marker_status = 0;
+				p++;
+				n--;
+			}
+			continue;
+		}
+		char ch = *p++;
+		n--;
+		if (ch >= '0' && ch <= '9' && c->marker_status < 1000)
+			c->marker_status = c->marker_status * 10 + (ch - '0');
+		else if (ch == '\n') {
+			c->marker = 0;
+			if (c->busy)
+				pp_report(cfg, c, c->marker_status, 0);
+		}
+	}
 }
 
 int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 {
 	unsigned jobs = cfg->jobs ? cfg->jobs : 1;
 	int tick_ms = cfg->tick_ms ? (int)cfg->tick_ms : 250;
+	int workers = cfg->worker_argv != NULL;
 	struct pp_child *kids = calloc(jobs, sizeof *kids);
 	struct pollfd *pfd = calloc(2 * (size_t)jobs, sizeof *pfd);
 	int more = 1, stopping = 0, failed = 0;
-	unsigned nrun = 0;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
 	if (!kids || !pfd) {
 		snprintf(err, errlen, "out of memory");
 		free(kids);
@@ -151,7 +262,11 @@ int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 		return -1;
 	}
 	for (unsigned i = 0; i < jobs; i++)
-		kids[i].fd[0] = kids[i].fd[1] = -1;
+		kids[i].fd[0] = kids[i].fd[1] = kids[i].in_fd = -1;
+	/* a worker that died leaves its stdin without a reader: writing there must
+	 * fail, not kill the pool */
+	if (workers)
+		sigaction(SIGPIPE, &ign, &old_pipe);
 
 	for (;;) {
 		if (cfg->stop && *cfg->stop && !stopping) {
@@ -161,7 +276,10 @@ int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 				if (kids[i].pid > 0)
 					kill(kids[i].pid, SIGTERM);
 		}
-		while (more && nrun < jobs) {
+		for (unsigned slot = 0; more && slot < jobs; slot++) {
+			struct pp_child *c = &kids[slot];
+			if (c->busy || (c->pid > 0 && (!workers || c->in_fd < 0)))
+				continue;
 			struct pp_job job = { 0 };
 			int r = cfg->next(cfg->ud, &job, err, errlen);
 			if (r <= 0) {
@@ -169,17 +287,33 @@ int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 				failed |= r < 0;
 				break;
 			}
-			unsigned slot = 0;
-			while (kids[slot].pid > 0)
-				slot++;
-			if (pp_spawn(cfg, &job, &kids[slot], err, errlen) != 0) {
+			if (c->pid <= 0 && pp_spawn(cfg, workers ? cfg->worker_argv : job.argv, job.capture_stdout,
+			                            workers, c, err, errlen) != 0) {
+				struct pp_result none = { .exit_code = -1, .out = "", .errtext = "" };
+				cfg->done(cfg->ud, job.ctx, &none);   /* the caller frees the job */
 				more = 0;
 				failed = 1;
 				break;
 			}
-			nrun++;
+			if (workers)
+				pp_send_job(c, &job);
+			else {
+				c->busy = 1;
+				c->ctx = job.ctx;
+			}
 		}
-		if (nrun == 0)
+		/* no more jobs: idle workers get the end of their stdin and exit */
+		unsigned alive = 0;
+		for (unsigned i = 0; i < jobs; i++) {
+			struct pp_child *c = &kids[i];
+			if (!more && !c->busy && c->in_fd >= 0) {
+				close(c->in_fd);
+				c->in_fd = -1;
+				c->ending = !stopping;
+			}
+			alive += c->pid > 0;
+		}
+		if (alive == 0)
 			break;
 
 		nfds_t n = 0;
@@ -204,7 +338,9 @@ int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 					char chunk[8192];
 					ssize_t got = read(c->fd[k], chunk, sizeof chunk);
 					if (got > 0) {
-						if (pp_buf_add(&c->buf[k], chunk, (size_t)got) != 0)
+						if (workers && k == 1)
+							pp_worker_read(cfg, c, chunk, (size_t)got);
+						else if (pp_buf_add(&c->buf[k], chunk, (size_t)got) != 0)
 							c->buf[k].max = 0;     /* out of memory: keep draining, keep nothing more */
 					} else if (got == 0 || errno != EINTR) {
 						close(c->fd[k]);
@@ -212,17 +348,102 @@ int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 					}
 				}
 			}
-			if (c->fd[0] < 0 && c->fd[1] < 0) {
-				pp_finish(cfg, c);
-				nrun--;
-			}
+			if (c->fd[0] < 0 && c->fd[1] < 0 && pp_finish(cfg, c, err, errlen) != 0)
+				failed = 1;
 		}
 		if (cfg->tick)
 			cfg->tick(cfg->ud);
 	}
+	if (workers)
+		sigaction(SIGPIPE, &old_pipe, NULL);
 	free(kids);
 	free(pfd);
 	if (failed)
 		return -1;
 	return stopping ? 1 : 0;
+}
+
+/* Reads one job: argc and a newline, then argc NUL-terminated arguments.
+ * 1 with *argv (malloc'd, NULL-terminated, strings inside it), 0 at the end
+ * of the input, -1 when malformed. */
+static int pp_read_job(FILE *in, int *argc, char ***argv)
+{
+	unsigned long n = 0;
+	int ch, digits = 0;
+	while ((ch = getc(in)) >= '0' && ch <= '9' && n < 4096) {
+		n = n * 10 + (unsigned long)(ch - '0');
+		digits++;
+	}
+	if (ch == EOF && digits == 0)
+		return 0;
+	if (ch != '\n' || digits == 0 || n == 0 || n >= 4096)
+		return -1;
+	char **v = calloc(n + 1, sizeof *v);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	size_t *start = calloc(n, sizeof *start);
+	if (!v || !start)
+		goto fail;
+	for (unsigned long i = 0; i < n; i++) {
+		start[i] = len;
+		do {
+			if ((ch = getc(in)) == EOF)
+				goto fail;
+			if (len == cap) {
+				char *nb = realloc(buf, cap = cap ? 2 * cap : 1024);
+				if (!nb)
+					goto fail;
+				buf = nb;
+			}
+			buf[len++] = (char)ch;
+		} while (ch != '\0');
+	}
+	/* one block: the pointer array, then the strings */
+	char **out = realloc(v, (n + 1) * sizeof *v + len);
+	if (!out)
+		goto fail;
+	char *strings = (char *)(out + n + 1);
+	memcpy(strings, buf, len);
+	for (unsigned long i = 0; i < n; i++)
+		out[i] = strings + start[i];
+	out[n] = NULL;
+	free(buf);
+	free(start);
+	*argc = (int)n;
+	*argv = out;
+	return 1;
+fail:
+	free(v);
+	free(buf);
+	free(start);
+	return -1;
+}
+
+int pp_worker_serve(int (*entry)(int argc, char **argv))
+{
+	/* the jobs come on their own descriptor; a job's stdin is /dev/null */
+	int jobs_fd = dup(STDIN_FILENO);
+	int null_fd = open("/dev/null", O_RDONLY);
+	FILE *in = jobs_fd >= 0 ? fdopen(jobs_fd, "r") : NULL;
+	if (!in || null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) {
+		fprintf(stderr, "simbatch: worker: cannot set up its input: %s\n", strerror(errno));
+		return 2;
+	}
+	close(null_fd);
+	for (;;) {
+		int argc;
+		char **argv;
+		int got = pp_read_job(in, &argc, &argv);
+		if (got <= 0) {
+			fclose(in);
+			if (got < 0)
+				fprintf(stderr, "simbatch: worker: malformed job on its input\n");
+			return got < 0 ? 2 : 0;
+		}
+		int status = entry(argc, argv);
+		free(argv);
+		fflush(stdout);
+		fprintf(stderr, "%c%d\n", '\0', status);
+		fflush(stderr);
+	}
 }

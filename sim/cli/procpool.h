@@ -6,6 +6,20 @@
  * killed parent leaves only runs that either finished (and stored themselves
  * in one transaction) or never stored anything.
  *
+ * Workers (cfg->worker_argv): instead of a process per job, each of the jobs
+ * slots keeps one process that takes job after job, which saves a short
+ * run most of its cost (starting a process, linking its libraries, faulting
+ * in fresh memory: about 3 ms of a 6-9 ms sweep point, bench/README.md). A
+ * job is then the worker's call of the program's own entry with the job's
+ * argv (pp_worker_serve), so it parses its options and runs as it would in
+ * a process of its own; a worker that dies fails only the job it was running,
+ * and the next job gets a fresh worker. Protocol, both halves in procpool.c:
+ * the parent writes a job to the worker's stdin as its argc in decimal and a
+ * newline, then each argument NUL-terminated; the worker ends each job by
+ * writing a NUL byte, its exit status in decimal and a newline to stderr, so
+ * the job's stderr is everything before the NUL. The worker's stdin while a
+ * job runs is /dev/null, as a spawned job's is.
+ *
  * Contract:
  *  - pp_run asks cfg->next for jobs while fewer than cfg->jobs children run,
  *    and calls cfg->done exactly once per started child, after it exited and
@@ -53,8 +67,19 @@ struct pp_config {
 	unsigned tick_ms;            /* 0: 250 */
 	void *ud;
 	volatile sig_atomic_t *stop; /* optional */
+	/* optional: run the jobs in workers started with this argv (NULL-terminated;
+	 * the program is exe); jobs must not ask for capture_stdout */
+	char *const *worker_argv;
 };
 
 int pp_run(const struct pp_config *cfg, char *err, size_t errlen);
+
+/* The worker's half: reads jobs from stdin until it ends, runs each as
+ * entry(argc, argv) and ends it as the protocol above says. 0 when stdin
+ * ended, 2 when a job was malformed. */
+int pp_worker_serve(int (*entry)(int argc, char **argv));
+
+/* `simbatch run-worker`: the program as a worker (sim/cli/main.c) */
+#define PP_WORKER_SUBCOMMAND "run-worker"
 
 #endif
