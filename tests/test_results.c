@@ -2,7 +2,8 @@
  * and read back with the plain SQLite API, field by field; files that are not
  * ours, of another schema version or not writable are refused with their
  * message and left untouched; a write that fails midway leaves no trace; two
- * processes writing one file both land.
+ * processes writing one file both land; a connection kept open between runs
+ * (results_keep_open) serves only the file it opened.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -327,6 +328,69 @@ static void test_create_write_read(void **state)
 	results_close(db);
 }
 
+/* results_keep_open: a closed database comes back to the next open of the
+ * same file, and only of the same file: one removed or replaced meanwhile is
+ * opened anew, and another path closes the kept one. */
+static void test_kept_open(void **state)
+{
+	(void)state;
+	char a[128], b[128], err[256];
+	tmp_path(a, sizeof(a), "kept-a.db");
+	tmp_path(b, sizeof(b), "kept-b.db");
+	struct metrics_summary s;
+	fill_summary(&s, 3.0);
+	struct results_run r;
+	fill_run(&r, &s, NULL, 0);
+	int64_t id = 0;
+	struct results_db *db = NULL, *again = NULL;
+
+	results_keep_open(1);
+	assert_int_equal(results_open(a, &db, err, sizeof(err)), 0);
+	assert_int_equal(results_write_run(db, &r, &id, err, sizeof(err)), 0);
+	results_close(db);
+	assert_int_equal(results_open(a, &again, err, sizeof(err)), 0);
+	assert_ptr_equal(again, db);                 /* the same connection, not reopened */
+	assert_int_equal(results_write_run(again, &r, &id, err, sizeof(err)), 0);
+	results_close(again);
+	sqlite3 *plain = open_plain(a);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM runs"), 2);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_cdf"), 2000);
+	sqlite3_close(plain);
+
+	/* removed behind its back (the kept connection still holds the old file,
+	 * so its inode cannot come back): an empty file put at its name is a new
+	 * database, which gets what is written next */
+	char side[160];
+	for (int i = 0; i < 3; i++) {
+		snprintf(side, sizeof(side), "%s%s", a, (const char *[]){ "", "-wal", "-shm" }[i]);
+		unlink(side);
+	}
+	FILE *f = fopen(a, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(results_open(a, &db, err, sizeof(err)), 0);
+	assert_int_equal(results_write_run(db, &r, &id, err, sizeof(err)), 0);
+	results_close(db);
+	plain = open_plain(a);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM runs"), 1);
+	sqlite3_close(plain);
+
+	/* another path closes the kept one and opens its own; results_remove
+	 * closes a kept connection before removing its file */
+	assert_int_equal(results_open(b, &db, err, sizeof(err)), 0);
+	assert_ptr_not_equal(db, NULL);
+	results_close(db);
+	results_remove(b);
+	assert_int_equal(access(b, F_OK), -1);
+	assert_int_equal(results_open(b, &again, err, sizeof(err)), 0);
+	assert_int_equal(results_write_run(again, &r, &id, err, sizeof(err)), 0);
+	results_keep_open(0);                        /* closes the kept one too */
+	results_close(again);                        /* not kept any more: closed */
+	plain = open_plain(b);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM runs"), 1);
+	sqlite3_close(plain);
+}
+
 static void test_empty_file_accepted(void **state)
 {
 	(void)state;
@@ -630,6 +694,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_write_read),
+		cmocka_unit_test(test_kept_open),
 		cmocka_unit_test(test_empty_file_accepted),
 		cmocka_unit_test(test_not_a_database_refused),
 		cmocka_unit_test(test_foreign_database_refused),

@@ -5,6 +5,7 @@
 #include <gsl/gsl_errno.h>
 #include "cli.h"
 #include "procpool.h"
+#include "../store/results.h"
 
 struct cli_command {
 	const char *name;
@@ -55,7 +56,11 @@ int main(int argc, char **argv)
 	/* GSL's default handler aborts; every GSL call here checks its result. */
 	gsl_set_error_handler_off();
 	/* internal, not a subcommand to type: the worker a sweep runs its points in */
-	if (argc == 2 && strcmp(argv[1], PP_WORKER_SUBCOMMAND) == 0)
-		return pp_worker_serve(simbatch_main);
+	if (argc == 2 && strcmp(argv[1], PP_WORKER_SUBCOMMAND) == 0) {
+		results_keep_open(1);        /* its points store into one database */
+		int rc = pp_worker_serve(simbatch_main);
+		results_keep_open(0);
+		return rc;
+	}
 	return simbatch_main(argc, argv);
 }

@@ -84,6 +84,11 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 int results_write_run(struct results_db *db, const struct results_run *run, int64_t *run_id,
                       char *err, size_t errlen);
 void results_close(struct results_db *db);
+/* on: results_close keeps a database results_open opened, and the next
+ * results_open of the same file (path, device and inode) gets it back
+ * without opening it again: for a process that stores many runs into one
+ * file (a sweep's worker). off: closes the kept one. */
+void results_keep_open(int on);
 /* Removes a closed database file and SQLite's side files (-journal, -wal,
  * -shm): for a file a failed run created, so that it leaves nothing behind. */
 void results_remove(const char *path);
