@@ -278,7 +278,8 @@ int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 		}
 		for (unsigned slot = 0; more && slot < jobs; slot++) {
 			struct pp_child *c = &kids[slot];
-			if (c->busy || (c->pid > 0 && (!workers || c->in_fd < 0)))
+			/* a spawned child is busy while it lives; a worker whose input is closed takes no job */
+			if (c->busy || (c->pid > 0 && c->in_fd < 0))
 				continue;
 			struct pp_job job = { 0 };
 			int r = cfg->next(cfg->ud, &job, err, errlen);
@@ -364,8 +365,8 @@ int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 }
 
 /* Reads one job: argc and a newline, then argc NUL-terminated arguments.
- * 1 with *argv (malloc'd, NULL-terminated, strings inside it), 0 at the end
- * of the input, -1 when malformed. */
+ * 1 with *argv (one malloc'd block: the NULL-terminated pointers, then the
+ * strings they point to), 0 at the end of the input, -1 when malformed. */
 static int pp_read_job(FILE *in, int *argc, char ***argv)
 {
 	unsigned long n = 0;
@@ -378,44 +379,31 @@ static int pp_read_job(FILE *in, int *argc, char ***argv)
 		return 0;
 	if (ch != '\n' || digits == 0 || n == 0 || n >= 4096)
 		return -1;
-	char **v = calloc(n + 1, sizeof *v);
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	size_t *start = calloc(n, sizeof *start);
-	if (!v || !start)
-		goto fail;
-	for (unsigned long i = 0; i < n; i++) {
-		start[i] = len;
-		do {
-			if ((ch = getc(in)) == EOF)
+	size_t head = (n + 1) * sizeof(char *), len = head, cap = head + 1024;
+	char *block = malloc(cap);
+	if (!block)
+		return -1;
+	for (unsigned long seen = 0; seen < n;) {
+		if ((ch = getc(in)) == EOF)
+			goto fail;
+		if (len == cap) {
+			char *nb = realloc(block, cap *= 2);
+			if (!nb)
 				goto fail;
-			if (len == cap) {
-				char *nb = realloc(buf, cap = cap ? 2 * cap : 1024);
-				if (!nb)
-					goto fail;
-				buf = nb;
-			}
-			buf[len++] = (char)ch;
-		} while (ch != '\0');
+			block = nb;
+		}
+		block[len++] = (char)ch;
+		seen += ch == '\0';
 	}
-	/* one block: the pointer array, then the strings */
-	char **out = realloc(v, (n + 1) * sizeof *v + len);
-	if (!out)
-		goto fail;
-	char *strings = (char *)(out + n + 1);
-	memcpy(strings, buf, len);
-	for (unsigned long i = 0; i < n; i++)
-		out[i] = strings + start[i];
+	char **out = (char **)block, *p = block + head;
+	for (unsigned long i = 0; i < n; p += strlen(p) + 1)
+		out[i++] = p;
 	out[n] = NULL;
-	free(buf);
-	free(start);
 	*argc = (int)n;
 	*argv = out;
 	return 1;
 fail:
-	free(v);
-	free(buf);
-	free(start);
+	free(block);
 	return -1;
 }
 

@@ -168,7 +168,7 @@ struct results_db {
 	sqlite3_stmt *ins_stat;
 	int version;                  /* schema version: older ones are read as they are (no runs.saturated
 	                                 before 2, no run_token_cdf before 3) and upgraded when written */
-	int writable;                 /* opened by results_open: may be kept open (results_keep_open) */
+	int keepable;                 /* opened by results_open, its file known: may be kept open */
 	dev_t dev;                    /* the file it opened, to know it again */
 	ino_t ino;
 };
@@ -353,8 +353,10 @@ static struct results_db *results_take_kept(const char *path)
 void results_keep_open(int on)
 {
 	results_kept.on = on;
-	if (!on)
-		results_free(results_take_kept(""));
+	if (!on) {
+		results_free(results_kept.db);
+		results_kept.db = NULL;
+	}
 }
 
 int results_open(const char *path, struct results_db **out, char *err, size_t errlen)
@@ -455,7 +457,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	}
 	r->version = RESULTS_SCHEMA_VERSION;   /* created, upgraded or found so */
 	struct stat st;
-	r->writable = stat(path, &st) == 0;    /* known again only by its device and inode */
+	r->keepable = stat(path, &st) == 0;    /* known again only by its device and inode */
 	r->dev = st.st_dev;
 	r->ino = st.st_ino;
 	if (!(cdf_sql = cdf_insert_sql(sql_insert_cdf_head, 0, 2)) ||
@@ -493,7 +495,7 @@ fail:
 
 void results_close(struct results_db *db)
 {
-	if (db && results_kept.on && db->writable && sqlite3_get_autocommit(db->db)) {
+	if (db && results_kept.on && db->keepable && sqlite3_get_autocommit(db->db)) {
 		results_free(results_kept.db);
 		results_kept.db = db;
 		return;
