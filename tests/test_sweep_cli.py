@@ -254,14 +254,30 @@ check("failing point: every other point stored once", sorted(got) == sorted(k fo
 check("failing point: runs complete", runs_complete(fdb))
 
 # a worker killed in the middle of a point fails that point only; a fresh worker takes the rest
+def is_worker(pid):
+    """A child may exit between pgrep listing it and this read; a vanished one is no worker."""
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            return f.read().split("\0")[1:2] == ["run-worker"]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 wdb = os.path.join(td, "worker.db")
 p = subprocess.Popen([SB, "sweep", big, f"--db={wdb}", "--jobs=2", "--quiet"], stdout=subprocess.DEVNULL,
                      stderr=subprocess.PIPE, text=True)
+# the configuration check stores one point a configuration with workers of its own; the kill waits for the
+# main phase's workers, listed after more than those points are stored
+checked = len(big_keys) // 6
 deadline = time.time() + 120
 workers = []
-while time.time() < deadline and p.poll() is None and (run_count(wdb) < 2 or not workers):
+while time.time() < deadline and p.poll() is None:
+    past_check = run_count(wdb) >= checked + 2
     kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
-    workers = [k for k in kids if open(f"/proc/{k}/cmdline").read().split("\0")[1:2] == ["run-worker"]]
+    workers = [k for k in kids if is_worker(k)]
+    if past_check and workers:
+        break
+    workers = []
     time.sleep(0.005)
 killed = bool(workers)
 if killed:
