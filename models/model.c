@@ -881,9 +881,7 @@ uint32_t mdl_locate_span(const struct mdl_model *m, uint64_t pos, uint32_t input
 				*cells = mdl_tree_width(input_len, (uint32_t)(pos / seg->nnodes) + 1);
 			else
 				*cells = 1;
-			/* a pass node's batch costs what its requests' lengths make it, not one price a
-			 * node, so no run (policy.h "Runs") goes through a pass segment */
-			*span_end = seg->kind == MDL_PASS ? start + pos + 1 : start + span;
+			*span_end = start + span;
 			return seg->first_node + (uint32_t)(pos % seg->nnodes);
 		}
 		pos -= span;

@@ -142,9 +142,14 @@ static void lazy_on_task_done(struct pol_state *st, const struct pol_task *t, in
 	(void)now_ns;
 	struct lazy_state *s = (struct lazy_state *)st;
 	if (!s->exact && t->run_len > 1) {
-		uint64_t ran_ns = slk_run_single_ns(&s->slk, t->node_type, t->run_len);
-		for (uint32_t i = 0; i < t->nreq; i++)
+		/* a pass segment's nodes cost each member what its length makes them */
+		int pass = mdl_is_pass(s->model, t->node_type);
+		uint64_t ran_ns = slk_run_single_ns(&s->slk, t->node_type, t->run_len, t->reqs[0]->input_len);
+		for (uint32_t i = 0; i < t->nreq; i++) {
+			if (pass && i > 0)
+				ran_ns = slk_run_single_ns(&s->slk, t->node_type, t->run_len, t->reqs[i]->input_len);
 			t->reqs[i]->pol_word[1] += ran_ns;
+		}
 	} else if (!s->exact) {
 		for (uint32_t i = 0; i < t->nreq; i++) {
 			struct pol_request *r = t->reqs[i];
@@ -277,6 +282,9 @@ static uint64_t lazy_run_max(struct lazy_state *s, const struct batch_table *bt,
 	}
 	if (!pending || n <= 1)
 		return n;
+	/* the look-ahead prices a node at one batched latency; a pass node's depends on its members */
+	if (mdl_is_pass(m, task->node_type))
+		return 1;
 	return s->exact ? oracle_rejecting_run(s, bt, task, now_ns, n) : lazy_rejecting_run(s, bt, task, now_ns, n);
 }
 

@@ -129,6 +129,10 @@ struct pol_latency {
 	 * attention) at its length. pol_pass_ns adds them up for a batch. */
 	struct pol_pass_part (*pass_part)(void *ctx, uint32_t node_type, uint64_t tokens);
 	struct pol_pass_part (*member_part)(void *ctx, uint32_t node_type, uint32_t len);
+	/* The two for one request of len tokens (pass_part at len plus
+	 * member_part at len), as the node's ns: the lone member's case, asked
+	 * once per node a request runs, from a table. */
+	int64_t (*pass_single_ns)(void *ctx, uint32_t node_type, uint32_t len);
 	/* LLM models: one iteration of n members (tokens[i] on a cache of
 	 * context[i], emitting of them yielding a token), ns; -1 if it cannot be
 	 * priced. iter_ctx is its context. NULL for node-level models. */
@@ -220,6 +224,8 @@ static inline int pol_iter_emits(const struct pol_task *t, uint32_t i)
 static inline int64_t pol_pass_ns(const struct pol_latency *lat, uint32_t t, uint32_t n,
                                   struct pol_request *const *reqs)
 {
+	if (n == 1)
+		return lat->pass_single_ns(lat->ctx, t, reqs[0]->input_len);
 	uint64_t tokens = 0;
 	struct pol_pass_part own = { 0, 0 };
 	for (uint32_t i = 0; i < n; i++) {

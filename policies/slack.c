@@ -50,8 +50,7 @@ void slk_fini(struct slk_table *t)
 /* A pass node alone: over the request's len tokens, and its own attention. */
 static int64_t slk_pass_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t len)
 {
-	return pol_pass_part_ns(pol_pass_part_add(t->lat.pass_part(t->lat.ctx, node_type, len),
-	                                          t->lat.member_part(t->lat.ctx, node_type, len), 1));
+	return t->lat.pass_single_ns(t->lat.ctx, node_type, len);
 }
 
 int64_t slk_single_exec_ns(const struct slk_table *t, uint32_t enc_timesteps)
@@ -75,12 +74,14 @@ int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32
 	return t->lat.node_ns(t->lat.ctx, node_type, cells);
 }
 
-uint64_t slk_run_single_ns(const struct slk_table *t, uint32_t node_type, uint64_t n)
+uint64_t slk_run_single_ns(const struct slk_table *t, uint32_t node_type, uint64_t n, uint32_t input_len)
 {
 	struct mdl_run run = mdl_run_of(t->model, node_type, n);
 	uint64_t sum = 0;
-	for (uint32_t o = 0; o < run.nnodes; o++)
-		sum += mdl_run_count_at(&run, o) * (uint64_t)t->node_ns[mdl_run_type_at(&run, o)];
+	for (uint32_t o = 0; o < run.nnodes; o++) {
+		uint32_t type = mdl_run_type_at(&run, o);
+		sum += mdl_run_count_at(&run, o) * (uint64_t)slk_node_single_ns(t, type, 1, input_len);
+	}
 	return sum;
 }
 

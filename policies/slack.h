@@ -52,9 +52,10 @@ int64_t slk_single_exec_ns(const struct slk_table *t, uint32_t enc_timesteps);
 int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t cells, uint32_t input_len);
 
 /* NodeLatency summed over a run of n nodes from node type node_type
- * (policy.h "Runs"; not for trees), as the unsigned sum of the n nodes one
- * by one would give it. */
-uint64_t slk_run_single_ns(const struct slk_table *t, uint32_t node_type, uint64_t n);
+ * (policy.h "Runs"; not for trees) by a request of input_len tokens (which
+ * prices pass nodes), as the unsigned sum of the n nodes one by one would
+ * give it. */
+uint64_t slk_run_single_ns(const struct slk_table *t, uint32_t node_type, uint64_t n, uint32_t input_len);
 
 /* Eq. 1 (one request) and Eq. 2 (exec_ns summed over the batch). */
 static inline int64_t slk_slack_ns(int64_t sla_ns, int64_t wait_ns, int64_t exec_ns)

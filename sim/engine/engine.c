@@ -191,6 +191,14 @@ static int64_t eng_cold_extra(struct eng *e, struct eng_device *d, const struct 
 	return extra;
 }
 
+/* One node of type t run by the NODE task t's members: a pass node at their
+ * lengths (pol_pass_ns), any other at the task's cells. */
+static inline int64_t eng_task_node_ns(struct eng *e, const struct pol_task *t, uint32_t type)
+{
+	return mdl_is_pass(e->c->model, type) ? pol_pass_ns(&e->drv.c.env.lat, type, t->nreq, t->reqs)
+	                                      : eng_node_ns(e, type, t->cells);
+}
+
 /* Where any run must end: the next arrival or scheduled wake-up. */
 static int64_t eng_horizon(const struct eng *e)
 {
@@ -215,7 +223,7 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	if (passes) {
 		int64_t pass_ns = 0;
 		for (uint32_t j = 0; j < seg->nnodes; j++)
-			pass_ns = ns_add(pass_ns, eng_node_ns(e, seg->first_node + j, t->cells));
+			pass_ns = ns_add(pass_ns, eng_task_node_ns(e, t, seg->first_node + j));
 		/* every node of q passes starts before the horizon when end + q * pass < horizon */
 		uint64_t fit = (uint64_t)((horizon - 1 - end_ns) / pass_ns);
 		if (fit < passes)
@@ -225,7 +233,7 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	}
 	uint32_t type = mdl_run_type(m, t->node_type, n), last = seg->first_node + seg->nnodes - 1;
 	while (n < t->run_max && end_ns < horizon) {
-		end_ns = ns_add(end_ns, eng_node_ns(e, type, t->cells));
+		end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type));
 		type = type == last ? seg->first_node : type + 1;
 		n++;
 	}
@@ -257,8 +265,7 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	} else {
 		dur_ns = t->kind == POL_TASK_GRAPH
 		         ? eng_latency_graph_ns(e->lat, t->nreq, shape->max_input_len, shape->max_output_len)
-		         : mdl_is_pass(e->c->model, t->node_type) ? pol_pass_ns(&e->drv.c.env.lat, t->node_type, t->nreq, t->reqs)
-		         : eng_node_ns(e, t->node_type, t->cells);
+		         : eng_task_node_ns(e, t, t->node_type);
 	}
 	if (e->has_cold)
 		dur_ns = ns_add(dur_ns, eng_cold_extra(e, d, t, now_ns, shape->max_input_len, shape->max_output_len));

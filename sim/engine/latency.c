@@ -26,6 +26,8 @@ struct eng_latency {
 	                                    * until then); NULL for other types */
 	const struct hw_model *hw;         /* not owned: fills pass_ns */
 	struct pol_pass_part **member_ns;  /* [type][len], 1..max_len; NULL for other types */
+	int64_t **single_ns;               /* [type][len], 1..max_len: the node run by one request of len
+	                                    * tokens, both parts added (0 until first asked) */
 };
 
 #define LAT_COLD_GRID 11
@@ -75,7 +77,8 @@ static int lat_pass_tables(struct eng_latency *l, const struct hw_model *hw, uin
 	const struct mdl_node *node = &l->model->nodes[t];
 	l->pass_ns[t] = calloc(l->max_tokens > UINT32_MAX ? 1 : l->max_tokens + 1, sizeof *l->pass_ns[t]);
 	l->member_ns[t] = calloc((size_t)l->max_len + 1, sizeof *l->member_ns[t]);
-	if (!l->pass_ns[t] || !l->member_ns[t]) {
+	l->single_ns[t] = calloc((size_t)l->max_len + 1, sizeof *l->single_ns[t]);
+	if (!l->pass_ns[t] || !l->member_ns[t] || !l->single_ns[t]) {
 		snprintf(err, errlen, "out of memory building the latency table");
 		return -1;
 	}
@@ -156,7 +159,8 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 	l->max_tokens = (uint64_t)max_batch * l->max_len;
 	l->pass_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->pass_ns);
 	l->member_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->member_ns);
-	if (!l->pass_ns || !l->member_ns)
+	l->single_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->single_ns);
+	if (!l->pass_ns || !l->member_ns || !l->single_ns)
 		goto oom;
 	for (uint32_t t = 0; t < m->nnodes; t++) {
 		if (mdl_is_pass(m, t)) {
@@ -196,12 +200,17 @@ void eng_latency_destroy(struct eng_latency *l)
 	free(l->encoder_ns);
 	free(l->decoder_ns);
 	free(l->cold_ns);
-	for (uint32_t t = 0; l->pass_ns && t < l->ntypes; t++) {
-		free(l->pass_ns[t]);
-		free(l->member_ns[t]);
+	for (uint32_t t = 0; t < l->ntypes; t++) {
+		if (l->pass_ns)
+			free(l->pass_ns[t]);
+		if (l->member_ns)
+			free(l->member_ns[t]);
+		if (l->single_ns)
+			free(l->single_ns[t]);
 	}
 	free(l->pass_ns);
 	free(l->member_ns);
+	free(l->single_ns);
 	free(l);
 }
 
@@ -274,10 +283,22 @@ struct pol_pass_part eng_latency_member_part(void *ctx, uint32_t node_type, uint
 	return l->member_ns[node_type][len];
 }
 
+int64_t eng_latency_pass_single_ns(void *ctx, uint32_t node_type, uint32_t len)
+{
+	struct eng_latency *l = ctx;
+	assert(node_type < l->ntypes && l->single_ns[node_type] && len >= 1 && len <= l->max_len);
+	int64_t *ns = &l->single_ns[node_type][len];
+	if (*ns == 0)   /* the node part is at least 1 ns, so 0 means not asked yet */
+		*ns = pol_pass_part_ns(pol_pass_part_add(eng_latency_pass_part(ctx, node_type, len),
+		                                         eng_latency_member_part(ctx, node_type, len), 1));
+	return *ns;
+}
+
 struct pol_latency eng_latency_estimates(struct eng_latency *l)
 {
 	return (struct pol_latency){ .ctx = l, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns,
-	                             .pass_part = eng_latency_pass_part, .member_part = eng_latency_member_part };
+	                             .pass_part = eng_latency_pass_part, .member_part = eng_latency_member_part,
+	                             .pass_single_ns = eng_latency_pass_single_ns };
 }
 
 int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint32_t output_len)

@@ -51,6 +51,8 @@ int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32
  * and one request's own part (its attention) at its length. */
 struct pol_pass_part eng_latency_pass_part(void *l, uint32_t node_type, uint64_t tokens);
 struct pol_pass_part eng_latency_member_part(void *l, uint32_t node_type, uint32_t len);
+/* Both for one request of len tokens, the node's time (asked once a length). */
+int64_t eng_latency_pass_single_ns(void *l, uint32_t node_type, uint32_t len);
 /* The estimates a policy sees (pol_env.lat), all from this table. */
 struct pol_latency eng_latency_estimates(struct eng_latency *l);
 
