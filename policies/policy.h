@@ -256,6 +256,8 @@ static inline void pol_req_start(struct pol_request *r, const struct mdl_model *
  * reached its target, one output token on (ITER); caches refreshed. */
 static inline void pol_task_advance(const struct pol_task *t, const struct mdl_model *m)
 {
+	/* a NODE task's members all ran t->node_type: within their span they all reach this type */
+	uint32_t next_type = t->kind == POL_TASK_NODE && !m->is_tree ? mdl_run_type(m, t->node_type, t->run_len) : 0;
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
 		r->in_flight = 0;
@@ -274,7 +276,7 @@ static inline void pol_task_advance(const struct pol_task *t, const struct mdl_m
 		if (pol_req_done(r))
 			continue;
 		if (r->next_node < r->span_end_cache && !m->is_tree)   /* same span: the segment's types cycle, 1 cell */
-			r->node_type_cache = mdl_run_type(m, r->node_type_cache, t->run_len);
+			r->node_type_cache = next_type;
 		else
 			r->node_type_cache = mdl_locate_span(m, r->next_node, r->input_len, r->output_len, &r->cells_cache,
 			                                     &r->span_end_cache);

@@ -15,7 +15,9 @@ int slk_init(struct slk_table *t, const struct mdl_model *m, const struct pol_la
 	t->dec_timesteps = dec_timesteps;
 	t->node_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof *t->node_ns);
 	t->pass_types = calloc(m->nnodes ? m->nnodes : 1, sizeof *t->pass_types);
-	if (!t->node_ns || !t->pass_types) {
+	t->before_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof *t->before_ns);
+	t->segment_ns = calloc(m->nsegments ? m->nsegments : 1, sizeof *t->segment_ns);
+	if (!t->node_ns || !t->pass_types || !t->before_ns || !t->segment_ns) {
 		slk_fini(t);
 		snprintf(err, errlen, "slack predictor: out of memory");
 		return -1;
@@ -35,6 +37,9 @@ int slk_init(struct slk_table *t, const struct mdl_model *m, const struct pol_la
 		case MDL_DECODER: t->decoder_ns = ns_add(t->decoder_ns, ns); break;
 		default: break;  /* tree cells: priced per level, see slk_single_exec_ns */
 		}
+		uint32_t seg = m->nodes[n].segment;
+		t->before_ns[n] = n == m->segments[seg].first_node ? 0 : t->before_ns[n - 1] + (uint64_t)t->node_ns[n - 1];
+		t->segment_ns[seg] += (uint64_t)ns;
 	}
 	return 0;
 }
@@ -43,8 +48,11 @@ void slk_fini(struct slk_table *t)
 {
 	free(t->node_ns);
 	free(t->pass_types);
+	free(t->before_ns);
+	free(t->segment_ns);
 	t->node_ns = NULL;
 	t->pass_types = NULL;
+	t->before_ns = t->segment_ns = NULL;
 }
 
 /* A pass node alone: over the request's len tokens, and its own attention. */
@@ -77,6 +85,13 @@ int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32
 uint64_t slk_run_single_ns(const struct slk_table *t, uint32_t node_type, uint64_t n, uint32_t input_len)
 {
 	struct mdl_run run = mdl_run_of(t->model, node_type, n);
+	if (!mdl_is_pass(t->model, node_type)) {
+		/* whole passes, then the rest types from the run's first, wrapping round the segment */
+		uint32_t seg = t->model->nodes[node_type].segment, end = run.phase + (uint32_t)run.rest;
+		uint64_t total = t->segment_ns[seg];
+		uint64_t upto = end < run.nnodes ? t->before_ns[run.first + end] : total + t->before_ns[run.first + end - run.nnodes];
+		return run.passes * total + upto - t->before_ns[node_type];
+	}
 	uint64_t sum = 0;
 	for (uint32_t o = 0; o < run.nnodes; o++) {
 		uint32_t type = mdl_run_type_at(&run, o);

@@ -511,6 +511,40 @@ static void test_algorithm1_transformer(void **state)
 	mdl_free(m);
 }
 
+/* A run's single-input time (lazy's remaining estimate after a run) is the
+ * node-by-node sum by definition: from every node type, every length up to
+ * three passes round its segment, on a model with encoder, decoder and pass
+ * segments (transformer-per-token has no pass; transformer has). */
+static void test_run_single_is_node_sum(void **state)
+{
+	(void)state;
+	const char *names[] = { "gnmt", "transformer", "transformer-per-token" };
+	for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+		struct mdl_model *m = NULL;
+		struct hw_model *hw = NULL;
+		char err[256];
+		assert_int_equal(mdl_load(names[k], &m, err, sizeof err), 0);
+		assert_int_equal(hw_open("npu", m, &hw, err, sizeof err), 0);
+		struct owned_latency o = latency_of(m, hw, 1, 80);
+		struct slk_table t;
+		assert_int_equal(slk_init(&t, m, &o.pl, 32, err, sizeof err), 0);
+		for (uint32_t type = 0; type < m->nnodes; type++) {
+			uint32_t nn = m->segments[m->nodes[type].segment].nnodes;
+			uint64_t most = mdl_is_pass(m, type) ? nn - (type - m->segments[m->nodes[type].segment].first_node)
+			                                     : 3ull * nn;
+			uint64_t sum = 0;
+			for (uint64_t n = 1; n <= most; n++) {
+				sum += (uint64_t)slk_node_single_ns(&t, mdl_run_type(m, type, n - 1), 1, 17);
+				assert_int_equal(slk_run_single_ns(&t, type, n, 17), sum);
+			}
+		}
+		slk_fini(&t);
+		eng_latency_destroy(o.l);
+		hw_close(hw);
+		mdl_free(m);
+	}
+}
+
 /* ---- a pass node (a one-pass encoder) through the engine ---- */
 
 /* A node P run once per request over all its L tokens, then one decoder
@@ -936,6 +970,7 @@ int main(void)
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_every_policy_every_model),
 		cmocka_unit_test(test_runs_change_nothing),
+		cmocka_unit_test(test_run_single_is_node_sum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

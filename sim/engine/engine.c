@@ -220,10 +220,16 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	const struct mdl_model *m = e->c->model;
 	const struct mdl_segment *seg = &m->segments[m->nodes[t->node_type].segment];
 	uint64_t n = 1, passes = (t->run_max - 1) / seg->nnodes;
+	if (seg->kind == MDL_PASS) {
+		/* a pass segment runs once, its types in order, each at the members' lengths */
+		for (uint32_t type = t->node_type + 1; n < t->run_max && end_ns < horizon; n++, type++)
+			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type));
+		passes = 0;
+	}
 	if (passes) {
 		int64_t pass_ns = 0;
 		for (uint32_t j = 0; j < seg->nnodes; j++)
-			pass_ns = ns_add(pass_ns, eng_task_node_ns(e, t, seg->first_node + j));
+			pass_ns = ns_add(pass_ns, eng_node_ns(e, seg->first_node + j, t->cells));
 		/* every node of q passes starts before the horizon when end + q * pass < horizon */
 		uint64_t fit = (uint64_t)((horizon - 1 - end_ns) / pass_ns);
 		if (fit < passes)
@@ -233,7 +239,7 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	}
 	uint32_t type = mdl_run_type(m, t->node_type, n), last = seg->first_node + seg->nnodes - 1;
 	while (n < t->run_max && end_ns < horizon) {
-		end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type));
+		end_ns = ns_add(end_ns, eng_node_ns(e, type, t->cells));
 		type = type == last ? seg->first_node : type + 1;
 		n++;
 	}
