@@ -28,8 +28,8 @@ struct slk_table {
 	const struct mdl_model *model;  /* not owned */
 	struct pol_latency lat;         /* copied; ctx not owned */
 	int64_t *node_ns;               /* owned: NodeLatency(n) of each node type, batch 1 */
-	uint64_t *before_ns;            /* owned: node_ns of the segment's types before n (unsigned, so a run's
-	                                 * sum comes from two reads as the node by node sum would wrap) */
+	uint64_t *before_ns;            /* owned: node_ns of n's segment's types before n, summed (unsigned: a
+	                                 * run's sum from two reads wraps as the node-by-node sum would) */
 	uint64_t *segment_ns;           /* owned: node_ns summed over each segment's types */
 	uint32_t *pass_types;           /* owned: the pass node types, priced per request (npass of them) */
 	uint32_t npass;
