@@ -162,7 +162,7 @@ static struct lk_times lk_whole_step(const struct mdl_model *m, enum rt_gemm_kin
 		goto out_dev;
 	st.k->info(st.km, &info);
 	if (rt_backend_cpu.stream_create(dev, 0, b, info.max_k, &st.s, err, sizeof err) != 0 ||
-	    st.k->work_create(st.km, b, &st.work, err, sizeof err) != 0)
+	    st.k->work_create(st.km, b, 0, &st.work, err, sizeof err) != 0)
 		goto out_model;
 	st.mb = calloc(b, sizeof *st.mb);
 	for (uint32_t i = 0; st.mb && i < b; i++) {

@@ -77,7 +77,8 @@ struct hw_ops {
 	int (*gemm_cost)(const struct hw_model *hw, uint64_t m, uint64_t k, uint64_t n,
 	                 enum hw_dataflow df, int weight_operand, struct hw_gemm_cost *out,
 	                 char *err, size_t errlen);
-	/* optional: largest batch the model can answer for (0 = unbounded) */
+	/* optional: largest batch the model can answer for (0 = unbounded); a
+	 * pass node's batch is its tokens, which node_cost bounds itself */
 	uint32_t (*max_batch)(const struct hw_model *hw);
 	/* optional: coming back from idle. While a device sits idle its caches
 	 * fill with other work, and the first task afterwards to run node type t

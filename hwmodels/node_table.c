@@ -9,6 +9,12 @@
  * those: its rows replace the `*` rows as a whole rather than batch by batch,
  * so one node's curve never mixes two sources of measurements.
  *
+ * A pass node's batch is the tokens it runs, its requests' input lengths
+ * summed (models/FORMAT.md): its rows price the node over that many tokens,
+ * the requests' attention over their own tokens included as measured, and
+ * the table adds nothing per request (member_cost is zero). The table's
+ * max batch is the other nodes'.
+ *
  * Between listed batch sizes the latency is interpolated over batch size:
  * one point is the answer for that batch only, two points are joined by a
  * line, three or more by Steffen's monotone cubic (gsl_interp_steffen), which
@@ -54,7 +60,7 @@ struct hwtable_hw {
 	char *path;                    /* as given, for messages */
 	uint32_t ncurves;              /* = model nnodes */
 	struct hwtable_curve *curves;  /* one per model node */
-	uint32_t max_batch;            /* smallest "largest listed batch" over nodes */
+	uint32_t max_batch;            /* smallest "largest listed batch" over nodes other than pass nodes (0: none) */
 };
 
 /* Cuts a trailing comment and surrounding blanks and line ends. */
@@ -361,7 +367,8 @@ static int hwtable_open(const char *path, const struct mdl_model *m, struct hw_m
 			snprintf(err, errlen, "%s: out of memory", path);
 			goto fail;
 		}
-		if (node == 0 || rows[first + n - 1].batch < t->max_batch)
+		/* a pass node's batch counts tokens: the members' bound is the others' */
+		if (!mdl_is_pass(m, (uint32_t)node) && (!t->max_batch || rows[first + n - 1].batch < t->max_batch))
 			t->max_batch = rows[first + n - 1].batch;
 	}
 	free(rows);
@@ -392,14 +399,15 @@ static int hwtable_node_cost(const struct hw_model *hw, uint32_t node_type, uint
 	c = &t->curves[node_type];
 	first = (uint32_t)c->batch[0];
 	last = (uint32_t)c->batch[c->npoints - 1];
+	const char *unit = mdl_is_pass(hw->model, node_type) ? "tokens" : "batch";
 	if (batch > last) {
-		snprintf(err, errlen, "%s: node %s has no latency for batch %u (largest listed is %u)",
-		         t->path, hw->model->nodes[node_type].name, batch, last);
+		snprintf(err, errlen, "%s: node %s has no latency for %s %u (largest listed is %u)",
+		         t->path, hw->model->nodes[node_type].name, unit, batch, last);
 		return -1;
 	}
 	if (batch < first) {
-		snprintf(err, errlen, "%s: node %s has no latency for batch %u (smallest listed is %u)",
-		         t->path, hw->model->nodes[node_type].name, batch, first);
+		snprintf(err, errlen, "%s: node %s has no latency for %s %u (smallest listed is %u)",
+		         t->path, hw->model->nodes[node_type].name, unit, batch, first);
 		return -1;
 	}
 
@@ -428,6 +436,22 @@ static int hwtable_node_cost(const struct hw_model *hw, uint32_t node_type, uint
 	return 0;
 }
 
+/* A pass node's rows price its tokens with its members' own attention in
+ * them, as they were measured (the live profile runs pass nodes over
+ * requests of its representative length, runtime/profile.c): nothing is
+ * added per request. */
+static int hwtable_member_cost(const struct hw_model *hw, uint32_t node_type, uint32_t len,
+                               struct hw_node_cost *out, char *err, size_t errlen)
+{
+	(void)hw;
+	(void)node_type;
+	(void)len;
+	(void)err;
+	(void)errlen;
+	memset(out, 0, sizeof *out);
+	return 0;
+}
+
 static uint32_t hwtable_max_batch(const struct hw_model *hw)
 {
 	return ((const struct hwtable_hw *)hw)->max_batch;
@@ -441,4 +465,5 @@ const struct hw_ops hwtable_ops = {
 	.node_cost = hwtable_node_cost,
 	.gemm_cost = NULL,
 	.max_batch = hwtable_max_batch,
+	.member_cost = hwtable_member_cost,
 };

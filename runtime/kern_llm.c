@@ -285,8 +285,10 @@ static void llm_work_destroy(const struct rt_model *km, void *work)
 	free(w);
 }
 
-static int llm_work_create(const struct rt_model *km, uint32_t rows, void **work, char *err, size_t errlen)
+static int llm_work_create(const struct rt_model *km, uint32_t rows, uint32_t pass_rows, void **work, char *err,
+                           size_t errlen)
 {
+	(void)pass_rows;   /* no pass nodes */
 	struct llm_work *w = calloc(1, sizeof *w);
 	*work = NULL;
 	if (!w)

@@ -152,8 +152,10 @@ static void mlp_work_destroy(const struct rt_model *km, void *work)
 	free(w);
 }
 
-static int mlp_work_create(const struct rt_model *km, uint32_t rows, void **work, char *err, size_t errlen)
+static int mlp_work_create(const struct rt_model *km, uint32_t rows, uint32_t pass_rows, void **work, char *err,
+                           size_t errlen)
 {
+	(void)pass_rows;   /* no pass nodes */
 	struct mlp_work *w = calloc(1, sizeof *w);
 	*work = NULL;
 	if (w) {

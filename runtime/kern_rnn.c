@@ -274,8 +274,10 @@ static void rnn_work_destroy(const struct rt_model *km, void *work)
 	free(w);
 }
 
-static int rnn_work_create(const struct rt_model *km, uint32_t rows, void **work, char *err, size_t errlen)
+static int rnn_work_create(const struct rt_model *km, uint32_t rows, uint32_t pass_rows, void **work, char *err,
+                           size_t errlen)
 {
+	(void)pass_rows;   /* no pass nodes */
 	struct rnn_work *w = calloc(1, sizeof *w);
 	*work = NULL;
 	if (!w)

@@ -1,26 +1,35 @@
 /* runtime/kern_transformer.c: the transformer kernel family of kernels.h,
- * unrolled per token as models/transformer.model is (LazyBatching Alg. 1):
+ * in the two forms of the model files:
  *
- *  - encoder layer l at source token t: self-attention over the request's
- *    tokens 0..t of layer l (each token attends to those before it and
- *    itself, the only order a per-token unrolling can compute), then the
- *    feed-forward block; post-norm residuals (Vaswani et al. 2017, Sec. 3.1);
- *  - the cross key/value node at token t: for every decoder layer, the
- *    keys and values of the top encoder output of token t;
+ *  - transformer (models/transformer.model): each encoder layer one pass
+ *    over the request's input tokens (a `pass` segment): every token
+ *    attends to all of the request's tokens, as a Transformer encoder does;
+ *  - transformer-per-token: the encoder unrolled per token (LazyBatching
+ *    Alg. 1): layer l at source token t attends to the request's tokens
+ *    0..t of layer l, the only order a per-token unrolling can compute.
+ *
+ * Then, in both: post-norm residuals (Vaswani et al. 2017, Sec. 3.1);
+ *  - the cross key/value node: for every decoder layer, the keys and values
+ *    of the top encoder output of each source token (all of them in a pass,
+ *    token t in the per-token form);
  *  - decoder layer l at output step t: masked self-attention over steps
  *    0..t, cross-attention over the request's source tokens, feed-forward;
  *  - the projection at step t: logits of the top decoder output, and the
  *    greedy next token (bias + argmax fused, Amun Algorithm 4).
+ * With one input token the two forms compute the same thing.
  *
+ * A node runs rows: one a member, except an encoder pass, which runs one a
+ * token of each member (the GEMMs' M is the members' tokens, summed).
  * Every request keeps its own key/value caches (encoder self-attention,
  * cross, decoder self-attention) in its state, so a batch mixes requests at
  * any positions: a member's attention reads only its own cache, as long as
  * its own history. Sinusoidal positions (Sec. 3.5) up to TF_MAX_POS.
  *
- * State of a request (floats): x[d] (the activation between nodes), then
- * encoder K, V per layer [max(I,1) x d], cross K, V per decoder layer
- * [max(I,1) x d], decoder K, V per layer [max(O,1) x d], then int32 tokens:
- * input[max(I, 1)], output[O + 1] (output[0] is the start token). */
+ * State of a request (floats): x[d] (the activation between nodes), in the
+ * pass form the encoder's activations [max(I,1) x d], then encoder K, V per
+ * layer [max(I,1) x d], cross K, V per decoder layer [max(I,1) x d],
+ * decoder K, V per layer [max(O,1) x d], then int32 tokens: input[max(I, 1)],
+ * output[O + 1] (output[0] is the start token). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +56,7 @@ struct rt_model {
 	struct rt_model_head h;             /* first: be, dev, m, seed, weight_bytes */
 	uint32_t d, ff, heads, dk, vocab;
 	uint32_t nenc, ndec;
+	int pass;                           /* the encoder runs as a pass over each request's tokens */
 	struct tf_layer enc[TF_MAX_LAYERS], dec[TF_MAX_LAYERS];
 	uint32_t cross_node, proj_node;
 	struct rt_weight *cross[TF_MAX_LAYERS];   /* d x 2d per decoder layer */
@@ -56,11 +66,13 @@ struct rt_model {
 };
 
 struct tf_work {
-	float *x, *qkv, *a, *o, *f, *kv, *logits;   /* device batch buffers */
+	float *x, *qkv, *a, *o, *f, *kv, *logits;   /* device batch buffers: rows; logits: members */
+	uint32_t *member, *tok;                     /* a row's member and the token (step) it reads */
+	unsigned char *writes;                      /* 0: a padding row, written nowhere */
 	const float **src;
 	float **dst, **dst2;
 	const float **kc, **vc;
-	const int32_t **tok;
+	const int32_t **tok_id;
 	int32_t **tok_out;
 	uint32_t *len, *rows;
 };
@@ -73,23 +85,26 @@ static int tf_weight_term(const struct mdl_gemm *g, uint64_t k, uint64_t n)
 }
 
 /* A layer node: weight terms (d,3d) [(d,d) x1 encoder | x3 decoder] (d,ff)
- * (ff,d) and attention terms, the first giving heads (count) and dk (K). */
+ * (ff,d) and attention terms (in a pass node, its per-request terms), the
+ * first giving heads (count) and dk (K). */
 static int tf_layer_shape(const struct mdl_node *nd, int decoder, struct rt_model *km, char *why, size_t len)
 {
 	const struct mdl_gemm *g = nd->gemms;
-	if (nd->ngemms < 5 || g[0].weight_shared || g[0].n != 3 * g[0].k || g[0].count != 1) {
+	int pass = nd->kind == MDL_PASS;
+	const struct mdl_gemm *at = pass ? (nd->nmember ? &nd->member[0] : NULL) : nd->ngemms > 4 ? &g[4] : NULL;
+	if (nd->ngemms < 4 || g[0].weight_shared || g[0].n != 3 * g[0].k || g[0].count != 1) {
 		snprintf(why, len, "node %s: a layer starts with gemm=1,d,3d", nd->name);
 		return 0;
 	}
 	uint64_t d = g[0].k, ff = g[2].n;
 	uint32_t nd_o = decoder ? 3 : 1;
 	if (!tf_weight_term(&g[1], d, d) || g[1].count != nd_o || !tf_weight_term(&g[2], d, ff) ||
-	    g[2].count != 1 || !tf_weight_term(&g[3], ff, d) || g[3].count != 1 || !g[4].weight_shared) {
+	    g[2].count != 1 || !tf_weight_term(&g[3], ff, d) || g[3].count != 1 || !at || !at->weight_shared) {
 		snprintf(why, len, "node %s: expected gemm=1,d,3d gemm=1,d,d%s gemm=1,d,ff gemm=1,ff,d attn=...",
 		         nd->name, decoder ? ",x3" : "");
 		return 0;
 	}
-	uint32_t heads = g[4].count, dk = (uint32_t)g[4].k;
+	uint32_t heads = at->count, dk = (uint32_t)at->k;
 	if (heads == 0 || (uint64_t)heads * dk != d) {
 		snprintf(why, len, "node %s: attention heads x dk (%u x %u) must equal d = %llu", nd->name, heads, dk,
 		         (unsigned long long)d);
@@ -110,10 +125,12 @@ static int tf_layer_shape(const struct mdl_node *nd, int decoder, struct rt_mode
 static int tf_shape(const struct mdl_model *m, struct rt_model *km, char *why, size_t len)
 {
 	memset(km, 0, sizeof *km);
-	if (m->nsegments != 2 || m->segments[0].kind != MDL_ENCODER || m->segments[1].kind != MDL_DECODER) {
-		snprintf(why, len, "needs an encoder segment run token by token (not a pass) and a decoder segment");
+	if (m->nsegments != 2 || (m->segments[0].kind != MDL_ENCODER && m->segments[0].kind != MDL_PASS) ||
+	    m->segments[1].kind != MDL_DECODER) {
+		snprintf(why, len, "needs an encoder segment (token by token or a pass) and a decoder segment");
 		return 0;
 	}
+	km->pass = m->segments[0].kind == MDL_PASS;
 	const struct mdl_segment *se = &m->segments[0], *sd = &m->segments[1];
 	if (se->nnodes < 2 || sd->nnodes < 2 || se->nnodes - 1 > TF_MAX_LAYERS || sd->nnodes - 1 > TF_MAX_LAYERS) {
 		snprintf(why, len, "needs 1..%d encoder layers + a cross key/value node, 1..%d decoder layers + "
@@ -134,7 +151,7 @@ static int tf_shape(const struct mdl_model *m, struct rt_model *km, char *why, s
 	}
 	km->cross_node = se->first_node + km->nenc;
 	const struct mdl_node *cx = &m->nodes[km->cross_node];
-	if (cx->ngemms != 1 || !tf_weight_term(&cx->gemms[0], km->d, 2 * (uint64_t)km->d) ||
+	if (cx->ngemms != 1 || cx->nmember || !tf_weight_term(&cx->gemms[0], km->d, 2 * (uint64_t)km->d) ||
 	    cx->gemms[0].count != km->ndec) {
 		snprintf(why, len, "node %s: the cross key/value node is gemm=1,d,2d,xL (L decoder layers)", cx->name);
 		return 0;
@@ -271,14 +288,16 @@ static void tf_info(const struct rt_model *km, struct rt_model_info *o)
 {
 	*o = (struct rt_model_info){ .family = "transformer", .output_floats = km->d,
 	                             .max_k = km->ff > km->d ? km->ff : km->d, .weight_bytes = km->h.weight_bytes };
-	snprintf(o->detail, sizeof o->detail, "%u+%u layers, d %u, %u heads of %u, ff %u, vocabulary %u", km->nenc,
-	         km->ndec, km->d, km->heads, km->dk, km->ff, km->vocab);
+	snprintf(o->detail, sizeof o->detail, "%u+%u layers (encoder %s), d %u, %u heads of %u, ff %u, vocabulary %u",
+	         km->nenc, km->ndec, km->pass ? "one pass" : "token by token", km->d, km->heads, km->dk, km->ff,
+	         km->vocab);
 }
 
 /* ---- request state ---- */
 
 struct tf_layout {                /* float offsets, then byte offsets of the tokens */
 	size_t ilen, olen;            /* cache rows: max(I, 1), max(O, 1) */
+	size_t enc_x;                 /* the pass form's encoder activations, ilen x d */
 	size_t enc_kv, cross_kv, dec_kv, floats;
 	size_t tok_in_b, tok_out_b, bytes;
 };
@@ -289,7 +308,8 @@ static struct tf_layout tf_layout(const struct rt_model *km, uint32_t input_len,
 	size_t d = km->d;
 	L.ilen = input_len ? input_len : 1;
 	L.olen = output_len ? output_len : 1;
-	L.enc_kv = d;
+	L.enc_x = d;
+	L.enc_kv = L.enc_x + (km->pass ? L.ilen * d : 0);
 	L.cross_kv = L.enc_kv + 2 * km->nenc * L.ilen * d;
 	L.dec_kv = L.cross_kv + 2 * km->ndec * L.ilen * d;
 	L.floats = L.dec_kv + 2 * km->ndec * L.olen * d;
@@ -333,25 +353,23 @@ static void tf_work_destroy(const struct rt_model *km, void *work)
 		return;
 	float *bufs[] = { w->x, w->qkv, w->a, w->o, w->f, w->kv, w->logits };
 	rt_kern_free_buffers(km->h.be, km->h.dev, bufs, sizeof bufs / sizeof bufs[0]);
-	free(w->src);
-	free(w->dst);
-	free(w->dst2);
-	free(w->kc);
-	free(w->vc);
-	free(w->tok);
-	free(w->tok_out);
-	free(w->len);
-	free(w->rows);
+	void *host[] = { w->member, w->tok, w->writes, w->src, w->dst, w->dst2, w->kc, w->vc, w->tok_id, w->tok_out,
+	                 w->len, w->rows };
+	for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+		free(host[i]);
 	free(w);
 }
 
-static int tf_work_create(const struct rt_model *km, uint32_t rows, void **work, char *err, size_t errlen)
+/* Buffers for nodes of up to members members; an encoder pass runs up to
+ * pass_rows rows (its members' tokens), the projection members rows. */
+static int tf_work_create(const struct rt_model *km, uint32_t members, uint32_t pass_rows, void **work, char *err,
+                          size_t errlen)
 {
 	struct tf_work *w = calloc(1, sizeof *w);
 	*work = NULL;
 	if (!w)
 		goto oom;
-	size_t d = km->d, r = rows;
+	size_t d = km->d, r = km->pass && pass_rows > members ? pass_rows : members;
 	struct rt_dev *dev = km->h.dev;
 	w->x = km->h.be->alloc(dev, r * d * sizeof(float));
 	w->qkv = km->h.be->alloc(dev, r * 3 * d * sizeof(float));
@@ -359,91 +377,125 @@ static int tf_work_create(const struct rt_model *km, uint32_t rows, void **work,
 	w->o = km->h.be->alloc(dev, r * d * sizeof(float));
 	w->f = km->h.be->alloc(dev, r * km->ff * sizeof(float));
 	w->kv = km->h.be->alloc(dev, r * 2 * d * sizeof(float));
-	w->logits = km->h.be->alloc(dev, r * km->vocab * sizeof(float));
+	w->logits = km->h.be->alloc(dev, (size_t)members * km->vocab * sizeof(float));
+	w->member = calloc(r, sizeof *w->member);
+	w->tok = calloc(r, sizeof *w->tok);
+	w->writes = calloc(r, sizeof *w->writes);
 	w->src = calloc(r, sizeof *w->src);
 	w->dst = calloc(r, sizeof *w->dst);
 	w->dst2 = calloc(r, sizeof *w->dst2);
 	w->kc = calloc(r, sizeof *w->kc);
 	w->vc = calloc(r, sizeof *w->vc);
-	w->tok = calloc(r, sizeof *w->tok);
+	w->tok_id = calloc(r, sizeof *w->tok_id);
 	w->tok_out = calloc(r, sizeof *w->tok_out);
 	w->len = calloc(r, sizeof *w->len);
 	w->rows = calloc(r, sizeof *w->rows);
-	if (!w->x || !w->qkv || !w->a || !w->o || !w->f || !w->kv || !w->logits || !w->src || !w->dst ||
-	    !w->dst2 || !w->kc || !w->vc || !w->tok || !w->tok_out || !w->len || !w->rows)
+	if (!w->x || !w->qkv || !w->a || !w->o || !w->f || !w->kv || !w->logits || !w->member || !w->tok || !w->writes ||
+	    !w->src || !w->dst || !w->dst2 || !w->kc || !w->vc || !w->tok_id || !w->tok_out || !w->len || !w->rows)
 		goto oom;
 	*work = w;
 	return 0;
 oom:
 	tf_work_destroy(km, w);
-	snprintf(err, errlen, "out of memory for a worker's batch buffers (%u rows)", rows);
+	snprintf(err, errlen, "out of memory for a worker's batch buffers (%u members, %u pass rows)", members,
+	         pass_rows);
 	return -1;
 }
 
 /* ---- nodes ---- */
 
-struct tf_pos {            /* where a member is: its step, and whether it writes */
-	uint32_t t;            /* step it reads (clamped for padding rows) */
-	uint32_t reps;         /* steps of its segment (I or O) */
-};
-
-static struct tf_pos tf_pos(const struct rt_model *km, const struct rt_member *mb, int decoder)
+/* The step a member of a token-by-token node reads: its position's, or for
+ * a padding member past its segment's steps (I or O) the last one. */
+static uint32_t tf_step(const struct rt_model *km, const struct rt_member *mb, int decoder)
 {
-	struct tf_pos p = { rt_step_at(km->h.m, mb->pos, mb->input_len, mb->output_len),
-	                    decoder ? mb->output_len : mb->input_len };
-	if (!mb->active && p.t >= p.reps)
-		p.t = p.reps ? p.reps - 1 : 0;
-	return p;
+	uint32_t t = rt_step_at(km->h.m, mb->pos, mb->input_len, mb->output_len);
+	uint32_t reps = decoder ? mb->output_len : mb->input_len;
+	return !mb->active && t >= reps ? (reps ? reps - 1 : 0) : t;
+}
+
+/* Lays out the node's rows (member, token, whether it writes) and returns
+ * their count: a row a member, or in an encoder pass a row a token of each,
+ * padded to pad_len; a padding row reads the member's last token. */
+static uint32_t tf_rows(const struct rt_model *km, struct tf_work *w, uint32_t n, const struct rt_member *mb,
+                        int decoder)
+{
+	uint32_t r = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (km->pass && !decoder) {
+			uint32_t len = mb[i].input_len, rows = len > mb[i].pad_len ? len : mb[i].pad_len;
+			for (uint32_t t = 0; t < rows; t++, r++) {
+				w->member[r] = i;
+				w->tok[r] = t < len ? t : len ? len - 1 : 0;
+				w->writes[r] = mb[i].active && t < len;
+			}
+		} else {
+			w->member[r] = i;
+			w->tok[r] = tf_step(km, &mb[i], decoder);
+			w->writes[r] = (unsigned char)mb[i].active;
+			r++;
+		}
+	return r;
+}
+
+/* Where a row's activation lives between nodes: the pass form's encoder
+ * keeps one a token, everything else one a request. */
+static float *tf_x_at(const struct rt_model *km, const struct rt_member *mb, uint32_t t, int decoder)
+{
+	if (km->pass && !decoder)
+		return (float *)mb->state + tf_layout(km, mb->input_len, mb->output_len).enc_x + (size_t)t * km->d;
+	return mb->state;
 }
 
 /* The layer input X: token embedding plus position for the first layer,
  * else the activation the previous layer left in the state. */
-static void tf_input(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t n,
+static void tf_input(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t rows,
                      const struct rt_member *mb, int first, int decoder)
 {
 	const struct rt_backend_ops *be = km->h.be;
-	for (uint32_t i = 0; i < n; i++) {
-		struct tf_layout L = tf_layout(km, mb[i].input_len, mb[i].output_len);
-		struct tf_pos p = tf_pos(km, &mb[i], decoder);
-		unsigned char *st = mb[i].state;
-		w->src[i] = (const float *)st;
-		w->tok[i] = (const int32_t *)(st + (decoder ? L.tok_out_b : L.tok_in_b)) + p.t;
-		w->rows[i] = p.t;
+	for (uint32_t r = 0; r < rows; r++) {
+		const struct rt_member *m = &mb[w->member[r]];
+		struct tf_layout L = tf_layout(km, m->input_len, m->output_len);
+		w->src[r] = tf_x_at(km, m, w->tok[r], decoder);
+		w->tok_id[r] = (const int32_t *)((unsigned char *)m->state + (decoder ? L.tok_out_b : L.tok_in_b)) +
+		               w->tok[r];
+		w->rows[r] = w->tok[r];
 	}
 	if (first) {
-		be->embed(s, n, km->d, w->x, km->d, km->emb, w->tok);
-		be->add_rows(s, n, km->d, w->x, km->d, km->pos, w->rows);
+		be->embed(s, rows, km->d, w->x, km->d, km->emb, w->tok_id);
+		be->add_rows(s, rows, km->d, w->x, km->d, km->pos, w->rows);
 	} else {
-		be->gather(s, n, km->d, w->x, km->d, w->src);
+		be->gather(s, rows, km->d, w->x, km->d, w->src);
 	}
 }
 
-/* Self-attention sub-layer: QKV, append K and V at the member's step,
- * attend over its steps so far, output projection, residual and norm. */
-static void tf_self_attn(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t n,
+/* Self-attention sub-layer: QKV, K and V stored at the row's token, each
+ * row attending over its member's keys (all of its tokens in an encoder
+ * pass, else its steps so far), output projection, residual and norm. */
+static void tf_self_attn(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t rows,
                          const struct rt_member *mb, const struct tf_layer *ly, uint32_t l, int decoder)
 {
 	const struct rt_backend_ops *be = km->h.be;
 	const size_t d = km->d;
-	be->gemm(s, ly->w[TF_W_QKV], n, w->x, d, w->qkv, 3 * d);
-	be->bias_act(s, n, 3 * (uint32_t)d, w->qkv, 3 * d, ly->b[TF_B_QKV], RT_ACT_NONE);
-	for (uint32_t i = 0; i < n; i++) {
-		struct tf_layout L = tf_layout(km, mb[i].input_len, mb[i].output_len);
-		struct tf_pos p = tf_pos(km, &mb[i], decoder);
-		size_t rows = decoder ? L.olen : L.ilen;
-		float *k = tf_cache_k(mb[i].state, decoder ? L.dec_kv : L.enc_kv, l, rows, d), *v = k + rows * d;
-		w->dst[i] = mb[i].active ? k + p.t * d : NULL;
-		w->dst2[i] = mb[i].active ? v + p.t * d : NULL;
-		w->kc[i] = k;
-		w->vc[i] = v;
-		w->len[i] = mb[i].active ? p.t + 1 : p.reps;
+	be->gemm(s, ly->w[TF_W_QKV], rows, w->x, d, w->qkv, 3 * d);
+	be->bias_act(s, rows, 3 * (uint32_t)d, w->qkv, 3 * d, ly->b[TF_B_QKV], RT_ACT_NONE);
+	for (uint32_t r = 0; r < rows; r++) {
+		const struct rt_member *m = &mb[w->member[r]];
+		struct tf_layout L = tf_layout(km, m->input_len, m->output_len);
+		uint32_t t = w->tok[r], reps = decoder ? m->output_len : m->input_len;
+		size_t cache_rows = decoder ? L.olen : L.ilen;
+		float *k = tf_cache_k(m->state, decoder ? L.dec_kv : L.enc_kv, l, cache_rows, d), *v = k + cache_rows * d;
+		w->dst[r] = w->writes[r] ? k + t * d : NULL;
+		w->dst2[r] = w->writes[r] ? v + t * d : NULL;
+		w->kc[r] = k;
+		w->vc[r] = v;
+		w->len[r] = km->pass && !decoder ? reps : m->active ? t + 1 : reps;
 	}
-	be->scatter(s, n, (uint32_t)d, w->qkv + d, 3 * d, w->dst);
-	be->scatter(s, n, (uint32_t)d, w->qkv + 2 * d, 3 * d, w->dst2);
-	be->attention(s, n, km->heads, km->dk, w->qkv, 3 * d, w->kc, w->vc, d, w->len, w->a, d);
-	be->gemm(s, ly->w[TF_W_O], n, w->a, d, w->o, d);
-	be->bias_act(s, n, (uint32_t)d, w->o, d, ly->b[TF_B_O], RT_ACT_NONE);
-	be->add_layernorm(s, n, (uint32_t)d, w->x, d, w->o, d, ly->b[TF_G1], ly->b[TF_BE1]);
+	be->scatter(s, rows, (uint32_t)d, w->qkv + d, 3 * d, w->dst);
+	be->scatter(s, rows, (uint32_t)d, w->qkv + 2 * d, 3 * d, w->dst2);
+	be->attention(s, rows, km->heads, km->dk, w->qkv, 3 * d, w->kc, w->vc, d, w->len, w->a, d);
+	be->gemm(s, ly->w[TF_W_O], rows, w->a, d, w->o, d);
+	be->bias_act(s, rows, (uint32_t)d, w->o, d, ly->b[TF_B_O], RT_ACT_NONE);
+	be->add_layernorm(s, rows, (uint32_t)d, w->x, d, w->o, d, ly->b[TF_G1], ly->b[TF_BE1]);
 }
 
 static void tf_cross_attn(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t n,
@@ -479,32 +531,34 @@ static void tf_ffn(const struct rt_model *km, struct tf_work *w, struct rt_strea
 	be->add_layernorm(s, n, (uint32_t)d, w->x, d, w->o, d, ly->b[g], ly->b[b]);
 }
 
-static void tf_store_x(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t n,
-                       const struct rt_member *mb)
+static void tf_store_x(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t rows,
+                       const struct rt_member *mb, int decoder)
 {
-	for (uint32_t i = 0; i < n; i++)
-		w->dst[i] = mb[i].active ? (float *)mb[i].state : NULL;
-	km->h.be->scatter(s, n, km->d, w->x, km->d, w->dst);
+	for (uint32_t r = 0; r < rows; r++) {
+		const struct rt_member *m = &mb[w->member[r]];
+		w->dst[r] = w->writes[r] ? tf_x_at(km, m, w->tok[r], decoder) : NULL;
+	}
+	km->h.be->scatter(s, rows, km->d, w->x, km->d, w->dst);
 }
 
-static void tf_cross_kv(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t n,
+static void tf_cross_kv(const struct rt_model *km, struct tf_work *w, struct rt_stream *s, uint32_t rows,
                         const struct rt_member *mb)
 {
 	const struct rt_backend_ops *be = km->h.be;
 	const size_t d = km->d;
-	tf_input(km, w, s, n, mb, 0, 0);
+	tf_input(km, w, s, rows, mb, 0, 0);
 	for (uint32_t l = 0; l < km->ndec; l++) {
-		be->gemm(s, km->cross[l], n, w->x, d, w->kv, 2 * d);
-		be->bias_act(s, n, 2 * (uint32_t)d, w->kv, 2 * d, km->cross_b[l], RT_ACT_NONE);
-		for (uint32_t i = 0; i < n; i++) {
-			struct tf_layout L = tf_layout(km, mb[i].input_len, mb[i].output_len);
-			struct tf_pos p = tf_pos(km, &mb[i], 0);
-			float *k = tf_cache_k(mb[i].state, L.cross_kv, l, L.ilen, d);
-			w->dst[i] = mb[i].active ? k + p.t * d : NULL;
-			w->dst2[i] = mb[i].active ? k + L.ilen * d + p.t * d : NULL;
+		be->gemm(s, km->cross[l], rows, w->x, d, w->kv, 2 * d);
+		be->bias_act(s, rows, 2 * (uint32_t)d, w->kv, 2 * d, km->cross_b[l], RT_ACT_NONE);
+		for (uint32_t r = 0; r < rows; r++) {
+			const struct rt_member *m = &mb[w->member[r]];
+			struct tf_layout L = tf_layout(km, m->input_len, m->output_len);
+			float *k = tf_cache_k(m->state, L.cross_kv, l, L.ilen, d);
+			w->dst[r] = w->writes[r] ? k + w->tok[r] * d : NULL;
+			w->dst2[r] = w->writes[r] ? k + L.ilen * d + w->tok[r] * d : NULL;
 		}
-		be->scatter(s, n, (uint32_t)d, w->kv, 2 * d, w->dst);
-		be->scatter(s, n, (uint32_t)d, w->kv + d, 2 * d, w->dst2);
+		be->scatter(s, rows, (uint32_t)d, w->kv, 2 * d, w->dst);
+		be->scatter(s, rows, (uint32_t)d, w->kv + d, 2 * d, w->dst2);
 	}
 }
 
@@ -514,8 +568,8 @@ static void tf_proj(const struct rt_model *km, struct tf_work *w, struct rt_stre
 	tf_input(km, w, s, n, mb, 0, 1);
 	for (uint32_t i = 0; i < n; i++) {
 		struct tf_layout L = tf_layout(km, mb[i].input_len, mb[i].output_len);
-		struct tf_pos p = tf_pos(km, &mb[i], 1);
-		w->tok_out[i] = mb[i].active ? (int32_t *)((unsigned char *)mb[i].state + L.tok_out_b) + p.t + 1 : NULL;
+		w->tok_out[i] = mb[i].active ? (int32_t *)((unsigned char *)mb[i].state + L.tok_out_b) + w->tok[i] + 1
+		                             : NULL;
 	}
 	km->h.be->gemm(s, km->proj, n, w->x, km->d, w->logits, km->vocab);
 	km->h.be->bias_argmax(s, n, km->vocab, w->logits, km->vocab, km->proj_b, w->tok_out);
@@ -525,41 +579,47 @@ static void tf_run_node(const struct rt_model *km, void *work, struct rt_stream 
                         const struct rt_member *mb)
 {
 	struct tf_work *w = work;
+	int decoder = node >= km->h.m->segments[1].first_node;
+	uint32_t rows = tf_rows(km, w, n, mb, decoder);
 	if (node == km->cross_node) {
-		tf_cross_kv(km, w, s, n, mb);
+		tf_cross_kv(km, w, s, rows, mb);
 		return;
 	}
 	if (node == km->proj_node) {
-		tf_proj(km, w, s, n, mb);
+		tf_proj(km, w, s, rows, mb);
 		return;
 	}
 	for (uint32_t l = 0; l < km->nenc; l++)
 		if (km->enc[l].node == node) {
-			tf_input(km, w, s, n, mb, l == 0, 0);
-			tf_self_attn(km, w, s, n, mb, &km->enc[l], l, 0);
-			tf_ffn(km, w, s, n, &km->enc[l], 0);
-			tf_store_x(km, w, s, n, mb);
+			tf_input(km, w, s, rows, mb, l == 0, 0);
+			tf_self_attn(km, w, s, rows, mb, &km->enc[l], l, 0);
+			tf_ffn(km, w, s, rows, &km->enc[l], 0);
+			tf_store_x(km, w, s, rows, mb, 0);
 			return;
 		}
 	for (uint32_t l = 0; l < km->ndec; l++)
 		if (km->dec[l].node == node) {
-			tf_input(km, w, s, n, mb, l == 0, 1);
-			tf_self_attn(km, w, s, n, mb, &km->dec[l], l, 1);
-			tf_cross_attn(km, w, s, n, mb, &km->dec[l], l);
-			tf_ffn(km, w, s, n, &km->dec[l], 1);
-			tf_store_x(km, w, s, n, mb);
+			tf_input(km, w, s, rows, mb, l == 0, 1);
+			tf_self_attn(km, w, s, rows, mb, &km->dec[l], l, 1);
+			tf_cross_attn(km, w, s, rows, mb, &km->dec[l], l);
+			tf_ffn(km, w, s, rows, &km->dec[l], 1);
+			tf_store_x(km, w, s, rows, mb, 1);
 			return;
 		}
 }
 
+/* The final vector: the top decoder output, or without output steps the
+ * encoder's output for the last input token. */
 static int tf_outputs(const struct rt_model *km, const void *state, uint32_t input_len, uint32_t output_len,
                       struct rt_outputs *out, char *err, size_t errlen)
 {
 	struct tf_layout L = tf_layout(km, input_len, output_len);
 	const unsigned char *st = state;
+	size_t x = km->pass && output_len == 0 && input_len ? L.enc_x + (size_t)(input_len - 1) * km->d : 0;
 	out->nvalues = km->d;
 	out->ntokens = output_len;
-	if (km->h.be->download(km->h.dev, out->values, st, km->d * sizeof(float), err, errlen) != 0)
+	if (km->h.be->download(km->h.dev, out->values, (const float *)state + x, km->d * sizeof(float), err,
+	                       errlen) != 0)
 		return -1;
 	if (output_len && km->h.be->download(km->h.dev, out->tokens, st + L.tok_out_b + sizeof(int32_t),
 	                                   output_len * sizeof(int32_t), err, errlen) != 0)

@@ -21,7 +21,7 @@ static const struct rt_model_ops *const kern_families[] = {
 
 /* Built-in model files these families run (for the error message; any other
  * file of the same structure runs too). */
-#define KERN_LIVE_MODELS "lstm, gru, seq2seq, transformer-per-token, mlp, llm-tiny"
+#define KERN_LIVE_MODELS "lstm, gru, seq2seq, transformer, transformer-per-token, mlp, llm-tiny"
 
 const struct rt_model_ops *rt_kernels_find(const struct mdl_model *m, char *err, size_t errlen)
 {
@@ -73,6 +73,16 @@ uint32_t rt_step_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len,
 			return (uint32_t)(pos / seg->nnodes);
 		pos -= span;
 	}
+	return 0;
+}
+
+uint32_t rt_pass_rows(const struct mdl_model *m, uint32_t max_members, uint32_t longest_input)
+{
+	for (uint32_t s = 0; s < m->nsegments; s++)
+		if (m->segments[s].kind == MDL_PASS) {
+			uint64_t rows = (uint64_t)max_members * longest_input;
+			return rows < UINT32_MAX ? (uint32_t)rows : UINT32_MAX;
+		}
 	return 0;
 }
 

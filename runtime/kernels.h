@@ -11,8 +11,10 @@
  *    previous output (greedy: bias + argmax fused, Amun Algorithm 4).
  *    Models: lstm, gru, seq2seq.
  *  - transformer (kern_transformer.c): encoder layers, a cross key/value
- *    node, decoder layers and an output projection, unrolled per token as in
- *    models/transformer.model; every request keeps its own key/value caches.
+ *    node, decoder layers and an output projection; the encoder one pass
+ *    over each request's tokens (models/transformer.model) or unrolled per
+ *    token (transformer-per-token); every request keeps its own key/value
+ *    caches.
  *  - mlp (kern_mlp.c): static dense layers with ReLU between them (the
  *    static case). Model: mlp.
  *  - llm (kern_llm.c): a decoder-only LLM (an `llm` line) run by
@@ -27,14 +29,18 @@
  * Contract:
  *  - A model's weights are created once (create) and shared by all
  *    workers, read-only. Each worker has its own work buffers (work_create),
- *    sized for max_rows rows.
+ *    sized for nodes of max_rows members (LLM families: rows) and pass
+ *    nodes of max_pass_rows rows: a pass node runs a row for each of its
+ *    members' input tokens (0 for a model without a pass segment). A
+ *    caller keeps every node within those bounds (rt_pass_rows).
  *  - A request's state (state_bytes, in device memory) is owned by the
  *    request: state_init fills it before its first node; run_node advances
  *    the members' states by one node each; nothing else writes it.
  *  - run_node (node-level families) runs node type `node` for n members, each at its own unrolled
  *    position (pos, whose node type must be `node`). Members with active = 0
  *    are padding (a padded graph batch): computed with the others, written
- *    nowhere. A member's results are the same whatever the other members.
+ *    nowhere; so are a pass node's rows past a member's input_len (pad_len).
+ *    A member's results are the same whatever the other members.
  *  - outputs reads a finished request's results: the emitted tokens (models
  *    with a decoder) and the final vector (the last hidden state, or the
  *    last layer's output).
@@ -63,6 +69,9 @@ struct rt_member {
 	uint32_t input_len, output_len;
 	uint64_t pos;                /* unrolled position of the node it runs */
 	int active;                  /* 0: padding row */
+	uint32_t pad_len;            /* a pass node runs max(input_len, pad_len) rows for it (a padded graph
+	                              * batch pads each member to its longest input): rows past input_len
+	                              * are padding, computed and written nowhere */
 	void *state;                 /* device memory of state_bytes */
 };
 
@@ -103,7 +112,8 @@ struct rt_model_ops {
 	size_t (*state_bytes)(const struct rt_model *km, uint32_t input_len, uint32_t output_len);
 	int (*state_init)(const struct rt_model *km, void *state, uint64_t id, uint32_t input_len,
 	                  uint32_t output_len, char *err, size_t errlen);
-	int (*work_create)(const struct rt_model *km, uint32_t max_rows, void **work, char *err, size_t errlen);
+	int (*work_create)(const struct rt_model *km, uint32_t max_rows, uint32_t max_pass_rows, void **work, char *err,
+	                   size_t errlen);
 	void (*work_destroy)(const struct rt_model *km, void *work);
 	void (*run_node)(const struct rt_model *km, void *work, struct rt_stream *s, uint32_t node, uint32_t n,
 	                 const struct rt_member *members);
@@ -161,5 +171,10 @@ void rt_kern_free_buffers(const struct rt_backend_ops *be, struct rt_dev *dev, f
 /* Which repetition of its segment unrolled position pos is (the encoder
  * step, the decoder step; 0 for static nodes). */
 uint32_t rt_step_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
+
+/* The rows a pass node of m may run with up to max_members members of up
+ * to longest_input tokens each (their tokens, summed, saturating at
+ * UINT32_MAX); 0 when m has no pass segment. */
+uint32_t rt_pass_rows(const struct mdl_model *m, uint32_t max_members, uint32_t longest_input);
 
 #endif

@@ -80,6 +80,7 @@ struct live {
 	struct live_req_rt *reqs;        /* c->n */
 	struct live_worker *workers;
 	uint32_t rows;                   /* batch rows the buffers hold (max batch; an LLM's tokens an iteration runs) */
+	uint32_t pass_rows;              /* rows of a pass node: the max batch's tokens (rt_pass_rows) */
 	int64_t t0_ns;                   /* CLOCK_MONOTONIC at the start */
 	pthread_mutex_t mu;
 	pthread_cond_t sched_cv;         /* an arrival, a finished task, the generator finished */
@@ -172,7 +173,9 @@ out:
 
 /* A whole-graph task padded to the longest member (graph batching): every
  * node of every segment runs for all members as many times as the longest
- * member needs; a member past its own length is a padding row. */
+ * member needs; a member past its own length is a padding row. A pass node
+ * runs every member's tokens padded to the longest input, as the simulator
+ * prices it (sim/engine/latency.c). */
 static void live_run_graph(struct live *L, struct live_worker *w)
 {
 	const struct mdl_model *m = L->c->model;
@@ -181,10 +184,11 @@ static void live_run_graph(struct live *L, struct live_worker *w)
 		w->graph_base[i] = 0;
 	for (uint32_t s = 0; s < m->nsegments; s++) {
 		const struct mdl_segment *seg = &m->segments[s];
-		uint32_t reps_max = 0;
+		uint32_t reps_max = 0, longest_input = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t r = mdl_node_repeats(m, seg->first_node, w->members[i].input_len, w->members[i].output_len);
 			reps_max = r > reps_max ? r : reps_max;
+			longest_input = w->members[i].input_len > longest_input ? w->members[i].input_len : longest_input;
 		}
 		for (uint32_t rep = 0; rep < reps_max; rep++)
 			for (uint32_t k = 0; k < seg->nnodes; k++) {
@@ -197,7 +201,8 @@ static void live_run_graph(struct live *L, struct live_worker *w)
 					int active = rep < reps && pos >= mb->pos;
 					w->rtm[i] = (struct rt_member){ .id = mb->req->pr.id, .input_len = mb->input_len,
 					                                .output_len = mb->output_len, .pos = pos,
-					                                .active = active, .state = mb->req->state };
+					                                .active = active, .pad_len = longest_input,
+					                                .state = mb->req->state };
 					any |= active;
 				}
 				if (any)
@@ -685,6 +690,10 @@ static int live_setup(struct live *L, char *err, size_t errlen)
 	snprintf(res->model_desc, sizeof res->model_desc, "%s: %s", info.family, info.detail);
 	res->weight_bytes = info.weight_bytes;
 	L->rows = live_rows(c);
+	uint32_t longest_input = 0;
+	for (uint64_t i = 0; i < c->n; i++)
+		longest_input = c->input_len[i] > longest_input ? c->input_len[i] : longest_input;
+	L->pass_rows = rt_pass_rows(c->model, c->env.max_batch, longest_input);
 	L->reqs = calloc(c->n ? c->n : 1, sizeof *L->reqs);
 	L->workers = calloc(c->workers, sizeof *L->workers);
 	if (!L->reqs || !L->workers)
@@ -710,8 +719,9 @@ static int live_setup(struct live *L, char *err, size_t errlen)
 		if (!w->task.reqs || !w->task.tokens || !w->task.context || !w->members || !w->rtm || !w->itm ||
 		    !w->graph_base)
 			goto oom;
-		if (L->be->stream_create(L->dev, i, L->rows, info.max_k, &w->stream, err, errlen) != 0 ||
-		    L->kops->work_create(L->km, L->rows, &w->work, err, errlen) != 0)
+		uint32_t stream_rows = L->pass_rows > L->rows ? L->pass_rows : L->rows;
+		if (L->be->stream_create(L->dev, i, stream_rows, info.max_k, &w->stream, err, errlen) != 0 ||
+		    L->kops->work_create(L->km, L->rows, L->pass_rows, &w->work, err, errlen) != 0)
 			return -1;
 	}
 	return 0;

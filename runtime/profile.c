@@ -197,7 +197,8 @@ static void prof_close(struct prof_session *p)
 /* iterations: the model must run by iterations (1) or by nodes (0). 0, or
  * -1 with err and the session closed. */
 static int prof_open(struct prof_session *p, const struct rt_profile_config *c, int iterations, uint32_t rows,
-                     uint32_t nstates, uint32_t input_len, uint32_t output_len, char *err, size_t errlen)
+                     uint32_t pass_rows, uint32_t nstates, uint32_t input_len, uint32_t output_len, char *err,
+                     size_t errlen)
 {
 	const struct mdl_model *m = c->model;
 	memset(p, 0, sizeof *p);
@@ -213,8 +214,9 @@ static int prof_open(struct prof_session *p, const struct rt_profile_config *c, 
 		goto fail;
 	p->kops->info(p->km, &p->info);
 	p->be->describe(p->dev, p->desc, sizeof p->desc);
-	if (p->be->stream_create(p->dev, 0, rows, p->info.max_k, &p->s, err, errlen) != 0 ||
-	    p->kops->work_create(p->km, rows, &p->work, err, errlen) != 0)
+	uint32_t stream_rows = pass_rows > rows ? pass_rows : rows;
+	if (p->be->stream_create(p->dev, 0, stream_rows, p->info.max_k, &p->s, err, errlen) != 0 ||
+	    p->kops->work_create(p->km, rows, pass_rows, &p->work, err, errlen) != 0)
 		goto fail;
 	if (!(p->states = calloc(nstates, sizeof *p->states))) {
 		snprintf(err, errlen, "out of memory");
@@ -247,6 +249,89 @@ fail:
 	return -1;
 }
 
+/* A pass node's point that runs long (thousands of tokens through a
+ * layer) is timed fewer times: after one untimed call of t seconds,
+ * enough calls for PROF_PASS_BUDGET_S, at least 2, at most reps. */
+#define PROF_PASS_LONG_S 0.005
+#define PROF_PASS_BUDGET_S 0.1
+
+static double prof_pass_mean(struct prof_session *p, const struct prof_call *c, uint32_t reps, char *err,
+                             size_t errlen)
+{
+	double first = prof_time_call(p, c, err, errlen);
+	if (first < 0 || first < PROF_PASS_LONG_S)
+		return first < 0 ? -1 : prof_mean_call(p, c, reps, err, errlen);
+	uint32_t n = (uint32_t)ceil(PROF_PASS_BUDGET_S / first);
+	n = n < 2 ? 2 : n > reps ? reps : n;
+	double sum = 0;
+	for (uint32_t r = 0; r < n; r++) {
+		double v = prof_time_call(p, c, err, errlen);
+		if (v < 0)
+			return -1;
+		sum += v;
+	}
+	return sum / n;
+}
+
+/* A pass node runs its members' tokens (models/FORMAT.md), so its rows are
+ * by tokens: 1, 2, 4, ... and the most a run asks for, rows = max batch x
+ * the longest input. A point of T tokens is requests of the profiled input
+ * length, the last one shorter, so the time holds their attention over
+ * their own tokens at that length (node_table.c adds nothing per request).
+ * The requests of the profiled length reuse the session's states in turn
+ * (the kernels' time does not depend on what the states hold); the shorter
+ * one gets a state of its own length. */
+static int prof_pass_node(struct prof_session *p, const struct rt_profile_config *c, uint32_t node,
+                          uint32_t pass_rows, struct rt_member *mb, FILE *f, char *err, size_t errlen)
+{
+	const struct mdl_model *m = c->model;
+	uint32_t len = c->input_len ? c->input_len : 1;
+	double floor_s = 0;
+	if (pass_rows == 0) {
+		snprintf(err, errlen, "pass node %s: the profile has no input tokens to run", m->nodes[node].name);
+		return -1;
+	}
+	for (uint64_t tokens = 1;; tokens = tokens * 2 < pass_rows ? tokens * 2 : pass_rows) {
+		uint32_t whole = (uint32_t)(tokens / len), rest = (uint32_t)(tokens % len), n = whole + (rest > 0);
+		struct rt_member *own = calloc(n, sizeof *own);
+		void *rest_state = NULL;
+		if (!own) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		for (uint32_t i = 0; i < whole; i++)
+			own[i] = (struct rt_member){ .id = i, .input_len = len, .output_len = c->output_len, .active = 1,
+			                             .pos = prof_position(m, node, len, c->output_len),
+			                             .state = mb[i % p->nstates].state };
+		if (rest) {
+			size_t bytes = p->kops->state_bytes(p->km, rest, c->output_len);
+			if (!(rest_state = p->be->alloc(p->dev, bytes))) {
+				snprintf(err, errlen, "out of device memory for a request state");
+				free(own);
+				return -1;
+			}
+			own[whole] = (struct rt_member){ .id = whole, .input_len = rest, .output_len = c->output_len,
+			                                 .active = 1, .pos = prof_position(m, node, rest, c->output_len),
+			                                 .state = rest_state };
+		}
+		double v = -1;
+		if (!rest || p->kops->state_init(p->km, rest_state, whole, rest, c->output_len, err, errlen) == 0) {
+			struct prof_call call = { .p = p, .n = n, .u.node = { node, own } };
+			v = prof_pass_mean(p, &call, c->reps, err, errlen);
+		}
+		if (rest_state)
+			p->be->free(p->dev, rest_state);
+		free(own);
+		if (v < 0)
+			return -1;
+		floor_s = v > floor_s ? v : floor_s;
+		fprintf(f, "%s,%llu,%.9g\n", m->nodes[node].name, (unsigned long long)tokens, floor_s);
+		if (tokens == pass_rows)
+			break;
+	}
+	return 0;
+}
+
 int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t errlen)
 {
 	const struct mdl_model *m = c->model;
@@ -259,7 +344,8 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (prof_open(&p, c, 0, maxb, maxb, c->input_len, c->output_len, err, errlen) != 0) {
+	uint32_t pass_rows = rt_pass_rows(m, maxb, c->longest_input);
+	if (prof_open(&p, c, 0, maxb, pass_rows, maxb, c->input_len, c->output_len, err, errlen) != 0) {
 		free(mb);
 		return -1;
 	}
@@ -271,6 +357,11 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 		mb[i] = (struct rt_member){ .id = i, .input_len = c->input_len, .output_len = c->output_len, .active = 1,
 		                            .state = p.states[i] };
 	for (uint32_t node = 0; node < m->nnodes; node++) {
+		if (mdl_is_pass(m, node)) {
+			if (prof_pass_node(&p, c, node, pass_rows, mb, f, err, errlen) != 0)
+				goto out;
+			continue;
+		}
 		uint64_t pos = prof_position(m, node, c->input_len, c->output_len);
 		double floor_s = 0;
 		for (uint32_t i = 0; i < maxb; i++)
@@ -414,7 +505,7 @@ int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (prof_open(&p, c, 1, rows, maxb, 1, out_len, err, errlen) != 0) {
+	if (prof_open(&p, c, 1, rows, 0, maxb, 1, out_len, err, errlen) != 0) {
 		free(mb);
 		return -1;
 	}

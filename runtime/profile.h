@@ -15,6 +15,11 @@
  * run also pays). A latency smaller than one at a smaller batch is raised
  * to it: a batch can always be padded up.
  *
+ * A pass node (models/FORMAT.md) is listed by the tokens it runs instead
+ * of requests: 1, 2, 4, ... up to the largest batch times longest_input,
+ * each point requests of input_len tokens (the last one shorter), and a
+ * point whose call runs long is timed fewer times (runtime/profile.c).
+ *
  * Contract: returns 0 with every row written, or -1 with err (the file may
  * hold some rows; the caller removes it).
  */
@@ -35,6 +40,7 @@ struct rt_profile_config {
 	const uint32_t *batches;         /* increasing */
 	size_t nbatches;
 	uint32_t input_len, output_len;  /* lengths of the profiled requests */
+	uint32_t longest_input;          /* pass nodes: rows up to the largest batch times this many tokens */
 	uint32_t reps;                   /* timed calls per point */
 	uint32_t max_tokens;             /* LLM: the most tokens an iteration runs (prefill points up to it) */
 };

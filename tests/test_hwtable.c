@@ -147,6 +147,30 @@ static void test_exact_at_listed_points(void **state)
 	drop_tmp(path);
 }
 
+/* A pass node's rows are by tokens: a batch of requests costs its rows at
+ * their tokens, summed, with nothing added per request (the rows hold the
+ * requests' attention as measured); the max batch is the other nodes'. */
+static void test_pass_node_by_tokens(void **state)
+{
+	char *path, err[512] = "";
+	toy_nodes[0].kind = MDL_PASS;
+	struct hw_model *hw = open_ok("node,batch,latency_s\nenc,1,0.001\nenc,640,0.065\n"
+	                              "dec,1,0.002\ndec,8,0.004\nattn,1,0.001\nattn,8,0.003\n", &path);
+	(void)state;
+	assert_int_equal(hw_max_batch(hw), 8);
+	struct hw_node_cost own, c;
+	assert_int_equal(hw_member_cost(hw, 0, 19, &own, err, sizeof err), 0);
+	assert_true(own.seconds == 0 && own.main_seconds == 0 && own.side_seconds == 0);
+	/* 3 requests of 19 tokens: the line from (1, 1 ms) to (640, 65 ms) at 57 tokens, 57 ms */
+	assert_int_equal(hw_node_cost_at(hw, 0, 3, 19, &c, err, sizeof err), 0);
+	assert_dbl_near(c.seconds, 0.001 + 0.064 * 56 / 639, 1e-15);
+	assert_int_equal(hw_node_cost(hw, 0, 641, &c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "no latency for tokens 641 (largest listed is 640)"));
+	hw_close(hw);
+	drop_tmp(path);
+	toy_nodes[0].kind = MDL_ENCODER;
+}
+
 static void test_monotone_between_points(void **state)
 {
 	static const uint32_t b[] = { 1, 2, 4, 8, 16, 32, 64 };
@@ -356,6 +380,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_at_listed_points),
 		cmocka_unit_test(test_monotone_between_points),
+		cmocka_unit_test(test_pass_node_by_tokens),
 		cmocka_unit_test(test_steffen_value),
 		cmocka_unit_test(test_linear_two_points),
 		cmocka_unit_test(test_star_and_override),

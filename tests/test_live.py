@@ -10,7 +10,8 @@
  - the run is stored marked live, its JSON has the contract's keys;
  - bad input exits 2 with one line and no database row; saturation drops
    and counts; SIGINT, SIGTERM and SIGHUP store a partial run and exit 128 + N; --profile-out
-   writes a table `simbatch run --hw` accepts;
+   writes a table `simbatch run --hw` accepts, a pass encoder's rows by tokens up to the max
+   batch times the longest input;
  - LLM serving live (runtime/kern_llm.c): continuous, chunked, static and slo
    on two small Llama-layout models give every request's tokens and final
    vector bit for bit as served one at a time, also after preemptions on a
@@ -87,6 +88,14 @@ MODELS = {
             + "node proj decoder gemm=1,32,70\n",
     "t_mlp": "model t_mlp\nsource test\nnode fc1 static gemm=1,40,72\nnode fc2 static gemm=1,72,72\n"
              "node fc3 static gemm=1,72,11\n",
+    # t_tf with its encoder one pass over the input (models/transformer.model)
+    "t_tfp": "model t_tfp\nsource test\ninput_len uniform:1:7\noutput_len uniform:1:7\n"
+             + "".join(f"node enc_l{i} pass gemm=1,32,96 gemm=1,32,32 gemm=1,32,80 gemm=1,80,32 "
+                       "attn=1,8,L,x4 attn=1,L,8,x4 elementwise_len=20\n" for i in (1, 2))
+             + "node cross_kv pass gemm=1,32,64,x2\n"
+             + "".join(f"node dec_l{i} decoder gemm=1,32,96 gemm=1,32,32,x3 gemm=1,32,80 gemm=1,80,32 "
+                       "attn=1,8,3,x4 attn=1,3,8,x4 attn=1,8,5,x4 attn=1,5,8,x4\n" for i in (1, 2))
+             + "node proj decoder gemm=1,32,70\n",
 }
 paths = {}
 for name, text in MODELS.items():
@@ -94,6 +103,10 @@ for name, text in MODELS.items():
     write(paths[name], text)
 hw = os.path.join(td, "est.csv")   # the policy's estimates: 50 us + 5 us a batch row, any node
 write(hw, "node,batch,latency_s\n*,1,0.000055\n*,64,0.00037\n")
+# t_tfp's pass nodes count tokens (up to 8 requests of 9): the same line further
+hw_tfp = os.path.join(td, "est-tfp.csv")
+write(hw_tfp, "node,batch,latency_s\n*,1,0.000055\n*,64,0.00037\n" +
+      "".join(f"{n},1,0.000055\n{n},100,0.00055\n" for n in ("enc_l1", "enc_l2", "cross_kv")))
 
 rnd = random.Random(5)
 
@@ -116,12 +129,13 @@ bursty_trace(trace, 0.001, 9, 9)
 
 policies = [line.split()[0] for line in sb("list", "policies").stdout.splitlines() if line.strip()]
 check("policies listed", "serial" in policies and "graph" in policies, policies)
-COMMON = ["--hw=" + hw, "--trace=" + trace, "--max-batch=8", "--window=0.5", "--no-db", "--json", "--seed=3"]
+COMMON = ["--trace=" + trace, "--max-batch=8", "--window=0.5", "--no-db", "--json", "--seed=3"]
 
 # ---- every model family x every policy: completes, outputs equal served alone ----
 for name in MODELS:
+    est = ["--hw=" + (hw_tfp if name == "t_tfp" else hw)]
     ref_path = os.path.join(td, f"{name}-serial.out")
-    r = sb("live", "--model=" + paths[name], "--policy=serial", "--outputs-out=" + ref_path, *COMMON)
+    r = sb("live", "--model=" + paths[name], "--policy=serial", "--outputs-out=" + ref_path, *est, *COMMON)
     check(f"{name} serial runs", r.returncode == 0, r.stderr)
     if r.returncode != 0:
         continue
@@ -131,7 +145,7 @@ for name in MODELS:
         if pol == "serial":
             continue
         out_path = os.path.join(td, f"{name}-{pol}.out")
-        r = sb("live", "--model=" + paths[name], "--policy=" + pol, "--outputs-out=" + out_path, *COMMON)
+        r = sb("live", "--model=" + paths[name], "--policy=" + pol, "--outputs-out=" + out_path, *est, *COMMON)
         if r.returncode == 2 and pol in r.stderr and "model" in r.stderr:
             print(f"ok   {name} {pol}: refused by the policy ({r.stderr.strip()[:100]})")
             continue
@@ -285,6 +299,29 @@ if r.returncode == 0:
     r = sb("run", "--model=" + paths["t_s2s"], "--hw=" + prof, "--max-batch=8", "--rate=200", "--requests=100",
            "--no-db", "--quiet")
     check("simbatch run accepts the profile as --hw", r.returncode == 0, r.stderr)
+
+# A pass encoder's rows count tokens: 1, 2, 4, ... up to 8 requests of the longest input (7): 56.
+r = sb("live", "--model=" + paths["t_tfp"], "--profile-out=" + prof, "--max-batch=8", "--profile-reps=3")
+check("--profile-out of a pass model exits 0", r.returncode == 0, r.stderr)
+if r.returncode == 0:
+    rows = [l.strip().split(",") for l in open(prof) if l.strip() and not l.startswith("#")][1:]
+    by_node = {}
+    for node, batch, _ in rows:
+        by_node.setdefault(node, []).append(int(batch))
+    pass_rows = [1, 2, 4, 8, 16, 32, 56]
+    check("pass nodes by tokens, the others by requests",
+          all(by_node[n] == pass_rows for n in ("enc_l1", "enc_l2", "cross_kv")) and
+          all(by_node[n] == [1, 2, 4, 8] for n in ("dec_l1", "dec_l2", "proj")), by_node)
+    r = sb("run", "--model=" + paths["t_tfp"], "--hw=" + prof, "--max-batch=8", "--rate=200", "--requests=100",
+           "--no-db", "--quiet")
+    check("simbatch run accepts the pass model's profile", r.returncode == 0, r.stderr)
+    r = sb("run", "--model=" + paths["t_tfp"], "--hw=" + prof, "--max-batch=8", "--input-len=fixed:8",
+           "--requests=10", "--no-db", "--quiet")
+    check("past the profiled tokens: exit 2, named", r.returncode == 2 and "no latency for tokens 64" in r.stderr,
+          (r.returncode, r.stderr))
+    r = sb("live", "--model=" + paths["t_tfp"], "--policy=lazy", "--rate=200", "--requests=30", "--max-batch=8",
+           "--profile-reps=3", "--no-db", "--quiet")
+    check("live pass model on the default --hw=profile", r.returncode == 0, r.stderr)
 
 # ---- LLM serving live (runtime/kern_llm.c): iteration-level batching on real kernels ----
 # A small Llama-layout model; estimates from a hand-written iteration profile.

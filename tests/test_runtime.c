@@ -6,9 +6,11 @@
  *  - the CPU element-wise kernels (LSTM and GRU cells, layer norm,
  *    attention, fused bias + argmax, gather / scatter) against formulas
  *    evaluated in double;
- *  - every kernel family (LSTM, GRU, seq2seq, transformer, MLP: small
- *    models of the built-in models' structure) serving each request alone
- *    and in random batches at random positions: the same outputs;
+ *  - every kernel family (LSTM, GRU, seq2seq, transformer in both forms,
+ *    MLP: small models of the built-in models' structure) serving each
+ *    request alone and in random batches at random positions: the same
+ *    outputs; the Transformer's pass encoder against the per-token one
+ *    (the same at one input token, different past it);
  *  - live_run with every registered policy under the policy-contract
  *    checker (tests/policy_check.h): every request completes, each of its
  *    nodes run once and in order, outputs equal to the request served
@@ -89,7 +91,22 @@ static const char *const model_text[][2] = {
 	          "node proj decoder gemm=1,32,70\n" },
 	{ "t_mlp", "model t_mlp\nsource test\nnode fc1 static gemm=1,40,72\nnode fc2 static gemm=1,72,72\n"
 	           "node fc3 static gemm=1,72,11\n" },
+	/* t_tf with its encoder one pass over the input (models/transformer.model);
+	 * the same node order, so the same weights from the same seed */
+	{ "t_tfp", "model t_tfp\nsource test\ninput_len uniform:1:6\noutput_len uniform:1:6\n"
+	           "node enc_l1 pass gemm=1,32,96 gemm=1,32,32 gemm=1,32,80 gemm=1,80,32 attn=1,8,L,x4 attn=1,L,8,x4 "
+	           "elementwise_len=20\n"
+	           "node enc_l2 pass gemm=1,32,96 gemm=1,32,32 gemm=1,32,80 gemm=1,80,32 attn=1,8,L,x4 attn=1,L,8,x4 "
+	           "elementwise_len=20\n"
+	           "node cross_kv pass gemm=1,32,64,x2\n"
+	           "node dec_l1 decoder gemm=1,32,96 gemm=1,32,32,x3 gemm=1,32,80 gemm=1,80,32 attn=1,8,3,x4 "
+	           "attn=1,3,8,x4\n"
+	           "node dec_l2 decoder gemm=1,32,96 gemm=1,32,32,x3 gemm=1,32,80 gemm=1,80,32 attn=1,8,3,x4 "
+	           "attn=1,3,8,x4\n"
+	           "node proj decoder gemm=1,32,70\n" },
 };
+/* Input lengths the tests draw go up to this. */
+#define MAX_IN 8
 #define NMODELS (sizeof model_text / sizeof model_text[0])
 
 static int setup(void **state)
@@ -421,8 +438,8 @@ static void test_kernels_alone_vs_batched(void **state)
 			void *work;
 			assert_int_equal(k->create(m, &rt_backend_cpu, dev, 7, &km, err, sizeof err), 0);
 			k->info(km, &info);
-			assert_int_equal(rt_backend_cpu.stream_create(dev, 0, 16, info.max_k, &s, err, sizeof err), 0);
-			assert_int_equal(k->work_create(km, 16, &work, err, sizeof err), 0);
+			assert_int_equal(rt_backend_cpu.stream_create(dev, 0, 16 * MAX_IN, info.max_k, &s, err, sizeof err), 0);
+			assert_int_equal(k->work_create(km, 16, rt_pass_rows(m, 16, MAX_IN), &work, err, sizeof err), 0);
 			enum { N = 14 };
 			struct kreq r[N];
 			static struct req_out alone[N], batched[N];
@@ -488,11 +505,60 @@ static void test_kernels_alone_vs_batched(void **state)
 	}
 }
 
+/* The two Transformer forms on the same weights: with one input token the
+ * pass encoder and the per-token one compute the same thing (bit for bit:
+ * the same operations on the same rows); with more, the pass encoder's
+ * earlier tokens attend to the later ones, so the outputs differ. */
+static void test_transformer_forms(void **state)
+{
+	(void)state;
+	char err[256];
+	struct mdl_model *mt = load_text(model_text[3][0], model_text[3][1]);
+	struct mdl_model *mp = load_text(model_text[5][0], model_text[5][1]);
+	assert_string_equal(mp->name, "t_tfp");
+	const struct rt_model_ops *k = rt_kernels_find(mp, err, sizeof err);
+	assert_ptr_equal(k, rt_kernels_find(mt, err, sizeof err));
+	struct rt_backend_cfg cfg = { .gemm = RT_GEMM_PACKED, .workers = 1 };
+	struct rt_dev *dev;
+	assert_int_equal(rt_backend_cpu.open(&cfg, &dev, err, sizeof err), 0);
+	struct rt_model *kt, *kp;
+	struct rt_model_info info;
+	struct rt_stream *s;
+	void *wt, *wp;
+	assert_int_equal(k->create(mt, &rt_backend_cpu, dev, 5, &kt, err, sizeof err), 0);
+	assert_int_equal(k->create(mp, &rt_backend_cpu, dev, 5, &kp, err, sizeof err), 0);
+	k->info(kp, &info);
+	assert_non_null(strstr(info.detail, "one pass"));
+	assert_int_equal(rt_backend_cpu.stream_create(dev, 0, MAX_IN, info.max_k, &s, err, sizeof err), 0);
+	assert_int_equal(k->work_create(kt, 1, 0, &wt, err, sizeof err), 0);
+	assert_int_equal(k->work_create(kp, 1, MAX_IN, &wp, err, sizeof err), 0);
+	enum { N = 6 };
+	struct kreq r[N];
+	static struct req_out ot[N], op[N];
+	for (uint32_t i = 0; i < N; i++)
+		r[i] = (struct kreq){ .in = i < 3 ? 1 : 2 + i, .out = 1 + i };
+	serve_alone(k, kt, mt, s, wt, r, N, ot);
+	serve_alone(k, kp, mp, s, wp, r, N, op);
+	for (uint32_t i = 0; i < N; i++) {
+		int same = memcmp(ot[i].values, op[i].values, sizeof ot[i].values) == 0 &&
+		           memcmp(ot[i].tokens, op[i].tokens, sizeof ot[i].tokens) == 0;
+		assert_int_equal(same, r[i].in == 1);
+	}
+	k->work_destroy(kt, wt);
+	k->work_destroy(kp, wp);
+	rt_backend_cpu.stream_destroy(s);
+	k->destroy(kt);
+	k->destroy(kp);
+	rt_backend_cpu.close(dev);
+	mdl_free(mt);
+	mdl_free(mp);
+}
+
 /* The built-in model files have kernels; the others are refused by name. */
 static void test_kernels_find(void **state)
 {
 	(void)state;
-	static const char *const live[] = { "lstm", "gru", "seq2seq", "transformer-per-token", "mlp" };
+	static const char *const live[] = { "lstm", "gru", "seq2seq", "transformer", "transformer-per-token", "mlp" };
 	char err[512];
 	for (size_t i = 0; i < sizeof live / sizeof live[0]; i++) {
 		struct mdl_model *m = NULL;
@@ -560,6 +626,27 @@ static int64_t lat_graph(void *ctx, uint32_t b, uint32_t in, uint32_t out)
 	return (20000 + 2000 * (int64_t)b) * (1 + in + 2 * out);
 }
 
+/* A pass node: 20 us plus 2 us a token, and 0.5 us a query-key pair of
+ * each member's own attention. */
+static struct pol_pass_part lat_pass_part(void *ctx, uint32_t t, uint64_t tokens)
+{
+	(void)ctx;
+	(void)t;
+	return (struct pol_pass_part){ 20000 + 2000 * (int64_t)tokens, 0 };
+}
+
+static struct pol_pass_part lat_member_part(void *ctx, uint32_t t, uint32_t len)
+{
+	(void)ctx;
+	(void)t;
+	return (struct pol_pass_part){ 500 * (int64_t)len * len, 0 };
+}
+
+static int64_t lat_pass_single(void *ctx, uint32_t t, uint32_t len)
+{
+	return lat_pass_part(ctx, t, len).main_ns + lat_member_part(ctx, t, len).main_ns;
+}
+
 struct sched {
 	uint64_t n;
 	int64_t arrival_ns[64];
@@ -591,7 +678,9 @@ static struct live_config live_cfg(const struct pol_ops *p, const struct mdl_mod
 	c.env = (struct pol_env){ .model = m, .workers = workers, .max_batch = 6, .min_batch = 1, .window_ns = 300000,
 	                          .bucket_width = 0, .max_tasks = 2, .coverage = 0.9, .dec_timesteps = 4,
 	                          .topup_threshold = 0.5, .sla_ns = 50000000,
-	                          .lat = { .ctx = NULL, .node_ns = lat_node, .graph_ns = lat_graph } };
+	                          .lat = { .ctx = NULL, .node_ns = lat_node, .graph_ns = lat_graph,
+	                                   .pass_part = lat_pass_part, .member_part = lat_member_part,
+	                                   .pass_single_ns = lat_pass_single } };
 	return c;
 }
 
@@ -611,10 +700,15 @@ static void reference_outputs(const struct mdl_model *m, const struct sched *s, 
 	assert_int_equal(rt_backend_cpu.open(&cfg, &dev, err, sizeof err), 0);
 	assert_int_equal(k->create(m, &rt_backend_cpu, dev, 3, &km, err, sizeof err), 0);
 	k->info(km, &info);
-	assert_int_equal(rt_backend_cpu.stream_create(dev, 0, 1, info.max_k, &st, err, sizeof err), 0);
-	assert_int_equal(k->work_create(km, 1, &work, err, sizeof err), 0);
-	for (uint64_t i = 0; i < s->n; i++)
+	uint32_t longest = 0;
+	for (uint64_t i = 0; i < s->n; i++) {
 		r[i] = (struct kreq){ .in = s->in[i], .out = s->out[i] };
+		longest = s->in[i] > longest ? s->in[i] : longest;
+	}
+	uint32_t pass_rows = rt_pass_rows(m, 1, longest);
+	assert_int_equal(rt_backend_cpu.stream_create(dev, 0, pass_rows > 1 ? pass_rows : 1, info.max_k, &st, err,
+	                                              sizeof err), 0);
+	assert_int_equal(k->work_create(km, 1, pass_rows, &work, err, sizeof err), 0);
 	serve_alone(k, km, m, st, work, r, (uint32_t)s->n, o);
 	k->work_destroy(km, work);
 	rt_backend_cpu.stream_destroy(st);
@@ -681,13 +775,17 @@ static void test_live_every_policy(void **state)
 				for (size_t k = 0; k < r.ntasks_logged; k++) {
 					const struct live_task *t = &r.task_log[k];
 					uint32_t in = 0, out = 0;
+					int64_t tokens = 0, pairs = 0;
 					for (uint32_t j = 0; j < t->nreq; j++) {
 						const struct live_request *q = &r.reqs[r.task_ids[t->first_id + j]];
 						in = q->input_len > in ? q->input_len : in;
 						out = q->output_len > out ? q->output_len : out;
+						tokens += q->input_len;
+						pairs += (int64_t)q->input_len * q->input_len;
 					}
-					estimate += t->kind == POL_TASK_GRAPH ? lat_graph(NULL, t->nreq, in, out)
-					                                      : lat_node(NULL, t->node_type, t->cells);
+					estimate += t->kind == POL_TASK_GRAPH         ? lat_graph(NULL, t->nreq, in, out)
+					            : mdl_is_pass(m, t->node_type) ? 20000 + 2000 * tokens + 500 * pairs
+					                                           : lat_node(NULL, t->node_type, t->cells);
 				}
 				assert_int_equal(r.ntasks_logged, r.run.tasks);
 				assert_int_equal(r.estimate_ns, estimate);
@@ -837,6 +935,7 @@ int main(void)
 		cmocka_unit_test(test_step_at),
 		cmocka_unit_test(test_rand),
 		cmocka_unit_test(test_kernels_alone_vs_batched),
+		cmocka_unit_test(test_transformer_forms),
 		cmocka_unit_test(test_live_every_policy),
 		cmocka_unit_test(test_live_saturation),
 		cmocka_unit_test(test_live_stop),

@@ -528,6 +528,7 @@ static int live_profile_write(const struct opt_set *o, const struct mdl_model *m
 	struct rt_profile_config pc = {
 		.model = m, .device = device, .gemm = g, .seed = opt_str(o, "seed") ? opt_uint(o, "seed") : 1,
 		.batches = batches, .nbatches = nb, .input_len = m->uses_input_len ? (in_len ? in_len : 1) : 0,
+		.longest_input = in ? trc_lengths_max(in) : 0,
 		.output_len = m->uses_output_len ? (out_len ? out_len : 1) : 0,
 		.reps = opt_str(o, "profile-reps") ? (uint32_t)opt_uint(o, "profile-reps") : 11,
 	};

@@ -91,11 +91,9 @@ static int lat_pass_tables(struct eng_latency *l, const struct hw_model *hw, uin
 			return -1;
 		l->member_ns[t][len] = lat_pass_part(&cost, 1);
 	}
-	uint32_t limit = hw_max_batch(hw);
-	if ((limit && l->max_tokens > limit) || l->max_tokens > UINT32_MAX) {
-		snprintf(err, errlen, "hardware model %s answers at most %u rows a node, and pass node %s runs up to %llu "
-		         "(the max batch times the longest input, %u tokens)", hw->label, limit ? limit : UINT32_MAX,
-		         node->name, (unsigned long long)l->max_tokens, l->max_len);
+	if (l->max_tokens > UINT32_MAX) {
+		snprintf(err, errlen, "pass node %s runs up to %llu tokens (the max batch times the longest input, %u "
+		         "tokens): more than %u", node->name, (unsigned long long)l->max_tokens, l->max_len, UINT32_MAX);
 		return -1;
 	}
 	/* The node over k tokens is asked for when a batch first runs k tokens:
