@@ -15,6 +15,7 @@ int trc_source_init(struct trc_source *s, const struct trc_source_config *c, cha
 		return -1;
 	s->rng_arrivals = rng_create(c->seed, RNG_ARRIVALS);
 	s->rng_lengths = rng_create(c->seed, RNG_LENGTHS);
+	s->gaps_used = TRC_GAP_BLOCK;            /* none drawn yet */
 	if (!s->rng_arrivals || !s->rng_lengths) {
 		trc_source_fini(s);
 		snprintf(err, errlen, "out of memory for the random streams");
@@ -36,8 +37,14 @@ int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, si
 		*out = (struct trc_request){ .id = id, .arrival_ns = (int64_t)(c->trace->arrival_s[id] * 1e9 + 0.5),
 		                             .input_len = c->trace->input_len[id], .output_len = c->trace->output_len[id] };
 	} else {
-		if (id > 0)
-			s->next_arrival_s += trc_arrivals_next_gap_s(&s->arrivals, s->rng_arrivals);
+		if (id > 0) {
+			if (s->gaps_used == TRC_GAP_BLOCK) {
+				for (unsigned i = 0; i < TRC_GAP_BLOCK; i++)
+					s->gaps[i] = trc_arrivals_next_gap_s(&s->arrivals, s->rng_arrivals);
+				s->gaps_used = 0;
+			}
+			s->next_arrival_s += s->gaps[s->gaps_used++];
+		}
 		if ((c->requests && id >= c->requests) || (!c->requests && s->next_arrival_s >= c->duration_s))
 			goto end;
 		/* the expected span is checked before the run; a draw can still land past it */

@@ -41,12 +41,20 @@ struct trc_request {
 	uint32_t input_len, output_len;
 };
 
+/* Gaps are drawn TRC_GAP_BLOCK at a time: the draws (a logarithm each) do
+ * not wait on each other there, where one at a time each waited on the
+ * simulation between them. The arrivals' generator is their own, so the
+ * gaps are the same numbers in the same order either way. */
+#define TRC_GAP_BLOCK 64
+
 struct trc_source {
 	struct trc_source_config c;
 	struct trc_arrivals arrivals;
 	gsl_rng *rng_arrivals, *rng_lengths;
 	uint64_t next_id;
 	double next_arrival_s;
+	double gaps[TRC_GAP_BLOCK];              /* drawn, gaps[gaps_used..TRC_GAP_BLOCK) not yet used */
+	unsigned gaps_used;
 	int ended;                               /* trc_source_next returned 0 */
 };
 
