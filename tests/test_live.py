@@ -73,29 +73,32 @@ def outputs(path):
 
 
 td = tempfile.mkdtemp(prefix="simbatch-live-")
+
+
+def tf_model(name, pass_encoder):
+    """A small Transformer: its encoder token by token, or one pass over the input
+    (models/transformer.model)."""
+    enc, attn = ("pass", "attn=1,8,L,x4 attn=1,L,8,x4 elementwise_len=20") if pass_encoder else \
+                ("encoder", "attn=1,8,5,x4 attn=1,5,8,x4")
+    return (f"model {name}\nsource test\ninput_len uniform:1:7\noutput_len uniform:1:7\n"
+            + "".join(f"node enc_l{i} {enc} gemm=1,32,96 gemm=1,32,32 gemm=1,32,80 gemm=1,80,32 {attn}\n"
+                      for i in (1, 2))
+            + f"node cross_kv {enc} gemm=1,32,64,x2\n"
+            + "".join(f"node dec_l{i} decoder gemm=1,32,96 gemm=1,32,32,x3 gemm=1,32,80 gemm=1,80,32 "
+                      "attn=1,8,3,x4 attn=1,3,8,x4 attn=1,8,5,x4 attn=1,5,8,x4\n" for i in (1, 2))
+            + "node proj decoder gemm=1,32,70\n")
+
+
 MODELS = {
     "t_lstm": "model t_lstm\nsource test\ninput_len uniform:1:12\nnode lstm_cell encoder gemm=1,96,128\n",
     "t_gru": "model t_gru\nsource test\ninput_len uniform:1:12\nnode gru_cell encoder gemm=1,24,96 gemm=1,32,96\n",
     "t_s2s": "model t_s2s\nsource test\ninput_len uniform:1:9\noutput_len uniform:1:9\n"
              "node enc_cell encoder gemm=1,80,192\nnode dec_cell decoder gemm=1,64,192\n"
              "node dec_proj decoder gemm=1,48,301\n",
-    "t_tf": "model t_tf\nsource test\ninput_len uniform:1:7\noutput_len uniform:1:7\n"
-            + "".join(f"node enc_l{i} encoder gemm=1,32,96 gemm=1,32,32 gemm=1,32,80 gemm=1,80,32 "
-                      "attn=1,8,5,x4 attn=1,5,8,x4\n" for i in (1, 2))
-            + "node cross_kv encoder gemm=1,32,64,x2\n"
-            + "".join(f"node dec_l{i} decoder gemm=1,32,96 gemm=1,32,32,x3 gemm=1,32,80 gemm=1,80,32 "
-                      "attn=1,8,3,x4 attn=1,3,8,x4 attn=1,8,5,x4 attn=1,5,8,x4\n" for i in (1, 2))
-            + "node proj decoder gemm=1,32,70\n",
+    "t_tf": tf_model("t_tf", False),
     "t_mlp": "model t_mlp\nsource test\nnode fc1 static gemm=1,40,72\nnode fc2 static gemm=1,72,72\n"
              "node fc3 static gemm=1,72,11\n",
-    # t_tf with its encoder one pass over the input (models/transformer.model)
-    "t_tfp": "model t_tfp\nsource test\ninput_len uniform:1:7\noutput_len uniform:1:7\n"
-             + "".join(f"node enc_l{i} pass gemm=1,32,96 gemm=1,32,32 gemm=1,32,80 gemm=1,80,32 "
-                       "attn=1,8,L,x4 attn=1,L,8,x4 elementwise_len=20\n" for i in (1, 2))
-             + "node cross_kv pass gemm=1,32,64,x2\n"
-             + "".join(f"node dec_l{i} decoder gemm=1,32,96 gemm=1,32,32,x3 gemm=1,32,80 gemm=1,80,32 "
-                       "attn=1,8,3,x4 attn=1,3,8,x4 attn=1,8,5,x4 attn=1,5,8,x4\n" for i in (1, 2))
-             + "node proj decoder gemm=1,32,70\n",
+    "t_tfp": tf_model("t_tfp", True),
 }
 paths = {}
 for name, text in MODELS.items():
