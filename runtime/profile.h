@@ -15,6 +15,11 @@
  * run also pays). A latency smaller than one at a smaller batch is raised
  * to it: a batch can always be padded up.
  *
+ * On the CPU, a node whose weights a live run would not find cached (the
+ * weights that run between two of its runs exceed the last-level cache,
+ * runtime/profile.c) is timed with the cache evicted before each call; the
+ * file's comments name those nodes.
+ *
  * A pass node (models/FORMAT.md) is listed by the tokens it runs instead
  * of requests: 1, 2, 4, ... up to the largest batch times longest_input,
  * each point requests of input_len tokens (the last one shorter), and a

@@ -19,6 +19,7 @@
    timeline; --profile-out fits one that run accepts; bad profiles exit 2.
 Usage: test_live.py PATH/TO/simbatch"""
 import csv
+import glob
 import json
 import os
 import random
@@ -302,6 +303,37 @@ if r.returncode == 0:
     r = sb("run", "--model=" + paths["t_s2s"], "--hw=" + prof, "--max-batch=8", "--rate=200", "--requests=100",
            "--no-db", "--quiet")
     check("simbatch run accepts the profile as --hw", r.returncode == 0, r.stderr)
+
+# Cold weights: on the CPU a node whose weights a live run would not find cached is timed with the
+# last-level cache evicted, and the profile names it. In this seq2seq the projection's weights,
+# 48 x 180000 floats = 34.6 MB, run between two runs of the decoder cell, so the cell is cold
+# exactly when they fill the last-level cache (Linux sysfs); the projection is never cold (only the
+# small cell runs between two of its runs), nor the encoder cell (it repeats alone).
+def llc_bytes():
+    best, best_level = 0, 0
+    for d in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
+        try:
+            level = int(open(os.path.join(d, "level")).read())
+            size = open(os.path.join(d, "size")).read().strip()
+        except (OSError, ValueError):
+            continue
+        if size.endswith("K") and level > best_level:
+            best, best_level = int(size[:-1]) * 1024, level
+    return best
+
+
+big = os.path.join(td, "t_s2s_big.model")
+write(big, "model t_s2s_big\nsource test\ninput_len uniform:1:5\noutput_len uniform:1:5\n"
+           "node enc_cell encoder gemm=1,80,192\nnode dec_cell decoder gemm=1,64,192\n"
+           "node dec_proj decoder gemm=1,48,180000\n")
+r = sb("live", "--model=" + big, "--profile-out=" + prof, "--max-batch=2", "--profile-reps=2")
+check("--profile-out of the large-vocabulary seq2seq exits 0", r.returncode == 0, r.stderr)
+if r.returncode == 0:
+    named = [l for l in open(prof) if l.startswith("# each call after evicting")]
+    llc = llc_bytes()
+    want = ["dec_cell"] if llc and 48 * 180000 * 4 >= llc else []
+    got = named[0].split(":")[1].split() if named else []
+    check(f"evicted before timing: {want} (last-level cache {llc >> 10} KiB)", got == want, named)
 
 # A pass encoder's rows count tokens: 1, 2, 4, ... up to 8 requests of the longest input (7): 56.
 r = sb("live", "--model=" + paths["t_tfp"], "--profile-out=" + prof, "--max-batch=8", "--profile-reps=3")
