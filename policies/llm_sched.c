@@ -209,7 +209,7 @@ static int64_t slo_predict_ns(const struct llm_state *s, struct pol_task *t, con
 {
 	t->tokens[t->nreq] = tokens;
 	t->context[t->nreq] = (uint32_t)r->pol_word[0];
-	return s->lat.iter_ns(s->lat.iter_ctx, t->nreq + 1, t->tokens, t->context, t->nreq + 1);
+	return s->lat.iter_ns(s->lat.iter_ctx, t->nreq + 1, t->tokens, t->context, t->nreq + 1, 0);
 }
 
 /* slo: the most of `tokens` r may run in this iteration without the
@@ -244,7 +244,7 @@ static struct pol_request *slo_pick(const struct llm_state *s, int64_t now_ns, s
 	uint32_t zero = 0, n = 0;
 	for (struct pol_request *r = s->waiting.head; r && n < LLM_SLO_WINDOW; p = r, r = r->pol_next, n++) {
 		uint32_t need = (uint32_t)pol_llm_target(r);
-		int64_t alone = s->lat.iter_ns(s->lat.iter_ctx, 1, &need, &zero, 1);
+		int64_t alone = s->lat.iter_ns(s->lat.iter_ctx, 1, &need, &zero, 1, 0);
 		int64_t slack = r->arrival_ns + s->ttft_slo_ns - now_ns - alone;
 		if (slack < best_slack) {
 			best_slack = slack;

@@ -134,10 +134,11 @@ struct pol_latency {
 	 * once per node a request runs, from a table. */
 	int64_t (*pass_single_ns)(void *ctx, uint32_t node_type, uint32_t len);
 	/* LLM models: one iteration of n members (tokens[i] on a cache of
-	 * context[i], emitting of them yielding a token), ns; -1 if it cannot be
-	 * priced. iter_ctx is its context. NULL for node-level models. */
+	 * context[i], emitting of them yielding a token) and pad rows of
+	 * padding (static batching), ns; -1 if it cannot be priced. iter_ctx is
+	 * its context. NULL for node-level models. */
 	int64_t (*iter_ns)(void *iter_ctx, uint32_t n, const uint32_t *tokens, const uint32_t *context,
-	                   uint32_t emitting);
+	                   uint32_t emitting, uint32_t pad);
 	void *iter_ctx;
 };
 

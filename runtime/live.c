@@ -413,7 +413,8 @@ static void live_dispatch(struct live *L, struct live_worker *w, int64_t now, co
 	}
 	/* live kernels serve no tree models: a task's cells are its members, within the max batch */
 	int64_t estimate = t->kind == POL_TASK_ITER
-	                   ? c->env.lat.iter_ns(c->env.lat.iter_ctx, t->nreq, t->tokens, t->context, emitting)
+	                   ? c->env.lat.iter_ns(c->env.lat.iter_ctx, t->nreq, t->tokens, t->context, emitting,
+	                                        t->pad_tokens)
 	                   : t->kind == POL_TASK_GRAPH
 	                   ? c->env.lat.graph_ns(c->env.lat.ctx, t->nreq, shape->max_input_len, shape->max_output_len)
 	                   : mdl_is_pass(c->env.model, t->node_type) ? pol_pass_ns(&c->env.lat, t->node_type, t->nreq, t->reqs)

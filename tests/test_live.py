@@ -16,7 +16,8 @@
    on two small Llama-layout models give every request's tokens and final
    vector bit for bit as served one at a time, also after preemptions on a
    3-block KV cache; an iteration profile's prices against a hand-computed
-   timeline; --profile-out fits one that run accepts; bad profiles exit 2.
+   timeline, a static batch's padded prefill included (simulated, and as live's
+   estimate of the task); --profile-out fits one that run accepts; bad profiles exit 2.
 Usage: test_live.py PATH/TO/simbatch"""
 import csv
 import glob
@@ -441,6 +442,22 @@ if r.returncode == 0:
           (row["first_token_s"], prefill))
     check("finish after the prefill and three decode steps",
           abs(float(row["finish_s"]) * 1e6 - (prefill + decodes)) < 0.01, (row["finish_s"], prefill + decodes))
+
+# Static batching pads the shorter prompt to the longer: requests of 10 and 4 prompt tokens, one
+# output token each, arriving together are one prefill of 14 tokens and 6 padding rows, both
+# emitting, over 55 + 10 query-key pairs: 20 + 2 x 20 + 1 x 2 + 0.010 x 65 = 62.65 us. The
+# simulation finishes both then, and live's estimate of the task it ran is that price.
+two = os.path.join(td, "two.csv")
+write(two, "arrival_s,input_len,output_len\n0,10,1\n0,4,1\n")
+SC = ["--model=" + llm, "--hw=" + os.path.join(td, "t_llm.iter"), "--trace=" + two, "--policy=static", "--window=1",
+      "--no-db"]
+r = sb("run", *SC, "--requests-out=" + rq, "--quiet")
+check("static: the padded prefill's price, simulated",
+      r.returncode == 0 and all(abs(float(row["finish_s"]) * 1e6 - (62.65 + 1000)) < 0.01
+                                for row in csv.DictReader(open(rq))), r.stderr)
+r = sb("live", *SC, "--json")
+check("static: live prices the task it ran with its padding",
+      r.returncode == 0 and abs(json.loads(r.stdout)["hw_estimate"]["estimate_ms"] - 0.06265) < 1e-9, r.stdout[-300:])
 
 # --profile-out for an LLM: timed iterations fitted into a file of kind llm_iter, which run accepts
 prof = os.path.join(td, "t_llm.prof")

@@ -425,10 +425,10 @@ static uint32_t eng_max_cells(const struct eng_config *c)
 
 /* The policy's iteration estimates (pol_latency.iter_ns): the engine's own prices. */
 static int64_t eng_iter_estimate_ns(void *ctx, uint32_t n, const uint32_t *tokens, const uint32_t *context,
-                                    uint32_t emitting)
+                                    uint32_t emitting, uint32_t pad)
 {
 	char err[256];
-	return llm_cost_iter_ns(ctx, n, tokens, context, emitting, 0, err, sizeof err);
+	return llm_cost_iter_ns(ctx, n, tokens, context, emitting, pad, err, sizeof err);
 }
 
 int eng_llm_env(const struct eng_config *c, struct pol_env *env, struct llm_cost **cost, char *err, size_t errlen)
