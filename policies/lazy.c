@@ -144,9 +144,9 @@ static void lazy_on_task_done(struct pol_state *st, const struct pol_task *t, in
 	if (!s->exact && t->run_len > 1) {
 		/* a pass segment's nodes cost each member what its length makes them */
 		int pass = mdl_is_pass(s->model, t->node_type);
-		uint64_t ran_ns = slk_run_single_ns(&s->slk, t->node_type, t->run_len, t->reqs[0]->input_len);
+		uint64_t ran_ns = 0;
 		for (uint32_t i = 0; i < t->nreq; i++) {
-			if (pass && i > 0)
+			if (i == 0 || pass)
 				ran_ns = slk_run_single_ns(&s->slk, t->node_type, t->run_len, t->reqs[i]->input_len);
 			t->reqs[i]->pol_word[1] += ran_ns;
 		}

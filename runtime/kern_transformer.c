@@ -437,12 +437,13 @@ static uint32_t tf_rows(const struct rt_model *km, struct tf_work *w, uint32_t n
 	return r;
 }
 
-/* Where a row's activation lives between nodes: the pass form's encoder
- * keeps one a token, everything else one a request. */
-static float *tf_x_at(const struct rt_model *km, const struct rt_member *mb, uint32_t t, int decoder)
+/* Where a row's activation lives between nodes (L: the member's layout):
+ * the pass form's encoder keeps one a token, everything else one a request. */
+static float *tf_x_at(const struct rt_model *km, const struct tf_layout *L, const struct rt_member *mb,
+                      uint32_t t, int decoder)
 {
 	if (km->pass && !decoder)
-		return (float *)mb->state + tf_layout(km, mb->input_len, mb->output_len).enc_x + (size_t)t * km->d;
+		return (float *)mb->state + L->enc_x + (size_t)t * km->d;
 	return mb->state;
 }
 
@@ -455,7 +456,7 @@ static void tf_input(const struct rt_model *km, struct tf_work *w, struct rt_str
 	for (uint32_t r = 0; r < rows; r++) {
 		const struct rt_member *m = &mb[w->member[r]];
 		struct tf_layout L = tf_layout(km, m->input_len, m->output_len);
-		w->src[r] = tf_x_at(km, m, w->tok[r], decoder);
+		w->src[r] = tf_x_at(km, &L, m, w->tok[r], decoder);
 		w->tok_id[r] = (const int32_t *)((unsigned char *)m->state + (decoder ? L.tok_out_b : L.tok_in_b)) +
 		               w->tok[r];
 		w->rows[r] = w->tok[r];
@@ -536,7 +537,8 @@ static void tf_store_x(const struct rt_model *km, struct tf_work *w, struct rt_s
 {
 	for (uint32_t r = 0; r < rows; r++) {
 		const struct rt_member *m = &mb[w->member[r]];
-		w->dst[r] = w->writes[r] ? tf_x_at(km, m, w->tok[r], decoder) : NULL;
+		struct tf_layout L = tf_layout(km, m->input_len, m->output_len);
+		w->dst[r] = w->writes[r] ? tf_x_at(km, &L, m, w->tok[r], decoder) : NULL;
 	}
 	km->h.be->scatter(s, rows, km->d, w->x, km->d, w->dst);
 }

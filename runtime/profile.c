@@ -220,17 +220,18 @@ static double prof_time_call(struct prof_session *p, const struct prof_call *c, 
 	return t;
 }
 
-/* A point of either profile: PROF_WARMUP untimed calls of c, then the mean
- * of reps timed ones, in seconds; -1 with err. */
-static double prof_mean_call(struct prof_session *p, const struct prof_call *c, uint32_t reps, char *err,
-                             size_t errlen)
+/* A point of either profile: warmup untimed calls of c (PROF_WARMUP but for
+ * a long pass point, prof_pass_mean), then the mean of reps timed ones, in
+ * seconds; -1 with err. */
+static double prof_mean_call(struct prof_session *p, const struct prof_call *c, uint32_t warmup, uint32_t reps,
+                             char *err, size_t errlen)
 {
 	double sum = 0;
-	for (uint32_t r = 0; r < PROF_WARMUP + reps; r++) {
+	for (uint32_t r = 0; r < warmup + reps; r++) {
 		double v = prof_time_call(p, c, err, errlen);
 		if (v < 0)
 			return -1;
-		if (r >= PROF_WARMUP)
+		if (r >= warmup)
 			sum += v;
 	}
 	return sum / reps;
@@ -345,19 +346,13 @@ fail:
 static double prof_pass_mean(struct prof_session *p, const struct prof_call *c, uint32_t reps, char *err,
                              size_t errlen)
 {
-	double first = prof_time_call(p, c, err, errlen);
-	if (first < 0 || first < PROF_PASS_LONG_S)
-		return first < 0 ? -1 : prof_mean_call(p, c, reps, err, errlen);
+	double first = prof_time_call(p, c, err, errlen);   /* the first untimed call */
+	if (first < 0)
+		return -1;
+	if (first < PROF_PASS_LONG_S)
+		return prof_mean_call(p, c, PROF_WARMUP - 1, reps, err, errlen);
 	uint32_t n = (uint32_t)ceil(PROF_PASS_BUDGET_S / first);
-	n = n < 2 ? 2 : n > reps ? reps : n;
-	double sum = 0;
-	for (uint32_t r = 0; r < n; r++) {
-		double v = prof_time_call(p, c, err, errlen);
-		if (v < 0)
-			return -1;
-		sum += v;
-	}
-	return sum / n;
+	return prof_mean_call(p, c, 0, n < 2 ? 2 : n > reps ? reps : n, err, errlen);
 }
 
 /* A pass node runs its members' tokens (models/FORMAT.md), so its rows are
@@ -467,7 +462,7 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 			uint32_t b = c->batches[bi];
 			struct prof_call call = { .p = &p, .n = b, .cold = prof_node_cold(m, node, p.llc_bytes),
 			                          .u.node = { node, mb } };
-			double v = prof_mean_call(&p, &call, c->reps, err, errlen);
+			double v = prof_mean_call(&p, &call, PROF_WARMUP, c->reps, err, errlen);
 			if (v < 0)
 				goto out;
 			if (v < floor_s)
@@ -583,7 +578,7 @@ static int prof_llm_time(const struct rt_profile_config *c, struct prof_session 
 		mb[i].emit = pt->emit;
 	}
 	struct prof_call call = { .p = p, .n = pt->members, .u.iter = { mb } };
-	pt->seconds = prof_mean_call(p, &call, c->reps, err, errlen);
+	pt->seconds = prof_mean_call(p, &call, PROF_WARMUP, c->reps, err, errlen);
 	return pt->seconds < 0 ? -1 : 0;
 }
 
