@@ -19,6 +19,8 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 	d->metrics = metrics_create(expect);
 	d->node_tasks = calloc(m->nnodes ? m->nnodes : 1, sizeof *d->node_tasks);
 	d->node_cells = calloc(m->nnodes ? m->nnodes : 1, sizeof *d->node_cells);
+	d->run_tasks_step = calloc(m->nnodes + 1, sizeof *d->run_tasks_step);
+	d->run_cells_step = calloc(m->nnodes + 1, sizeof *d->run_cells_step);
 	if (m->is_llm != (c->policy->serves_llm != 0)) {
 		snprintf(err, errlen, m->is_llm ? "policy %s batches nodes; model %s is an LLM, served by iterations "
 		         "(policies static, continuous, chunked, slo)" : "policy %s serves LLMs; model %s is not one",
@@ -35,7 +37,7 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 		}
 	}
 	d->st = calloc(1, c->policy->state_size ? c->policy->state_size : 1);
-	if (!d->metrics || !d->node_tasks || !d->node_cells || !d->st) {
+	if (!d->metrics || !d->node_tasks || !d->node_cells || !d->run_tasks_step || !d->run_cells_step || !d->st) {
 		snprintf(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
@@ -61,6 +63,8 @@ void drv_fini(struct pol_driver *d)
 	free(d->itl);
 	free(d->node_tasks);
 	free(d->node_cells);
+	free(d->run_tasks_step);
+	free(d->run_cells_step);
 	free(d->rows);
 	memset(d, 0, sizeof *d);
 }
@@ -188,8 +192,13 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 	res->node_cells = calloc(m->nnodes ? m->nnodes : 1, sizeof *res->node_cells);
 	if (!res->node_tasks || !res->node_cells)
 		goto oom;
-	memcpy(res->node_tasks, d->node_tasks, m->nnodes * sizeof *res->node_tasks);
-	memcpy(res->node_cells, d->node_cells, m->nnodes * sizeof *res->node_cells);
+	uint64_t run_tasks = 0, run_cells = 0;
+	for (uint32_t k = 0; k < m->nnodes; k++) {
+		run_tasks += d->run_tasks_step[k];
+		run_cells += d->run_cells_step[k];
+		res->node_tasks[k] = d->node_tasks[k] + run_tasks;
+		res->node_cells[k] = d->node_cells[k] + run_cells;
+	}
 	res->graph_tasks = d->graph_tasks;
 	res->graph_members = d->graph_members;
 	if (d->c.keep_request_rows) {

@@ -102,6 +102,11 @@ struct pol_driver {
 	struct metrics *metrics;
 	uint64_t arrived, completed, measured, tasks, task_members, graph_tasks, graph_members;
 	uint64_t *node_tasks, *node_cells;        /* per node type */
+	/* a run's nodes after the first, counted in O(1) (drv_run_extend): for
+	 * each node type the change from the type before, in the tasks and
+	 * cells added; drv_finish sums them into node_tasks and node_cells.
+	 * nnodes + 1 entries each; unsigned, so the wrap-around cancels. */
+	uint64_t *run_tasks_step, *run_cells_step;
 	int64_t busy_ns;                          /* sum over ended tasks of end - start */
 	int64_t first_measured_arrival_ns, last_finish_ns;
 	struct metrics *ttft, *tpot;              /* LLM models: time to first token, time per output token */
@@ -260,16 +265,36 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
 	return 1;
 }
 
+/* Counts tasks more tasks and cells more cells for every node type in [lo, hi). */
+static inline void drv_run_add(struct pol_driver *d, uint32_t lo, uint32_t hi, uint64_t tasks, uint64_t cells)
+{
+	d->run_tasks_step[lo] += tasks;
+	d->run_tasks_step[hi] -= tasks;
+	d->run_cells_step[lo] += cells;
+	d->run_cells_step[hi] -= cells;
+}
+
 static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint64_t n)
 {
 	struct mdl_run run = mdl_run_of(d->c.env.model, t->node_type, n);
+	uint32_t end = run.first + run.nnodes, at = run.first + run.phase;
 	t->run_len = n;
-	for (uint32_t o = 0; o < run.nnodes; o++) {
-		uint32_t type = mdl_run_type_at(&run, o);
-		uint64_t more = mdl_run_count_at(&run, o) - (o == 0);    /* the first node was counted at its start */
-		d->node_tasks[type] += more;
-		d->node_cells[type] += more * t->cells;
+	/* every type of the segment runs passes times, then rest more from the
+	 * first node on, wrapping at the segment's end; the first node was
+	 * counted at its start */
+	if (run.passes)
+		drv_run_add(d, run.first, end, run.passes, run.passes * t->cells);
+	if (run.rest) {
+		uint32_t stop = at + (uint32_t)run.rest;
+		if (stop <= end) {
+			drv_run_add(d, at, stop, 1, t->cells);
+		} else {
+			drv_run_add(d, at, end, 1, t->cells);
+			drv_run_add(d, run.first, stop - run.nnodes, 1, t->cells);
+		}
 	}
+	d->node_tasks[t->node_type]--;
+	d->node_cells[t->node_type] -= t->cells;
 	d->tasks += n - 1;
 	d->task_members += (n - 1) * t->nreq;
 }

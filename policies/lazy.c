@@ -243,6 +243,22 @@ static uint64_t lazy_rejecting_run(const struct lazy_state *s, const struct batc
 static uint64_t oracle_rejecting_run(struct lazy_state *s, const struct batch_table *bt,
                                      const struct pol_task *task, int64_t now_ns, uint64_t n);
 
+/* The first node j >= 1 of a run from node type k whose type is below's or
+ * later, 0 when none is: the run's types cycle through k's segment, first ..
+ * last, so if none in one pass reaches below, none ever does. */
+static uint64_t lazy_steps_to(const struct mdl_model *m, uint32_t k, uint32_t below)
+{
+	const struct mdl_segment *seg = &m->segments[m->nodes[k].segment];
+	uint32_t first = seg->first_node, last = first + seg->nnodes - 1;
+	if (below <= first)
+		return 1;
+	if (below > last)
+		return 0;
+	if (k == last)                 /* wraps to first, then climbs to below */
+		return below - first + 1;
+	return k + 1 >= below ? 1 : below - k;
+}
+
 /* How many nodes the issued task may run as one (policy.h "Runs"). When no
  * pending input could be admitted at the boundaries it skips: the InfQ is
  * empty (until the next arrival, which ends the run) or the table is full
@@ -271,14 +287,9 @@ static uint64_t lazy_run_max(struct lazy_state *s, const struct batch_table *bt,
 			n = left;
 	}
 	if (bt->depth >= 2) {
-		uint32_t below = bt->entries[bt->depth - 2].key;
-		uint64_t pass = m->segments[m->nodes[task->node_type].segment].nnodes;
-		/* node types repeat every pass: if none in one pass reaches below, none ever does */
-		for (uint64_t j = 1; j <= pass && j < n; j++)
-			if (mdl_run_type(m, task->node_type, j) >= below) {
-				n = j;
-				break;
-			}
+		uint64_t j = lazy_steps_to(m, task->node_type, bt->entries[bt->depth - 2].key);
+		if (j && j < n)
+			n = j;
 	}
 	if (!pending || n <= 1)
 		return n;

@@ -41,6 +41,8 @@ struct eng {
 	struct llm_cost *llm;           /* LLM models: an iteration's time */
 	const int64_t *node_ns;         /* lat's table of node latencies, [type * node_stride + cells] */
 	size_t node_stride;
+	int64_t *seg_pass_ns;           /* one pass through a repeating segment's nodes, [segment * node_stride + cells]
+	                                 * (runs only: eng_run_end prices whole passes at once) */
 	struct evq *q;
 	struct eng_device *devices;
 	uint32_t *started;              /* devices given a task at this instant, device order */
@@ -199,6 +201,26 @@ static inline int64_t eng_task_node_ns(struct eng *e, const struct pol_task *t, 
 	                                      : eng_node_ns(e, type, t->cells);
 }
 
+/* e->seg_pass_ns: the nodes of each repeating segment summed in order at
+ * every batch, as node by node would add them. */
+static int eng_pass_table(struct eng *e)
+{
+	const struct mdl_model *m = e->c->model;
+	e->seg_pass_ns = calloc((size_t)m->nsegments * e->node_stride, sizeof *e->seg_pass_ns);
+	if (!e->seg_pass_ns)
+		return -1;
+	for (uint32_t k = 0; k < m->nsegments; k++) {
+		const struct mdl_segment *seg = &m->segments[k];
+		if (seg->kind == MDL_PASS)
+			continue;
+		for (uint32_t cells = 1; cells < e->node_stride; cells++)
+			for (uint32_t j = 0; j < seg->nnodes; j++)
+				e->seg_pass_ns[k * e->node_stride + cells] =
+					ns_add(e->seg_pass_ns[k * e->node_stride + cells], eng_node_ns(e, seg->first_node + j, cells));
+	}
+	return 0;
+}
+
 /* Where any run must end: the next arrival or scheduled wake-up. */
 static int64_t eng_horizon(const struct eng *e)
 {
@@ -227,9 +249,7 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 		passes = 0;
 	}
 	if (passes) {
-		int64_t pass_ns = 0;
-		for (uint32_t j = 0; j < seg->nnodes; j++)
-			pass_ns = ns_add(pass_ns, eng_node_ns(e, seg->first_node + j, t->cells));
+		int64_t pass_ns = e->seg_pass_ns[m->nodes[t->node_type].segment * e->node_stride + t->cells];
 		/* every node of q passes starts before the horizon when end + q * pass < horizon */
 		uint64_t fit = (uint64_t)((horizon - 1 - end_ns) / pass_ns);
 		if (fit < passes)
@@ -386,6 +406,7 @@ static void eng_teardown(struct eng *e)
 		}
 	free(e->devices);
 	free(e->started);
+	free(e->seg_pass_ns);
 	while (e->chunks) {
 		struct eng_pool_chunk *n = e->chunks->next;
 		free(e->chunks);
@@ -512,6 +533,10 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	e.has_cold = eng_latency_has_cold(e.lat);
 	const char *runs = getenv("SIMBATCH_NODE_RUNS");
 	e.runs = !c->timeline && !e.has_cold && !(runs && strcmp(runs, "0") == 0);
+	if (e.runs && !m->is_llm && eng_pass_table(&e) != 0) {
+		snprintf(err, errlen, "out of memory setting up the run");
+		goto fail;
+	}
 	for (uint32_t i = 0; i < c->workers; i++) {
 		e.devices[i].task.reqs = calloc(c->env.max_batch, sizeof(struct pol_request *));
 		if (m->is_llm) {
