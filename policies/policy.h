@@ -254,11 +254,13 @@ static inline void pol_req_start(struct pol_request *r, const struct mdl_model *
 
 /* When a task has finished, before on_task_done: each member leaves flight
  * and moves run_len nodes on (NODE), to its end (GRAPH) or, when its cache
- * reached its target, one output token on (ITER); caches refreshed. */
-static inline void pol_task_advance(const struct pol_task *t, const struct mdl_model *m)
+ * reached its target, one output token on (ITER); caches refreshed.
+ * Returns how many members are done. */
+static inline uint32_t pol_task_advance(const struct pol_task *t, const struct mdl_model *m)
 {
 	/* a NODE task's members all ran t->node_type: within their span they all reach this type */
 	uint32_t next_type = t->kind == POL_TASK_NODE && !m->is_tree ? mdl_run_type(m, t->node_type, t->run_len) : 0;
+	uint32_t done = 0;
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
 		r->in_flight = 0;
@@ -268,20 +270,24 @@ static inline void pol_task_advance(const struct pol_task *t, const struct mdl_m
 					r->first_token_ns = t->end_ns;
 				r->last_token_ns = t->end_ns;
 			}
+			done += pol_req_done(r);
 			continue;
 		}
 		if (t->kind == POL_TASK_GRAPH)
 			r->next_node = r->chain_len;
 		else
 			r->next_node += t->run_len;
-		if (pol_req_done(r))
+		if (pol_req_done(r)) {
+			done++;
 			continue;
+		}
 		if (r->next_node < r->span_end_cache && !m->is_tree)   /* same span: the segment's types cycle, 1 cell */
 			r->node_type_cache = next_type;
 		else
 			r->node_type_cache = mdl_locate_span(m, r->next_node, r->input_len, r->output_len, &r->cells_cache,
 			                                     &r->span_end_cache);
 	}
+	return done;
 }
 
 #endif
