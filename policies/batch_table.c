@@ -150,14 +150,17 @@ int bt_issue(struct batch_table *bt, uint32_t max_cells, struct pol_task *task)
 	return 1;
 }
 
-void bt_task_done(struct batch_table *bt)
+void bt_task_done(struct batch_table *bt, const struct pol_task *t)
 {
 	assert(bt->issued && bt->depth);
 	struct bt_entry *top = &bt->entries[bt->depth - 1];
-	uint32_t end = top->first + top->n, w = top->first;
-	for (uint32_t i = top->first; i < end; i++)
-		if (!pol_req_done(bt->members[i]))
-			bt->members[w++] = bt->members[i];
+	uint32_t end = top->first + top->n, w = end;
+	if (t->finished) {
+		w = top->first;
+		for (uint32_t i = top->first; i < end; i++)
+			if (!pol_req_done(bt->members[i]))
+				bt->members[w++] = bt->members[i];
+	}
 	bt->nmembers -= end - w;
 	top->n = w - top->first;
 	bt->issued = 0;
@@ -165,7 +168,7 @@ void bt_task_done(struct batch_table *bt)
 		bt->depth--;
 	} else {
 		uint32_t key = pol_req_node(bt->members[top->first]), uniform = 1;
-		for (uint32_t i = top->first + 1; i < w && uniform; i++)
+		for (uint32_t i = top->first + 1; t->respanned && i < w && uniform; i++)
 			uniform = pol_req_node(bt->members[i]) == key;
 		if (uniform) {
 			top->key = key;

@@ -82,7 +82,9 @@ int bt_issue(struct batch_table *bt, uint32_t max_cells, struct pol_task *task);
  * that completed, splits the top entry by next node type, merges neighbouring
  * entries that run the same node type (Fig. 10: the two top entries reaching
  * the same node), and, when the entry below the top is behind it (a lower node
- * type; only after a split at bt_issue), lets that entry run first. */
-void bt_task_done(struct batch_table *bt);
+ * type; only after a split at bt_issue), lets that entry run first. The task's
+ * finished and respanned counts (policy.h) spare the looks at every member
+ * when no one finished or left the run's segment. */
+void bt_task_done(struct batch_table *bt, const struct pol_task *t);
 
 #endif

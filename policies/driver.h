@@ -306,11 +306,11 @@ static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_
 		drv_record_gaps(d, t);
 		d->kv_block_ns += (double)t->kv_blocks_held * (double)(t->end_ns - t->start_ns);
 	}
-	uint32_t done = pol_task_advance(t, d->c.env.model);
+	pol_task_advance(t, d->c.env.model);
 	d->busy_ns += t->end_ns - t->start_ns;
 	d->c.policy->on_task_done(d->st, t, now_ns);
 	int finished = 0;
-	for (uint32_t i = 0; (uint32_t)finished < done && i < t->nreq; i++) {   /* most tasks finish no one */
+	for (uint32_t i = 0; (uint32_t)finished < t->finished && i < t->nreq; i++) {   /* most tasks finish no one */
 		struct pol_request *r = t->reqs[i];
 		if (!pol_req_done(r))
 			continue;

@@ -160,7 +160,7 @@ static void lazy_on_task_done(struct pol_state *st, const struct pol_task *t, in
 	}
 	if (s->rejecting[t->device])
 		s->slack_rejections += t->run_len - 1;   /* each boundary the run skipped refused the InfQ's head */
-	bt_task_done(&s->tables[t->device]);
+	bt_task_done(&s->tables[t->device], t);
 }
 
 /* Eq. 2's share of one request: what is left of its single-input estimate. */

@@ -98,6 +98,11 @@ struct pol_task {
 	int64_t run_until_ns;        /* set by the caller before next_task: any run ends at the first boundary
 	                              * at or after it (the next arrival it knows of); a policy need not look
 	                              * further. 0 from a caller that runs no runs (live) */
+	uint32_t finished;           /* set by the caller when the task ends (pol_task_advance), before
+	                              * on_task_done: members that are done */
+	uint32_t respanned;          /* likewise: members not done whose next node type was looked up anew
+	                              * (they entered another segment); 0: every member not done runs the
+	                              * same next node type */
 };
 
 /* A piece of a pass node's time in two parts that run beside each other
@@ -254,13 +259,13 @@ static inline void pol_req_start(struct pol_request *r, const struct mdl_model *
 
 /* When a task has finished, before on_task_done: each member leaves flight
  * and moves run_len nodes on (NODE), to its end (GRAPH) or, when its cache
- * reached its target, one output token on (ITER); caches refreshed.
- * Returns how many members are done. */
-static inline uint32_t pol_task_advance(const struct pol_task *t, const struct mdl_model *m)
+ * reached its target, one output token on (ITER); caches refreshed, and
+ * t->finished and t->respanned counted. */
+static inline void pol_task_advance(struct pol_task *t, const struct mdl_model *m)
 {
 	/* a NODE task's members all ran t->node_type: within their span they all reach this type */
 	uint32_t next_type = t->kind == POL_TASK_NODE && !m->is_tree ? mdl_run_type(m, t->node_type, t->run_len) : 0;
-	uint32_t done = 0;
+	uint32_t done = 0, respanned = 0;
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
 		r->in_flight = 0;
@@ -281,13 +286,16 @@ static inline uint32_t pol_task_advance(const struct pol_task *t, const struct m
 			done++;
 			continue;
 		}
-		if (r->next_node < r->span_end_cache && !m->is_tree)   /* same span: the segment's types cycle, 1 cell */
+		if (r->next_node < r->span_end_cache && !m->is_tree) {   /* same span: the segment's types cycle, 1 cell */
 			r->node_type_cache = next_type;
-		else
+		} else {
 			r->node_type_cache = mdl_locate_span(m, r->next_node, r->input_len, r->output_len, &r->cells_cache,
 			                                     &r->span_end_cache);
+			respanned++;
+		}
 	}
-	return done;
+	t->finished = done;
+	t->respanned = respanned;
 }
 
 #endif

@@ -46,16 +46,22 @@ static void fake_sync(struct fake *f)
 	}
 }
 
-/* The caller's side of a task: each member runs its next node. */
-static void run_task(struct batch_table *bt, const struct pol_task *t)
+/* The caller's side of a task: each member runs its next node, looked up
+ * anew in its chain (so every member not done counts as respanned). */
+static void run_task(struct batch_table *bt, struct pol_task *t)
 {
+	t->finished = t->respanned = 0;
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct fake *f = (struct fake *)t->reqs[i];   /* r is the first member */
 		assert_int_equal(f->r.node_type_cache, t->node_type);
 		f->r.next_node++;
 		fake_sync(f);
+		if (pol_req_done(&f->r))
+			t->finished++;
+		else
+			t->respanned++;
 	}
-	bt_task_done(bt);
+	bt_task_done(bt, t);
 }
 
 /* The stack, bottom to top, as "KEY:ids | KEY:ids" with node types as
