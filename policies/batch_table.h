@@ -54,6 +54,8 @@ struct batch_table {
 	uint64_t merges;               /* two entries merged into one (including a push joining the top) */
 	uint64_t splits;               /* entries split because members' next node types differed */
 	uint32_t max_depth;            /* deepest the stack has been */
+	int unit_cells;                /* set by the owner: every member runs one cell a node (no tree), so
+	                                * bt_issue takes the top's first max_cells members without summing */
 };
 
 /* Allocates room for cap requests. 0, or -1 on allocation failure. */

@@ -103,9 +103,11 @@ static int lazy_setup(struct lazy_state *s, const struct pol_env *env, int exact
 	s->walk_phase = calloc(env->max_batch, sizeof *s->walk_phase);
 	if (!s->tables || !s->rejecting || !s->scratch || !s->walk_runs || !s->walk_phase)
 		goto oom;
-	for (uint32_t i = 0; i < s->ntables; i++)
+	for (uint32_t i = 0; i < s->ntables; i++) {
 		if (bt_init(&s->tables[i], env->max_batch) != 0)
 			goto oom;
+		s->tables[i].unit_cells = !env->model->is_tree;
+	}
 	if (slk_init(&s->slk, env->model, &env->lat, env->dec_timesteps, err, errlen) != 0)
 		goto fail;
 	if (exact && slk_exact_init(&s->drain, env->model, &env->lat, env->max_batch, err, errlen) != 0)
