@@ -264,6 +264,15 @@ static inline void pol_req_start(struct pol_request *r, const struct mdl_model *
 static inline void pol_task_advance(struct pol_task *t, const struct mdl_model *m)
 {
 	/* a NODE task's members all ran t->node_type: within their span they all reach this type */
+	if (t->kind == POL_TASK_GRAPH) {          /* every member ran its whole chain */
+		for (uint32_t i = 0; i < t->nreq; i++) {
+			t->reqs[i]->in_flight = 0;
+			t->reqs[i]->next_node = t->reqs[i]->chain_len;
+		}
+		t->finished = t->nreq;
+		t->respanned = 0;
+		return;
+	}
 	uint32_t next_type = t->kind == POL_TASK_NODE && !m->is_tree ? mdl_run_type(m, t->node_type, t->run_len) : 0;
 	uint32_t done = 0, respanned = 0;
 	for (uint32_t i = 0; i < t->nreq; i++) {
@@ -278,10 +287,7 @@ static inline void pol_task_advance(struct pol_task *t, const struct mdl_model *
 			done += pol_req_done(r);
 			continue;
 		}
-		if (t->kind == POL_TASK_GRAPH)
-			r->next_node = r->chain_len;
-		else
-			r->next_node += t->run_len;
+		r->next_node += t->run_len;
 		if (pol_req_done(r)) {
 			done++;
 			continue;
