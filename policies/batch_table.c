@@ -126,14 +126,16 @@ int bt_issue(struct batch_table *bt, uint32_t max_cells, struct pol_task *task)
 		return 0;
 	struct bt_entry *top = &bt->entries[bt->depth - 1];
 	uint32_t m = 0, cells = 0;
-	if (bt->unit_cells)
-		m = top->n < max_cells ? top->n : max_cells > 0 ? max_cells : 1;
-	while (!bt->unit_cells && m < top->n) {
-		uint32_t c = pol_req_cells(bt->members[top->first + m]);
-		if (m > 0 && cells + c > max_cells)
-			break;
-		cells += c;
-		m++;
+	if (bt->unit_cells) {
+		m = top->n < max_cells ? top->n : max_cells;
+	} else {
+		while (m < top->n) {
+			uint32_t c = pol_req_cells(bt->members[top->first + m]);
+			if (m > 0 && cells + c > max_cells)
+				break;
+			cells += c;
+			m++;
+		}
 	}
 	if (m < top->n) {
 		/* the part that fits moves to the tail and becomes the top entry */

@@ -201,8 +201,9 @@ static inline int64_t eng_task_node_ns(struct eng *e, const struct pol_task *t, 
 	                                      : eng_node_ns(e, type, t->cells);
 }
 
-/* e->seg_pass_ns: the nodes of each repeating segment summed in order at
- * every batch, as node by node would add them. */
+/* e->seg_pass_ns: the nodes of each repeating segment (encoder, decoder:
+ * the only ones a run goes round) summed in order at every batch, as node
+ * by node would add them. */
 static int eng_pass_table(struct eng *e)
 {
 	const struct mdl_model *m = e->c->model;
@@ -211,7 +212,7 @@ static int eng_pass_table(struct eng *e)
 		return -1;
 	for (uint32_t k = 0; k < m->nsegments; k++) {
 		const struct mdl_segment *seg = &m->segments[k];
-		if (seg->kind == MDL_PASS)
+		if (seg->kind != MDL_ENCODER && seg->kind != MDL_DECODER)
 			continue;
 		for (uint32_t cells = 1; cells < e->node_stride; cells++)
 			for (uint32_t j = 0; j < seg->nnodes; j++)
