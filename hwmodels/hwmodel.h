@@ -100,6 +100,14 @@ struct hw_ops {
 	 * request. A pure function, like node_cost. */
 	int (*member_cost)(const struct hw_model *hw, uint32_t node_type, uint32_t len,
 	                   struct hw_node_cost *out, char *err, size_t errlen);
+	/* optional: any node shape (a decoder step at a request's own lengths,
+	 * mdl_step_node) at batch b, priced as node_cost prices the model's
+	 * nodes. A model that prices shapes from first principles has it; one
+	 * that measured the model's own nodes (a table, calibrated curves) does
+	 * not, and its decoder steps cost what it measured whatever the lengths.
+	 * A pure function. */
+	int (*shape_cost)(const struct hw_model *hw, const struct mdl_node *node, uint32_t batch,
+	                  struct hw_node_cost *out, char *err, size_t errlen);
 };
 
 /* Every instance starts with this header. */

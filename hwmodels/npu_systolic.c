@@ -633,6 +633,12 @@ static int npu_hw_node_cost(const struct hw_model *hw, uint32_t node_type, uint3
 /* A pass node's per-request terms (mdl_member_node) as a node of their own
  * at batch 1: the request's attention heads run back to back like any
  * term's runs, over its own keys and values. */
+static int npu_hw_shape_cost(const struct hw_model *hw, const struct mdl_node *node, uint32_t batch,
+                             struct hw_node_cost *out, char *err, size_t errlen)
+{
+	return npu_node_cost(&((const struct npu_hw *)hw)->cfg, node, batch, out, err, errlen);
+}
+
 static int npu_hw_member_cost(const struct hw_model *hw, uint32_t node_type, uint32_t len,
                               struct hw_node_cost *out, char *err, size_t errlen)
 {
@@ -665,6 +671,7 @@ const struct hw_ops npu_hw_ops = {
 	.close = npu_close,
 	.node_cost = npu_hw_node_cost,
 	.member_cost = npu_hw_member_cost,
+	.shape_cost = npu_hw_shape_cost,
 	.gemm_cost = npu_hw_gemm_cost,
 	.max_batch = NULL,
 	.device = npu_hw_device,

@@ -4,7 +4,8 @@
  * TF32 (half the datasheet's "with sparsity" figures), 3.35 TB/s of HBM3 and
  * 80 GB of it. A GEMM of M x K x N takes the longer of 2MKN FLOPs at the
  * peak for its element size and moving its operands through memory once
- * (M x K in, the K x N weights when they are weights, M x N out). Nothing
+ * (M x K in, the K x N operand, M x N out; in a node's attention each
+ * sample has its own K x N operand, its keys or values). Nothing
  * here is measured: no launch overhead, no tile quantization, no cache
  * reuse; bench/README.md "LLM serving" sets it against the H100 GEMM times
  * the Vidur project measured. Node-level models run at 2-byte elements; an
@@ -54,7 +55,13 @@ static void roofline_node(const struct roofline_hw *r, const struct mdl_node *no
 	for (uint32_t i = 0; i < node->ngemms; i++) {
 		const struct mdl_gemm *g = &node->gemms[i];
 		double c, mem, runs = (double)g->count * mdl_gemm_steps(g);
-		roofline_gemm(r, (uint64_t)b * g->m_per_sample, g->k, g->n, !g->weight_shared, &c, &mem);
+		if (g->weight_shared) {
+			/* attention: each sample reads its own K x N operand (its keys or values) */
+			roofline_gemm(r, g->m_per_sample, g->k, g->n, 1, &c, &mem);
+			runs *= b;
+		} else {
+			roofline_gemm(r, (uint64_t)b * g->m_per_sample, g->k, g->n, 1, &c, &mem);
+		}
 		compute += c * runs;
 		memory += mem * runs;
 	}
@@ -81,6 +88,15 @@ static int roofline_member_cost(const struct hw_model *hw, uint32_t t, uint32_t 
 	struct mdl_node member;
 	mdl_member_node(&hw->model->nodes[t], len, &member);
 	roofline_node((const struct roofline_hw *)hw, &member, 1, out);
+	return 0;
+}
+
+static int roofline_shape_cost(const struct hw_model *hw, const struct mdl_node *node, uint32_t b,
+                               struct hw_node_cost *out, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	roofline_node((const struct roofline_hw *)hw, node, b, out);
 	return 0;
 }
 
@@ -117,6 +133,7 @@ const struct hw_ops roofline_h100_ops = {
 	.close = roofline_close,
 	.node_cost = roofline_node_cost,
 	.member_cost = roofline_member_cost,
+	.shape_cost = roofline_shape_cost,
 	.gemm_cost = roofline_gemm_cost,
 	.device = roofline_device,
 };

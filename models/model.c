@@ -57,6 +57,9 @@ struct mdl_parser {
 	unsigned long first_leaf_line;     /* tree models: leaf cells (input_len leaves per request) */
 	unsigned long first_internal_line; /* tree models: internal cells */
 	unsigned long llm_line;            /* the llm line, 0 if none */
+	unsigned long estimate_line;       /* the estimate_lengths line, 0 if none */
+	unsigned long first_p_line;        /* first node with a term over P (S) */
+	unsigned long first_s_line;
 };
 
 __attribute__((format(printf, 2, 3)))
@@ -150,14 +153,23 @@ static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
 	uint64_t v[5] = { 0, 0, 0, 1, 1 };
 	int seen[5] = { 0 };
 	uint32_t len_dims = 0;
+	enum mdl_len_var len_var = MDL_VAR_NONE;
 	for (int i = 0; i < (int)nfields; i++) {
 		const char *f = field[i];
 		int slot = i;
-		if ((i == 1 || i == 2) && strcmp(f, "L") == 0) {
-			/* the request's own length: its attention over its own tokens */
-			if (!weight_shared || node->kind != MDL_PASS)
+		enum mdl_len_var var = strcmp(f, "L") == 0 ? MDL_VAR_L : strcmp(f, "P") == 0 ? MDL_VAR_P
+		                     : strcmp(f, "S") == 0 ? MDL_VAR_S : MDL_VAR_NONE;
+		if ((i == 1 || i == 2) && var != MDL_VAR_NONE) {
+			/* a request's own length: L, its tokens in a pass node; P and S, what a decoder step attends to */
+			if (var == MDL_VAR_L && (!weight_shared || node->kind != MDL_PASS))
 				return mdl_parse_fail(p, "%s term '%s': L (the request's length) is allowed only in the K or N "
 				                      "of an attn term of a pass node", what, term);
+			if (var != MDL_VAR_L && (!weight_shared || node->kind != MDL_DECODER))
+				return mdl_parse_fail(p, "%s term '%s': %s (the positions a decoder step attends to) is allowed "
+				                      "only in the K or N of an attn term of a decoder node", what, term, f);
+			if (len_var != MDL_VAR_NONE && len_var != var)
+				return mdl_parse_fail(p, "%s term '%s' names two lengths (one of L, P, S a term)", what, term);
+			len_var = var;
 			len_dims |= i == 1 ? MDL_LEN_K : MDL_LEN_N;
 			seen[slot] = 1;
 			v[slot] = 1;
@@ -193,9 +205,10 @@ static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
 
 	if (len_dims && node->nmember >= MDL_MAX_GEMMS)
 		return mdl_parse_fail(p, "node '%s' has more than %d attn terms over L", node->name, MDL_MAX_GEMMS);
-	struct mdl_gemm *g = len_dims ? &node->member[node->nmember++] : &node->gemms[node->ngemms++];
+	struct mdl_gemm *g = len_var == MDL_VAR_L ? &node->member[node->nmember++] : &node->gemms[node->ngemms++];
 	memset(g, 0, sizeof *g);
 	g->len_dims = len_dims;
+	g->len_var = len_var;
 	g->m_per_sample = v[0];
 	g->k = v[1];
 	g->n = v[2];
@@ -374,9 +387,17 @@ static int mdl_parse_node(struct mdl_parser *p, char *rest)
 			if (mdl_parse_positive(value, &node.elementwise_len) != 0)
 				return mdl_parse_fail(p, "malformed '%s': elementwise_len=E needs a positive decimal integer",
 				                      shown);
+		} else if (strcmp(term, "elementwise_P") == 0 || strcmp(term, "elementwise_S") == 0) {
+			uint64_t *ops = term[12] == 'P' ? &node.elementwise_p : &node.elementwise_s;
+			if (node.kind != MDL_DECODER)
+				return mdl_parse_fail(p, "node '%s': %s= is for decoder nodes only", node.name, term);
+			if (*ops)
+				return mdl_parse_fail(p, "node '%s': %s= given twice", node.name, term);
+			if (mdl_parse_positive(value, ops) != 0)
+				return mdl_parse_fail(p, "malformed '%s': %s=E needs a positive decimal integer", shown, term);
 		} else {
-			return mdl_parse_fail(p, "unknown node attribute '%s=' (expected gemm=, attn=, conv=, elementwise= or elementwise_len=)",
-			                      term);
+			return mdl_parse_fail(p, "unknown node attribute '%s=' (expected gemm=, attn=, conv=, elementwise=, "
+			                      "elementwise_len=, elementwise_P= or elementwise_S=)", term);
 		}
 	}
 	if (node.ngemms == 0 && node.nmember == 0 && !have_elementwise && !node.elementwise_len)
@@ -396,11 +417,99 @@ static int mdl_parse_node(struct mdl_parser *p, char *rest)
 		m->has_member_terms = 1;
 	if (node.kind == MDL_DECODER && !p->first_decoder_line)
 		p->first_decoder_line = p->line;
+	for (uint32_t i = 0; i < node.ngemms; i++) {
+		if (node.gemms[i].len_var == MDL_VAR_P && !p->first_p_line)
+			p->first_p_line = p->line;
+		if (node.gemms[i].len_var == MDL_VAR_S && !p->first_s_line)
+			p->first_s_line = p->line;
+	}
+	if (node.elementwise_p && !p->first_p_line)
+		p->first_p_line = p->line;
+	if (node.elementwise_s && !p->first_s_line)
+		p->first_s_line = p->line;
 	if (node.kind == MDL_LEAF && !p->first_leaf_line)
 		p->first_leaf_line = p->line;
 	if (node.kind == MDL_INTERNAL && !p->first_internal_line)
 		p->first_internal_line = p->line;
 	m->nodes[m->nnodes++] = node;
+	return 0;
+}
+
+/* Longest P or S an estimate_lengths line may give: far beyond any sentence,
+ * and small enough that no term's MACs overflow. */
+#define MDL_MAX_ESTIMATE_LEN 1000000u
+
+/* estimate_lengths P=N S=N: the lengths a decoder node's table entry (and so
+ * every policy's estimate) prices its terms over P and S at. */
+static int mdl_parse_estimate_lengths(struct mdl_parser *p, char *rest)
+{
+	struct mdl_model *m = p->m;
+	if (p->estimate_line)
+		return mdl_parse_fail(p, "estimate_lengths given twice (first on line %lu)", p->estimate_line);
+	char *tok;
+	int any = 0;
+	while ((tok = mdl_next_token(&rest)) != NULL) {
+		uint32_t *dst = strncmp(tok, "P=", 2) == 0 ? &m->estimate_p : strncmp(tok, "S=", 2) == 0 ? &m->estimate_s : NULL;
+		uint64_t v;
+		if (!dst)
+			return mdl_parse_fail(p, "estimate_lengths takes P=N and S=N, not '%s'", tok);
+		if (*dst)
+			return mdl_parse_fail(p, "estimate_lengths: %c given twice", tok[0]);
+		if (mdl_parse_positive(tok + 2, &v) != 0 || v > MDL_MAX_ESTIMATE_LEN)
+			return mdl_parse_fail(p, "estimate_lengths: '%s' needs a length from 1 to %u", tok, MDL_MAX_ESTIMATE_LEN);
+		*dst = (uint32_t)v;
+		any = 1;
+	}
+	if (!any)
+		return mdl_parse_fail(p, "estimate_lengths needs P=N, S=N or both");
+	p->estimate_line = p->line;
+	return 0;
+}
+
+/* A decoder node's terms over P and S at the estimate lengths (its table
+ * entry), once the whole file is read. */
+static int mdl_instantiate_steps(struct mdl_parser *p)
+{
+	struct mdl_model *m = p->m;
+	if (p->first_p_line && !m->estimate_p) {
+		p->line = p->first_p_line;
+		return mdl_parse_fail(p, "a term over P needs the estimate_lengths line to give P=N (the length latency "
+		                      "estimates assume)");
+	}
+	if (p->first_s_line && !m->estimate_s) {
+		p->line = p->first_s_line;
+		return mdl_parse_fail(p, "a term over S needs the estimate_lengths line to give S=N (the length latency "
+		                      "estimates assume)");
+	}
+	if (p->first_s_line && !m->uses_input_len) {
+		p->line = p->first_s_line;
+		return mdl_parse_fail(p, "a term over S (the input length) needs an encoder or pass node");
+	}
+	if ((m->estimate_p && !p->first_p_line) || (m->estimate_s && !p->first_s_line)) {
+		p->line = p->estimate_line;
+		return mdl_parse_fail(p, "estimate_lengths gives %s, which no decoder term uses",
+		                      m->estimate_p && !p->first_p_line ? "P" : "S");
+	}
+	for (uint32_t t = 0; t < m->nnodes; t++) {
+		struct mdl_node *n = &m->nodes[t];
+		if (!mdl_node_has_step_terms(n))
+			continue;
+		m->has_step_terms = 1;
+		struct mdl_node at;
+		mdl_step_node(n, m->estimate_p, m->estimate_s, MDL_STEP_ALL, &at);
+		for (uint32_t i = 0; i < at.ngemms; i++) {
+			const struct mdl_gemm *g = &at.gemms[i];
+			uint64_t macs = 1;
+			uint64_t dims[5] = { g->m_per_sample, g->k, g->n, g->count, mdl_gemm_steps(g) };
+			for (int d = 0; d < 5; d++)
+				if (mdl_mul_capped(macs, dims[d], MDL_MAX_MACS, &macs) != 0) {
+					p->line = p->estimate_line;
+					return mdl_parse_fail(p, "node '%s': a term at the estimate lengths has M*K*N*COUNT above 2^53",
+					                      n->name);
+				}
+		}
+		*n = at;
+	}
 	return 0;
 }
 
@@ -543,8 +652,10 @@ static int mdl_parse_line(struct mdl_parser *p, char *line)
 		return mdl_parse_node(p, rest);
 	if (strcmp(directive, "llm") == 0)
 		return mdl_parse_llm(p, rest);
-	return mdl_parse_fail(p, "unknown directive '%s' (expected model, source, input_len, output_len, node or llm)",
-	                      directive);
+	if (strcmp(directive, "estimate_lengths") == 0)
+		return mdl_parse_estimate_lengths(p, rest);
+	return mdl_parse_fail(p, "unknown directive '%s' (expected model, source, input_len, output_len, node, llm or "
+	                      "estimate_lengths)", directive);
 }
 
 /* Checks that need the whole file, then builds the segment list. */
@@ -639,7 +750,7 @@ static int mdl_parse_finish(struct mdl_parser *p)
 		m->nodes[i].segment = s;
 	}
 	m->nsegments = nseg;
-	return 0;
+	return mdl_instantiate_steps(p);
 }
 
 static int mdl_load_named(const char *path, const char *expect_name, struct mdl_model **out,
@@ -917,6 +1028,36 @@ uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_
 	if (t >= m->nnodes)
 		return 0;
 	return (uint32_t)mdl_segment_repeats(m->nodes[t].kind, input_len, output_len);
+}
+
+void mdl_step_node(const struct mdl_node *n, uint32_t p, uint32_t s, enum mdl_step_part part, struct mdl_node *out)
+{
+	*out = *n;
+	if (part != MDL_STEP_ALL) {
+		out->ngemms = 0;
+		out->elementwise_per_sample = 0;
+	}
+	uint64_t fixed_ew = n->elementwise_per_sample - n->elementwise_p * n->step_p - n->elementwise_s * n->step_s;
+	for (uint32_t i = 0; i < n->ngemms; i++) {
+		struct mdl_gemm g = n->gemms[i];
+		uint32_t len = g.len_var == MDL_VAR_P ? p : g.len_var == MDL_VAR_S ? s : 0;
+		if (len) {
+			if (g.len_dims & MDL_LEN_K)
+				g.k = len;
+			if (g.len_dims & MDL_LEN_N)
+				g.n = len;
+		}
+		int keep = part == MDL_STEP_ALL || (part == MDL_STEP_P && g.len_var == MDL_VAR_P) ||
+		           (part == MDL_STEP_S && g.len_var == MDL_VAR_S);
+		if (part == MDL_STEP_ALL)
+			out->gemms[i] = g;
+		else if (keep)
+			out->gemms[out->ngemms++] = g;
+	}
+	out->step_p = p;
+	out->step_s = s;
+	uint64_t ew_p = n->elementwise_p * p, ew_s = n->elementwise_s * s;
+	out->elementwise_per_sample = part == MDL_STEP_ALL ? fixed_ew + ew_p + ew_s : part == MDL_STEP_P ? ew_p : ew_s;
 }
 
 void mdl_member_node(const struct mdl_node *n, uint32_t len, struct mdl_node *out)

@@ -45,7 +45,9 @@ struct mdl_gemm {
 	uint32_t count;          /* identical GEMMs in the node (e.g. per head) */
 	uint32_t weight_shared;  /* 0: K x N operand is a weight; 1: activation x activation (attention), no weights */
 	uint32_t steps;          /* sequential runs with the same operand in one node execution (sSTEPS: RNN timesteps inside one task); 0 is read as 1 */
-	uint32_t len_dims;       /* a pass node's per-request term: MDL_LEN_K / MDL_LEN_N when K / N is the request's own length L */
+	uint32_t len_dims;       /* a term over a request's own length: MDL_LEN_K / MDL_LEN_N when K / N is it */
+	uint32_t len_var;        /* which length (enum mdl_len_var): L in a pass node's member terms; P or S in a
+	                          * decoder node's terms, held in gemms[] at the model's estimate lengths */
 	uint32_t is_conv;        /* 1: lowered from a conv= term, conv says how */
 	struct mdl_conv {        /* im2col provenance of a conv= term (FORMAT.md) */
 		uint32_t h, w, c;          /* input height, width, channels */
@@ -59,6 +61,12 @@ struct mdl_gemm {
 };
 
 enum { MDL_LEN_K = 1, MDL_LEN_N = 2 };
+
+/* The lengths an attn term's K or N may name (FORMAT.md): L, a pass node's
+ * request over all its tokens; P, the positions a decoder step attends to in
+ * its own output (step j of a request: j); S, the request's input length (a
+ * decoder's attention over the encoder's output). */
+enum mdl_len_var { MDL_VAR_NONE = 0, MDL_VAR_L, MDL_VAR_P, MDL_VAR_S };
 
 /* Steps of a GEMM term: 1 unless the term says more. */
 static inline uint32_t mdl_gemm_steps(const struct mdl_gemm *g)
@@ -84,6 +92,12 @@ struct mdl_node {
 	uint32_t nmember;
 	struct mdl_gemm member[MDL_MAX_GEMMS];
 	uint64_t elementwise_len;
+	/* A decoder node's work that grows with the step's lengths: its attn
+	 * terms over P or S (in gemms[], marked by len_var) and element-wise ops
+	 * per position of P and of S (the softmax over the scores).
+	 * elementwise_per_sample includes them at the model's estimate lengths. */
+	uint64_t elementwise_p, elementwise_s;
+	uint32_t step_p, step_s;       /* the P and S its terms are at now (the estimate lengths; 0 while parsing) */
 };
 
 struct mdl_segment {
@@ -126,6 +140,9 @@ struct mdl_model {
 	int uses_output_len;             /* has a decoder segment */
 	int is_tree;                     /* has leaf + internal segments (input_len = leaves) */
 	int has_member_terms;            /* a pass node has per-request terms (mdl_node.nmember, elementwise_len) */
+	int has_step_terms;              /* a decoder node has terms over P or S (mdl_node_has_step_terms) */
+	uint32_t estimate_p, estimate_s; /* the estimate_lengths line: the P and S that latency estimates assume
+	                                  * (a node's table entry); 0 when no term names them */
 	int is_llm;                      /* an LLM (llm line, no nodes): served by iterations, not nodes */
 	struct mdl_llm llm;              /* is_llm only */
 };
@@ -229,6 +246,25 @@ uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_
  * per token times len; element-wise elementwise_len * len * len. Any other
  * node gives a node with no work. */
 void mdl_member_node(const struct mdl_node *n, uint32_t len, struct mdl_node *out);
+
+/* Which of a decoder node's terms mdl_step_node keeps. */
+enum mdl_step_part { MDL_STEP_ALL, MDL_STEP_P, MDL_STEP_S };
+
+/* A decoder node at a step that attends over p positions of its own output
+ * and s of its input: part ALL, the whole node; P (S), only its terms over P
+ * (S) and the element-wise ops per position of P (S). */
+void mdl_step_node(const struct mdl_node *n, uint32_t p, uint32_t s, enum mdl_step_part part, struct mdl_node *out);
+
+/* Whether a decoder node has terms over P or S. */
+static inline int mdl_node_has_step_terms(const struct mdl_node *n)
+{
+	if (n->elementwise_p || n->elementwise_s)
+		return 1;
+	for (uint32_t i = 0; i < n->ngemms; i++)
+		if (n->gemms[i].len_var == MDL_VAR_P || n->gemms[i].len_var == MDL_VAR_S)
+			return 1;
+	return 0;
+}
 
 /* Whether node type t runs once per request over all its tokens (pass). */
 static inline int mdl_is_pass(const struct mdl_model *m, uint32_t t) { return m->nodes[t].kind == MDL_PASS; }

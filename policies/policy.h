@@ -138,6 +138,13 @@ struct pol_latency {
 	 * member_part at len), as the node's ns: the lone member's case, asked
 	 * once per node a request runs, from a table. */
 	int64_t (*pass_single_ns)(void *ctx, uint32_t node_type, uint32_t len);
+	/* What the device takes to run node type t for a NODE task's members
+	 * (cells of them), each passes decoder steps past its next node's:
+	 * node_ns, or at the members' own lengths where the node depends on
+	 * them (pass nodes; decoder nodes over P and S, which node_ns prices at
+	 * the model's estimate lengths). */
+	int64_t (*task_node_ns)(void *ctx, uint32_t node_type, uint32_t n, struct pol_request *const *reqs,
+	                        uint32_t cells, uint32_t passes);
 	/* LLM models: one iteration of n members (tokens[i] on a cache of
 	 * context[i], emitting of them yielding a token) and pad rows of
 	 * padding (static batching), ns; -1 if it cannot be priced. iter_ctx is
@@ -239,6 +246,16 @@ static inline int64_t pol_pass_ns(const struct pol_latency *lat, uint32_t t, uin
 		own = pol_pass_part_add(own, lat->member_part(lat->ctx, t, reqs[i]->input_len), 1);
 	}
 	return pol_pass_part_ns(pol_pass_part_add(own, lat->pass_part(lat->ctx, t, tokens), 1));
+}
+
+/* The decoder step (1-based) a request's next node belongs to, when that
+ * node is a decoder node: its span holds output_len steps of the segment's
+ * nodes, and the step is the first the nodes left do not cover in full. */
+static inline uint32_t pol_req_decoder_step(const struct mdl_model *m, const struct pol_request *r)
+{
+	uint64_t nn = m->segments[m->nodes[r->node_type_cache].segment].nnodes;
+	uint64_t left = r->span_end_cache - r->next_node;
+	return r->output_len - (uint32_t)((left + nn - 1) / nn) + 1;
 }
 
 /* Nodes left in the segment span holding the next node (policy.h "Runs"). */

@@ -417,8 +417,7 @@ static void live_dispatch(struct live *L, struct live_worker *w, int64_t now, co
 	                                        t->pad_tokens)
 	                   : t->kind == POL_TASK_GRAPH
 	                   ? c->env.lat.graph_ns(c->env.lat.ctx, t->nreq, shape->max_input_len, shape->max_output_len)
-	                   : mdl_is_pass(c->env.model, t->node_type) ? pol_pass_ns(&c->env.lat, t->node_type, t->nreq, t->reqs)
-	                   : c->env.lat.node_ns(c->env.lat.ctx, t->node_type, t->cells);
+	                   : c->env.lat.task_node_ns(c->env.lat.ctx, t->node_type, t->nreq, t->reqs, t->cells, 0);
 	res->estimate_ns += estimate;
 	int warm = w->last_end_ns >= 0 && now - w->last_end_ns < LIVE_WARM_GAP_NS;
 	w->task_estimate_ns = warm ? estimate : -1;

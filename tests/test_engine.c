@@ -13,7 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <stdio.h>
+#include <unistd.h>
 #include "sim/engine/engine.h"
+#include "sim/engine/latency.h"
 #include "fixed_hw.h"
 
 
@@ -378,6 +381,98 @@ static void test_policy_registry_unique(void **state)
 	}
 }
 
+/* ---- decoder steps that attend to their own lengths ---- */
+
+static struct mdl_model *step_model(void)
+{
+	/* a pass encoder, then one decoder node whose 8 heads score against P keys of width 4096 */
+	static const char text[] = "model stepped\nsource hand-made\ninput_len fixed:7\noutput_len fixed:5\n"
+	                           "estimate_lengths P=3\nnode enc pass gemm=1,64,64\n"
+	                           "node dec decoder gemm=1,64,64 attn=1,4096,P,x8\n";
+	char path[] = "/tmp/test_engine_model_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+	close(fd);
+	struct mdl_model *m = NULL;
+	char err[256];
+	assert_int_equal(mdl_load_file(path, &m, err, sizeof err), 0);
+	unlink(path);
+	return m;
+}
+
+/* A request at decoder step p of this model (one pass node, then the decoder). */
+static struct pol_request at_step(uint32_t p)
+{
+	return (struct pol_request){ .input_len = 7, .output_len = 5, .chain_len = 6, .next_node = p,
+	                             .node_type_cache = 1, .cells_cache = 1, .span_end_cache = 6 };
+}
+
+/* The roofline by hand (hwmodels/roofline.c: 2-byte elements, 989e12
+ * FLOP/s, 3.35e12 B/s). The decoder node at batch b with every member at P =
+ * 1: compute 2 b 64 64 + 8 b (2 4096 1) FLOPs, memory ((b 64 + 64 64 + b 64)
+ * + 8 b (4096 + 4096 1 + 1)) 2 bytes, the longer. A member at P adds its 8
+ * score GEMMs' growth from P = 1: memory-bound (4096 + 4096 P + P elements
+ * against 2 4096 P FLOPs), 8 (4097 (P - 1)) 2 bytes. */
+static int64_t hand_base_ns(uint32_t b)
+{
+	double c = (2.0 * b * 64 * 64 + 8.0 * b * 2 * 4096) / 989e12;
+	double mem = ((b * 64.0 + 64 * 64 + b * 64.0) + 8.0 * b * (4096 + 4096 + 1)) * 2 / 3.35e12;
+	return (int64_t)nearbyint((c > mem ? c : mem) * 1e9);
+}
+
+static int64_t hand_member_ns(uint32_t p)
+{
+	return (int64_t)nearbyint(8.0 * 4097 * (p - 1) * 2 / 3.35e12 * 1e9);
+}
+
+static void test_decoder_steps_priced_by_member(void **state)
+{
+	(void)state;
+	struct mdl_model *m = step_model();
+	struct hw_model *hw = NULL;
+	char err[256];
+	assert_int_equal(hw_open("gpu-h100-roofline", m, &hw, err, sizeof err), 0);
+	struct eng_latency *l = eng_latency_create(m, hw, 4, 7, 5, err, sizeof err);
+	assert_non_null(l);
+	assert_true(eng_latency_step_varies(l, 1));
+	struct pol_request r[3] = { at_step(1), at_step(3), at_step(5) };
+	struct pol_request *reqs[3] = { &r[0], &r[1], &r[2] };
+	int64_t want = hand_base_ns(3) + hand_member_ns(1) + hand_member_ns(3) + hand_member_ns(5);
+	assert_true(hand_member_ns(5) > 70);     /* the growth is not lost in rounding */
+	assert_int_equal(eng_latency_step_ns(l, 1, 3, reqs, 0), want);
+	/* a run's later pass: every member one step on */
+	struct pol_request *two[2] = { &r[0], &r[1] };
+	assert_int_equal(eng_latency_step_ns(l, 1, 2, two, 2), hand_base_ns(2) + hand_member_ns(3) + hand_member_ns(5));
+	/* the policies' estimate is the node at the estimate length P = 3 for every member */
+	struct pol_latency est = eng_latency_estimates(l);
+	assert_int_equal(est.task_node_ns(est.ctx, 1, 3, reqs, 3, 0), want);
+	double c3 = (2.0 * 3 * 64 * 64 + 8.0 * 3 * 2 * 4096 * 3) / 989e12;
+	double m3 = ((3 * 64.0 + 64 * 64 + 3 * 64.0) + 8.0 * 3 * (4096 + 4096 * 3 + 3)) * 2 / 3.35e12;
+	assert_int_equal(est.node_ns(est.ctx, 1, 3), (int64_t)nearbyint((c3 > m3 ? c3 : m3) * 1e9));
+	/* a padded graph batch of two: the pass node, then step p at P = p for both */
+	int64_t graph = pol_pass_ns(&est, 0, 2, two);
+	for (uint32_t p = 1; p <= 5; p++)
+		graph += hand_base_ns(2) + 2 * hand_member_ns(p);
+	assert_int_equal(eng_latency_graph_ns(l, 2, 7, 5), graph);
+	eng_latency_destroy(l);
+	hw_close(hw);
+
+	/* on the Table I NPU a 1 x 4096 x P GEMM is one fold of columns while P
+	 * <= 128, so the steps cost the same up to there and differ beyond */
+	assert_int_equal(hw_open("npu", m, &hw, err, sizeof err), 0);
+	l = eng_latency_create(m, hw, 4, 7, 128, err, sizeof err);
+	assert_non_null(l);
+	assert_false(eng_latency_step_varies(l, 1));
+	eng_latency_destroy(l);
+	l = eng_latency_create(m, hw, 4, 7, 129, err, sizeof err);
+	assert_non_null(l);
+	assert_true(eng_latency_step_varies(l, 1));
+	eng_latency_destroy(l);
+	hw_close(hw);
+	mdl_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -393,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_warmup),
 		cmocka_unit_test(test_driver_refuses_broken_contract),
 		cmocka_unit_test(test_policy_registry_unique),
+		cmocka_unit_test(test_decoder_steps_priced_by_member),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,6 +93,96 @@ static void test_load_err(const char *text, unsigned line, const char *what)
 	free(path);
 }
 
+/* ---- decoder steps over P and S ---- */
+
+static const char *test_step_text =
+	"model stepped\n"
+	"source hand-made test model\n"
+	"input_len fixed:7\n"
+	"output_len fixed:5\n"
+	"estimate_lengths P=12 S=23\n"
+	"node enc  pass    gemm=1,16,16\n"
+	"node dec  decoder gemm=1,16,48 attn=1,4,P,x2 attn=1,P,4,x2 attn=1,4,S,x2 elementwise=100 elementwise_P=10 "
+	"elementwise_S=3\n";
+
+/* A decoder node's terms over P and S sit at the estimate lengths in the
+ * node (what its table entry and every estimate price), and mdl_step_node
+ * puts any step's lengths in their place: each shape and element-wise
+ * count below from the line's numbers by hand. */
+static void test_decoder_step_terms(void **state)
+{
+	(void)state;
+	struct mdl_model *m = test_load_ok(test_step_text);
+	assert_true(m->has_step_terms);
+	assert_int_equal(m->estimate_p, 12);
+	assert_int_equal(m->estimate_s, 23);
+	const struct mdl_node *d = &m->nodes[1];
+	assert_true(mdl_node_has_step_terms(d));
+	assert_false(mdl_node_has_step_terms(&m->nodes[0]));
+	assert_int_equal(d->ngemms, 4);
+	assert_int_equal(d->gemms[1].n, 12);      /* scores over P = 12 */
+	assert_int_equal(d->gemms[2].k, 12);      /* context over P */
+	assert_int_equal(d->gemms[3].n, 23);      /* scores over S = 23 */
+	assert_int_equal(d->elementwise_per_sample, 100 + 10 * 12 + 3 * 23);
+	assert_int_equal(mdl_node_macs_per_sample(d), 16 * 48 + 2 * (4 * 12) * 2 + 2 * 4 * 23);
+
+	struct mdl_node at;
+	mdl_step_node(d, 5, 7, MDL_STEP_ALL, &at);
+	assert_int_equal(at.ngemms, 4);
+	assert_int_equal(at.gemms[0].n, 48);
+	assert_int_equal(at.gemms[1].n, 5);
+	assert_int_equal(at.gemms[2].k, 5);
+	assert_int_equal(at.gemms[2].n, 4);
+	assert_int_equal(at.gemms[3].n, 7);
+	assert_int_equal(at.elementwise_per_sample, 100 + 10 * 5 + 3 * 7);
+	/* again from the step node: the fixed part stays fixed */
+	struct mdl_node again;
+	mdl_step_node(&at, 1, 1, MDL_STEP_ALL, &again);
+	assert_int_equal(again.elementwise_per_sample, 100 + 10 + 3);
+	assert_int_equal(again.gemms[1].n, 1);
+
+	mdl_step_node(d, 5, 7, MDL_STEP_P, &at);
+	assert_int_equal(at.ngemms, 2);
+	assert_int_equal(at.gemms[0].n, 5);
+	assert_int_equal(at.gemms[1].k, 5);
+	assert_int_equal(at.elementwise_per_sample, 10 * 5);
+	mdl_step_node(d, 5, 7, MDL_STEP_S, &at);
+	assert_int_equal(at.ngemms, 1);
+	assert_int_equal(at.gemms[0].n, 7);
+	assert_int_equal(at.gemms[0].count, 2);
+	assert_int_equal(at.elementwise_per_sample, 3 * 7);
+	mdl_free(m);
+}
+
+static void test_decoder_step_errors(void **state)
+{
+	(void)state;
+	const char *head = "model bad\nsource s\ninput_len fixed:3\noutput_len fixed:3\nnode enc pass gemm=1,4,4\n";
+	char text[1024];
+	snprintf(text, sizeof text, "%sestimate_lengths P=2\nnode dec decoder gemm=1,4,P\n", head);
+	test_load_err(text, 7, "only in the K or N of an attn term of a decoder node");
+	snprintf(text, sizeof text, "%sestimate_lengths S=2\nnode enc2 pass attn=1,4,S\n", head);
+	test_load_err(text, 7, "only in the K or N of an attn term of a decoder node");
+	snprintf(text, sizeof text, "%sestimate_lengths P=2\nnode dec decoder attn=1,P,S\n", head);
+	test_load_err(text, 7, "names two lengths");
+	snprintf(text, sizeof text, "%snode dec decoder attn=1,4,P\n", head);
+	test_load_err(text, 6, "needs the estimate_lengths line to give P=N");
+	snprintf(text, sizeof text, "%sestimate_lengths P=4\nnode dec decoder gemm=1,4,4 elementwise_S=3\n", head);
+	test_load_err(text, 7, "needs the estimate_lengths line to give S=N");
+	snprintf(text, sizeof text, "%sestimate_lengths P=4 S=2\nnode dec decoder attn=1,4,P\n", head);
+	test_load_err(text, 6, "estimate_lengths gives S, which no decoder term uses");
+	snprintf(text, sizeof text, "%sestimate_lengths P=0\nnode dec decoder attn=1,4,P\n", head);
+	test_load_err(text, 6, "needs a length from 1 to");
+	snprintf(text, sizeof text, "%sestimate_lengths P=2 P=3\nnode dec decoder attn=1,4,P\n", head);
+	test_load_err(text, 6, "P given twice");
+	snprintf(text, sizeof text, "%sestimate_lengths Q=2\n", head);
+	test_load_err(text, 6, "takes P=N and S=N");
+	snprintf(text, sizeof text, "%sestimate_lengths P=2\nestimate_lengths P=2\n", head);
+	test_load_err(text, 7, "estimate_lengths given twice");
+	snprintf(text, sizeof text, "%snode x pass gemm=1,4,4 elementwise_P=3\n", head);
+	test_load_err(text, 6, "elementwise_P= is for decoder nodes only");
+}
+
 /* ---- segments and unrolling ---- */
 
 static const char *test_mixed_text =
@@ -1165,6 +1255,8 @@ int main(void)
 		cmocka_unit_test(test_mobilenet),
 		cmocka_unit_test(test_bert_base),
 		cmocka_unit_test(test_las),
+		cmocka_unit_test(test_decoder_step_terms),
+		cmocka_unit_test(test_decoder_step_errors),
 		cmocka_unit_test(test_deepspeech2),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -647,6 +647,18 @@ static int64_t lat_pass_single(void *ctx, uint32_t t, uint32_t len)
 	return lat_pass_part(ctx, t, len).main_ns + lat_member_part(ctx, t, len).main_ns;
 }
 
+/* A NODE task as the engine prices it (pol_latency.task_node_ns); ctx is the model. */
+static int64_t lat_task_node(void *ctx, uint32_t t, uint32_t n, struct pol_request *const *reqs, uint32_t cells,
+                             uint32_t passes)
+{
+	(void)passes;
+	if (!mdl_is_pass(ctx, t))
+		return lat_node(ctx, t, cells);
+	struct pol_latency lat = { .ctx = ctx, .pass_part = lat_pass_part, .member_part = lat_member_part,
+	                           .pass_single_ns = lat_pass_single };
+	return pol_pass_ns(&lat, t, n, reqs);
+}
+
 struct sched {
 	uint64_t n;
 	int64_t arrival_ns[64];
@@ -678,9 +690,9 @@ static struct live_config live_cfg(const struct pol_ops *p, const struct mdl_mod
 	c.env = (struct pol_env){ .model = m, .workers = workers, .max_batch = 6, .min_batch = 1, .window_ns = 300000,
 	                          .bucket_width = 0, .max_tasks = 2, .coverage = 0.9, .dec_timesteps = 4,
 	                          .topup_threshold = 0.5, .sla_ns = 50000000,
-	                          .lat = { .ctx = NULL, .node_ns = lat_node, .graph_ns = lat_graph,
+	                          .lat = { .ctx = (void *)m, .node_ns = lat_node, .graph_ns = lat_graph,
 	                                   .pass_part = lat_pass_part, .member_part = lat_member_part,
-	                                   .pass_single_ns = lat_pass_single } };
+	                                   .pass_single_ns = lat_pass_single, .task_node_ns = lat_task_node } };
 	return c;
 }
 

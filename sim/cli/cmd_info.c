@@ -17,6 +17,7 @@
 #include "../../models/model.h"
 #include "../../policies/policy.h"
 #include "../../traces/workload.h"
+#include "../engine/latency.h"
 
 void cli_unknown_policy(const char *name, char *err, size_t errlen)
 {
@@ -216,6 +217,20 @@ static void info_shown_node(const struct mdl_model *m, uint32_t t, uint32_t in_l
 }
 
 /* model-info --json's first members, the same for every model. */
+/* A model with decoder nodes over P and S: the graph as the simulator
+ * charges it (eng_latency_graph_ns: step p at P = p, S = in_len), in place
+ * of the rows' sum at the estimate lengths. */
+static int info_steps_total_ms(const struct mdl_model *m, const struct hw_model *hw, uint32_t batch, uint32_t in_len,
+                               uint32_t out_len, double *total_ms, char *err, size_t errlen)
+{
+	struct eng_latency *l = eng_latency_create(m, hw, batch, in_len, out_len, err, errlen);
+	if (!l)
+		return -1;
+	*total_ms = (double)eng_latency_graph_ns(l, batch, in_len, out_len) * 1e-6;
+	eng_latency_destroy(l);
+	return 0;
+}
+
 static void info_json_head(const struct mdl_model *m, const struct hw_model *hw, uint32_t batch, uint32_t in_len,
                            uint32_t out_len, double total_ms)
 {
@@ -341,6 +356,8 @@ int cmd_model_info(int argc, char **argv)
 			goto fail;
 		total_ms += costs[t].seconds * 1e3 * mdl_node_repeats(m, t, in_len, out_len);
 	}
+	if (m->has_step_terms && info_steps_total_ms(m, hw, batch, in_len, out_len, &total_ms, err, sizeof err) != 0)
+		goto fail;
 	int json = opt_flag(&o, "json"), gemms = opt_flag(&o, "gemms");
 	if (json) {
 		info_json_head(m, hw, batch, in_len, out_len, total_ms);
@@ -354,6 +371,9 @@ int cmd_model_info(int argc, char **argv)
 			npu_config_describe(npu, desc, sizeof desc);
 			printf("hardware: %s\n", desc);
 		}
+		if (m->has_step_terms)
+			printf("decoder nodes over P and S (*): their rows at the estimate lengths P=%u S=%u; the total runs "
+			       "step p at P=p and S=input_len\n", m->estimate_p, m->estimate_s);
 		printf("%-28s %-8s %6s %12s %12s %12s  %s\n", "node", "type", "repeat", "ms", "compute_ms",
 		       "memory_ms", "bound");
 	}
@@ -375,7 +395,9 @@ int cmd_model_info(int argc, char **argv)
 			}
 			printf("]}");
 		} else {
-			printf("%-28s %-8s %6u %12.6f %12.6f %12.6f  %s\n", n->name, mdl_kind_name(n->kind), rep,
+			char name[MDL_NAME_MAX + 2];
+			snprintf(name, sizeof name, "%.47s%s", n->name, mdl_node_has_step_terms(n) ? "*" : "");
+			printf("%-28s %-8s %6u %12.6f %12.6f %12.6f  %s\n", name, mdl_kind_name(n->kind), rep,
 			       c->seconds * 1e3, c->compute_seconds * 1e3, c->memory_seconds * 1e3,
 			       info_bound(c->bound));
 			for (uint32_t g = 0; gemms && g < n->ngemms; g++)

@@ -445,7 +445,8 @@ int run_policy_env(const struct eng_config *c, struct pol_env *env, struct run_e
 {
 	*env = c->env;
 	*est = (struct run_estimates){ 0 };
-	est->lat = eng_latency_create(c->model, c->hw, c->env.max_batch, eng_max_input_len(c), err, errlen);
+	est->lat = eng_latency_create(c->model, c->hw, c->env.max_batch, eng_max_input_len(c), eng_max_output_len(c),
+	                              err, errlen);
 	if (!est->lat)
 		return -1;
 	env->model = c->model;

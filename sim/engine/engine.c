@@ -39,7 +39,8 @@ struct eng {
 	struct pol_driver drv;          /* the policy, its bookkeeping and the run's counters */
 	struct eng_latency *lat;
 	struct llm_cost *llm;           /* LLM models: an iteration's time */
-	const int64_t *node_ns;         /* lat's table of node latencies, [type * node_stride + cells] */
+	const int64_t *node_ns;         /* lat's device table of node latencies, [type * node_stride + cells] */
+	uint8_t *by_members;            /* [type]: priced at its members' own lengths (eng_latency_by_members) */
 	size_t node_stride;
 	int64_t *seg_pass_ns;           /* one pass through a repeating segment's nodes, [segment * node_stride + cells]
 	                                 * (runs only: eng_run_end prices whole passes at once) */
@@ -193,12 +194,25 @@ static int64_t eng_cold_extra(struct eng *e, struct eng_device *d, const struct 
 	return extra;
 }
 
-/* One node of type t run by the NODE task t's members: a pass node at their
- * lengths (pol_pass_ns), any other at the task's cells. */
-static inline int64_t eng_task_node_ns(struct eng *e, const struct pol_task *t, uint32_t type)
+/* One node of type t run by the NODE task t's members, passes decoder steps
+ * past their next node's: a pass node at their lengths (pol_pass_ns), a
+ * decoder node over P and S at theirs (eng_latency_step_ns), any other at
+ * the task's cells. */
+static inline int64_t eng_task_node_ns(struct eng *e, const struct pol_task *t, uint32_t type, uint32_t passes)
 {
-	return mdl_is_pass(e->c->model, type) ? pol_pass_ns(&e->drv.c.env.lat, type, t->nreq, t->reqs)
-	                                      : eng_node_ns(e, type, t->cells);
+	if (!e->by_members[type])
+		return eng_node_ns(e, type, t->cells);
+	return eng_latency_task_node_ns(e->lat, type, t->nreq, t->reqs, t->cells, passes);
+}
+
+/* Whether a segment has a node type whose price depends on its members' own decoder steps. */
+static int eng_segment_varies(const struct eng *e, uint32_t segment)
+{
+	const struct mdl_segment *seg = &e->c->model->segments[segment];
+	for (uint32_t j = 0; j < seg->nnodes; j++)
+		if (eng_latency_step_varies(e->lat, seg->first_node + j))
+			return 1;
+	return 0;
 }
 
 /* e->seg_pass_ns: the nodes of each repeating segment (encoder, decoder:
@@ -212,7 +226,7 @@ static int eng_pass_table(struct eng *e)
 		return -1;
 	for (uint32_t k = 0; k < m->nsegments; k++) {
 		const struct mdl_segment *seg = &m->segments[k];
-		if (seg->kind != MDL_ENCODER && seg->kind != MDL_DECODER)
+		if ((seg->kind != MDL_ENCODER && seg->kind != MDL_DECODER) || eng_segment_varies(e, k))
 			continue;
 		for (uint32_t cells = 1; cells < e->node_stride; cells++)
 			for (uint32_t j = 0; j < seg->nnodes; j++)
@@ -246,7 +260,16 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	if (seg->kind == MDL_PASS) {
 		/* a pass segment runs once, its types in order, each at the members' lengths */
 		for (uint32_t type = t->node_type + 1; n < t->run_max && end_ns < horizon; n++, type++)
-			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type));
+			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, 0));
+		passes = 0;
+	} else if (eng_segment_varies(e, m->nodes[t->node_type].segment)) {
+		/* each decoder step its own price: the members attend to one more position a pass */
+		uint32_t type = t->node_type, last = seg->first_node + seg->nnodes - 1, step = 0;
+		for (; n < t->run_max && end_ns < horizon; n++) {
+			step += type == last;
+			type = type == last ? seg->first_node : type + 1;
+			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, step));
+		}
 		passes = 0;
 	}
 	if (passes) {
@@ -292,7 +315,7 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	} else {
 		dur_ns = t->kind == POL_TASK_GRAPH
 		         ? eng_latency_graph_ns(e->lat, t->nreq, shape->max_input_len, shape->max_output_len)
-		         : eng_task_node_ns(e, t, t->node_type);
+		         : eng_task_node_ns(e, t, t->node_type, 0);
 	}
 	if (e->has_cold)
 		dur_ns = ns_add(dur_ns, eng_cold_extra(e, d, t, now_ns, shape->max_input_len, shape->max_output_len));
@@ -414,6 +437,7 @@ static void eng_teardown(struct eng *e)
 		e->chunks = n;
 	}
 	eng_latency_destroy(e->lat);
+	free(e->by_members);
 	llm_cost_destroy(e->llm);
 	evq_destroy(e->q);
 	trc_source_fini(&e->source);
@@ -430,6 +454,21 @@ uint32_t eng_max_input_len(const struct eng_config *c)
 				len = c->trace->input_len[i];
 	} else {
 		len = trc_lengths_max(c->input_len);
+	}
+	return len;
+}
+
+uint32_t eng_max_output_len(const struct eng_config *c)
+{
+	uint32_t len = 0;
+	if (!c->model->uses_output_len)
+		return 0;
+	if (c->trace) {
+		for (size_t i = 0; i < c->trace->n; i++)
+			if (c->trace->output_len[i] > len)
+				len = c->trace->output_len[i];
+	} else {
+		len = trc_lengths_max(c->output_len);
 	}
 	return len;
 }
@@ -497,10 +536,17 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	const struct mdl_model *m = c->model;
 	memset(res, 0, sizeof *res);
 	uint32_t max_cells = eng_max_cells(c);
-	e.lat = eng_latency_create(m, c->hw, max_cells, eng_max_input_len(c), err, errlen);
+	e.lat = eng_latency_create(m, c->hw, max_cells, eng_max_input_len(c), eng_max_output_len(c), err, errlen);
 	if (!e.lat)
 		goto fail;
-	e.node_ns = eng_latency_node_table(e.lat, &e.node_stride);
+	e.node_ns = eng_latency_device_table(e.lat, &e.node_stride);
+	e.by_members = calloc(m->nnodes ? m->nnodes : 1, 1);
+	if (!e.by_members) {
+		snprintf(err, errlen, "out of memory setting up the run");
+		goto fail;
+	}
+	for (uint32_t type = 0; type < m->nnodes; type++)
+		e.by_members[type] = (uint8_t)eng_latency_by_members(e.lat, type);
 	struct trc_source_config src = {
 		.trace = c->trace, .rate_rps = c->rate_rps, .arrival_cv = c->arrival_cv,
 		.input_len = m->uses_input_len ? c->input_len : NULL, .output_len = m->uses_output_len ? c->output_len : NULL,
@@ -579,7 +625,7 @@ double eng_capacity_rps(const struct mdl_model *m, const struct hw_model *hw, ui
 	/* A tree's level runs as one batch of its cells: a graph batch of b trees
 	 * needs b * leaves cells, so only batches whose leaves fit are priced. */
 	uint32_t cells = m->is_tree && input_len > max_batch ? input_len : max_batch;
-	struct eng_latency *l = eng_latency_create(m, hw, cells, input_len, err, errlen);
+	struct eng_latency *l = eng_latency_create(m, hw, cells, input_len, output_len, err, errlen);
 	if (!l)
 		return -1;
 	double best = 0;

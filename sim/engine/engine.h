@@ -58,6 +58,8 @@ int eng_llm_env(const struct eng_config *c, struct pol_env *env, struct llm_cost
 /* The longest input length a run's requests can have (the trace's, or the
  * input-length distribution's largest value); 0 for a model without one. */
 uint32_t eng_max_input_len(const struct eng_config *c);
+/* Likewise the longest output length; 0 for a model without a decoder. */
+uint32_t eng_max_output_len(const struct eng_config *c);
 
 /* Highest sustainable rate estimate for a policy config: workers * max over
  * b <= max_batch of b / graph latency at the given lengths. Used to refuse

@@ -28,6 +28,17 @@ struct eng_latency {
 	struct pol_pass_part **member_ns;  /* [type][len], 1..max_len; NULL for other types */
 	int64_t **single_ns;               /* [type][len], 1..max_len: the node run by one request of len
 	                                    * tokens, both parts added (0 until first asked) */
+	/* decoder node types with terms over P and S (models/model.h), on a
+	 * hardware model that prices shapes: what the device takes is the node
+	 * with every member attending to one position of each (step_base, by
+	 * batch) plus, for each member, what attending to its own P and S
+	 * positions adds (step_dp, step_ds): lat_step_tables */
+	int64_t *device_ns;                /* [type * (max_batch+1) + b]: node_ns, but a step type's base */
+	uint32_t max_p, max_s;             /* longest output and input */
+	struct pol_pass_part **step_base;  /* [type][b], 1..max_batch; NULL for other types */
+	struct pol_pass_part **step_dp;    /* [type][p], 1..max_p */
+	struct pol_pass_part **step_ds;    /* [type][s], 1..max_s */
+	uint8_t *step_varies;              /* [type]: some step_dp or step_ds is not zero */
 };
 
 #define LAT_COLD_GRID 11
@@ -114,8 +125,72 @@ static int lat_pass_tables(struct eng_latency *l, const struct hw_model *hw, uin
 	return 0;
 }
 
+/* A decoder node shape (mdl_step_node) at a batch, from the hardware
+ * model's shape_cost, checked as a table entry. */
+static int lat_shape(const struct hw_model *hw, const struct mdl_node *shape, uint32_t batch,
+                     struct hw_node_cost *cost, char *err, size_t errlen)
+{
+	int64_t checked;
+	return hw->ops->shape_cost(hw, shape, batch, cost, err, errlen) != 0 ||
+	       lat_entry(hw, shape, "batch", batch, cost, &checked, err, errlen) != 0 ? -1 : 0;
+}
+
+/* What one member attending to len positions of P (or S) adds to a batch
+ * beyond attending to one, for len = 1..max: the part's terms cost d(len) =
+ * price(batch 2) - price(batch 1), one more member's share of a batch (on a
+ * pipelined array, its GEMMs chained after the others', not a pipeline of
+ * their own), and the member adds d(len) - d(1). */
+static int lat_step_deltas(struct eng_latency *l, const struct hw_model *hw, uint32_t t, enum mdl_step_part part,
+                           uint32_t max, struct pol_pass_part *out, char *err, size_t errlen)
+{
+	double one[2] = { 0, 0 };
+	for (uint32_t len = 1; len <= max; len++) {
+		struct mdl_node shape;
+		struct hw_node_cost b1, b2;
+		mdl_step_node(&l->model->nodes[t], len, len, part, &shape);
+		if (lat_shape(hw, &shape, 1, &b1, err, errlen) != 0 || lat_shape(hw, &shape, 2, &b2, err, errlen) != 0)
+			return -1;
+		double d[2] = { hw_main_seconds(&b2) - hw_main_seconds(&b1), b2.side_seconds - b1.side_seconds };
+		if (len == 1) {
+			one[0] = d[0];
+			one[1] = d[1];
+		}
+		out[len] = (struct pol_pass_part){ (int64_t)nearbyint((d[0] - one[0]) * 1e9),
+		                                   (int64_t)nearbyint((d[1] - one[1]) * 1e9) };
+		l->step_varies[t] |= out[len].main_ns != 0 || out[len].side_ns != 0;
+	}
+	return 0;
+}
+
+/* A decoder type with terms over P or S: its base by batch and its members'
+ * increments (see struct eng_latency), and its device_ns row. */
+static int lat_step_tables(struct eng_latency *l, const struct hw_model *hw, uint32_t t, char *err, size_t errlen)
+{
+	const struct mdl_node *node = &l->model->nodes[t];
+	size_t stride = (size_t)l->max_batch + 1;
+	l->step_base[t] = calloc(stride, sizeof *l->step_base[t]);
+	l->step_dp[t] = calloc((size_t)l->max_p + 1, sizeof *l->step_dp[t]);
+	l->step_ds[t] = calloc((size_t)l->max_s + 1, sizeof *l->step_ds[t]);
+	if (!l->step_base[t] || !l->step_dp[t] || !l->step_ds[t]) {
+		snprintf(err, errlen, "out of memory building the latency table");
+		return -1;
+	}
+	struct mdl_node base;
+	mdl_step_node(node, 1, 1, MDL_STEP_ALL, &base);
+	for (uint32_t b = 1; b <= l->max_batch; b++) {
+		struct hw_node_cost cost;
+		if (lat_shape(hw, &base, b, &cost, err, errlen) != 0)
+			return -1;
+		l->step_base[t][b] = lat_pass_part(&cost, 0);
+		l->device_ns[t * stride + b] = pol_pass_part_ns(l->step_base[t][b]);
+	}
+	return lat_step_deltas(l, hw, t, MDL_STEP_P, l->max_p, l->step_dp[t], err, errlen) != 0 ||
+	       lat_step_deltas(l, hw, t, MDL_STEP_S, l->max_s, l->step_ds[t], err, errlen) != 0 ? -1 : 0;
+}
+
 struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
-                                       uint32_t max_cells, uint32_t max_len, char *err, size_t errlen)
+                                       uint32_t max_cells, uint32_t max_len, uint32_t max_out, char *err,
+                                       size_t errlen)
 {
 	struct eng_latency *l = calloc(1, sizeof *l);
 	if (!l)
@@ -160,6 +235,15 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 	l->single_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->single_ns);
 	if (!l->pass_ns || !l->member_ns || !l->single_ns)
 		goto oom;
+	l->device_ns = calloc((size_t)m->nnodes * stride, sizeof *l->device_ns);
+	l->max_p = max_out ? max_out : 1;
+	l->max_s = l->max_len;
+	l->step_base = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_base);
+	l->step_dp = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_dp);
+	l->step_ds = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_ds);
+	l->step_varies = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_varies);
+	if (!l->device_ns || !l->step_base || !l->step_dp || !l->step_ds || !l->step_varies)
+		goto oom;
 	for (uint32_t t = 0; t < m->nnodes; t++) {
 		if (mdl_is_pass(m, t)) {
 			if (lat_pass_tables(l, hw, t, err, errlen) != 0)
@@ -172,7 +256,13 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 			if (hw_node_cost(hw, t, b, &cost, err, errlen) != 0 ||
 			    lat_entry(hw, &m->nodes[t], "batch", b, &cost, &ns, err, errlen) != 0)
 				goto fail;
-			l->node_ns[t * stride + b] = ns;
+			l->node_ns[t * stride + b] = l->device_ns[t * stride + b] = ns;
+		}
+		if (mdl_node_has_step_terms(&m->nodes[t]) && hw->ops->shape_cost &&
+		    lat_step_tables(l, hw, t, err, errlen) != 0)
+			goto fail;
+		for (uint32_t b = 1; b <= max_batch; b++) {
+			int64_t ns = l->device_ns[t * stride + b];
 			switch (m->nodes[t].kind) {
 			case MDL_ENCODER: l->encoder_ns[b] = ns_add(l->encoder_ns[b], ns); break;
 			case MDL_DECODER: l->decoder_ns[b] = ns_add(l->decoder_ns[b], ns); break;
@@ -206,9 +296,22 @@ void eng_latency_destroy(struct eng_latency *l)
 		if (l->single_ns)
 			free(l->single_ns[t]);
 	}
+	for (uint32_t t = 0; t < l->ntypes; t++) {
+		if (l->step_base)
+			free(l->step_base[t]);
+		if (l->step_dp)
+			free(l->step_dp[t]);
+		if (l->step_ds)
+			free(l->step_ds[t]);
+	}
 	free(l->pass_ns);
 	free(l->member_ns);
 	free(l->single_ns);
+	free(l->device_ns);
+	free(l->step_base);
+	free(l->step_dp);
+	free(l->step_ds);
+	free(l->step_varies);
 	free(l);
 }
 
@@ -292,11 +395,61 @@ int64_t eng_latency_pass_single_ns(void *ctx, uint32_t node_type, uint32_t len)
 	return *ns;
 }
 
+const int64_t *eng_latency_device_table(const struct eng_latency *l, size_t *stride)
+{
+	*stride = (size_t)l->max_batch + 1;
+	return l->device_ns;
+}
+
+int eng_latency_step_varies(const struct eng_latency *l, uint32_t node_type)
+{
+	return l->step_varies[node_type];
+}
+
+/* A step type at batch b whose members add up (dp, ds) parts beyond the base. */
+static int64_t lat_step_price(const struct eng_latency *l, uint32_t t, uint32_t b, struct pol_pass_part own)
+{
+	int64_t ns = pol_pass_part_ns(pol_pass_part_add(l->step_base[t][b], own, 1));
+	return ns < 1 ? 1 : ns;
+}
+
+int eng_latency_by_members(const struct eng_latency *l, uint32_t node_type)
+{
+	return l->pass_ns[node_type] || l->step_varies[node_type];
+}
+
+int64_t eng_latency_task_node_ns(void *ctx, uint32_t node_type, uint32_t n, struct pol_request *const *reqs,
+                                 uint32_t cells, uint32_t passes)
+{
+	struct eng_latency *l = ctx;
+	if (l->pass_ns[node_type]) {
+		struct pol_latency lat = eng_latency_estimates(l);
+		return pol_pass_ns(&lat, node_type, n, reqs);
+	}
+	if (l->step_varies[node_type])
+		return eng_latency_step_ns(l, node_type, n, reqs, passes);
+	return l->device_ns[(size_t)node_type * (l->max_batch + 1) + cells];
+}
+
+int64_t eng_latency_step_ns(const struct eng_latency *l, uint32_t node_type, uint32_t n,
+                            struct pol_request *const *reqs, uint32_t passes)
+{
+	assert(node_type < l->ntypes && l->step_varies[node_type] && n >= 1 && n <= l->max_batch);
+	struct pol_pass_part own = { 0, 0 };
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t p = pol_req_decoder_step(l->model, reqs[i]) + passes, s = reqs[i]->input_len;
+		assert(p >= 1 && p <= l->max_p && s >= 1 && s <= l->max_s);
+		own = pol_pass_part_add(pol_pass_part_add(own, l->step_dp[node_type][p], 1), l->step_ds[node_type][s], 1);
+	}
+	return lat_step_price(l, node_type, n, own);
+}
+
 struct pol_latency eng_latency_estimates(struct eng_latency *l)
 {
 	return (struct pol_latency){ .ctx = l, .node_ns = eng_latency_node_ns, .graph_ns = eng_latency_graph_ns,
 	                             .pass_part = eng_latency_pass_part, .member_part = eng_latency_member_part,
-	                             .pass_single_ns = eng_latency_pass_single_ns };
+	                             .pass_single_ns = eng_latency_pass_single_ns,
+	                             .task_node_ns = eng_latency_task_node_ns };
 }
 
 int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint32_t output_len)
@@ -305,6 +458,18 @@ int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint
 	assert(batch >= 1 && batch <= l->max_batch);
 	int64_t ns = ns_add(ns_add(l->static_ns[batch], ns_mul(l->encoder_ns[batch], input_len)),
 	                    ns_mul(l->decoder_ns[batch], output_len));
+	/* decoder steps over P and S: step p of every member at p positions and input_len */
+	for (uint32_t t = 0; output_len && t < l->ntypes; t++) {
+		if (!l->step_varies[t])
+			continue;
+		assert(output_len <= l->max_p && input_len >= 1 && input_len <= l->max_s);
+		int64_t table_ns = l->device_ns[(size_t)t * (l->max_batch + 1) + batch];
+		for (uint32_t p = 1; p <= output_len; p++) {
+			struct pol_pass_part own = pol_pass_part_add(l->step_dp[t][p], l->step_ds[t][input_len], 1);
+			ns = ns_add(ns, lat_step_price(l, t, batch, pol_pass_part_add((struct pol_pass_part){ 0, 0 }, own,
+			                                                               batch)) - table_ns);
+		}
+	}
 	/* pass nodes: every member padded to input_len tokens */
 	for (uint32_t t = 0; input_len && t < l->ntypes; t++)
 		if (l->pass_ns[t])

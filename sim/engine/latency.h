@@ -39,7 +39,8 @@ struct eng_latency;
 /* max_len: the longest request's input length, which sizes a pass node's
  * tables (tokens up to max_cells * max_len); 0 for a model without one. */
 struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
-                                       uint32_t max_cells, uint32_t max_len, char *err, size_t errlen);
+                                       uint32_t max_cells, uint32_t max_len, uint32_t max_out, char *err,
+                                       size_t errlen);
 void eng_latency_destroy(struct eng_latency *l);
 uint32_t eng_latency_max_cells(const struct eng_latency *l);
 int64_t eng_latency_node_ns(void *l, uint32_t node_type, uint32_t batch);
@@ -47,6 +48,26 @@ int64_t eng_latency_node_ns(void *l, uint32_t node_type, uint32_t batch);
  * node type t at batch b is table[t * stride + b]. */
 const int64_t *eng_latency_node_table(const struct eng_latency *l, size_t *stride);
 int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32_t output_len);
+/* What the device takes (the engine's prices). node_ns answers a decoder node
+ * with terms over P and S (models/model.h) at the model's estimate lengths,
+ * which is what a policy estimates with; the device runs each member at its
+ * own: the node with every member at P = S = 1 (this table) plus what each
+ * member's own lengths add, when the hardware model prices shapes and the
+ * lengths change its price (step_varies). max_out: the longest output,
+ * which sizes P's table; graph_ns counts the same. */
+const int64_t *eng_latency_device_table(const struct eng_latency *l, size_t *stride);
+int eng_latency_step_varies(const struct eng_latency *l, uint32_t node_type);
+/* Whether a type's price depends on its members' own lengths: a pass node,
+ * or a step_varies decoder node. */
+int eng_latency_by_members(const struct eng_latency *l, uint32_t node_type);
+/* A NODE task's node of this type as the device runs it (pol_latency.task_node_ns), its
+ * members passes decoder steps past their next node's (a run's later passes). */
+int64_t eng_latency_task_node_ns(void *l, uint32_t node_type, uint32_t n, struct pol_request *const *reqs,
+                                 uint32_t cells, uint32_t passes);
+/* A step_varies type run by reqs[0..n), each passes decoder steps past its
+ * next node's step. */
+int64_t eng_latency_step_ns(const struct eng_latency *l, uint32_t node_type, uint32_t n,
+                            struct pol_request *const *reqs, uint32_t passes);
 /* Pass node types (models/model.h): the node at a batch's summed tokens,
  * and one request's own part (its attention) at its length. */
 struct pol_pass_part eng_latency_pass_part(void *l, uint32_t node_type, uint64_t tokens);
