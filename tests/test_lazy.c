@@ -345,12 +345,12 @@ struct owned_latency {
 	struct pol_latency pl;
 };
 
-/* max_len: the longest input a pass node is priced for */
+/* max_len, max_out: the longest input (a pass node's tokens) and output (a decoder step's P) priced for */
 static struct owned_latency latency_of(const struct mdl_model *m, const struct hw_model *hw, uint32_t max_cells,
-                                       uint32_t max_len)
+                                       uint32_t max_len, uint32_t max_out)
 {
 	char err[256];
-	struct owned_latency o = { .l = eng_latency_create(m, hw, max_cells, max_len, max_len, err, sizeof err) };
+	struct owned_latency o = { .l = eng_latency_create(m, hw, max_cells, max_len, max_out, err, sizeof err) };
 	assert_non_null(o.l);
 	o.pl = eng_latency_estimates(o.l);
 	return o;
@@ -365,7 +365,7 @@ static void test_eq1_worked_example(void **state)
 	(void)state;
 	struct mdl_model m = fig10_model();
 	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0.5);   /* batching costs do not enter Eq. 1-2 */
-	struct owned_latency o = latency_of(&m, &hw.base, 64, 0);
+	struct owned_latency o = latency_of(&m, &hw.base, 64, 0, 0);
 	struct slk_table t;
 	char err[256];
 	assert_int_equal(slk_init(&t, &m, &o.pl, 0, err, sizeof err), 0);
@@ -446,7 +446,7 @@ static void test_oracle_drain(void **state)
 	char err[256];
 	struct mdl_model m = fig10_model();
 	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0.5);
-	struct owned_latency o = latency_of(&m, &hw.base, 64, 0);
+	struct owned_latency o = latency_of(&m, &hw.base, 64, 0, 0);
 	struct slk_exact x;
 	assert_int_equal(slk_exact_init(&x, &m, &o.pl, 64, err, sizeof err), 0);
 	struct pol_request a = { .next_node = 2, .chain_len = 8 }, b = { .next_node = 0, .chain_len = 8 };
@@ -458,7 +458,7 @@ static void test_oracle_drain(void **state)
 
 	struct mdl_model s = seq_model();
 	struct fixed_hw hs = fixed_hw(&s, 1e-3, 0.5);
-	o = latency_of(&s, &hs.base, 64, 0);
+	o = latency_of(&s, &hs.base, 64, 0, 0);
 	assert_int_equal(slk_exact_init(&x, &s, &o.pl, 64, err, sizeof err), 0);
 	struct pol_request r1 = { .input_len = 3, .output_len = 4, .chain_len = 7, .next_node = 0 };
 	struct pol_request r2 = { .input_len = 1, .output_len = 2, .chain_len = 3, .next_node = 2 };
@@ -483,7 +483,7 @@ static void test_algorithm1_transformer(void **state)
 	char err[256];
 	assert_int_equal(mdl_load("transformer", &m, err, sizeof err), 0);
 	assert_int_equal(hw_open("npu", m, &hw, err, sizeof err), 0);
-	struct owned_latency o = latency_of(m, hw, 1, 80);
+	struct owned_latency o = latency_of(m, hw, 1, 80, 80);
 	struct slk_table t;
 	assert_int_equal(slk_init(&t, m, &o.pl, 32, err, sizeof err), 0);
 	for (uint32_t in = 1; in <= 80; in += 13)
@@ -525,7 +525,7 @@ static void test_run_single_is_node_sum(void **state)
 		char err[256];
 		assert_int_equal(mdl_load(names[k], &m, err, sizeof err), 0);
 		assert_int_equal(hw_open("npu", m, &hw, err, sizeof err), 0);
-		struct owned_latency o = latency_of(m, hw, 1, 80);
+		struct owned_latency o = latency_of(m, hw, 1, 80, 80);
 		struct slk_table t;
 		assert_int_equal(slk_init(&t, m, &o.pl, 32, err, sizeof err), 0);
 		for (uint32_t type = 0; type < m->nnodes; type++) {
@@ -640,7 +640,7 @@ static void check_policy_on_model(const struct pol_ops *p, const struct mdl_mode
 	assert_int_equal(trc_lengths_parse(m->uses_output_len ? m->output_len_spec : "fixed:0", &out, err, sizeof err), 0);
 	uint32_t in_max = trc_lengths_max(in), out_max = trc_lengths_max(out);
 	uint32_t max_cells = m->is_tree && in_max > p->default_max_batch ? in_max : p->default_max_batch;
-	struct owned_latency o = latency_of(m, hw, max_cells, in_max);
+	struct owned_latency o = latency_of(m, hw, max_cells, in_max, out_max);
 	double alone_s = eng_latency_graph_ns(o.l, 1, (uint32_t)ceil(trc_lengths_mean(in)),
 	                                      (uint32_t)ceil(trc_lengths_mean(out))) * 1e-9;
 
@@ -767,7 +767,7 @@ static void check_drain_three_ways(uint32_t max_len)
 	struct hw_model *hw = NULL;
 	if (mdl_load("gnmt", &m, err, sizeof err) != 0 || hw_open("npu", m, &hw, err, sizeof err) != 0)
 		fail_msg("%s", err);
-	struct owned_latency o = latency_of(m, hw, 64, 0);
+	struct owned_latency o = latency_of(m, hw, 64, 0, 0);
 	struct slk_exact x;
 	assert_int_equal(slk_exact_init(&x, m, &o.pl, 64, err, sizeof err), 0);
 	struct pol_request r[40], *reqs[40];

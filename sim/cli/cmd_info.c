@@ -172,10 +172,12 @@ static void info_gemm_text(const struct mdl_gemm *g, uint32_t batch, const struc
 {
 	uint64_t m = g->weight_shared ? g->m_per_sample : g->m_per_sample * batch;
 	uint64_t runs = g->weight_shared ? (uint64_t)g->count * batch : g->count;
-	char shape[64];
-
-	snprintf(shape, sizeof shape, "%llux%llux%llu", (unsigned long long)m, (unsigned long long)g->k,
-	         (unsigned long long)g->n);
+	char shape[64], k[24], n[24];
+	/* a decoder term over P or S shows which, at the estimate length */
+	const char *var = g->len_var == MDL_VAR_P ? "P=" : g->len_var == MDL_VAR_S ? "S=" : "";
+	snprintf(k, sizeof k, "%s%llu", g->len_dims & MDL_LEN_K ? var : "", (unsigned long long)g->k);
+	snprintf(n, sizeof n, "%s%llu", g->len_dims & MDL_LEN_N ? var : "", (unsigned long long)g->n);
+	snprintf(shape, sizeof shape, "%llux%sx%s", (unsigned long long)m, k, n);
 	printf("    %-4s %-20s x%-5llu", g->weight_shared ? "attn" : g->is_conv ? "conv" : "gemm", shape,
 	       (unsigned long long)runs);
 	if (mdl_gemm_steps(g) > 1)
