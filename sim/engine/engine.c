@@ -40,10 +40,13 @@ struct eng {
 	struct eng_latency *lat;
 	struct llm_cost *llm;           /* LLM models: an iteration's time */
 	const int64_t *node_ns;         /* lat's device table of node latencies, [type * node_stride + cells] */
-	uint8_t *by_members;            /* [type]: priced at its members' own lengths (eng_latency_by_members) */
+	uint8_t *seg_on_p;              /* [segment]: a node's price changes pass by pass (eng_latency_step_on_p) */
+	uint8_t *by_members;            /* [type * node_stride + cells]: priced at its members' own lengths
+	                                 * (eng_latency_by_members) */
 	size_t node_stride;
 	int64_t *seg_pass_ns;           /* one pass through a repeating segment's nodes, [segment * node_stride + cells]
-	                                 * (runs only: eng_run_end prices whole passes at once) */
+	                                 * (runs only: eng_run_end prices whole passes at once); -1 where a
+	                                 * node's price depends on its members' lengths (a pass is not one price) */
 	struct evq *q;
 	struct eng_device *devices;
 	uint32_t *started;              /* devices given a task at this instant, device order */
@@ -200,17 +203,17 @@ static int64_t eng_cold_extra(struct eng *e, struct eng_device *d, const struct 
  * the task's cells. */
 static inline int64_t eng_task_node_ns(struct eng *e, const struct pol_task *t, uint32_t type, uint32_t passes)
 {
-	if (!e->by_members[type])
+	if (!e->by_members[type * e->node_stride + t->cells])
 		return eng_node_ns(e, type, t->cells);
 	return eng_latency_task_node_ns(e->lat, type, t->nreq, t->reqs, t->cells, passes);
 }
 
-/* Whether a segment has a node type whose price depends on its members' own decoder steps. */
-static int eng_segment_varies(const struct eng *e, uint32_t segment)
+/* Whether a segment has a node type whose price at cells depends on its members' own lengths. */
+static int eng_segment_varies(const struct eng *e, uint32_t segment, uint32_t cells)
 {
 	const struct mdl_segment *seg = &e->c->model->segments[segment];
 	for (uint32_t j = 0; j < seg->nnodes; j++)
-		if (eng_latency_step_varies(e->lat, seg->first_node + j))
+		if (e->by_members[(seg->first_node + j) * e->node_stride + cells])
 			return 1;
 	return 0;
 }
@@ -222,16 +225,22 @@ static int eng_pass_table(struct eng *e)
 {
 	const struct mdl_model *m = e->c->model;
 	e->seg_pass_ns = calloc((size_t)m->nsegments * e->node_stride, sizeof *e->seg_pass_ns);
-	if (!e->seg_pass_ns)
+	e->seg_on_p = calloc(m->nsegments ? m->nsegments : 1, 1);
+	if (!e->seg_pass_ns || !e->seg_on_p)
 		return -1;
 	for (uint32_t k = 0; k < m->nsegments; k++) {
 		const struct mdl_segment *seg = &m->segments[k];
-		if ((seg->kind != MDL_ENCODER && seg->kind != MDL_DECODER) || eng_segment_varies(e, k))
+		if (seg->kind != MDL_ENCODER && seg->kind != MDL_DECODER)
 			continue;
-		for (uint32_t cells = 1; cells < e->node_stride; cells++)
+		for (uint32_t cells = 1; cells < e->node_stride; cells++) {
+			int64_t *pass_ns = &e->seg_pass_ns[k * e->node_stride + cells];
 			for (uint32_t j = 0; j < seg->nnodes; j++)
-				e->seg_pass_ns[k * e->node_stride + cells] =
-					ns_add(e->seg_pass_ns[k * e->node_stride + cells], eng_node_ns(e, seg->first_node + j, cells));
+				*pass_ns = ns_add(*pass_ns, eng_node_ns(e, seg->first_node + j, cells));
+			if (eng_segment_varies(e, k, cells))
+				*pass_ns = -1;
+		}
+		for (uint32_t j = 0; j < seg->nnodes; j++)
+			e->seg_on_p[k] |= (uint8_t)eng_latency_step_on_p(e->lat, seg->first_node + j);
 	}
 	return 0;
 }
@@ -255,14 +264,17 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	if (end_ns >= horizon)
 		return end_ns;
 	const struct mdl_model *m = e->c->model;
-	const struct mdl_segment *seg = &m->segments[m->nodes[t->node_type].segment];
+	uint32_t segment = m->nodes[t->node_type].segment;
+	const struct mdl_segment *seg = &m->segments[segment];
 	uint64_t n = 1, passes = (t->run_max - 1) / seg->nnodes;
 	if (seg->kind == MDL_PASS) {
 		/* a pass segment runs once, its types in order, each at the members' lengths */
 		for (uint32_t type = t->node_type + 1; n < t->run_max && end_ns < horizon; n++, type++)
 			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, 0));
 		passes = 0;
-	} else if (eng_segment_varies(e, m->nodes[t->node_type].segment)) {
+	}
+	int64_t pass_ns = seg->kind == MDL_PASS ? 0 : e->seg_pass_ns[segment * e->node_stride + t->cells];
+	if (pass_ns < 0 && e->seg_on_p[segment]) {
 		/* each decoder step its own price: the members attend to one more position a pass */
 		uint32_t type = t->node_type, last = seg->first_node + seg->nnodes - 1, step = 0;
 		for (; n < t->run_max && end_ns < horizon; n++) {
@@ -271,9 +283,13 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, step));
 		}
 		passes = 0;
+	} else if (pass_ns < 0 && passes) {
+		/* the members' inputs set a node's price, the same every pass: one pass, priced once */
+		pass_ns = 0;
+		for (uint32_t j = 0; j < seg->nnodes; j++)
+			pass_ns = ns_add(pass_ns, eng_task_node_ns(e, t, seg->first_node + j, 0));
 	}
 	if (passes) {
-		int64_t pass_ns = e->seg_pass_ns[m->nodes[t->node_type].segment * e->node_stride + t->cells];
 		/* every node of q passes starts before the horizon when end + q * pass < horizon */
 		uint64_t fit = (uint64_t)((horizon - 1 - end_ns) / pass_ns);
 		if (fit < passes)
@@ -283,7 +299,7 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	}
 	uint32_t type = mdl_run_type(m, t->node_type, n), last = seg->first_node + seg->nnodes - 1;
 	while (n < t->run_max && end_ns < horizon) {
-		end_ns = ns_add(end_ns, eng_node_ns(e, type, t->cells));
+		end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, 0));
 		type = type == last ? seg->first_node : type + 1;
 		n++;
 	}
@@ -431,6 +447,7 @@ static void eng_teardown(struct eng *e)
 	free(e->devices);
 	free(e->started);
 	free(e->seg_pass_ns);
+	free(e->seg_on_p);
 	while (e->chunks) {
 		struct eng_pool_chunk *n = e->chunks->next;
 		free(e->chunks);
@@ -540,13 +557,14 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	if (!e.lat)
 		goto fail;
 	e.node_ns = eng_latency_device_table(e.lat, &e.node_stride);
-	e.by_members = calloc(m->nnodes ? m->nnodes : 1, 1);
+	e.by_members = calloc((m->nnodes ? m->nnodes : 1) * e.node_stride, 1);
 	if (!e.by_members) {
 		snprintf(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
 	for (uint32_t type = 0; type < m->nnodes; type++)
-		e.by_members[type] = (uint8_t)eng_latency_by_members(e.lat, type);
+		for (uint32_t cells = 1; cells < e.node_stride; cells++)
+			e.by_members[type * e.node_stride + cells] = (uint8_t)eng_latency_by_members(e.lat, type, cells);
 	struct trc_source_config src = {
 		.trace = c->trace, .rate_rps = c->rate_rps, .arrival_cv = c->arrival_cv,
 		.input_len = m->uses_input_len ? c->input_len : NULL, .output_len = m->uses_output_len ? c->output_len : NULL,

@@ -39,6 +39,9 @@ struct eng_latency {
 	struct pol_pass_part **step_dp;    /* [type][p], 1..max_p */
 	struct pol_pass_part **step_ds;    /* [type][s], 1..max_s */
 	uint8_t *step_varies;              /* [type]: some step_dp or step_ds is not zero */
+	uint8_t *step_on_p;                /* [type]: some step_dp is not zero (the price moves step by step) */
+	uint8_t **step_fixed;              /* [type][b]: at batch b the members' lengths cannot change the
+	                                    * price (only the side part grows, and never past the main part) */
 };
 
 #define LAT_COLD_GRID 11
@@ -162,6 +165,35 @@ static int lat_step_deltas(struct eng_latency *l, const struct hw_model *hw, uin
 	return 0;
 }
 
+/* Where a step type's price is its table entry whatever the members'
+ * lengths: its main part never grows (every increment's main part is 0) and
+ * b members' largest side increments keep the side part within the main
+ * part, so max(main, side) stays the main part (saves the per-member sums). */
+static int lat_step_fixed(struct eng_latency *l, uint32_t t, char *err, size_t errlen)
+{
+	l->step_fixed[t] = calloc((size_t)l->max_batch + 1, 1);
+	if (!l->step_fixed[t]) {
+		snprintf(err, errlen, "out of memory building the latency table");
+		return -1;
+	}
+	int64_t side_p = 0, side_s = 0;
+	int main_grows = 0;
+	for (uint32_t p = 1; p <= l->max_p; p++) {
+		l->step_on_p[t] |= l->step_dp[t][p].main_ns != 0 || l->step_dp[t][p].side_ns != 0;
+		main_grows |= l->step_dp[t][p].main_ns != 0;
+		side_p = l->step_dp[t][p].side_ns > side_p ? l->step_dp[t][p].side_ns : side_p;
+	}
+	for (uint32_t s = 1; s <= l->max_s; s++) {
+		main_grows |= l->step_ds[t][s].main_ns != 0;
+		side_s = l->step_ds[t][s].side_ns > side_s ? l->step_ds[t][s].side_ns : side_s;
+	}
+	for (uint32_t b = 1; b <= l->max_batch && !main_grows; b++) {
+		struct pol_pass_part base = l->step_base[t][b];
+		l->step_fixed[t][b] = base.side_ns + (int64_t)b * (side_p + side_s) <= base.main_ns;
+	}
+	return 0;
+}
+
 /* A decoder type with terms over P or S: its base by batch and its members'
  * increments (see struct eng_latency), and its device_ns row. */
 static int lat_step_tables(struct eng_latency *l, const struct hw_model *hw, uint32_t t, char *err, size_t errlen)
@@ -184,8 +216,10 @@ static int lat_step_tables(struct eng_latency *l, const struct hw_model *hw, uin
 		l->step_base[t][b] = lat_pass_part(&cost, 0);
 		l->device_ns[t * stride + b] = pol_pass_part_ns(l->step_base[t][b]);
 	}
-	return lat_step_deltas(l, hw, t, MDL_STEP_P, l->max_p, l->step_dp[t], err, errlen) != 0 ||
-	       lat_step_deltas(l, hw, t, MDL_STEP_S, l->max_s, l->step_ds[t], err, errlen) != 0 ? -1 : 0;
+	if (lat_step_deltas(l, hw, t, MDL_STEP_P, l->max_p, l->step_dp[t], err, errlen) != 0 ||
+	    lat_step_deltas(l, hw, t, MDL_STEP_S, l->max_s, l->step_ds[t], err, errlen) != 0)
+		return -1;
+	return lat_step_fixed(l, t, err, errlen);
 }
 
 struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
@@ -242,7 +276,10 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 	l->step_dp = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_dp);
 	l->step_ds = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_ds);
 	l->step_varies = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_varies);
-	if (!l->device_ns || !l->step_base || !l->step_dp || !l->step_ds || !l->step_varies)
+	l->step_fixed = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_fixed);
+	l->step_on_p = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_on_p);
+	if (!l->device_ns || !l->step_base || !l->step_dp || !l->step_ds || !l->step_varies || !l->step_fixed ||
+	    !l->step_on_p)
 		goto oom;
 	for (uint32_t t = 0; t < m->nnodes; t++) {
 		if (mdl_is_pass(m, t)) {
@@ -303,6 +340,8 @@ void eng_latency_destroy(struct eng_latency *l)
 			free(l->step_dp[t]);
 		if (l->step_ds)
 			free(l->step_ds[t]);
+		if (l->step_fixed)
+			free(l->step_fixed[t]);
 	}
 	free(l->pass_ns);
 	free(l->member_ns);
@@ -312,6 +351,8 @@ void eng_latency_destroy(struct eng_latency *l)
 	free(l->step_dp);
 	free(l->step_ds);
 	free(l->step_varies);
+	free(l->step_fixed);
+	free(l->step_on_p);
 	free(l);
 }
 
@@ -413,9 +454,14 @@ static int64_t lat_step_price(const struct eng_latency *l, uint32_t t, uint32_t 
 	return ns < 1 ? 1 : ns;
 }
 
-int eng_latency_by_members(const struct eng_latency *l, uint32_t node_type)
+int eng_latency_step_on_p(const struct eng_latency *l, uint32_t node_type)
 {
-	return l->pass_ns[node_type] || l->step_varies[node_type];
+	return l->step_on_p[node_type];
+}
+
+int eng_latency_by_members(const struct eng_latency *l, uint32_t node_type, uint32_t cells)
+{
+	return l->pass_ns[node_type] || (l->step_varies[node_type] && !l->step_fixed[node_type][cells]);
 }
 
 int64_t eng_latency_task_node_ns(void *ctx, uint32_t node_type, uint32_t n, struct pol_request *const *reqs,
@@ -426,7 +472,7 @@ int64_t eng_latency_task_node_ns(void *ctx, uint32_t node_type, uint32_t n, stru
 		struct pol_latency lat = eng_latency_estimates(l);
 		return pol_pass_ns(&lat, node_type, n, reqs);
 	}
-	if (l->step_varies[node_type])
+	if (eng_latency_by_members(l, node_type, cells))
 		return eng_latency_step_ns(l, node_type, n, reqs, passes);
 	return l->device_ns[(size_t)node_type * (l->max_batch + 1) + cells];
 }
@@ -437,9 +483,14 @@ int64_t eng_latency_step_ns(const struct eng_latency *l, uint32_t node_type, uin
 	assert(node_type < l->ntypes && l->step_varies[node_type] && n >= 1 && n <= l->max_batch);
 	struct pol_pass_part own = { 0, 0 };
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t p = pol_req_decoder_step(l->model, reqs[i]) + passes, s = reqs[i]->input_len;
-		assert(p >= 1 && p <= l->max_p && s >= 1 && s <= l->max_s);
-		own = pol_pass_part_add(pol_pass_part_add(own, l->step_dp[node_type][p], 1), l->step_ds[node_type][s], 1);
+		uint32_t s = reqs[i]->input_len;
+		assert(s >= 1 && s <= l->max_s);
+		own = pol_pass_part_add(own, l->step_ds[node_type][s], 1);
+		if (l->step_on_p[node_type]) {
+			uint32_t p = pol_req_decoder_step(l->model, reqs[i]) + passes;
+			assert(p >= 1 && p <= l->max_p);
+			own = pol_pass_part_add(own, l->step_dp[node_type][p], 1);
+		}
 	}
 	return lat_step_price(l, node_type, n, own);
 }
@@ -460,7 +511,7 @@ int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint
 	                    ns_mul(l->decoder_ns[batch], output_len));
 	/* decoder steps over P and S: step p of every member at p positions and input_len */
 	for (uint32_t t = 0; output_len && t < l->ntypes; t++) {
-		if (!l->step_varies[t])
+		if (!l->step_varies[t] || l->step_fixed[t][batch])
 			continue;
 		assert(output_len <= l->max_p && input_len >= 1 && input_len <= l->max_s);
 		int64_t table_ns = l->device_ns[(size_t)t * (l->max_batch + 1) + batch];

@@ -57,9 +57,12 @@ int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32
  * which sizes P's table; graph_ns counts the same. */
 const int64_t *eng_latency_device_table(const struct eng_latency *l, size_t *stride);
 int eng_latency_step_varies(const struct eng_latency *l, uint32_t node_type);
-/* Whether a type's price depends on its members' own lengths: a pass node,
- * or a step_varies decoder node. */
-int eng_latency_by_members(const struct eng_latency *l, uint32_t node_type);
+/* Whether a step_varies type's price changes with its members' step (P), not only their input (S). */
+int eng_latency_step_on_p(const struct eng_latency *l, uint32_t node_type);
+/* Whether a type's price at cells depends on its members' own lengths: a
+ * pass node, or a step_varies decoder node at a batch where the lengths can
+ * change its price. */
+int eng_latency_by_members(const struct eng_latency *l, uint32_t node_type, uint32_t cells);
 /* A NODE task's node of this type as the device runs it (pol_latency.task_node_ns), its
  * members passes decoder steps past their next node's (a run's later passes). */
 int64_t eng_latency_task_node_ns(void *l, uint32_t node_type, uint32_t n, struct pol_request *const *reqs,
