@@ -460,34 +460,26 @@ static void eng_teardown(struct eng *e)
 	trc_source_fini(&e->source);
 }
 
-uint32_t eng_max_input_len(const struct eng_config *c)
+/* The longest of the trace's lengths (n of them), or of the distribution's. */
+static uint32_t eng_max_len(const struct eng_config *c, const uint32_t *trace_lens, const struct trc_lengths *dist)
 {
 	uint32_t len = 0;
-	if (!c->model->uses_input_len)
-		return 0;
-	if (c->trace) {
-		for (size_t i = 0; i < c->trace->n; i++)
-			if (c->trace->input_len[i] > len)
-				len = c->trace->input_len[i];
-	} else {
-		len = trc_lengths_max(c->input_len);
-	}
+	if (!c->trace)
+		return trc_lengths_max(dist);
+	for (size_t i = 0; i < c->trace->n; i++)
+		if (trace_lens[i] > len)
+			len = trace_lens[i];
 	return len;
+}
+
+uint32_t eng_max_input_len(const struct eng_config *c)
+{
+	return c->model->uses_input_len ? eng_max_len(c, c->trace ? c->trace->input_len : NULL, c->input_len) : 0;
 }
 
 uint32_t eng_max_output_len(const struct eng_config *c)
 {
-	uint32_t len = 0;
-	if (!c->model->uses_output_len)
-		return 0;
-	if (c->trace) {
-		for (size_t i = 0; i < c->trace->n; i++)
-			if (c->trace->output_len[i] > len)
-				len = c->trace->output_len[i];
-	} else {
-		len = trc_lengths_max(c->output_len);
-	}
-	return len;
+	return c->model->uses_output_len ? eng_max_len(c, c->trace ? c->trace->output_len : NULL, c->output_len) : 0;
 }
 
 /* Largest batch (cells) a task may run: the max batch, or for a tree model
