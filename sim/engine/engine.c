@@ -205,7 +205,9 @@ static inline int64_t eng_task_node_ns(struct eng *e, const struct pol_task *t, 
 {
 	if (!e->by_members[type * e->node_stride + t->cells])
 		return eng_node_ns(e, type, t->cells);
-	return eng_latency_task_node_ns(e->lat, type, t->nreq, t->reqs, t->cells, passes);
+	if (mdl_is_pass(e->c->model, type))
+		return pol_pass_ns(&e->drv.c.env.lat, type, t->nreq, t->reqs);
+	return eng_latency_step_ns(e->lat, type, t->nreq, t->reqs, passes);
 }
 
 /* Whether a segment has a node type whose price at cells depends on its members' own lengths. */
