@@ -630,15 +630,16 @@ static int npu_hw_node_cost(const struct hw_model *hw, uint32_t node_type, uint3
 	return npu_node_cost(&npu->cfg, &hw->model->nodes[node_type], batch, out, err, errlen);
 }
 
-/* A pass node's per-request terms (mdl_member_node) as a node of their own
- * at batch 1: the request's attention heads run back to back like any
- * term's runs, over its own keys and values. */
+/* Any node shape (hwmodel.h shape_cost), as the model's own nodes are priced. */
 static int npu_hw_shape_cost(const struct hw_model *hw, const struct mdl_node *node, uint32_t batch,
                              struct hw_node_cost *out, char *err, size_t errlen)
 {
 	return npu_node_cost(&((const struct npu_hw *)hw)->cfg, node, batch, out, err, errlen);
 }
 
+/* A pass node's per-request terms (mdl_member_node) as a node of their own
+ * at batch 1: the request's attention heads run back to back like any
+ * term's runs, over its own keys and values. */
 static int npu_hw_member_cost(const struct hw_model *hw, uint32_t node_type, uint32_t len,
                               struct hw_node_cost *out, char *err, size_t errlen)
 {

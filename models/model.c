@@ -133,6 +133,16 @@ static int mdl_mul_capped(uint64_t a, uint64_t b, uint64_t cap, uint64_t *out)
 	return *out <= cap ? 0 : -1;
 }
 
+/* Whether M * K * N * COUNT * STEPS stays within MDL_MAX_MACS. */
+static int mdl_macs_capped(const uint64_t dims[5])
+{
+	uint64_t macs = 1;
+	for (int i = 0; i < 5; i++)
+		if (mdl_mul_capped(macs, dims[i], MDL_MAX_MACS, &macs) != 0)
+			return 0;
+	return 1;
+}
+
 /* value is "M,K,N" followed by optional ",xCOUNT" and ",sSTEPS" in either
  * order (the text after "gemm=" / "attn="). */
 static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
@@ -196,12 +206,8 @@ static int mdl_parse_gemm(struct mdl_parser *p, const char *term, char *value,
 	if (v[4] > UINT32_MAX)
 		return mdl_parse_fail(p, "%s term '%s': steps above %lu", what, term,
 		                      (unsigned long)UINT32_MAX);
-	uint64_t macs = 1;
-	for (int i = 0; i < 5; i++) {
-		if (mdl_mul_capped(macs, v[i], MDL_MAX_MACS, &macs) != 0)
-			return mdl_parse_fail(p, "%s term '%s': M*K*N*COUNT%s above 2^53", what, term,
-			                      seen[4] ? "*STEPS" : "");
-	}
+	if (!mdl_macs_capped(v))
+		return mdl_parse_fail(p, "%s term '%s': M*K*N*COUNT%s above 2^53", what, term, seen[4] ? "*STEPS" : "");
 
 	if (len_dims && node->nmember >= MDL_MAX_GEMMS)
 		return mdl_parse_fail(p, "node '%s' has more than %d attn terms over L", node->name, MDL_MAX_GEMMS);
@@ -499,14 +505,11 @@ static int mdl_instantiate_steps(struct mdl_parser *p)
 		mdl_step_node(n, m->estimate_p, m->estimate_s, MDL_STEP_ALL, &at);
 		for (uint32_t i = 0; i < at.ngemms; i++) {
 			const struct mdl_gemm *g = &at.gemms[i];
-			uint64_t macs = 1;
-			uint64_t dims[5] = { g->m_per_sample, g->k, g->n, g->count, mdl_gemm_steps(g) };
-			for (int d = 0; d < 5; d++)
-				if (mdl_mul_capped(macs, dims[d], MDL_MAX_MACS, &macs) != 0) {
-					p->line = p->estimate_line;
-					return mdl_parse_fail(p, "node '%s': a term at the estimate lengths has M*K*N*COUNT above 2^53",
-					                      n->name);
-				}
+			if (!mdl_macs_capped((const uint64_t[5]){ g->m_per_sample, g->k, g->n, g->count, mdl_gemm_steps(g) })) {
+				p->line = p->estimate_line;
+				return mdl_parse_fail(p, "node '%s': a term at the estimate lengths has M*K*N*COUNT above 2^53",
+				                      n->name);
+			}
 		}
 		*n = at;
 	}
@@ -1033,25 +1036,17 @@ uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_
 void mdl_step_node(const struct mdl_node *n, uint32_t p, uint32_t s, enum mdl_step_part part, struct mdl_node *out)
 {
 	*out = *n;
-	if (part != MDL_STEP_ALL) {
-		out->ngemms = 0;
-		out->elementwise_per_sample = 0;
-	}
+	out->ngemms = 0;
+	enum mdl_len_var kept = part == MDL_STEP_P ? MDL_VAR_P : MDL_VAR_S;
 	uint64_t fixed_ew = n->elementwise_per_sample - n->elementwise_p * n->step_p - n->elementwise_s * n->step_s;
 	for (uint32_t i = 0; i < n->ngemms; i++) {
 		struct mdl_gemm g = n->gemms[i];
 		uint32_t len = g.len_var == MDL_VAR_P ? p : g.len_var == MDL_VAR_S ? s : 0;
-		if (len) {
-			if (g.len_dims & MDL_LEN_K)
-				g.k = len;
-			if (g.len_dims & MDL_LEN_N)
-				g.n = len;
-		}
-		int keep = part == MDL_STEP_ALL || (part == MDL_STEP_P && g.len_var == MDL_VAR_P) ||
-		           (part == MDL_STEP_S && g.len_var == MDL_VAR_S);
-		if (part == MDL_STEP_ALL)
-			out->gemms[i] = g;
-		else if (keep)
+		if (len && (g.len_dims & MDL_LEN_K))
+			g.k = len;
+		if (len && (g.len_dims & MDL_LEN_N))
+			g.n = len;
+		if (part == MDL_STEP_ALL || g.len_var == kept)
 			out->gemms[out->ngemms++] = g;
 	}
 	out->step_p = p;

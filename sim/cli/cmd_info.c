@@ -218,7 +218,6 @@ static void info_shown_node(const struct mdl_model *m, uint32_t t, uint32_t in_l
 	out->nmember = 0;
 }
 
-/* model-info --json's first members, the same for every model. */
 /* A model with decoder nodes over P and S: the graph as the simulator
  * charges it (eng_latency_graph_ns: step p at P = p, S = in_len), in place
  * of the rows' sum at the estimate lengths. */
@@ -233,6 +232,7 @@ static int info_steps_total_ms(const struct mdl_model *m, const struct hw_model 
 	return 0;
 }
 
+/* model-info --json's first members, the same for every model. */
 static void info_json_head(const struct mdl_model *m, const struct hw_model *hw, uint32_t batch, uint32_t in_len,
                            uint32_t out_len, double total_ms)
 {

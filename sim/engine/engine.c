@@ -41,8 +41,7 @@ struct eng {
 	struct llm_cost *llm;           /* LLM models: an iteration's time */
 	const int64_t *node_ns;         /* lat's device table of node latencies, [type * node_stride + cells] */
 	uint8_t *seg_on_p;              /* [segment]: a node's price changes pass by pass (eng_latency_step_on_p) */
-	uint8_t *by_members;            /* [type * node_stride + cells]: priced at its members' own lengths
-	                                 * (eng_latency_by_members) */
+	const uint8_t *by_members;      /* lat's: [type * node_stride + cells] priced at its members' own lengths */
 	size_t node_stride;
 	int64_t *seg_pass_ns;           /* one pass through a repeating segment's nodes, [segment * node_stride + cells]
 	                                 * (runs only: eng_run_end prices whole passes at once); -1 where a
@@ -205,6 +204,7 @@ static inline int64_t eng_task_node_ns(struct eng *e, const struct pol_task *t, 
 {
 	if (!e->by_members[type * e->node_stride + t->cells])
 		return eng_node_ns(e, type, t->cells);
+	/* eng_latency_task_node_ns's two cases, the pass node's inline (a Transformer encoder's every task) */
 	if (mdl_is_pass(e->c->model, type))
 		return pol_pass_ns(&e->drv.c.env.lat, type, t->nreq, t->reqs);
 	return eng_latency_step_ns(e->lat, type, t->nreq, t->reqs, passes);
@@ -456,7 +456,6 @@ static void eng_teardown(struct eng *e)
 		e->chunks = n;
 	}
 	eng_latency_destroy(e->lat);
-	free(e->by_members);
 	llm_cost_destroy(e->llm);
 	evq_destroy(e->q);
 	trc_source_fini(&e->source);
@@ -551,14 +550,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	if (!e.lat)
 		goto fail;
 	e.node_ns = eng_latency_device_table(e.lat, &e.node_stride);
-	e.by_members = calloc((m->nnodes ? m->nnodes : 1) * e.node_stride, 1);
-	if (!e.by_members) {
-		snprintf(err, errlen, "out of memory setting up the run");
-		goto fail;
-	}
-	for (uint32_t type = 0; type < m->nnodes; type++)
-		for (uint32_t cells = 1; cells < e.node_stride; cells++)
-			e.by_members[type * e.node_stride + cells] = (uint8_t)eng_latency_by_members(e.lat, type, cells);
+	e.by_members = eng_latency_by_members_table(e.lat);
 	struct trc_source_config src = {
 		.trace = c->trace, .rate_rps = c->rate_rps, .arrival_cv = c->arrival_cv,
 		.input_len = m->uses_input_len ? c->input_len : NULL, .output_len = m->uses_output_len ? c->output_len : NULL,

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "latency.h"
 #include "../../util/ns_math.h"
 
@@ -40,8 +41,9 @@ struct eng_latency {
 	struct pol_pass_part **step_ds;    /* [type][s], 1..max_s */
 	uint8_t *step_varies;              /* [type]: some step_dp or step_ds is not zero */
 	uint8_t *step_on_p;                /* [type]: some step_dp is not zero (the price moves step by step) */
-	uint8_t **step_fixed;              /* [type][b]: at batch b the members' lengths cannot change the
-	                                    * price (only the side part grows, and never past the main part) */
+	uint8_t *by_members;               /* [type * (max_batch+1) + b]: a pass node, or a step_varies type at a
+	                                    * batch where its members' lengths can change its price */
+	struct pol_latency est;            /* eng_latency_estimates, for pol_pass_ns */
 };
 
 #define LAT_COLD_GRID 11
@@ -160,38 +162,38 @@ static int lat_step_deltas(struct eng_latency *l, const struct hw_model *hw, uin
 		}
 		out[len] = (struct pol_pass_part){ (int64_t)nearbyint((d[0] - one[0]) * 1e9),
 		                                   (int64_t)nearbyint((d[1] - one[1]) * 1e9) };
-		l->step_varies[t] |= out[len].main_ns != 0 || out[len].side_ns != 0;
 	}
 	return 0;
 }
 
-/* Where a step type's price is its table entry whatever the members'
- * lengths: its main part never grows (every increment's main part is 0) and
- * b members' largest side increments keep the side part within the main
- * part, so max(main, side) stays the main part (saves the per-member sums). */
-static int lat_step_fixed(struct eng_latency *l, uint32_t t, char *err, size_t errlen)
+/* Whether a table of increments moves anything; its largest side part and
+ * whether any main part is not zero. */
+static int lat_increments(const struct pol_pass_part *inc, uint32_t max, int64_t *side_max, int *main_moves)
 {
-	l->step_fixed[t] = calloc((size_t)l->max_batch + 1, 1);
-	if (!l->step_fixed[t]) {
-		snprintf(err, errlen, "out of memory building the latency table");
-		return -1;
+	int moves = 0;
+	for (uint32_t len = 1; len <= max; len++) {
+		moves |= inc[len].main_ns != 0 || inc[len].side_ns != 0;
+		*main_moves |= inc[len].main_ns != 0;
+		*side_max = inc[len].side_ns > *side_max ? inc[len].side_ns : *side_max;
 	}
+	return moves;
+}
+
+/* A step type's flags. Where the members cannot change its price at batch b
+ * it is its table entry: no increment's main part moves, and b members'
+ * largest side increments keep the side part within the main part, so
+ * max(main, side) stays the main part (saves the per-member sums). */
+static void lat_step_flags(struct eng_latency *l, uint32_t t)
+{
 	int64_t side_p = 0, side_s = 0;
-	int main_grows = 0;
-	for (uint32_t p = 1; p <= l->max_p; p++) {
-		l->step_on_p[t] |= l->step_dp[t][p].main_ns != 0 || l->step_dp[t][p].side_ns != 0;
-		main_grows |= l->step_dp[t][p].main_ns != 0;
-		side_p = l->step_dp[t][p].side_ns > side_p ? l->step_dp[t][p].side_ns : side_p;
-	}
-	for (uint32_t s = 1; s <= l->max_s; s++) {
-		main_grows |= l->step_ds[t][s].main_ns != 0;
-		side_s = l->step_ds[t][s].side_ns > side_s ? l->step_ds[t][s].side_ns : side_s;
-	}
-	for (uint32_t b = 1; b <= l->max_batch && !main_grows; b++) {
+	int main_moves = 0;
+	l->step_on_p[t] = (uint8_t)lat_increments(l->step_dp[t], l->max_p, &side_p, &main_moves);
+	l->step_varies[t] = l->step_on_p[t] | (uint8_t)lat_increments(l->step_ds[t], l->max_s, &side_s, &main_moves);
+	for (uint32_t b = 1; b <= l->max_batch && l->step_varies[t]; b++) {
 		struct pol_pass_part base = l->step_base[t][b];
-		l->step_fixed[t][b] = base.side_ns + (int64_t)b * (side_p + side_s) <= base.main_ns;
+		l->by_members[t * ((size_t)l->max_batch + 1) + b] =
+			main_moves || base.side_ns + (int64_t)b * (side_p + side_s) > base.main_ns;
 	}
-	return 0;
 }
 
 /* A decoder type with terms over P or S: its base by batch and its members'
@@ -219,7 +221,8 @@ static int lat_step_tables(struct eng_latency *l, const struct hw_model *hw, uin
 	if (lat_step_deltas(l, hw, t, MDL_STEP_P, l->max_p, l->step_dp[t], err, errlen) != 0 ||
 	    lat_step_deltas(l, hw, t, MDL_STEP_S, l->max_s, l->step_ds[t], err, errlen) != 0)
 		return -1;
-	return lat_step_fixed(l, t, err, errlen);
+	lat_step_flags(l, t);
+	return 0;
 }
 
 struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
@@ -276,15 +279,17 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 	l->step_dp = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_dp);
 	l->step_ds = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_ds);
 	l->step_varies = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_varies);
-	l->step_fixed = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_fixed);
 	l->step_on_p = calloc(m->nnodes ? m->nnodes : 1, sizeof *l->step_on_p);
-	if (!l->device_ns || !l->step_base || !l->step_dp || !l->step_ds || !l->step_varies || !l->step_fixed ||
-	    !l->step_on_p)
+	l->by_members = calloc((m->nnodes ? m->nnodes : 1) * stride, 1);
+	if (!l->device_ns || !l->step_base || !l->step_dp || !l->step_ds || !l->step_varies || !l->step_on_p ||
+	    !l->by_members)
 		goto oom;
+	l->est = eng_latency_estimates(l);
 	for (uint32_t t = 0; t < m->nnodes; t++) {
 		if (mdl_is_pass(m, t)) {
 			if (lat_pass_tables(l, hw, t, err, errlen) != 0)
 				goto fail;
+			memset(&l->by_members[t * stride], 1, stride);
 			continue;
 		}
 		for (uint32_t b = 1; b <= max_batch; b++) {
@@ -340,8 +345,6 @@ void eng_latency_destroy(struct eng_latency *l)
 			free(l->step_dp[t]);
 		if (l->step_ds)
 			free(l->step_ds[t]);
-		if (l->step_fixed)
-			free(l->step_fixed[t]);
 	}
 	free(l->pass_ns);
 	free(l->member_ns);
@@ -351,8 +354,8 @@ void eng_latency_destroy(struct eng_latency *l)
 	free(l->step_dp);
 	free(l->step_ds);
 	free(l->step_varies);
-	free(l->step_fixed);
 	free(l->step_on_p);
+	free(l->by_members);
 	free(l);
 }
 
@@ -459,22 +462,21 @@ int eng_latency_step_on_p(const struct eng_latency *l, uint32_t node_type)
 	return l->step_on_p[node_type];
 }
 
-int eng_latency_by_members(const struct eng_latency *l, uint32_t node_type, uint32_t cells)
+const uint8_t *eng_latency_by_members_table(const struct eng_latency *l)
 {
-	return l->pass_ns[node_type] || (l->step_varies[node_type] && !l->step_fixed[node_type][cells]);
+	return l->by_members;
 }
 
 int64_t eng_latency_task_node_ns(void *ctx, uint32_t node_type, uint32_t n, struct pol_request *const *reqs,
                                  uint32_t cells, uint32_t passes)
 {
-	struct eng_latency *l = ctx;
-	if (l->pass_ns[node_type]) {
-		struct pol_latency lat = eng_latency_estimates(l);
-		return pol_pass_ns(&lat, node_type, n, reqs);
-	}
-	if (eng_latency_by_members(l, node_type, cells))
-		return eng_latency_step_ns(l, node_type, n, reqs, passes);
-	return l->device_ns[(size_t)node_type * (l->max_batch + 1) + cells];
+	const struct eng_latency *l = ctx;
+	size_t at = (size_t)node_type * (l->max_batch + 1) + cells;
+	if (!l->by_members[at])
+		return l->device_ns[at];
+	if (l->pass_ns[node_type])
+		return pol_pass_ns(&l->est, node_type, n, reqs);
+	return eng_latency_step_ns(l, node_type, n, reqs, passes);
 }
 
 int64_t eng_latency_step_ns(const struct eng_latency *l, uint32_t node_type, uint32_t n,
@@ -511,14 +513,14 @@ int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint
 	                    ns_mul(l->decoder_ns[batch], output_len));
 	/* decoder steps over P and S: step p of every member at p positions and input_len */
 	for (uint32_t t = 0; output_len && t < l->ntypes; t++) {
-		if (!l->step_varies[t] || l->step_fixed[t][batch])
+		size_t at = (size_t)t * (l->max_batch + 1) + batch;
+		if (!l->by_members[at] || l->pass_ns[t])
 			continue;
 		assert(output_len <= l->max_p && input_len >= 1 && input_len <= l->max_s);
-		int64_t table_ns = l->device_ns[(size_t)t * (l->max_batch + 1) + batch];
 		for (uint32_t p = 1; p <= output_len; p++) {
 			struct pol_pass_part own = pol_pass_part_add(l->step_dp[t][p], l->step_ds[t][input_len], 1);
-			ns = ns_add(ns, lat_step_price(l, t, batch, pol_pass_part_add((struct pol_pass_part){ 0, 0 }, own,
-			                                                               batch)) - table_ns);
+			own = (struct pol_pass_part){ own.main_ns * batch, own.side_ns * batch };
+			ns = ns_add(ns, lat_step_price(l, t, batch, own) - l->device_ns[at]);
 		}
 	}
 	/* pass nodes: every member padded to input_len tokens */

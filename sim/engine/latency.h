@@ -59,10 +59,11 @@ const int64_t *eng_latency_device_table(const struct eng_latency *l, size_t *str
 int eng_latency_step_varies(const struct eng_latency *l, uint32_t node_type);
 /* Whether a step_varies type's price changes with its members' step (P), not only their input (S). */
 int eng_latency_step_on_p(const struct eng_latency *l, uint32_t node_type);
-/* Whether a type's price at cells depends on its members' own lengths: a
+/* Whether a type's price at cells depends on its members' own lengths (a
  * pass node, or a step_varies decoder node at a batch where the lengths can
- * change its price. */
-int eng_latency_by_members(const struct eng_latency *l, uint32_t node_type, uint32_t cells);
+ * change its price): table[type * stride + cells], stride as the device
+ * table's. Elsewhere the device table is the price. */
+const uint8_t *eng_latency_by_members_table(const struct eng_latency *l);
 /* A NODE task's node of this type as the device runs it (pol_latency.task_node_ns), its
  * members passes decoder steps past their next node's (a run's later passes). */
 int64_t eng_latency_task_node_ns(void *l, uint32_t node_type, uint32_t n, struct pol_request *const *reqs,
