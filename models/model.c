@@ -929,17 +929,6 @@ done:
 	return rc;
 }
 
-/* Internal levels of a balanced binary tree over L leaves: each level pairs
- * the nodes left by the one below (an odd one is carried up), so the number
- * of internal levels is ceil(log2 L). */
-static uint32_t mdl_tree_levels(uint32_t leaves)
-{
-	uint32_t levels = 0;
-	for (uint64_t n = leaves; n > 1; n = (n + 1) / 2)
-		levels++;
-	return levels;
-}
-
 /* Cells at internal level k (1-based) of a balanced tree over L leaves. */
 static uint32_t mdl_tree_width(uint32_t leaves, uint32_t level)
 {
@@ -947,26 +936,6 @@ static uint32_t mdl_tree_width(uint32_t leaves, uint32_t level)
 	for (uint32_t k = 1; k < level; k++)
 		n = (n + 1) / 2;
 	return (uint32_t)(n / 2);
-}
-
-static uint64_t mdl_segment_repeats(enum mdl_kind kind, uint32_t input_len, uint32_t output_len)
-{
-	switch (kind) {
-	case MDL_STATIC:
-		return 1;
-	case MDL_PASS:
-		return input_len ? 1 : 0;    /* all tokens at once */
-	case MDL_ENCODER:
-		return input_len;
-	case MDL_DECODER:
-		return output_len;
-	case MDL_LEAF:
-		return input_len ? 1 : 0;    /* all leaves run as one level */
-	case MDL_INTERNAL:
-		return mdl_tree_levels(input_len);
-	default:
-		return 0;
-	}
 }
 
 uint64_t mdl_chain_length(const struct mdl_model *m, uint32_t input_len, uint32_t output_len)

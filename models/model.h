@@ -238,6 +238,38 @@ static inline uint64_t mdl_run_count_at(const struct mdl_run *r, uint32_t o)
 /* Cells the node at unrolled position pos runs: 1, except for tree levels. */
 uint32_t mdl_cells_at(const struct mdl_model *m, uint64_t pos, uint32_t input_len, uint32_t output_len);
 
+/* Internal levels of a balanced binary tree over L leaves: each level pairs
+ * the nodes left by the one below (an odd one is carried up), so the number
+ * of internal levels is ceil(log2 L). */
+static inline uint32_t mdl_tree_levels(uint32_t leaves)
+{
+	uint32_t levels = 0;
+	for (uint64_t n = leaves; n > 1; n = (n + 1) / 2)
+		levels++;
+	return levels;
+}
+
+/* How many times a segment of this kind runs in one request with these lengths. */
+static inline uint64_t mdl_segment_repeats(enum mdl_kind kind, uint32_t input_len, uint32_t output_len)
+{
+	switch (kind) {
+	case MDL_STATIC:
+		return 1;
+	case MDL_PASS:
+		return input_len ? 1 : 0;    /* all tokens at once */
+	case MDL_ENCODER:
+		return input_len;
+	case MDL_DECODER:
+		return output_len;
+	case MDL_LEAF:
+		return input_len ? 1 : 0;    /* all leaves run as one level */
+	case MDL_INTERNAL:
+		return mdl_tree_levels(input_len);
+	default:
+		return 0;
+	}
+}
+
 /* How many times node type t runs in one request with these lengths. */
 uint32_t mdl_node_repeats(const struct mdl_model *m, uint32_t t, uint32_t input_len, uint32_t output_len);
 

@@ -102,6 +102,15 @@ uint64_t slk_run_single_ns(const struct slk_table *t, uint32_t node_type, uint64
 
 /* ---- the oracle's exact drain time ---- */
 
+static int64_t slk_exact_price(const struct slk_exact *x, uint32_t t, int64_t cells)
+{
+	const int64_t *price = x->price_ns + (size_t)t * (x->max_cells + 1);
+	if (cells <= x->max_cells)
+		return price[cells];
+	int64_t full = cells / x->max_cells, rest = cells % x->max_cells;
+	return full * price[x->max_cells] + (rest ? price[rest] : 0);
+}
+
 int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct pol_latency *lat,
                    uint32_t max_cells, char *err, size_t errlen)
 {
@@ -120,17 +129,41 @@ int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct 
 	x->pass_tokens = calloc(n, sizeof *x->pass_tokens);
 	x->pass_reqs = calloc(n, sizeof *x->pass_reqs);
 	x->pass_own = calloc(n, sizeof *x->pass_own);
+	size_t nseg = m->nsegments ? m->nsegments : 1;
+	x->seg_pre = calloc(nseg, sizeof *x->seg_pre);
+	x->seg_keys = calloc(nseg, sizeof *x->seg_keys);
+	x->nseg_keys = calloc(nseg, sizeof *x->nseg_keys);
+	x->seg_key_cap = calloc(nseg, sizeof *x->seg_key_cap);
 	if (!x->rems || !x->nrems || !x->rem_cap || !x->cells || !x->cap || !x->runs || !x->price_ns ||
-	    !x->pass_tokens || !x->pass_reqs || !x->pass_own) {
-		slk_exact_fini(x);
-		snprintf(err, errlen, "oracle: out of memory");
-		return -1;
-	}
+	    !x->pass_tokens || !x->pass_reqs || !x->pass_own || !x->seg_pre || !x->seg_keys || !x->nseg_keys ||
+	    !x->seg_key_cap)
+		goto oom;
 	/* every decision prices many runs: the batched latencies once, not a call each */
 	for (uint32_t t = 0; t < m->nnodes; t++)
 		for (uint32_t b = 1; b <= max_cells && !mdl_is_pass(m, t); b++)
 			x->price_ns[(size_t)t * (max_cells + 1) + b] = lat->node_ns(lat->ctx, t, b);
+	for (uint32_t k = 0; k < m->nsegments; k++) {
+		const struct mdl_segment *seg = &m->segments[k];
+		if (seg->kind != MDL_STATIC && seg->kind != MDL_ENCODER && seg->kind != MDL_DECODER)
+			continue;
+		size_t w = (size_t)seg->nnodes + 1;
+		int64_t *pre = calloc(((size_t)max_cells + 1) * w, sizeof *pre);
+		if (!pre)
+			goto oom;
+		x->seg_pre[k] = pre;
+		for (uint32_t c = 1; c <= max_cells; c++)
+			for (uint32_t j = 0; j < seg->nnodes; j++)
+				pre[c * w + j + 1] = ns_add(pre[c * w + j], slk_exact_price(x, seg->first_node + j, c));
+		if (pre[max_cells * w + seg->nnodes] == NS_SATURATED) {
+			free(pre);                  /* its differences would not be exact: type by type instead */
+			x->seg_pre[k] = NULL;
+		}
+	}
 	return 0;
+oom:
+	slk_exact_fini(x);
+	snprintf(err, errlen, "oracle: out of memory");
+	return -1;
 }
 
 void slk_exact_fini(struct slk_exact *x)
@@ -156,6 +189,19 @@ void slk_exact_fini(struct slk_exact *x)
 	x->pass_tokens = x->pass_reqs = NULL;
 	x->pass_own = NULL;
 	free(x->hist);
+	for (uint32_t k = 0; k < x->model->nsegments; k++) {
+		if (x->seg_pre)
+			free(x->seg_pre[k]);
+		if (x->seg_keys)
+			free(x->seg_keys[k]);
+	}
+	free(x->seg_pre);
+	free(x->seg_keys);
+	free(x->nseg_keys);
+	free(x->seg_key_cap);
+	x->seg_pre = NULL;
+	x->seg_keys = NULL;
+	x->nseg_keys = x->seg_key_cap = NULL;
 	x->price_ns = NULL;
 	x->hist = NULL;
 	x->hist_cap = 0;
@@ -200,14 +246,32 @@ static int slk_exact_add(struct slk_exact *x, uint32_t t, uint32_t from, uint32_
 	return 0;
 }
 
-/* One request's remaining runs of every node type, from its position. */
-static int slk_exact_add_request(struct slk_exact *x, const struct pol_request *r)
+/* Records that one request has passes passes of repeating segment s left,
+ * the first from position idx (its types before idx ran in it). */
+static int slk_exact_add_key(struct slk_exact *x, uint32_t s, uint64_t passes, uint64_t idx)
+{
+	if (x->nseg_keys[s] == x->seg_key_cap[s]) {
+		uint32_t cap = x->seg_key_cap[s] ? 2 * x->seg_key_cap[s] : 64;
+		uint64_t *a = realloc(x->seg_keys[s], (size_t)cap * sizeof *a);
+		if (!a)
+			return -1;
+		x->seg_keys[s] = a;
+		x->seg_key_cap[s] = cap;
+	}
+	/* ascending keys: most passes left first, then the earliest position */
+	x->seg_keys[s][x->nseg_keys[s]++] = (uint64_t)(UINT32_MAX - (uint32_t)passes) << 32 | idx;
+	return 0;
+}
+
+/* One request's remaining runs of every node type, from its position: a
+ * repeating segment's as one key (by_segment) or a count a type. */
+static int slk_exact_add_request(struct slk_exact *x, const struct pol_request *r, int by_segment)
 {
 	const struct mdl_model *m = x->model;
 	uint64_t pos = r->next_node, seg_start = 0;
 	for (uint32_t s = 0; s < m->nsegments; s++) {
 		const struct mdl_segment *seg = &m->segments[s];
-		uint64_t reps = mdl_node_repeats(m, seg->first_node, r->input_len, r->output_len);
+		uint64_t reps = mdl_segment_repeats(seg->kind, r->input_len, r->output_len);
 		uint64_t span = (uint64_t)seg->nnodes * reps;
 		if (pos >= span) {          /* a segment already run (or never run) */
 			pos -= span;
@@ -223,6 +287,13 @@ static int slk_exact_add_request(struct slk_exact *x, const struct pol_request *
 				x->pass_reqs[t]++;
 				x->pass_own[t] = pol_pass_part_add(x->pass_own[t], x->lat.member_part(x->lat.ctx, t, r->input_len), 1);
 			}
+			pos = 0;
+			seg_start += span;
+			continue;
+		}
+		if (by_segment && x->seg_pre[s]) {
+			if (slk_exact_add_key(x, s, reps - pass, idx) != 0)
+				return -1;
 			pos = 0;
 			seg_start += span;
 			continue;
@@ -250,15 +321,6 @@ static int slk_exact_add_request(struct slk_exact *x, const struct pol_request *
 	return 0;
 }
 
-static int64_t slk_exact_price(const struct slk_exact *x, uint32_t t, int64_t cells)
-{
-	const int64_t *price = x->price_ns + (size_t)t * (x->max_cells + 1);
-	if (cells <= x->max_cells)
-		return price[cells];
-	int64_t full = cells / x->max_cells, rest = cells % x->max_cells;
-	return full * price[x->max_cells] + (rest ? price[rest] : 0);
-}
-
 /* A pass node run by reqs requests of tokens tokens in all, own being their
  * own parts, summed, in batches of at most max_cells requests; when there
  * are more, the batches share the tokens and own parts evenly (the drain
@@ -280,6 +342,62 @@ static int64_t slk_exact_pass_price(const struct slk_exact *x, uint32_t t, uint6
 }
 
 static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n, int keep);
+
+/* The types [from, to) of segment s, each at c cells (split as slk_exact_price). */
+static int64_t slk_exact_range_ns(const struct slk_exact *x, uint32_t s, uint64_t c, uint32_t from, uint32_t to)
+{
+	const int64_t *pre = x->seg_pre[s];
+	size_t w = (size_t)x->model->segments[s].nnodes + 1;
+	if (c <= x->max_cells)
+		return pre[c * w + to] - pre[c * w + from];
+	size_t max = x->max_cells, rest = c % max;
+	return ns_add(ns_mul(pre[max * w + to] - pre[max * w + from], (int64_t)(c / max)),
+	              pre[rest * w + to] - pre[rest * w + from]);
+}
+
+/* Segment s's part of the drain from its keys: the same sum as type by
+ * type. A request with B passes left from position a has B runs left of
+ * the types at a and after, B - 1 of those before. So at level k (the k-th
+ * remaining run of each type) type j batches the requests with B > k and
+ * those with B = k and a <= j: where no request has B = k every type
+ * batches the same requests (a whole pass at one batch), and at a level
+ * that some have, the segment splits at their positions. Keys sorted, the
+ * sum is one term a level holding requests and one a gap between them. */
+static int64_t slk_exact_segment_ns(struct slk_exact *x, uint32_t s)
+{
+	uint64_t *key = x->seg_keys[s];
+	uint32_t m = x->nseg_keys[s], nn = x->model->segments[s].nnodes;
+	for (uint32_t i = 1; i < m; i++) {
+		uint64_t v = key[i];
+		uint32_t j = i;
+		for (; j > 0 && key[j - 1] > v; j--)
+			key[j] = key[j - 1];
+		key[j] = v;
+	}
+	int64_t total = 0;
+	uint64_t above = 0;                  /* requests with more passes left than the level */
+	for (uint32_t i = 0; i < m;) {
+		uint32_t b = UINT32_MAX - (uint32_t)(key[i] >> 32), e = i;
+		while (e < m && key[e] >> 32 == key[i] >> 32)
+			e++;
+		/* level b: types [a_q, a_q+1) batch the q level-b requests at or before them */
+		uint32_t from = 0;
+		for (uint32_t q = 0; q <= e - i; q++) {
+			uint32_t to = q < e - i ? (uint32_t)key[i + q] : nn;
+			if (to > from)
+				total = ns_add(total, slk_exact_range_ns(x, s, above + q, from, to));
+			from = to;
+		}
+		above += e - i;
+		/* levels below b down to the next request's: whole passes of the requests so far */
+		uint32_t next = e < m ? UINT32_MAX - (uint32_t)(key[e] >> 32) : 0;
+		if (b - next > 1)
+			total = ns_add(total, ns_mul(slk_exact_range_ns(x, s, above, 0, nn), b - next - 1));
+		i = e;
+	}
+	x->nseg_keys[s] = 0;
+	return total;
+}
 
 /* One type's part of the drain from a histogram of the remaining counts:
  * level k's run batches c(k) = #{counts > k} requests, so the part is the
@@ -351,52 +469,68 @@ void slk_exact_walk_end(struct slk_exact *x)
 		x->nrems[t] = 0;
 }
 
+/* Type t's part of the drain from its counts, pass tokens or tree cells,
+ * cleared for the next call (the counts are kept, sorted, for the walk). */
+static int64_t slk_exact_type_ns(struct slk_exact *x, uint32_t t, int keep)
+{
+	int64_t total = 0;
+	if (x->pass_reqs[t]) {
+		total = slk_exact_pass_price(x, t, x->pass_tokens[t], x->pass_reqs[t], x->pass_own[t]);
+		x->pass_tokens[t] = x->pass_reqs[t] = 0;
+		x->pass_own[t] = (struct pol_pass_part){ 0, 0 };
+	}
+	/* One cell a run: the k-th run batches every request with more than
+	 * k runs left. With the counts sorted in decreasing order r1 >= r2
+	 * >= ... >= rm (r(m+1) = 0), runs r(j+1)+1 .. r(j) hold j cells. */
+	uint32_t m = x->nrems[t], *r = x->rems[t];
+	int64_t counted_ns = m > 8 ? slk_exact_counted_ns(x, t) : -1;
+	if (counted_ns >= 0) {
+		/* the same sum from a histogram of the counts, cheaper than sorting many */
+		total = ns_add(total, counted_ns);
+		m = 0;
+	}
+	for (uint32_t i = 1; i < m; i++) {
+		uint32_t v = r[i], j = i;
+		for (; j > 0 && r[j - 1] < v; j--)
+			r[j] = r[j - 1];
+		r[j] = v;
+	}
+	for (uint32_t j = 1; j <= m; j++) {
+		uint32_t next = j < m ? r[j] : 0;
+		if (r[j - 1] > next)
+			total = ns_add(total, ns_mul(slk_exact_price(x, t, j), (int64_t)(r[j - 1] - next)));
+	}
+	if (!keep)
+		x->nrems[t] = 0;
+	if (!x->runs[t])
+		return total;
+	int64_t cells = 0;
+	for (uint32_t k = 0; k < x->runs[t]; k++) {
+		cells += x->cells[t][k];
+		if (cells > 0)
+			total = ns_add(total, slk_exact_price(x, t, cells));
+	}
+	/* clear for the next call: runs[t] + 1 slots were touched */
+	memset(x->cells[t], 0, (size_t)(x->runs[t] + 1) * sizeof *x->cells[t]);
+	x->runs[t] = 0;
+	return total;
+}
+
 static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n, int keep)
 {
 	int rc = 0;
 	for (uint32_t i = 0; i < n && rc == 0; i++)
-		rc = slk_exact_add_request(x, reqs[i]);
+		rc = slk_exact_add_request(x, reqs[i], !keep);    /* the walk steps a count a type */
 	int64_t total = 0;
-	for (uint32_t t = 0; t < x->model->nnodes; t++) {
-		if (x->pass_reqs[t]) {
-			total = ns_add(total, slk_exact_pass_price(x, t, x->pass_tokens[t], x->pass_reqs[t], x->pass_own[t]));
-			x->pass_tokens[t] = x->pass_reqs[t] = 0;
-			x->pass_own[t] = (struct pol_pass_part){ 0, 0 };
-		}
-		/* One cell a run: the k-th run batches every request with more than
-		 * k runs left. With the counts sorted in decreasing order r1 >= r2
-		 * >= ... >= rm (r(m+1) = 0), runs r(j+1)+1 .. r(j) hold j cells. */
-		uint32_t m = x->nrems[t], *r = x->rems[t];
-		int64_t counted_ns = m > 8 ? slk_exact_counted_ns(x, t) : -1;
-		if (counted_ns >= 0) {
-			/* the same sum from a histogram of the counts, cheaper than sorting many */
-			total = ns_add(total, counted_ns);
-			m = 0;
-		}
-		for (uint32_t i = 1; i < m; i++) {
-			uint32_t v = r[i], j = i;
-			for (; j > 0 && r[j - 1] < v; j--)
-				r[j] = r[j - 1];
-			r[j] = v;
-		}
-		for (uint32_t j = 1; j <= m; j++) {
-			uint32_t next = j < m ? r[j] : 0;
-			if (r[j - 1] > next)
-				total = ns_add(total, ns_mul(slk_exact_price(x, t, j), (int64_t)(r[j - 1] - next)));
-		}
-		if (!keep)
-			x->nrems[t] = 0;
-		if (!x->runs[t])
+	for (uint32_t k = 0; k < x->model->nsegments; k++) {
+		const struct mdl_segment *seg = &x->model->segments[k];
+		if (!keep && x->seg_pre[k]) {
+			if (x->nseg_keys[k])
+				total = ns_add(total, slk_exact_segment_ns(x, k));
 			continue;
-		int64_t cells = 0;
-		for (uint32_t k = 0; k < x->runs[t]; k++) {
-			cells += x->cells[t][k];
-			if (cells > 0)
-				total = ns_add(total, slk_exact_price(x, t, cells));
 		}
-		/* clear for the next call: runs[t] + 1 slots were touched */
-		memset(x->cells[t], 0, (size_t)(x->runs[t] + 1) * sizeof *x->cells[t]);
-		x->runs[t] = 0;
+		for (uint32_t t = seg->first_node; t < seg->first_node + seg->nnodes; t++)
+			total = ns_add(total, slk_exact_type_ns(x, t, keep));
 	}
 	if (rc != 0 && keep)
 		slk_exact_walk_end(x);

@@ -94,6 +94,12 @@ struct slk_exact {
 	struct pol_pass_part *pass_own; /* owned: [type] ... and their own parts (attention), summed */
 	uint32_t *hist;                 /* owned: a histogram of remaining counts (hist_cap slots) */
 	uint32_t hist_cap;
+	/* A repeating segment (static, encoder, decoder) without the walk: one
+	 * entry a request, not one a type (slk_exact_segment_ns). */
+	int64_t **seg_pre;              /* owned: [segment][c * (nnodes + 1) + j] its first j types' prices at
+	                                 * c <= max_cells cells, summed; NULL for pass and tree segments */
+	uint64_t **seg_keys;            /* owned: [segment] per request still to run it: its passes left, position */
+	uint32_t *nseg_keys, *seg_key_cap;
 };
 
 int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct pol_latency *lat,

@@ -733,7 +733,8 @@ static uint32_t runs_left(const struct mdl_model *m, const struct pol_request *r
 /* The drain by its definition, from each request's remaining runs of each
  * type (left[i * nnodes + t]): type by type, the k-th remaining run batches
  * every request with more than k left, priced at that batch (split at 64). */
-static int64_t drain_by_definition(const struct mdl_model *m, struct eng_latency *l, const uint32_t *left, uint32_t n)
+static int64_t drain_split_by_definition(const struct mdl_model *m, struct eng_latency *l, const uint32_t *left,
+                                         uint32_t n, uint32_t max_cells)
 {
 	int64_t total = 0;
 	for (uint32_t t = 0; t < m->nnodes; t++)
@@ -743,9 +744,15 @@ static int64_t drain_by_definition(const struct mdl_model *m, struct eng_latency
 				c += left[i * m->nnodes + t] > k;
 			if (!c)
 				break;
-			total += (c / 64) * eng_latency_node_ns(l, t, 64) + (c % 64 ? eng_latency_node_ns(l, t, c % 64) : 0);
+			total += (c / max_cells) * eng_latency_node_ns(l, t, max_cells) +
+			         (c % max_cells ? eng_latency_node_ns(l, t, c % max_cells) : 0);
 		}
 	return total;
+}
+
+static int64_t drain_by_definition(const struct mdl_model *m, struct eng_latency *l, const uint32_t *left, uint32_t n)
+{
+	return drain_split_by_definition(m, l, left, n, 64);
 }
 
 static void count_left(const struct mdl_model *m, const struct pol_request *r, uint32_t *left)
@@ -816,11 +823,58 @@ static void check_drain_three_ways(uint32_t max_len)
 	mdl_free(m);
 }
 
+/* slk_exact_drain_ns (a repeating segment from one key a request) and the
+ * walk's start (a count a type) against the definition: 60 requests at
+ * random lengths and positions, batches split at max_cells. */
+static void check_drain_by_definition(const char *model, uint32_t max_len, uint32_t max_cells)
+{
+	char err[256];
+	struct mdl_model *m = NULL;
+	struct hw_model *hw = NULL;
+	if (mdl_load(model, &m, err, sizeof err) != 0 || hw_open("npu", m, &hw, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	struct owned_latency o = latency_of(m, hw, 64, 0, 0);
+	struct slk_exact x;
+	assert_int_equal(slk_exact_init(&x, m, &o.pl, max_cells, err, sizeof err), 0);
+	enum { N = 60 };
+	struct pol_request r[N], *reqs[N];
+	uint32_t *left = calloc((size_t)N * m->nnodes, sizeof *left);
+	assert_non_null(left);
+	uint64_t seed = 777;
+	for (uint32_t n = 1; n <= N; n += 19) {
+		for (uint32_t i = 0; i < n; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			r[i] = (struct pol_request){ .input_len = 1 + (uint32_t)(seed >> 33) % max_len,
+			                             .output_len = 1 + (uint32_t)(seed >> 45) % max_len };
+			r[i].chain_len = mdl_chain_length(m, r[i].input_len, r[i].output_len);
+			/* a quarter not started, the rest anywhere */
+			r[i].next_node = (seed >> 20) % 4 == 0 ? 0 : (seed >> 22) % r[i].chain_len;
+			reqs[i] = &r[i];
+			count_left(m, &r[i], left + i * m->nnodes);
+		}
+		int64_t want = drain_split_by_definition(m, o.l, left, n, max_cells);
+		assert_int_equal(slk_exact_drain_ns(&x, reqs, n), want);
+		assert_int_equal(slk_exact_walk_begin(&x, reqs, n), want);
+		slk_exact_walk_end(&x);
+	}
+	free(left);
+	slk_exact_fini(&x);
+	eng_latency_destroy(o.l);
+	hw_close(hw);
+	mdl_free(m);
+}
+
 static void test_oracle_drain_three_ways(void **state)
 {
 	(void)state;
 	check_drain_three_ways(80);
 	check_drain_three_ways(800);
+	check_drain_by_definition("gnmt", 40, 64);
+	check_drain_by_definition("gnmt", 12, 16);     /* levels of more than 16: split */
+	check_drain_by_definition("gnmt", 3, 4);       /* short: many requests share a level */
+	check_drain_by_definition("deepspeech2", 30, 8);   /* static, encoder, static */
+	check_drain_by_definition("las", 50, 64);
+	check_drain_by_definition("resnet50", 1, 16);  /* one static segment */
 }
 
 /* One run of p on m through the shim, with runs (policy.h) on or off. */
