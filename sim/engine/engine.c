@@ -46,6 +46,9 @@ struct eng {
 	int64_t *seg_pass_ns;           /* one pass through a repeating segment's nodes, [segment * node_stride + cells]
 	                                 * (runs only: eng_run_end prices whole passes at once); -1 where a
 	                                 * node's price depends on its members' lengths (a pass is not one price) */
+	int64_t **seg_walk_ns;          /* [segment][cells * (2 * nnodes + 1) + j]: its first j nodes of two passes
+	                                 * summed, where seg_pass_ns is a price (where a run stops within a pass) */
+	int64_t *walk_scratch;          /* the same for one run whose members set the prices (2 * nnodes + 1, any segment) */
 	struct evq *q;
 	struct eng_device *devices;
 	uint32_t *started;              /* devices given a task at this instant, device order */
@@ -228,7 +231,12 @@ static int eng_pass_table(struct eng *e)
 	const struct mdl_model *m = e->c->model;
 	e->seg_pass_ns = calloc((size_t)m->nsegments * e->node_stride, sizeof *e->seg_pass_ns);
 	e->seg_on_p = calloc(m->nsegments ? m->nsegments : 1, 1);
-	if (!e->seg_pass_ns || !e->seg_on_p)
+	e->seg_walk_ns = calloc(m->nsegments ? m->nsegments : 1, sizeof *e->seg_walk_ns);
+	uint32_t most = 0;
+	for (uint32_t k = 0; k < m->nsegments; k++)
+		most = m->segments[k].nnodes > most ? m->segments[k].nnodes : most;
+	e->walk_scratch = calloc(2 * (size_t)most + 1, sizeof *e->walk_scratch);
+	if (!e->seg_pass_ns || !e->seg_on_p || !e->seg_walk_ns || !e->walk_scratch)
 		return -1;
 	for (uint32_t k = 0; k < m->nsegments; k++) {
 		const struct mdl_segment *seg = &m->segments[k];
@@ -243,8 +251,29 @@ static int eng_pass_table(struct eng *e)
 		}
 		for (uint32_t j = 0; j < seg->nnodes; j++)
 			e->seg_on_p[k] |= (uint8_t)eng_latency_step_on_p(e->lat, seg->first_node + j);
+		size_t w = 2 * (size_t)seg->nnodes + 1;
+		int64_t *walk = e->seg_walk_ns[k] = calloc(e->node_stride * w, sizeof *walk);
+		if (!walk)
+			return -1;
+		for (uint32_t cells = 1; cells < e->node_stride; cells++) {
+			int64_t pass_ns = e->seg_pass_ns[k * e->node_stride + cells];
+			if (pass_ns < 0 || pass_ns > INT64_MAX / 2)
+				continue;       /* no one price a pass, or sums that would not stay exact (eng_walk_row) */
+			int64_t *at = walk + cells * w;
+			for (uint32_t j = 0; j < 2 * seg->nnodes; j++)
+				at[j + 1] = at[j] + eng_node_ns(e, seg->first_node + j % seg->nnodes, cells);
+		}
 	}
 	return 0;
+}
+
+/* Segment's row of e->seg_walk_ns at cells, or NULL where it has none. */
+static inline const int64_t *eng_walk_row(const struct eng *e, uint32_t segment, uint32_t cells)
+{
+	int64_t pass_ns = e->seg_pass_ns[segment * e->node_stride + cells];
+	if (!e->seg_walk_ns[segment] || pass_ns < 0 || pass_ns > INT64_MAX / 2)
+		return NULL;
+	return e->seg_walk_ns[segment] + cells * (2 * (size_t)e->c->model->segments[segment].nnodes + 1);
 }
 
 /* Where any run must end: the next arrival or scheduled wake-up. */
@@ -276,6 +305,7 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 		passes = 0;
 	}
 	int64_t pass_ns = seg->kind == MDL_PASS ? 0 : e->seg_pass_ns[segment * e->node_stride + t->cells];
+	const int64_t *walk = seg->kind == MDL_PASS ? NULL : eng_walk_row(e, segment, t->cells);
 	if (pass_ns < 0 && e->seg_on_p[segment]) {
 		/* each decoder step its own price: the members attend to one more position a pass */
 		uint32_t type = t->node_type, last = seg->first_node + seg->nnodes - 1, step = 0;
@@ -286,10 +316,15 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 		}
 		passes = 0;
 	} else if (pass_ns < 0 && passes) {
-		/* the members' inputs set a node's price, the same every pass: one pass, priced once */
-		pass_ns = 0;
+		/* the members' inputs set a node's price, the same every pass: one
+		 * pass priced once, summed node by node for the rest of a pass */
+		int64_t *sum = e->walk_scratch;
 		for (uint32_t j = 0; j < seg->nnodes; j++)
-			pass_ns = ns_add(pass_ns, eng_task_node_ns(e, t, seg->first_node + j, 0));
+			sum[j + 1] = ns_add(sum[j], eng_task_node_ns(e, t, seg->first_node + j, 0));
+		pass_ns = sum[seg->nnodes];
+		for (uint32_t j = 0; j < seg->nnodes; j++)
+			sum[seg->nnodes + j + 1] = ns_add(pass_ns, sum[j + 1]);
+		walk = pass_ns <= INT64_MAX / 2 ? sum : NULL;
 	}
 	if (passes) {
 		/* every node of q passes starts before the horizon when end + q * pass < horizon */
@@ -300,6 +335,16 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 		n += passes * seg->nnodes;
 	}
 	uint32_t type = mdl_run_type(m, t->node_type, n), last = seg->first_node + seg->nnodes - 1;
+	if (walk) {
+		/* the rest of a pass from the sums: node k + 1 runs while the first k end before the horizon */
+		uint32_t a = type - seg->first_node, k = 0;
+		uint64_t cap = t->run_max - n < seg->nnodes ? t->run_max - n : seg->nnodes;
+		while (k < cap && walk[a + k] - walk[a] < horizon - end_ns)
+			k++;
+		end_ns = ns_add(end_ns, walk[a + k] - walk[a]);
+		n += k;
+		type = seg->first_node + (a + k) % seg->nnodes;
+	}
 	while (n < t->run_max && end_ns < horizon) {
 		end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, 0));
 		type = type == last ? seg->first_node : type + 1;
@@ -450,6 +495,10 @@ static void eng_teardown(struct eng *e)
 	free(e->started);
 	free(e->seg_pass_ns);
 	free(e->seg_on_p);
+	for (uint32_t k = 0; e->seg_walk_ns && k < e->c->model->nsegments; k++)
+		free(e->seg_walk_ns[k]);
+	free(e->seg_walk_ns);
+	free(e->walk_scratch);
 	while (e->chunks) {
 		struct eng_pool_chunk *n = e->chunks->next;
 		free(e->chunks);
