@@ -25,6 +25,7 @@ struct ph_node {
 };
 
 struct evq {
+	struct evq_head head;        /* first: evq_peek reads it inline (evq.h) */
 	enum evq_impl impl;          /* fixed at create time */
 	size_t n;                    /* events held */
 	size_t cap;                  /* slots allocated (heap array or node pool) */
@@ -119,6 +120,7 @@ struct evq *evq_create_alloc(enum evq_impl impl, size_t initial_capacity,
 	q->ud = ud;
 	q->root = PH_NIL;
 	q->free_head = PH_NIL;
+	q->head.top = NULL;
 	if (initial_capacity > 0 && evq_set_capacity(q, initial_capacity) != 0)
 		goto fail;
 	return q;
@@ -295,6 +297,15 @@ static void ph_pop(struct evq *q, struct event *out)
 
 /* --- the public operations ------------------------------------------------ */
 
+/* The minimum's address for evq_peek, after every push or pop (a push may move the storage). */
+static inline void evq_set_top(struct evq *q)
+{
+	if (q->n == 0)
+		q->head.top = NULL;
+	else
+		q->head.top = q->impl == EVQ_PAIRING_HEAP ? &q->pool[q->root].ev : &q->heap[0];
+}
+
 int evq_push(struct evq *q, struct event ev)
 {
 	return evq_add(q, ev.time_ns, ev.key, ev.kind, ev.aux);
@@ -325,6 +336,7 @@ int evq_add(struct evq *q, int64_t time_ns, uint64_t key, uint32_t kind, uint32_
 		return -1;
 	}
 	q->n++;
+	evq_set_top(q);
 	return 0;
 }
 
@@ -352,14 +364,6 @@ int evq_pop(struct evq *q, struct event *out)
 		q->n++;
 		return 0;
 	}
+	evq_set_top(q);
 	return 1;
-}
-
-const struct event *evq_peek(const struct evq *q)
-{
-	if (q->n == 0)
-		return NULL;
-	if (q->impl == EVQ_PAIRING_HEAP)
-		return &q->pool[q->root].ev;
-	return &q->heap[0];
 }

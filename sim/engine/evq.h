@@ -46,6 +46,11 @@ static inline int evq_before(const struct event *a, const struct event *b)
 
 struct evq;
 
+/* What evq_peek reads: the first member of every struct evq. */
+struct evq_head {
+	const struct event *top;     /* the minimum, NULL when empty */
+};
+
 enum evq_impl {
 	EVQ_BINARY_HEAP = 0,   /* implicit 2-ary heap in one array */
 	EVQ_QUAD_HEAP = 1,     /* implicit 4-ary heap in one array */
@@ -82,7 +87,12 @@ int evq_push(struct evq *q, struct event ev);      /* 0 or -1 (out of memory) */
  * (a store-forwarding stall measured at a quarter of the engine loop). */
 int evq_add(struct evq *q, int64_t time_ns, uint64_t key, uint32_t kind, uint32_t aux);
 int evq_pop(struct evq *q, struct event *out);     /* 1 popped, 0 empty (then *out is zeroed) */
-const struct event *evq_peek(const struct evq *q); /* NULL when empty; valid until the next push or pop */
+/* NULL when empty; valid until the next push or pop. Inline: the engine
+ * looks at the next event several times a request. */
+static inline const struct event *evq_peek(const struct evq *q)
+{
+	return ((const struct evq_head *)(const void *)q)->top;
+}
 size_t evq_size(const struct evq *q);
 
 /* Stable lower-case name ("binary-heap", "quad-heap", "pairing-heap"),
