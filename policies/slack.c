@@ -5,6 +5,7 @@
 #include <string.h>
 #include "slack.h"
 #include "../util/ns_math.h"
+#include "../util/sort_small.h"
 
 int slk_init(struct slk_table *t, const struct mdl_model *m, const struct pol_latency *lat,
              uint32_t dec_timesteps, char *err, size_t errlen)
@@ -189,6 +190,9 @@ void slk_exact_fini(struct slk_exact *x)
 	x->pass_tokens = x->pass_reqs = NULL;
 	x->pass_own = NULL;
 	free(x->hist);
+	free(x->key_scratch);
+	x->key_scratch = NULL;
+	x->key_scratch_cap = 0;
 	for (uint32_t k = 0; k < x->model->nsegments; k++) {
 		if (x->seg_pre)
 			free(x->seg_pre[k]);
@@ -355,6 +359,79 @@ static int64_t slk_exact_range_ns(const struct slk_exact *x, uint32_t s, uint64_
 	              pre[rest * w + to] - pre[rest * w + from]);
 }
 
+static int slk_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Grows x->hist to n counters, zeroed; 0 or -1. */
+static int slk_exact_zeroed_hist(struct slk_exact *x, size_t n)
+{
+	if (n > x->hist_cap) {
+		uint32_t *h = realloc(x->hist, n * sizeof *h);
+		if (!h)
+			return -1;
+		x->hist = h;
+		x->hist_cap = (uint32_t)n;
+	}
+	memset(x->hist, 0, n * sizeof *x->hist);
+	return 0;
+}
+
+/* Sorts a segment's m keys ascending (slk_exact_sort_keys): an insertion
+ * sort for a few; for many (a large max batch), two counting passes, by
+ * position (nn of them) and then, stably, by passes left, unless those span
+ * too far for a histogram to pay. 0 or -1 (out of memory). */
+static __attribute__((noinline)) int slk_exact_sort_many(struct slk_exact *x, uint64_t *key, uint32_t m,
+                                                          uint32_t nn)
+{
+	uint32_t lo = UINT32_MAX, hi = 0;
+	for (uint32_t i = 0; i < m; i++) {
+		uint32_t h = (uint32_t)(key[i] >> 32);
+		lo = h < lo ? h : lo;
+		hi = h > hi ? h : hi;
+	}
+	uint64_t range = (uint64_t)hi - lo + 1;
+	if (range > 4 * (uint64_t)m + 64) {
+		qsort(key, m, sizeof *key, slk_cmp_u64);
+		return 0;
+	}
+	if (m > x->key_scratch_cap) {
+		uint64_t *a = realloc(x->key_scratch, (size_t)m * sizeof *a);
+		if (!a)
+			return -1;
+		x->key_scratch = a;
+		x->key_scratch_cap = m;
+	}
+	uint64_t *tmp = x->key_scratch;
+	if (slk_exact_zeroed_hist(x, (size_t)nn + 1) != 0)
+		return -1;
+	for (uint32_t i = 0; i < m; i++)
+		x->hist[(uint32_t)key[i] + 1]++;
+	for (uint32_t v = 1; v <= nn; v++)
+		x->hist[v] += x->hist[v - 1];
+	for (uint32_t i = 0; i < m; i++)
+		tmp[x->hist[(uint32_t)key[i]]++] = key[i];
+	if (slk_exact_zeroed_hist(x, (size_t)range + 1) != 0)
+		return -1;
+	for (uint32_t i = 0; i < m; i++)
+		x->hist[(uint32_t)(tmp[i] >> 32) - lo + 1]++;
+	for (uint64_t v = 1; v <= range; v++)
+		x->hist[v] += x->hist[v - 1];
+	for (uint32_t i = 0; i < m; i++)
+		key[x->hist[(uint32_t)(tmp[i] >> 32) - lo]++] = tmp[i];
+	return 0;
+}
+
+static inline int slk_exact_sort_keys(struct slk_exact *x, uint64_t *key, uint32_t m, uint32_t nn)
+{
+	if (__builtin_expect(m > 32, 0))
+		return slk_exact_sort_many(x, key, m, nn);
+	insertion_sort_u64(key, m);
+	return 0;
+}
+
 /* Segment s's part of the drain from its keys: the same sum as type by
  * type. A request with B passes left from position a has B runs left of
  * the types at a and after, B - 1 of those before. So at level k (the k-th
@@ -367,13 +444,9 @@ static int64_t slk_exact_segment_ns(struct slk_exact *x, uint32_t s)
 {
 	uint64_t *key = x->seg_keys[s];
 	uint32_t m = x->nseg_keys[s], nn = x->model->segments[s].nnodes;
-	for (uint32_t i = 1; i < m; i++) {
-		uint64_t v = key[i];
-		uint32_t j = i;
-		for (; j > 0 && key[j - 1] > v; j--)
-			key[j] = key[j - 1];
-		key[j] = v;
-	}
+	x->nseg_keys[s] = 0;
+	if (slk_exact_sort_keys(x, key, m, nn) != 0)
+		return -1;
 	int64_t total = 0;
 	uint64_t above = 0;                  /* requests with more passes left than the level */
 	for (uint32_t i = 0; i < m;) {
@@ -395,7 +468,6 @@ static int64_t slk_exact_segment_ns(struct slk_exact *x, uint32_t s)
 			total = ns_add(total, ns_mul(slk_exact_range_ns(x, s, above, 0, nn), b - next - 1));
 		i = e;
 	}
-	x->nseg_keys[s] = 0;
 	return total;
 }
 
@@ -414,14 +486,8 @@ static int64_t slk_exact_counted_ns(struct slk_exact *x, uint32_t t)
 			top = r[i];
 	if (top > 4 * m + 64)
 		return -1;
-	if (top + 1 > x->hist_cap) {
-		uint32_t *h = realloc(x->hist, ((size_t)top + 1) * sizeof *h);
-		if (!h)
-			return -1;
-		x->hist = h;
-		x->hist_cap = top + 1;
-	}
-	memset(x->hist, 0, ((size_t)top + 1) * sizeof *x->hist);
+	if (slk_exact_zeroed_hist(x, (size_t)top + 1) != 0)
+		return -1;
 	for (uint32_t i = 0; i < m; i++)
 		x->hist[r[i]]++;
 	int64_t ns = 0;
@@ -525,8 +591,11 @@ static int64_t slk_exact_drain(struct slk_exact *x, struct pol_request *const *r
 	for (uint32_t k = 0; k < x->model->nsegments; k++) {
 		const struct mdl_segment *seg = &x->model->segments[k];
 		if (!keep && x->seg_pre[k]) {
-			if (x->nseg_keys[k])
-				total = ns_add(total, slk_exact_segment_ns(x, k));
+			int64_t part = x->nseg_keys[k] ? slk_exact_segment_ns(x, k) : 0;
+			if (part < 0)
+				rc = -1;
+			else
+				total = ns_add(total, part);
 			continue;
 		}
 		for (uint32_t t = seg->first_node; t < seg->first_node + seg->nnodes; t++)

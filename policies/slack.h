@@ -100,6 +100,8 @@ struct slk_exact {
 	                                 * c <= max_cells cells, summed; NULL for pass and tree segments */
 	uint64_t **seg_keys;            /* owned: [segment] per request still to run it: its passes left, position */
 	uint32_t *nseg_keys, *seg_key_cap;
+	uint64_t *key_scratch;          /* owned: a counting sort's other half (key_scratch_cap keys) */
+	uint32_t key_scratch_cap;
 };
 
 int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct pol_latency *lat,

@@ -16,6 +16,7 @@
  * since an interpolated quantile is not defined on bucketed data.
  */
 #include "metrics.h"
+#include "sort_small.h"
 #include <gsl/gsl_cdf.h>
 
 #include <assert.h>
@@ -132,17 +133,6 @@ int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns)
  * the 8 bytes per sample (an LSD radix sort needs 8 more at the end). */
 #define RADIX_INSERTION_MAX 32
 #define RADIX_TOP_BITS 12          /* first digit: 4096 buckets */
-
-static void insertion_sort_u64(uint64_t *v, size_t n)
-{
-	for (size_t i = 1; i < n; i++) {
-		uint64_t x = v[i];
-		size_t j = i;
-		for (; j > 0 && v[j - 1] > x; j--)
-			v[j] = v[j - 1];
-		v[j] = x;
-	}
-}
 
 /* Sorts v by the digit of `bits` bits at `shift`, then each bucket by the
  * bits below it. */
