@@ -3,7 +3,10 @@
  * Time is integer nanoseconds. Arrivals are generated one ahead and the one
  * pending arrival waits beside the event queue, not in it (the loop takes
  * whichever of the two comes first in evq_before's order): memory does not
- * grow with the run, and the queue holds only completions and wake-ups. All
+ * grow with the run, and the queue holds only completions and wake-ups. With
+ * one device its one pending completion waits beside the queue too (no two
+ * events it could tie with share its kind and key, so the order is the
+ * queue's own). All
  * events of one instant are delivered to the policy before any idle device
  * asks it for work, so requests arriving together can be batched together.
  */
@@ -57,6 +60,8 @@ struct eng {
 	struct eng_pool_chunk *chunks;
 	struct pol_request *free_reqs;  /* free list through pol_next */
 
+	struct event done;              /* one device: its task's end, when done_pending (not queued) */
+	int done_pending;
 	struct event arrival;           /* the next arrival, when arrival_pending */
 	struct trc_request next;        /* its request */
 	int arrival_pending;
@@ -126,6 +131,8 @@ static int eng_schedule_arrival(struct eng *e)
 static const struct event *eng_peek(const struct eng *e)
 {
 	const struct event *top = evq_peek(e->q);
+	if (e->done_pending && (!top || evq_before(&e->done, top)))
+		top = &e->done;
 	if (e->arrival_pending && (!top || evq_before(&e->arrival, top)))
 		return &e->arrival;
 	return top;
@@ -139,6 +146,11 @@ static int eng_pop(struct eng *e, struct event *ev)
 	if (next == &e->arrival) {
 		*ev = e->arrival;
 		e->arrival_pending = 0;
+		return 1;
+	}
+	if (next == &e->done) {
+		*ev = e->done;
+		e->done_pending = 0;
 		return 1;
 	}
 	return evq_pop(e->q, ev);
@@ -395,7 +407,10 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 		snprintf(e->err, e->errlen, "error writing the timeline");
 		return -1;
 	}
-	if (evq_add(e->q, t->end_ns, shape->first_id, EV_TASK_DONE, dev) != 0) {
+	if (e->c->workers == 1) {
+		e->done = (struct event){ .time_ns = t->end_ns, .key = shape->first_id, .kind = EV_TASK_DONE, .aux = dev };
+		e->done_pending = 1;
+	} else if (evq_add(e->q, t->end_ns, shape->first_id, EV_TASK_DONE, dev) != 0) {
 		snprintf(e->err, e->errlen, "out of memory in the event queue");
 		return -1;
 	}
