@@ -128,7 +128,7 @@ static int eng_schedule_arrival(struct eng *e)
 }
 
 /* The earliest pending event in the one total order, or NULL. */
-static const struct event *eng_peek(const struct eng *e)
+static inline const struct event *eng_peek(const struct eng *e)
 {
 	const struct event *top = evq_peek(e->q);
 	if (e->done_pending && (!top || evq_before(&e->done, top)))
@@ -138,7 +138,7 @@ static const struct event *eng_peek(const struct eng *e)
 	return top;
 }
 
-static int eng_pop(struct eng *e, struct event *ev)
+static inline int eng_pop(struct eng *e, struct event *ev)
 {
 	const struct event *next = eng_peek(e);
 	if (!next)
