@@ -60,6 +60,8 @@ struct eng {
 	struct eng_pool_chunk *chunks;
 	struct pol_request *free_reqs;  /* free list through pol_next */
 
+	struct { uint32_t batch, input_len, output_len; int64_t ns; } graph_last;   /* the last graph task's
+	                                 * shape and price (batch 0: none yet): a CNN's every task repeats it */
 	struct event done;              /* one device: its task's end, when done_pending (not queued) */
 	int done_pending;
 	struct event arrival;           /* the next arrival, when arrival_pending */
@@ -377,6 +379,19 @@ static int64_t eng_iter_ns(struct eng *e, const struct pol_task *t)
 	return llm_cost_iter_ns(e->llm, t->nreq, t->tokens, t->context, emitting, t->pad_tokens, e->err, e->errlen);
 }
 
+/* A graph batch's price (eng_latency_graph_ns), the last shape's kept. */
+static inline int64_t eng_graph_ns(struct eng *e, uint32_t batch, uint32_t input_len, uint32_t output_len)
+{
+	if (batch != e->graph_last.batch || input_len != e->graph_last.input_len ||
+	    output_len != e->graph_last.output_len) {
+		e->graph_last.batch = batch;
+		e->graph_last.input_len = input_len;
+		e->graph_last.output_len = output_len;
+		e->graph_last.ns = eng_latency_graph_ns(e->lat, batch, input_len, output_len);
+	}
+	return e->graph_last.ns;
+}
+
 /* Prices a task the driver has started and schedules its end. */
 static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struct drv_task_shape *shape)
 {
@@ -389,7 +404,7 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 			return -1;
 	} else {
 		dur_ns = t->kind == POL_TASK_GRAPH
-		         ? eng_latency_graph_ns(e->lat, t->nreq, shape->max_input_len, shape->max_output_len)
+		         ? eng_graph_ns(e, t->nreq, shape->max_input_len, shape->max_output_len)
 		         : eng_task_node_ns(e, t, t->node_type, 0);
 	}
 	if (e->has_cold)
