@@ -379,13 +379,16 @@ static int slk_exact_zeroed_hist(struct slk_exact *x, size_t n)
 	return 0;
 }
 
-/* Sorts a segment's m keys ascending (slk_exact_sort_keys): an insertion
- * sort for a few; for many (a large max batch), two counting passes, by
- * position (nn of them) and then, stably, by passes left, unless those span
- * too far for a histogram to pay. 0 or -1 (out of memory). */
-static __attribute__((noinline)) int slk_exact_sort_many(struct slk_exact *x, uint64_t *key, uint32_t m,
-                                                          uint32_t nn)
+/* Sorts a segment's m keys ascending: an insertion sort for a few; for
+ * many (a large max batch), two counting passes, by position (nn of them)
+ * and then, stably, by passes left, unless those span too far for a
+ * histogram to pay. 0 or -1 (out of memory). */
+static int slk_exact_sort_keys(struct slk_exact *x, uint64_t *key, uint32_t m, uint32_t nn)
 {
+	if (m <= 32) {
+		insertion_sort_u64(key, m);
+		return 0;
+	}
 	uint32_t lo = UINT32_MAX, hi = 0;
 	for (uint32_t i = 0; i < m; i++) {
 		uint32_t h = (uint32_t)(key[i] >> 32);
@@ -421,14 +424,6 @@ static __attribute__((noinline)) int slk_exact_sort_many(struct slk_exact *x, ui
 		x->hist[v] += x->hist[v - 1];
 	for (uint32_t i = 0; i < m; i++)
 		key[x->hist[(uint32_t)(tmp[i] >> 32) - lo]++] = tmp[i];
-	return 0;
-}
-
-static inline int slk_exact_sort_keys(struct slk_exact *x, uint64_t *key, uint32_t m, uint32_t nn)
-{
-	if (__builtin_expect(m > 32, 0))
-		return slk_exact_sort_many(x, key, m, nn);
-	insertion_sort_u64(key, m);
 	return 0;
 }
 

@@ -46,11 +46,11 @@ struct eng {
 	uint8_t *seg_on_p;              /* [segment]: a node's price changes pass by pass (eng_latency_step_on_p) */
 	const uint8_t *by_members;      /* lat's: [type * node_stride + cells] priced at its members' own lengths */
 	size_t node_stride;
-	int64_t *seg_pass_ns;           /* one pass through a repeating segment's nodes, [segment * node_stride + cells]
-	                                 * (runs only: eng_run_end prices whole passes at once); -1 where a
-	                                 * node's price depends on its members' lengths (a pass is not one price) */
-	int64_t **seg_walk_ns;          /* [segment][cells * (2 * nnodes + 1) + j]: its first j nodes of two passes
-	                                 * summed, where seg_pass_ns is a price (where a run stops within a pass) */
+	int64_t **seg_walk_ns;          /* runs only, a repeating segment's nodes at every batch, [segment][cells *
+	                                 * (2 * nnodes + 1) + j]: its first j nodes of two passes summed, as node by
+	                                 * node adds them (eng_run_end: whole passes at j = nnodes, where a run
+	                                 * stops within one); j = 0 holds -1 where a node's price depends on its
+	                                 * members' lengths (a pass is not one price). NULL: not a repeating segment */
 	int64_t *walk_scratch;          /* the same for one run whose members set the prices (2 * nnodes + 1, any segment) */
 	struct evq *q;
 	struct eng_device *devices;
@@ -237,32 +237,22 @@ static int eng_segment_varies(const struct eng *e, uint32_t segment, uint32_t ce
 	return 0;
 }
 
-/* e->seg_pass_ns: the nodes of each repeating segment (encoder, decoder:
- * the only ones a run goes round) summed in order at every batch, as node
- * by node would add them. */
+/* e->seg_walk_ns and e->seg_on_p, for the segments a run goes round (encoder, decoder). */
 static int eng_pass_table(struct eng *e)
 {
 	const struct mdl_model *m = e->c->model;
-	e->seg_pass_ns = calloc((size_t)m->nsegments * e->node_stride, sizeof *e->seg_pass_ns);
 	e->seg_on_p = calloc(m->nsegments ? m->nsegments : 1, 1);
 	e->seg_walk_ns = calloc(m->nsegments ? m->nsegments : 1, sizeof *e->seg_walk_ns);
 	uint32_t most = 0;
 	for (uint32_t k = 0; k < m->nsegments; k++)
 		most = m->segments[k].nnodes > most ? m->segments[k].nnodes : most;
 	e->walk_scratch = calloc(2 * (size_t)most + 1, sizeof *e->walk_scratch);
-	if (!e->seg_pass_ns || !e->seg_on_p || !e->seg_walk_ns || !e->walk_scratch)
+	if (!e->seg_on_p || !e->seg_walk_ns || !e->walk_scratch)
 		return -1;
 	for (uint32_t k = 0; k < m->nsegments; k++) {
 		const struct mdl_segment *seg = &m->segments[k];
 		if (seg->kind != MDL_ENCODER && seg->kind != MDL_DECODER)
 			continue;
-		for (uint32_t cells = 1; cells < e->node_stride; cells++) {
-			int64_t *pass_ns = &e->seg_pass_ns[k * e->node_stride + cells];
-			for (uint32_t j = 0; j < seg->nnodes; j++)
-				*pass_ns = ns_add(*pass_ns, eng_node_ns(e, seg->first_node + j, cells));
-			if (eng_segment_varies(e, k, cells))
-				*pass_ns = -1;
-		}
 		for (uint32_t j = 0; j < seg->nnodes; j++)
 			e->seg_on_p[k] |= (uint8_t)eng_latency_step_on_p(e->lat, seg->first_node + j);
 		size_t w = 2 * (size_t)seg->nnodes + 1;
@@ -270,12 +260,12 @@ static int eng_pass_table(struct eng *e)
 		if (!walk)
 			return -1;
 		for (uint32_t cells = 1; cells < e->node_stride; cells++) {
-			int64_t pass_ns = e->seg_pass_ns[k * e->node_stride + cells];
-			if (pass_ns < 0 || pass_ns > INT64_MAX / 2)
-				continue;       /* no one price a pass, or sums that would not stay exact (eng_walk_row) */
 			int64_t *at = walk + cells * w;
 			for (uint32_t j = 0; j < 2 * seg->nnodes; j++)
-				at[j + 1] = at[j] + eng_node_ns(e, seg->first_node + j % seg->nnodes, cells);
+				at[j + 1] = ns_add(at[j], eng_node_ns(e, seg->first_node + j % seg->nnodes, cells));
+			/* sums that would not stay exact are no price either: the run sums node by node */
+			if (eng_segment_varies(e, k, cells) || at[2 * seg->nnodes] == NS_SATURATED)
+				at[0] = -1;
 		}
 	}
 	return 0;
@@ -284,10 +274,11 @@ static int eng_pass_table(struct eng *e)
 /* Segment's row of e->seg_walk_ns at cells, or NULL where it has none. */
 static inline const int64_t *eng_walk_row(const struct eng *e, uint32_t segment, uint32_t cells)
 {
-	int64_t pass_ns = e->seg_pass_ns[segment * e->node_stride + cells];
-	if (!e->seg_walk_ns[segment] || pass_ns < 0 || pass_ns > INT64_MAX / 2)
+	const int64_t *walk = e->seg_walk_ns[segment];
+	if (!walk)
 		return NULL;
-	return e->seg_walk_ns[segment] + cells * (2 * (size_t)e->c->model->segments[segment].nnodes + 1);
+	walk += cells * (2 * (size_t)e->c->model->segments[segment].nnodes + 1);
+	return walk[0] == 0 ? walk : NULL;
 }
 
 /* Where any run must end: the next arrival or scheduled wake-up. */
@@ -318,9 +309,9 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, 0));
 		passes = 0;
 	}
-	int64_t pass_ns = seg->kind == MDL_PASS ? 0 : e->seg_pass_ns[segment * e->node_stride + t->cells];
-	const int64_t *walk = seg->kind == MDL_PASS ? NULL : eng_walk_row(e, segment, t->cells);
-	if (pass_ns < 0 && e->seg_on_p[segment]) {
+	const int64_t *walk = eng_walk_row(e, segment, t->cells);
+	int64_t pass_ns = walk ? walk[seg->nnodes] : -1;     /* -1: not one price a pass */
+	if (!walk && e->seg_on_p[segment]) {
 		/* each decoder step its own price: the members attend to one more position a pass */
 		uint32_t type = t->node_type, last = seg->first_node + seg->nnodes - 1, step = 0;
 		for (; n < t->run_max && end_ns < horizon; n++) {
@@ -329,7 +320,7 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, step));
 		}
 		passes = 0;
-	} else if (pass_ns < 0 && passes) {
+	} else if (!walk && passes) {
 		/* the members' inputs set a node's price, the same every pass: one
 		 * pass priced once, summed node by node for the rest of a pass */
 		int64_t *sum = e->walk_scratch;
@@ -523,7 +514,6 @@ static void eng_teardown(struct eng *e)
 		}
 	free(e->devices);
 	free(e->started);
-	free(e->seg_pass_ns);
 	free(e->seg_on_p);
 	for (uint32_t k = 0; e->seg_walk_ns && k < e->c->model->nsegments; k++)
 		free(e->seg_walk_ns[k]);
