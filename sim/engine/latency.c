@@ -395,12 +395,6 @@ int64_t eng_latency_node_ns(void *ctx, uint32_t node_type, uint32_t batch)
 	return l->node_ns[(size_t)node_type * (l->max_batch + 1) + batch];
 }
 
-const int64_t *eng_latency_node_table(const struct eng_latency *l, size_t *stride)
-{
-	*stride = (size_t)l->max_batch + 1;
-	return l->node_ns;
-}
-
 struct pol_pass_part eng_latency_pass_part(void *ctx, uint32_t node_type, uint64_t tokens)
 {
 	struct eng_latency *l = ctx;

@@ -44,9 +44,6 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 void eng_latency_destroy(struct eng_latency *l);
 uint32_t eng_latency_max_cells(const struct eng_latency *l);
 int64_t eng_latency_node_ns(void *l, uint32_t node_type, uint32_t batch);
-/* The table eng_latency_node_ns reads, for a caller's own inline lookups:
- * node type t at batch b is table[t * stride + b]. */
-const int64_t *eng_latency_node_table(const struct eng_latency *l, size_t *stride);
 int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32_t output_len);
 /* What the device takes (the engine's prices). node_ns answers a decoder node
  * with terms over P and S (models/model.h) at the model's estimate lengths,
@@ -55,6 +52,8 @@ int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32
  * member's own lengths add, when the hardware model prices shapes and the
  * lengths change its price (step_varies). max_out: the longest output,
  * which sizes P's table; graph_ns counts the same. */
+/* The device table, for a caller's own inline lookups: node type t at
+ * batch b is table[t * stride + b]. */
 const int64_t *eng_latency_device_table(const struct eng_latency *l, size_t *stride);
 int eng_latency_step_varies(const struct eng_latency *l, uint32_t node_type);
 /* Whether a step_varies type's price changes with its members' step (P), not only their input (S). */
