@@ -68,6 +68,7 @@ struct eng {
 	struct trc_request next;        /* its request */
 	int arrival_pending;
 	int64_t wake_pending_ns;        /* earliest scheduled wake-up, INT64_MAX if none */
+	uint32_t idle;                  /* devices not busy: none, and an instant offers nothing */
 
 	uint64_t events;
 	int64_t now_ns;
@@ -140,17 +141,14 @@ static inline const struct event *eng_peek(const struct eng *e)
 	return top;
 }
 
-/* Takes the earliest pending event, or NULL. A slot's event is handed out in
- * place, not copied: its fields were just stored one by one, and a copy reads
- * them back as wide loads that wait for those stores to retire (a fifth of a
- * serial run). The arrival slot stays valid until its handler takes the next
- * arrival, the task end's until the next task starts; a queued event is
- * popped into *buf. */
-static inline const struct event *eng_pop(struct eng *e, struct event *buf)
+/* Takes next, the earliest pending event (eng_peek's). A slot's event is
+ * handed out in place, not copied: its fields were just stored one by one,
+ * and a copy reads them back as wide loads that wait for those stores to
+ * retire (a fifth of a serial run). The arrival slot stays valid until its
+ * handler takes the next arrival, the task end's until the next task starts;
+ * a queued event is popped into *buf. */
+static inline const struct event *eng_take(struct eng *e, const struct event *next, struct event *buf)
 {
-	const struct event *next = eng_peek(e);
-	if (!next)
-		return NULL;
 	if (next == &e->arrival) {
 		e->arrival_pending = 0;
 		return next;
@@ -159,7 +157,8 @@ static inline const struct event *eng_pop(struct eng *e, struct event *buf)
 		e->done_pending = 0;
 		return next;
 	}
-	return evq_pop(e->q, buf) ? buf : NULL;
+	evq_pop(e->q, buf);
+	return buf;
 }
 
 static int eng_on_arrival(struct eng *e, const struct event *ev)
@@ -185,6 +184,7 @@ static int eng_on_task_done(struct eng *e, const struct event *ev)
 	struct eng_device *d = &e->devices[ev->aux];
 	assert(d->busy);
 	d->busy = 0;
+	e->idle++;
 	if (e->has_cold)
 		d->idle_since_ns = ev->time_ns;
 	return drv_task_done(&e->drv, &d->task, ev->time_ns, e->err, e->errlen) < 0 ? -1 : 0;
@@ -427,11 +427,13 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	return 0;
 }
 
-/* Offers every idle device to the policy, in device order. */
+/* Offers every idle device to the policy, in device order. 1 when that
+ * scheduled an event (a task's end, a wake-up), 0 when not, -1 on error. */
 static int eng_dispatch(struct eng *e, int64_t now_ns)
 {
 	int64_t wake_ns = INT64_MAX;
 	uint32_t started = 0;
+	int scheduled = 0;
 	for (uint32_t dev = 0; dev < e->c->workers; dev++) {
 		struct eng_device *d = &e->devices[dev];
 		if (d->busy)
@@ -443,6 +445,7 @@ static int eng_dispatch(struct eng *e, int64_t now_ns)
 			return -1;
 		if (got) {
 			d->busy = 1;
+			e->idle--;
 			e->started[started++] = dev;
 		}
 	}
@@ -452,12 +455,13 @@ static int eng_dispatch(struct eng *e, int64_t now_ns)
 			return -1;
 		}
 		e->wake_pending_ns = wake_ns;
+		scheduled = 1;
 	}
 	/* priced once the instant's wake-up is known: it bounds the runs (policy.h) */
 	for (uint32_t i = 0; i < started; i++)
 		if (eng_run_task(e, e->started[i], now_ns, &e->devices[e->started[i]].shape) != 0)
 			return -1;
-	return 0;
+	return scheduled || started > 0;
 }
 
 static int eng_handle(struct eng *e, const struct event *ev)
@@ -480,21 +484,25 @@ static int eng_handle(struct eng *e, const struct event *ev)
 static int eng_loop(struct eng *e)
 {
 	struct event buf;
-	const struct event *ev;
 	if (eng_schedule_arrival(e) != 0)
 		return -1;
-	while ((ev = eng_pop(e, &buf))) {
+	const struct event *next = eng_peek(e);
+	while (next) {
+		const struct event *ev = eng_take(e, next, &buf);
 		int64_t now = ev->time_ns;
 		e->now_ns = now;
 		if (eng_handle(e, ev) != 0)
 			return -1;
-		const struct event *nx;
-		while ((nx = eng_peek(e)) && nx->time_ns == now) {
-			if (eng_handle(e, eng_pop(e, &buf)) != 0)
-				return -1;
-		}
-		if (eng_dispatch(e, now) != 0)
+		next = eng_peek(e);
+		/* every event of an instant is handled before the devices are offered; with none idle there
+		 * is nothing to offer, and the next event stays the next unless the offer scheduled one */
+		if ((next && next->time_ns == now) || e->idle == 0)
+			continue;
+		int scheduled = eng_dispatch(e, now);
+		if (scheduled < 0)
 			return -1;
+		if (scheduled)
+			next = eng_peek(e);
 	}
 	if (e->drv.completed != e->drv.arrived) {
 		snprintf(e->err, e->errlen,
@@ -654,6 +662,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 		snprintf(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
+	e.idle = c->workers;
 	e.has_cold = eng_latency_has_cold(e.lat);
 	const char *runs = getenv("SIMBATCH_NODE_RUNS");
 	e.runs = !c->timeline && !e.has_cold && !(runs && strcmp(runs, "0") == 0);
