@@ -151,6 +151,20 @@ static void test_radix_sort_matches_qsort(void **state)
 	for (size_t i = 0; i < n; i++)
 		v[i] = 123456789000 + (int64_t)gsl_rng_uniform_int(r, 2048);
 	check_sort(v, n);
+	/* spans within 32 bits take 1, 2 or 3 digits (lsd_digits), so the sorted keys end
+	 * in the scratch half or in place, and are unpacked from either */
+	const uint64_t spans[] = { 1u << 20, 1u << 26, UINT32_MAX };
+	for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++) {
+		for (size_t i = 0; i < n; i++)
+			v[i] = 5000000 + (int64_t)gsl_rng_uniform_int(r, spans[k]);
+		v[n / 2] = 5000000 + (int64_t)(spans[k] - 1);   /* the span's top bit set */
+		check_sort(v, n);
+	}
+	/* three 9-bit digits whose middle one never varies: two passes */
+	for (size_t i = 0; i < n; i++)
+		v[i] = 77 + (int64_t)(gsl_rng_uniform_int(r, 512) | gsl_rng_uniform_int(r, 256) << 18);
+	v[0] = 77 + (int64_t)(255u << 18);
+	check_sort(v, n);
 	/* all equal: no pass at all */
 	for (size_t i = 0; i < n; i++)
 		v[i] = 42;
