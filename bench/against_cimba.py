@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The serial engine against Cimba on M/D/1 at 70% load, 10M customers (the speed issue's
+comparison; bench/README.md "The serial engine against Cimba" says how Cimba is built).
+
+Runs each program PAIRS times, alternating which goes first, each run from a fresh copy of
+its binary (bench/paired.py fresh_copy: where the code lands in memory moves a run's time by
+up to a third on the shared VM), and prints the median CPU time (user + system) of each and
+the median of the per-pair ratios Cimba / simbatch with their range.
+
+Usage: bench/against_cimba.py SIMBATCH CIMBA_MD1_SINGLE CIMBA_LIB [PAIRS]
+(CIMBA_LIB: the libcimba.so.1 it loads, from Cimba's build/src)"""
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from paired import fresh_copy
+
+# 70% of the NPU's ResNet-50 serial capacity (0.7 / 0.6634 ms); Cimba's MD1_single is set to
+# ARRIVAL_RATE 0.7 with a constant unit service time and 10M customers
+SIMBATCH_ARGS = ["--policy=serial", "--model=resnet50", "--hw=npu", "--rate=1055", "--requests=10000000",
+                 "--no-db", "--quiet"]
+
+
+def cpu_s(binary, args, scratch, lib=None):
+    """lib: a shared library the binary loads, copied fresh beside it too (Cimba's libcimba)"""
+    exe = fresh_copy(binary, scratch)
+    env = dict(os.environ)
+    if lib:
+        libdir = os.path.join(scratch, "lib")
+        os.makedirs(libdir, exist_ok=True)
+        copy = os.path.join(libdir, os.path.basename(lib))
+        shutil.copyfile(lib, copy)
+        env["LD_LIBRARY_PATH"] = libdir
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([exe, *args], stdout=subprocess.DEVNULL, check=True, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    os.remove(exe)
+    if lib:
+        os.remove(copy)
+        os.rmdir(libdir)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    simbatch, cimba, cimba_lib = sys.argv[1], sys.argv[2], sys.argv[3]
+    pairs = int(sys.argv[4]) if len(sys.argv) > 4 else 11
+    scratch = tempfile.mkdtemp(prefix="cimba-")
+    sb, cb = [], []
+    for i in range(pairs):
+        for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+            if which == 0:
+                sb.append(cpu_s(simbatch, SIMBATCH_ARGS, scratch))
+            else:
+                cb.append(cpu_s(cimba, [], scratch, cimba_lib))
+    os.rmdir(scratch)
+    ratios = [c / s for s, c in zip(sb, cb)]
+    print(f"simbatch {statistics.median(sb):.3f} CPU s, Cimba {statistics.median(cb):.3f} CPU s, "
+          f"Cimba / simbatch {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}), {pairs} pairs")
+
+
+if __name__ == "__main__":
+    main()
