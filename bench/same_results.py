@@ -5,12 +5,19 @@ three workers), compared field by field without the wall-clock fields. For a
 refactor or a speed-up, which must change no result (CONTRIBUTING's rule);
 the CI CDF baseline (scripts/ci-compare) checks the same on fewer points.
 
-Usage: bench/same_results.py OLD_SIMBATCH NEW_SIMBATCH   (exit 1 when any run differs)"""
+With --broad, 456 shorter runs instead: the six node-level policies on six models at three
+rates, alone, on three workers, with a small max batch and a window, and on two workers of
+the calibrated CPU; and the four LLM policies on two models at three rates (some
+configurations are refused by their policy, which both binaries must then do alike). A few
+seconds on the 2-core VM.
+
+Usage: bench/same_results.py OLD_SIMBATCH NEW_SIMBATCH [--broad]   (exit 1 when any run differs)"""
 import json
 import subprocess
 import sys
 
 old, new = sys.argv[1], sys.argv[2]
+broad = "--broad" in sys.argv[3:]
 cases = []
 for pol, models in [("serial", ["resnet50", "gnmt", "transformer", "treelstm"]), ("graph", ["resnet50", "gnmt", "seq2seq"]),
                     ("lazy", ["gnmt", "transformer", "resnet50"]), ("oracle", ["gnmt", "transformer"]),
@@ -20,6 +27,18 @@ for pol, models in [("serial", ["resnet50", "gnmt", "transformer", "treelstm"]),
             cases.append(["--policy=" + pol, "--model=" + m, "--rate=" + rate, "--requests=3000", "--seed=7"])
 cases.append(["--policy=lazy", "--model=gnmt", "--arrival-cv=3", "--requests=2000"])
 cases.append(["--policy=graph", "--model=gnmt", "--window=5", "--workers=3", "--requests=2000"])
+if broad:
+    cases = []
+    for pol in ("serial", "graph", "cellular", "topup", "lazy", "oracle"):
+        for m in ("gnmt", "transformer", "las", "resnet50", "lstm", "seq2seq"):
+            for rate in ("100", "1000", "5000"):
+                for extra in ([], ["--workers=3"], ["--max-batch=8", "--window=2"], ["--hw=cpu", "--workers=2"]):
+                    cases.append(["--policy=" + pol, "--model=" + m, "--rate=" + rate, "--requests=2000",
+                                  "--seed=5", *extra])
+    for pol in ("static", "continuous", "chunked", "slo"):
+        for m in ("llama2-7b", "llama3-8b"):
+            for rate in ("2", "10", "40"):
+                cases.append(["--policy=" + pol, "--model=" + m, "--rate=" + rate, "--requests=500", "--seed=5"])
 bad = 0
 added = set()
 for c in cases:

@@ -97,6 +97,17 @@ static long double sum128_value(uint64_t lo, uint64_t hi)
 	return (long double)hi * 18446744073709551616.0L + (long double)lo;
 }
 
+/* metrics_hist_add, inline for metrics_record (every request's queueing time) */
+static inline void hist_add(struct metrics_hist *h, int64_t ns)
+{
+	uint64_t v = ns > 0 ? (uint64_t)ns : 0;
+	h->count[hist_bucket(v)]++;
+	h->n++;
+	sum128_add(&h->sum_lo, &h->sum_hi, v);
+	if ((int64_t)v > h->max_ns)
+		h->max_ns = (int64_t)v;
+}
+
 static int metrics_grow(struct metrics *m)
 {
 	size_t cap = m->cap * 2;
@@ -121,7 +132,7 @@ int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns)
 	uint64_t q = queue_ns > 0 ? (uint64_t)queue_ns : 0;
 	uint64_t l = latency_ns > 0 ? (uint64_t)latency_ns : 0;
 	sum128_add(&m->lat_sum_lo, &m->lat_sum_hi, l);
-	metrics_hist_add(&m->queue, (int64_t)q);
+	hist_add(&m->queue, (int64_t)q);
 	return 0;
 }
 
@@ -337,12 +348,7 @@ static size_t upper_bound(const int64_t *x, size_t n, int64_t t)
 
 void metrics_hist_add(struct metrics_hist *h, int64_t ns)
 {
-	uint64_t v = ns > 0 ? (uint64_t)ns : 0;
-	h->count[hist_bucket(v)]++;
-	h->n++;
-	sum128_add(&h->sum_lo, &h->sum_hi, v);
-	if ((int64_t)v > h->max_ns)
-		h->max_ns = (int64_t)v;
+	hist_add(h, ns);
 }
 
 double metrics_hist_quantile_ns(const struct metrics_hist *h, uint64_t num, uint64_t den)

@@ -70,7 +70,7 @@ struct eng {
 	int64_t wake_pending_ns;        /* earliest scheduled wake-up, INT64_MAX if none */
 	uint32_t idle;                  /* devices not busy: none, and an instant offers nothing */
 
-	uint64_t events;
+	uint64_t wakeups;               /* wake-up events handled (the run's events: drv_run_end) */
 	int64_t now_ns;
 	int has_cold;                   /* eng_latency_has_cold; 0: every task runs warm */
 	int runs;                       /* 1: a task the policy offers as a run runs as one (policy.h);
@@ -466,14 +466,13 @@ static int eng_dispatch(struct eng *e, int64_t now_ns)
 
 static int eng_handle(struct eng *e, const struct event *ev)
 {
-	e->events++;
 	switch (ev->kind) {
 	case EV_ARRIVAL:
 		return eng_on_arrival(e, ev);
 	case EV_TASK_DONE:
-		e->events += e->devices[ev->aux].task.run_len - 1;   /* a run's inner boundaries count as the events they replace */
 		return eng_on_task_done(e, ev);
 	case EV_WAKEUP:
+		e->wakeups++;
 		if (ev->time_ns == e->wake_pending_ns)
 			e->wake_pending_ns = INT64_MAX;
 		return 0;
@@ -692,7 +691,11 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	}
 	if (eng_loop(&e) != 0)
 		goto fail;
-	struct drv_run_end end = { .end_ns = e.now_ns, .workers = c->workers, .sla_ns = c->sla_ns, .events = e.events,
+	/* every arrival, task end and wake-up is an event; a run's inner boundaries count as the
+	 * task ends they replace, as the driver counts them as tasks (drv_run_extend), and every
+	 * task has ended by now */
+	uint64_t events = e.drv.arrived + e.drv.tasks + e.wakeups;
+	struct drv_run_end end = { .end_ns = e.now_ns, .workers = c->workers, .sla_ns = c->sla_ns, .events = events,
 	                           .cold_starts = e.cold_starts };
 	if (drv_finish(&e.drv, &end, res, err, errlen) != 0)
 		goto fail;
