@@ -56,13 +56,12 @@ int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns);
 void metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s);
 /* Sorted latency samples (valid after metrics_finish), ns. */
 const int64_t *metrics_sorted_ns(const struct metrics *m, size_t *n);
-/* Sorts any int64 array ascending (the radix sort metrics_finish uses).
- * Returns 0, or -1 when its n-element scratch buffer cannot be allocated
- * (v untouched). */
+/* Sorts any int64 array ascending (the radix sort metrics_finish uses), in
+ * place with no memory beyond the array's own. Returns 0. */
 int metrics_sort_ns(int64_t *v, size_t n);
 /* Heap bytes m holds now: 8 per sample of capacity plus a fixed ~58 KiB
- * (the queueing-time histogram). metrics_finish briefly needs 8 more bytes
- * per sample as radix-sort scratch. */
+ * (the queueing-time histogram); metrics_finish sorts within the samples'
+ * own 8 bytes. */
 size_t metrics_memory_bytes(const struct metrics *m);
 
 /* MLPerf LoadGen's early-stopping rule (binomial, one-sided): the fewest
