@@ -3,8 +3,8 @@
 comparison; bench/README.md "The serial engine against Cimba" says how Cimba is built).
 
 Runs each program PAIRS times, alternating which goes first, each run from a fresh copy of
-its binary (bench/paired.py fresh_copy: where the code lands in memory moves a run's time by
-up to a third on the shared VM), and prints the median CPU time (user + system) of each and
+its binary (bench/paired.py fresh_copy: where a binary's pages lie moves every run of it by up
+to a quarter on the shared VM), and prints the median CPU time (user + system) of each and
 the median of the per-pair ratios Cimba / simbatch with their range.
 
 Usage: bench/against_cimba.py SIMBATCH CIMBA_MD1_SINGLE CIMBA_LIB [PAIRS]
@@ -30,18 +30,12 @@ def cpu_s(binary, args, scratch, lib=None):
     exe = fresh_copy(binary, scratch)
     env = dict(os.environ)
     if lib:
-        libdir = os.path.join(scratch, "lib")
-        os.makedirs(libdir, exist_ok=True)
-        copy = os.path.join(libdir, os.path.basename(lib))
-        shutil.copyfile(lib, copy)
+        libdir = tempfile.mkdtemp(dir=scratch, prefix="lib-")
+        shutil.copyfile(lib, os.path.join(libdir, os.path.basename(lib)))
         env["LD_LIBRARY_PATH"] = libdir
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([exe, *args], stdout=subprocess.DEVNULL, check=True, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    os.remove(exe)
-    if lib:
-        os.remove(copy)
-        os.rmdir(libdir)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
@@ -58,7 +52,7 @@ def main():
                 sb.append(cpu_s(simbatch, SIMBATCH_ARGS, scratch))
             else:
                 cb.append(cpu_s(cimba, [], scratch, cimba_lib))
-    os.rmdir(scratch)
+    shutil.rmtree(scratch)
     ratios = [c / s for s, c in zip(sb, cb)]
     print(f"simbatch {statistics.median(sb):.3f} CPU s, Cimba {statistics.median(cb):.3f} CPU s, "
           f"Cimba / simbatch {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}), {pairs} pairs")
