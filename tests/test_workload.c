@@ -155,6 +155,33 @@ static void test_gap_paths(void **state)
 	gsl_rng_free(r2);
 }
 
+/* Gaps drawn a block at a time are GSL's draws one at a time, bit for bit:
+ * blocks of 1, 7 and 64 and one of 1000 against gsl_ran_exponential and
+ * gsl_ran_gamma on a second generator of the same seed. */
+static void test_gap_blocks(void **state)
+{
+	(void)state;
+	struct trc_arrivals a;
+	char err[256];
+	const size_t blocks[] = { 1, 7, 64, 1000, 64 };
+	double gaps[1000];
+	for (int gamma = 0; gamma < 2; gamma++) {
+		gsl_rng *r1 = rng_seeded(17), *r2 = rng_seeded(17);
+		assert_int_equal(trc_arrivals_init(&a, 1055.0, gamma ? 0.7 : 1.0, err, sizeof err), 0);
+		double shape = 1.0 / (0.7 * 0.7);
+		for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+			trc_arrivals_next_gaps_s(&a, r1, gaps, blocks[b]);
+			for (size_t i = 0; i < blocks[b]; i++) {
+				double want = gamma ? gsl_ran_gamma(r2, shape, 1.0 / (1055.0 * shape))
+				                    : gsl_ran_exponential(r2, 1.0 / 1055.0);
+				assert_memory_equal(&gaps[i], &want, sizeof want);
+			}
+		}
+		gsl_rng_free(r1);
+		gsl_rng_free(r2);
+	}
+}
+
 static void test_arrivals_errors(void **state)
 {
 	(void)state;
@@ -836,6 +863,7 @@ int main(void)
 		cmocka_unit_test(test_poisson_gaps),
 		cmocka_unit_test(test_gamma_gaps),
 		cmocka_unit_test(test_gap_paths),
+		cmocka_unit_test(test_gap_blocks),
 		cmocka_unit_test(test_arrivals_errors),
 		cmocka_unit_test(test_fixed),
 		cmocka_unit_test(test_uniform),

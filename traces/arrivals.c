@@ -38,3 +38,22 @@ double trc_arrivals_next_gap_s(const struct trc_arrivals *a, gsl_rng *r)
 	double scale_s = 1.0 / (a->rate_rps * shape);
 	return gsl_ran_gamma(r, shape, scale_s);
 }
+
+void trc_arrivals_next_gaps_s(const struct trc_arrivals *a, gsl_rng *r, double *gaps, size_t n)
+{
+	if (a->cv != 1.0) {
+		for (size_t i = 0; i < n; i++)
+			gaps[i] = trc_arrivals_next_gap_s(a, r);
+		return;
+	}
+	/* gsl_ran_exponential(r, mu) is -mu * log1p(-u) of one uniform u (GSL
+	 * 2.7, randist/exponential.c; tests/test_workload.c holds us to it draw
+	 * for draw). Taken as every uniform first and then every logarithm, the
+	 * logarithms wait on nothing but their own uniform and overlap, where
+	 * drawn one by one each waited for the generator's next step. */
+	const double mu = 1.0 / a->rate_rps;
+	for (size_t i = 0; i < n; i++)
+		gaps[i] = gsl_rng_uniform(r);
+	for (size_t i = 0; i < n; i++)
+		gaps[i] = -mu * log1p(-gaps[i]);
+}

@@ -39,8 +39,7 @@ int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, si
 	} else {
 		if (id > 0) {
 			if (s->gaps_used == TRC_GAP_BLOCK) {
-				for (unsigned i = 0; i < TRC_GAP_BLOCK; i++)
-					s->gaps[i] = trc_arrivals_next_gap_s(&s->arrivals, s->rng_arrivals);
+				trc_arrivals_next_gaps_s(&s->arrivals, s->rng_arrivals, s->gaps, TRC_GAP_BLOCK);
 				s->gaps_used = 0;
 			}
 			s->next_arrival_s += s->gaps[s->gaps_used++];

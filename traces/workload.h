@@ -41,6 +41,9 @@ int trc_arrivals_init(struct trc_arrivals *a, double rate_rps, double cv, char *
 
 /* Next inter-arrival gap in seconds (exponential when cv == 1, Gamma otherwise). */
 double trc_arrivals_next_gap_s(const struct trc_arrivals *a, gsl_rng *r);
+/* The next n gaps into gaps[]: the same numbers, in the same order, as n
+ * calls of trc_arrivals_next_gap_s. */
+void trc_arrivals_next_gaps_s(const struct trc_arrivals *a, gsl_rng *r, double *gaps, size_t n);
 
 /* ---- request-length distributions ---- */
 
