@@ -306,30 +306,34 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 	const struct mdl_model *m = e->c->model;
 	uint32_t segment = m->nodes[t->node_type].segment;
 	const struct mdl_segment *seg = &m->segments[segment];
-	uint64_t n = 1, passes = (t->run_max - 1) / seg->nnodes;
-	if (seg->kind == MDL_PASS) {
-		/* a pass segment runs once, its types in order, each at the members' lengths */
-		for (uint32_t type = t->node_type + 1; n < t->run_max && end_ns < horizon; n++, type++)
-			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, 0));
-		passes = 0;
-	}
+	const uint32_t first = seg->first_node, last = first + seg->nnodes - 1;
+	/* node n of the run is of type `type`, kept as n grows (mdl_run_type without its division) */
+	uint64_t n = 1, passes = 0;
+	uint32_t type = t->node_type == last ? first : t->node_type + 1;
 	const int64_t *walk = eng_walk_row(e, segment, t->cells);
 	int64_t pass_ns = walk ? walk[seg->nnodes] : -1;     /* -1: not one price a pass */
-	if (!walk && e->seg_on_p[segment]) {
-		/* each decoder step its own price: the members attend to one more position a pass */
-		uint32_t type = t->node_type, last = seg->first_node + seg->nnodes - 1, step = 0;
+	if (seg->kind == MDL_PASS) {
+		/* a pass segment runs once, its types in order, each at the members' lengths */
 		for (; n < t->run_max && end_ns < horizon; n++) {
-			step += type == last;
-			type = type == last ? seg->first_node : type + 1;
-			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, step));
+			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, 0));
+			type = type == last ? first : type + 1;
 		}
-		passes = 0;
-	} else if (!walk && passes) {
+	} else if (!walk && e->seg_on_p[segment]) {
+		/* each decoder step its own price: the members attend to one more position a pass */
+		for (uint32_t step = 0; n < t->run_max && end_ns < horizon; n++) {
+			step += type == first;
+			end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, step));
+			type = type == last ? first : type + 1;
+		}
+	} else {
+		passes = (t->run_max - 1) / seg->nnodes;
+	}
+	if (!walk && passes) {
 		/* the members' inputs set a node's price, the same every pass: one
 		 * pass priced once, summed node by node for the rest of a pass */
 		int64_t *sum = e->walk_scratch;
 		for (uint32_t j = 0; j < seg->nnodes; j++)
-			sum[j + 1] = ns_add(sum[j], eng_task_node_ns(e, t, seg->first_node + j, 0));
+			sum[j + 1] = ns_add(sum[j], eng_task_node_ns(e, t, first + j, 0));
 		pass_ns = sum[seg->nnodes];
 		for (uint32_t j = 0; j < seg->nnodes; j++)
 			sum[seg->nnodes + j + 1] = ns_add(pass_ns, sum[j + 1]);
@@ -341,22 +345,21 @@ static int64_t eng_run_end(struct eng *e, struct pol_task *t, int64_t now_ns, in
 		if (fit < passes)
 			passes = fit;
 		end_ns += (int64_t)passes * pass_ns;
-		n += passes * seg->nnodes;
+		n += passes * seg->nnodes;             /* whole passes: node n's type is unchanged */
 	}
-	uint32_t type = mdl_run_type(m, t->node_type, n), last = seg->first_node + seg->nnodes - 1;
 	if (walk) {
 		/* the rest of a pass from the sums: node k + 1 runs while the first k end before the horizon */
-		uint32_t a = type - seg->first_node, k = 0;
+		uint32_t a = type - first, k = 0;
 		uint64_t cap = t->run_max - n < seg->nnodes ? t->run_max - n : seg->nnodes;
 		while (k < cap && walk[a + k] - walk[a] < horizon - end_ns)
 			k++;
 		end_ns = ns_add(end_ns, walk[a + k] - walk[a]);
 		n += k;
-		type = seg->first_node + (a + k) % seg->nnodes;
+		type = first + (a + k >= seg->nnodes ? a + k - seg->nnodes : a + k);
 	}
 	while (n < t->run_max && end_ns < horizon) {
 		end_ns = ns_add(end_ns, eng_task_node_ns(e, t, type, 0));
-		type = type == last ? seg->first_node : type + 1;
+		type = type == last ? first : type + 1;
 		n++;
 	}
 	if (n > 1)
