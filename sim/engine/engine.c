@@ -486,7 +486,7 @@ static int eng_handle(struct eng *e, const struct event *ev)
 /* Not inlined into eng_run, whose stack holds *e: inlined, the loop read and
  * wrote e's fields at offsets from the stack pointer, and ran a serial run at
  * 0.97 CPU s where through a pointer it runs at 0.78 (bench/README.md, "The
- * event loop through a pointer"), on the 2-core VM's AMD EPYC. */
+ * event loop's state on the stack"), on the 2-core VM's AMD EPYC. */
 __attribute__((noinline)) static int eng_loop(struct eng *e)
 {
 	struct event buf;
