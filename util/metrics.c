@@ -1,9 +1,10 @@
 /* util/metrics.c: per-run latency statistics, on the simulator's hot path.
  *
  * End-to-end latencies are kept exactly (int64 ns, 8 bytes each) and sorted
- * once at the end, in place with no memory beyond their own (radix_sort_inplace):
- * several times faster than qsort for millions of samples. Quantiles follow gsl_stats_quantile_from_sorted_data
- * (index q*(n-1), linear interpolation) but read the int64 array directly.
+ * once at the end, in place with no memory beyond their own
+ * (radix_sort_inplace): several times faster than qsort for millions of
+ * samples. Quantiles follow gsl_stats_quantile_from_sorted_data (index
+ * q*(n-1), linear interpolation) but read the int64 array directly.
  *
  * Queueing time is not kept per request: an exact running sum gives the mean
  * and a log-linear histogram gives the p99. A value v >= 256 ns falls in the
