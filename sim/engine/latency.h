@@ -37,7 +37,8 @@ struct eng_latency;
 #define ENG_MAX_NODE_S 1e6
 
 /* max_len: the longest request's input length, which sizes a pass node's
- * tables (tokens up to max_cells * max_len); 0 for a model without one. */
+ * tables (tokens up to max_cells * max_len); 0 for a model without one.
+ * max_out: the longest output, which sizes the decoder step's table over P. */
 struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct hw_model *hw,
                                        uint32_t max_cells, uint32_t max_len, uint32_t max_out, char *err,
                                        size_t errlen);
@@ -48,12 +49,11 @@ int64_t eng_latency_graph_ns(void *l, uint32_t batch, uint32_t input_len, uint32
 /* What the device takes (the engine's prices). node_ns answers a decoder node
  * with terms over P and S (models/model.h) at the model's estimate lengths,
  * which is what a policy estimates with; the device runs each member at its
- * own: the node with every member at P = S = 1 (this table) plus what each
- * member's own lengths add, when the hardware model prices shapes and the
- * lengths change its price (step_varies). max_out: the longest output,
- * which sizes P's table; graph_ns counts the same. */
-/* The device table, for a caller's own inline lookups: node type t at
- * batch b is table[t * stride + b]. */
+ * own: the node with every member at P = S = 1 (the device table) plus what
+ * each member's own lengths add, when the hardware model prices shapes and
+ * the lengths change its price (step_varies); graph_ns counts the same. The
+ * device table, for a caller's own inline lookups: node type t at batch b is
+ * table[t * stride + b]. */
 const int64_t *eng_latency_device_table(const struct eng_latency *l, size_t *stride);
 int eng_latency_step_varies(const struct eng_latency *l, uint32_t node_type);
 /* Whether a step_varies type's price changes with its members' step (P), not only their input (S). */
