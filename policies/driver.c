@@ -165,11 +165,13 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 	int64_t span_ns = d->last_finish_ns - d->first_measured_arrival_ns;
 	res->throughput_rps = d->measured && span_ns > 0 ? (double)d->measured / (span_ns * 1e-9) : 0.0;
 	res->busy_fraction = end->end_ns > 0 ? (double)d->busy_ns / ((double)end->end_ns * end->workers) : 0.0;
-	metrics_finish(d->metrics, end->sla_ns, &res->summary);
+	void (*finish)(struct metrics *, int64_t, struct metrics_summary *) =
+		d->c.summary_only ? metrics_finish_summary : metrics_finish;
+	finish(d->metrics, end->sla_ns, &res->summary);
 	if (d->ttft) {
 		res->llm = 1;
-		metrics_finish(d->ttft, d->c.env.ttft_slo_ns ? d->c.env.ttft_slo_ns : INT64_MAX, &res->ttft);
-		metrics_finish(d->tpot, d->c.env.tpot_slo_ns ? d->c.env.tpot_slo_ns : INT64_MAX, &res->tpot);
+		finish(d->ttft, d->c.env.ttft_slo_ns ? d->c.env.ttft_slo_ns : INT64_MAX, &res->ttft);
+		finish(d->tpot, d->c.env.tpot_slo_ns ? d->c.env.tpot_slo_ns : INT64_MAX, &res->tpot);
 		res->goodput_rps = d->measured && span_ns > 0 ? (double)d->good / (span_ns * 1e-9) : 0.0;
 		res->iter_tokens = d->iter_tokens;
 		double capacity = (double)d->c.env.kv_blocks * end->workers * (double)end->end_ns;

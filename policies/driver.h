@@ -85,6 +85,8 @@ struct drv_config {
 	uint64_t warmup;                    /* requests with smaller ids are not measured */
 	uint64_t expected_requests;         /* sizes the latency store (a hint) */
 	int keep_request_rows;
+	int summary_only;                   /* no latency CDF wanted (a run not stored): the summary's
+	                                     * quantiles are selected, not sorted for (metrics_finish_summary) */
 	void (*release)(void *ctx, struct pol_request *r, int64_t finish_ns);   /* optional: a finished
 	                                    * request is the caller's again */
 	void *release_ctx;

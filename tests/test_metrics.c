@@ -93,6 +93,75 @@ static void test_quantiles_match_gsl(void **state)
 		check_quantiles_for_n(ns[i], 17 + i);
 }
 
+/* metrics_finish_summary against metrics_finish (itself held to GSL above)
+ * on the same samples: every field the same number, the CDF left zero; and
+ * metrics_finish afterwards still sees every sample (the selection reorders
+ * them, it does not drop any). */
+static void check_summary_selects(const int64_t *v, size_t n, int64_t sla_ns)
+{
+	struct metrics *sorted = metrics_create(n), *selected = metrics_create(n);
+	assert_non_null(sorted);
+	assert_non_null(selected);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(metrics_record(sorted, v[i], v[i] / 2), 0);
+		assert_int_equal(metrics_record(selected, v[i], v[i] / 2), 0);
+	}
+	static struct metrics_summary want, got;
+	metrics_finish(sorted, sla_ns, &want);
+	metrics_finish_summary(selected, sla_ns, &got);
+	assert_true(got.count == want.count);
+	const double *w[] = { &want.mean_ms, &want.p50_ms, &want.p90_ms, &want.p95_ms, &want.p99_ms, &want.p999_ms,
+	                      &want.max_ms, &want.min_ms, &want.queue_mean_ms, &want.queue_p99_ms,
+	                      &want.sla_violation_rate };
+	const double *g[] = { &got.mean_ms, &got.p50_ms, &got.p90_ms, &got.p95_ms, &got.p99_ms, &got.p999_ms,
+	                      &got.max_ms, &got.min_ms, &got.queue_mean_ms, &got.queue_p99_ms,
+	                      &got.sla_violation_rate };
+	for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
+		if (memcmp(w[k], g[k], sizeof(double)) != 0)
+			fail_msg("n %zu, summary field %zu: selected %.17g, sorted %.17g", n, k, *g[k], *w[k]);
+	for (int i = 0; i < METRICS_CDF_POINTS; i++)
+		assert_true(got.cdf_ms[i] == 0.0);
+	metrics_finish(selected, sla_ns, &got);
+	assert_memory_equal(got.cdf_ms, want.cdf_ms, sizeof want.cdf_ms);
+	metrics_destroy(sorted);
+	metrics_destroy(selected);
+}
+
+static void test_summary_selects_what_sorting_finds(void **state)
+{
+	(void)state;
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(r, 41);
+	size_t cap = 300007;
+	int64_t *v = malloc(cap * sizeof *v);
+	assert_non_null(v);
+	/* wide (past 2^32 ns) with atoms, at sizes either side of where selection starts (16384) */
+	const size_t ns[] = { 1, 2, 3, 1001, 16383, 16384, 20011, 300007 };
+	for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+		for (size_t i = 0; i < ns[k]; i++)
+			v[i] = draw_latency(r);
+		check_summary_selects(v, ns[k], 5000000);
+	}
+	/* narrow: a span of 1000 ns, every value a bucket of its own */
+	for (size_t i = 0; i < cap; i++)
+		v[i] = 660000 + (int64_t)gsl_rng_uniform_int(r, 1000);
+	check_summary_selects(v, cap, 660500);
+	/* M/D/1-like: 30% exactly the service time, the rest exponential above it; SLA at the atom */
+	for (size_t i = 0; i < cap; i++)
+		v[i] = 662818 + (gsl_rng_uniform(r) < 0.3 ? 0 : (int64_t)gsl_ran_exponential(r, 8e5));
+	check_summary_selects(v, cap, 662818);
+	/* one value at every rank but the last few: the quantiles' buckets hold nearly all */
+	for (size_t i = 0; i < cap; i++)
+		v[i] = i < cap - 5 ? 1000000 : 1000000 + (int64_t)i * 977;
+	check_summary_selects(v, cap, 1000000);
+	/* all equal */
+	for (size_t i = 0; i < cap; i++)
+		v[i] = 123456789;
+	check_summary_selects(v, cap, 0);
+	free(v);
+	gsl_rng_free(r);
+}
+
 /* quantiles of 1..5 ms worked by hand: index q*(n-1) = 4q */
 static void test_quantiles_by_hand(void **state)
 {
@@ -381,6 +450,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_quantiles_match_gsl),
 		cmocka_unit_test(test_quantiles_by_hand),
+		cmocka_unit_test(test_summary_selects_what_sorting_finds),
 		cmocka_unit_test(test_radix_sort_matches_qsort),
 		cmocka_unit_test(test_queue_histogram_p99),
 		cmocka_unit_test(test_queue_histogram_by_hand),

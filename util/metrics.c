@@ -321,17 +321,93 @@ static void metrics_sort(struct metrics *m)
 		radix_sort_inplace(m->lat_ns, m->n);
 }
 
-/* gsl_stats_quantile_from_sorted_data's rule, on int64 samples; ns */
-static double quantile_ns(const int64_t *x, size_t n, double q)
+/* The values at the given ranks of v (ascending ranks < n), as v sorted
+ * would hold them, without sorting all of v: counted by the leading
+ * SELECT_BITS bits in which the samples differ, only the buckets that hold a
+ * wanted rank are gathered to the front of v and sorted (for a summary's
+ * quantiles a few thousand samples of millions). v is reordered. lo, hi:
+ * v's least and greatest values. */
+#define SELECT_BITS 11
+#define SELECT_SORT_MAX (1u << 14)     /* fewer samples than this are simply sorted */
+
+static void select_ranks(int64_t *v, size_t n, int64_t lo, int64_t hi, const size_t *rank, size_t nrank,
+                         int64_t *out)
 {
-	if (n == 0)
-		return 0.0;
+	if (n < SELECT_SORT_MAX || lo == hi) {
+		radix_sort_inplace(v, n);
+		for (size_t j = 0; j < nrank; j++)
+			out[j] = v[rank[j]];
+		return;
+	}
+	uint64_t span = (uint64_t)hi - (uint64_t)lo;
+	unsigned width = 64 - (unsigned)__builtin_clzll(span);
+	unsigned shift = width > SELECT_BITS ? width - SELECT_BITS : 0;
+	size_t count[1u << SELECT_BITS] = { 0 };
+	for (size_t i = 0; i < n; i++)
+		count[((uint64_t)v[i] - (uint64_t)lo) >> shift]++;
+	unsigned char wanted[1u << SELECT_BITS] = { 0 };
+	size_t b = 0, below = 0;      /* samples in the buckets before b */
+	for (size_t j = 0; j < nrank; j++) {
+		while (below + count[b] <= rank[j])
+			below += count[b++];
+		wanted[b] = 1;
+	}
+	size_t kept = 0;              /* swapped, not copied: v keeps every sample */
+	for (size_t i = 0; i < n; i++)
+		if (wanted[((uint64_t)v[i] - (uint64_t)lo) >> shift]) {
+			int64_t x = v[i];
+			v[i] = v[kept];
+			v[kept++] = x;
+		}
+	if (kept >= 2)
+		radix_sort_inplace(v, kept);
+	/* rank r lies in bucket b at r - below, after the wanted buckets before b */
+	size_t kept_below = 0;
+	b = 0;
+	below = 0;
+	for (size_t j = 0; j < nrank; j++) {
+		while (below + count[b] <= rank[j]) {
+			kept_below += wanted[b] ? count[b] : 0;
+			below += count[b++];
+		}
+		out[j] = v[kept_below + (rank[j] - below)];
+	}
+}
+
+/* gsl_stats_quantile_from_sorted_data's rule, on int64 samples: the
+ * quantile q of n sorted samples lies between samples lhs and lhs + 1 */
+static size_t quantile_lhs(size_t n, double q)
+{
+	return (size_t)(q * (double)(n - 1));
+}
+
+/* ... interpolated between those two samples' values a and b (a alone at the last sample); ns */
+static double quantile_mix(size_t n, double q, int64_t a, int64_t b)
+{
 	const double index = q * (double)(n - 1);
 	const size_t lhs = (size_t)index;
 	const double delta = index - (double)lhs;
 	if (lhs >= n - 1)
-		return (double)x[n - 1];
-	return (1 - delta) * (double)x[lhs] + delta * (double)x[lhs + 1];
+		return (double)a;
+	return (1 - delta) * (double)a + delta * (double)b;
+}
+
+static double quantile_ns(const int64_t *x, size_t n, double q)
+{
+	if (n == 0)
+		return 0.0;
+	size_t lhs = quantile_lhs(n, q);
+	return quantile_mix(n, q, x[lhs], lhs + 1 < n ? x[lhs + 1] : x[lhs]);
+}
+
+/* The summary's quantiles, in the order of its fields p50 ... p999. */
+#define SUMMARY_QUANTILES 5
+static const double summary_q[SUMMARY_QUANTILES] = { 0.50, 0.90, 0.95, 0.99, 0.999 };
+
+static double *summary_quantile_ms(struct metrics_summary *s, unsigned k)
+{
+	double *field[SUMMARY_QUANTILES] = { &s->p50_ms, &s->p90_ms, &s->p95_ms, &s->p99_ms, &s->p999_ms };
+	return field[k];
 }
 
 /* first index whose value exceeds t, in a sorted array */
@@ -385,28 +461,62 @@ double metrics_hist_mean_ns(const struct metrics_hist *h)
 	return h->n ? (double)(sum128_value(h->sum_lo, h->sum_hi) / (long double)h->n) : 0.0;
 }
 
-void metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
+/* What the two finishes share: the count, the exact mean and the queueing times. 0 when m has no samples. */
+static int finish_common(const struct metrics *m, struct metrics_summary *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->count = m->n;
 	if (m->n == 0)
+		return 0;
+	s->mean_ms = (double)(sum128_value(m->lat_sum_lo, m->lat_sum_hi) / (long double)m->n) / NS_PER_MS;
+	s->queue_mean_ms = metrics_hist_mean_ns(&m->queue) / NS_PER_MS;
+	s->queue_p99_ms = metrics_hist_quantile_ns(&m->queue, 99, 100) / NS_PER_MS;
+	return 1;
+}
+
+void metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
+{
+	if (!finish_common(m, s))
 		return;
 	metrics_sort(m);
 	const int64_t *x = m->lat_ns;
 	size_t n = m->n;
-	s->mean_ms = (double)(sum128_value(m->lat_sum_lo, m->lat_sum_hi) / (long double)n) / NS_PER_MS;
-	s->p50_ms = quantile_ns(x, n, 0.50) / NS_PER_MS;
-	s->p90_ms = quantile_ns(x, n, 0.90) / NS_PER_MS;
-	s->p95_ms = quantile_ns(x, n, 0.95) / NS_PER_MS;
-	s->p99_ms = quantile_ns(x, n, 0.99) / NS_PER_MS;
-	s->p999_ms = quantile_ns(x, n, 0.999) / NS_PER_MS;
+	for (unsigned k = 0; k < SUMMARY_QUANTILES; k++)
+		*summary_quantile_ms(s, k) = quantile_ns(x, n, summary_q[k]) / NS_PER_MS;
 	s->max_ms = (double)x[n - 1] / NS_PER_MS;
 	s->min_ms = (double)x[0] / NS_PER_MS;
-	s->queue_mean_ms = metrics_hist_mean_ns(&m->queue) / NS_PER_MS;
-	s->queue_p99_ms = metrics_hist_quantile_ns(&m->queue, 99, 100) / NS_PER_MS;
 	s->sla_violation_rate = (double)(n - upper_bound(x, n, sla_ns)) / (double)n;
 	for (size_t i = 0; i < METRICS_CDF_POINTS; i++)
 		s->cdf_ms[i] = quantile_ns(x, n, (double)(i + 1) / METRICS_CDF_POINTS) / NS_PER_MS;
+}
+
+void metrics_finish_summary(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
+{
+	if (!finish_common(m, s))
+		return;
+	int64_t *x = m->lat_ns;
+	size_t n = m->n, over = 0;
+	int64_t lo = x[0], hi = x[0];
+	for (size_t i = 0; i < n; i++) {
+		lo = x[i] < lo ? x[i] : lo;
+		hi = x[i] > hi ? x[i] : hi;
+		over += x[i] > sla_ns;
+	}
+	/* the samples each quantile interpolates between, ascending as summary_q is */
+	size_t rank[2 * SUMMARY_QUANTILES], nrank = 0;
+	for (unsigned k = 0; k < SUMMARY_QUANTILES; k++) {
+		size_t lhs = quantile_lhs(n, summary_q[k]);
+		rank[nrank++] = lhs;
+		rank[nrank++] = lhs + 1 < n ? lhs + 1 : lhs;
+	}
+	int64_t at[2 * SUMMARY_QUANTILES];
+	select_ranks(x, n, lo, hi, rank, nrank, at);
+	m->sorted = 0;                /* select_ranks reordered the samples */
+	for (unsigned k = 0; k < SUMMARY_QUANTILES; k++)
+		*summary_quantile_ms(s, k) = quantile_mix(n, summary_q[k], at[2 * k], at[2 * k + 1]) / NS_PER_MS;
+	s->max_ms = (double)hi / NS_PER_MS;
+	s->min_ms = (double)lo / NS_PER_MS;
+	s->sla_violation_rate = (double)over / (double)n;
 }
 
 const int64_t *metrics_sorted_ns(const struct metrics *m, size_t *n)

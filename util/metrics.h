@@ -54,6 +54,11 @@ void metrics_destroy(struct metrics *m);
 int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns);
 /* Fills s; sla_ns is the deadline for the violation rate. Sorts in place. */
 void metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s);
+/* metrics_finish's summary less its CDF (left zero), for a caller that
+ * reports no CDF: the quantiles, min and max are the same numbers, but
+ * found without sorting the samples (the quantiles' neighbourhoods only),
+ * and the samples are left in no order. */
+void metrics_finish_summary(struct metrics *m, int64_t sla_ns, struct metrics_summary *s);
 /* Sorted latency samples (valid after metrics_finish), ns. */
 const int64_t *metrics_sorted_ns(const struct metrics *m, size_t *n);
 /* Sorts any int64 array ascending (the radix sort metrics_finish uses), in

@@ -366,6 +366,7 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 			return -1;
 	}
 	c->keep_request_rows = opt_given(o, "requests-out") || opt_flag(o, "db-requests");
+	c->summary_only = opt_flag(o, "no-db");         /* the CDFs are only stored */
 	if (j->trace) {
 		uint64_t n = c->requests && c->requests < j->trace->n ? c->requests : j->trace->n;
 		double last = j->trace->arrival_s[n - 1];

@@ -41,6 +41,7 @@ struct eng_config {
 	const struct trc_trace *trace;      /* not owned; NULL for generated arrivals */
 	int64_t sla_ns;
 	int keep_request_rows;              /* record per-request rows (for --requests-out / the db) */
+	int summary_only;                   /* the latency CDF is not wanted (drv_config) */
 	struct timeline *timeline;          /* not owned; every task is written to it when set */
 };
 
