@@ -2,6 +2,7 @@
  * seed with splitmix64 (a bijective mixer), so seeds 1 and 2 do not give
  * overlapping streams the way seed and seed+1 of a plain counter might. */
 #include "rng.h"
+#include "mt19937.h"
 
 static uint64_t rng_splitmix64(uint64_t x)
 {
@@ -13,7 +14,7 @@ static uint64_t rng_splitmix64(uint64_t x)
 
 gsl_rng *rng_create(uint64_t seed, enum rng_stream stream)
 {
-	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng *r = gsl_rng_alloc(mt19937_type);
 	if (!r)
 		return NULL;
 	/* mt19937 uses 32 bits of its seed and maps 0 to its default seed:

@@ -17,7 +17,7 @@ enum rng_stream {
 	RNG_LENGTHS = 2,    /* request input/output lengths */
 };
 
-/* A mt19937 generator seeded from (run seed, stream). NULL on allocation failure. */
+/* A mt19937 generator (util/mt19937.h: gsl_rng_mt19937's numbers) seeded from (run seed, stream). NULL on allocation failure. */
 gsl_rng *rng_create(uint64_t seed, enum rng_stream stream);
 
 #endif
