@@ -165,13 +165,15 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 	int64_t span_ns = d->last_finish_ns - d->first_measured_arrival_ns;
 	res->throughput_rps = d->measured && span_ns > 0 ? (double)d->measured / (span_ns * 1e-9) : 0.0;
 	res->busy_fraction = end->end_ns > 0 ? (double)d->busy_ns / ((double)end->end_ns * end->workers) : 0.0;
-	void (*finish)(struct metrics *, int64_t, struct metrics_summary *) =
+	int (*finish)(struct metrics *, int64_t, struct metrics_summary *) =
 		d->c.summary_only ? metrics_finish_summary : metrics_finish;
-	finish(d->metrics, end->sla_ns, &res->summary);
+	if (finish(d->metrics, end->sla_ns, &res->summary) != 0)
+		goto oom;
 	if (d->ttft) {
 		res->llm = 1;
-		finish(d->ttft, d->c.env.ttft_slo_ns ? d->c.env.ttft_slo_ns : INT64_MAX, &res->ttft);
-		finish(d->tpot, d->c.env.tpot_slo_ns ? d->c.env.tpot_slo_ns : INT64_MAX, &res->tpot);
+		if (finish(d->ttft, d->c.env.ttft_slo_ns ? d->c.env.ttft_slo_ns : INT64_MAX, &res->ttft) != 0 ||
+		    finish(d->tpot, d->c.env.tpot_slo_ns ? d->c.env.tpot_slo_ns : INT64_MAX, &res->tpot) != 0)
+			goto oom;
 		res->goodput_rps = d->measured && span_ns > 0 ? (double)d->good / (span_ns * 1e-9) : 0.0;
 		res->iter_tokens = d->iter_tokens;
 		double capacity = (double)d->c.env.kv_blocks * end->workers * (double)end->end_ns;

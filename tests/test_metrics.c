@@ -135,13 +135,15 @@ static void test_summary_selects_what_sorting_finds(void **state)
 	size_t cap = 300007;
 	int64_t *v = malloc(cap * sizeof *v);
 	assert_non_null(v);
-	/* wide (past 2^32 ns) with atoms, at sizes either side of where selection starts (16384) */
-	const size_t ns[] = { 1, 2, 3, 1001, 16383, 16384, 20011, 300007 };
-	for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
-		for (size_t i = 0; i < ns[k]; i++)
-			v[i] = draw_latency(r);
-		check_summary_selects(v, ns[k], 5000000);
-	}
+	/* with atoms, spanning 0..1e10 ns (widened past 2^32, so sorted) and 0..4e9 (selected, the
+	 * buckets searched on three levels of bits) */
+	const size_t ns[] = { 1, 2, 3, 1001, 20011, 300007 };
+	for (int narrow = 0; narrow < 2; narrow++)
+		for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+			for (size_t i = 0; i < ns[k]; i++)
+				v[i] = narrow ? draw_latency(r) % 4000000000 : draw_latency(r);
+			check_summary_selects(v, ns[k], 5000000);
+		}
 	/* narrow: a span of 1000 ns, every value a bucket of its own */
 	for (size_t i = 0; i < cap; i++)
 		v[i] = 660000 + (int64_t)gsl_rng_uniform_int(r, 1000);
@@ -418,11 +420,36 @@ static void test_growth_and_memory(void **state)
 		assert_int_equal(metrics_record(m, 1000 - i, 0), 0);
 	assert_int_equal(metrics_memory_bytes(m), base);           /* no growth within the estimate */
 	assert_int_equal(metrics_record(m, 7, 0), 0);
-	assert_int_equal(metrics_memory_bytes(m), base + 1000 * 8); /* doubled to 2000 samples */
+	assert_int_equal(metrics_memory_bytes(m), base + 1000 * 4); /* doubled to 2000 samples of 4 bytes */
 	struct metrics_summary s;
-	metrics_finish(m, 0, &s);
+	assert_int_equal(metrics_finish(m, 0, &s), 0);
 	assert_int_equal(s.count, 1001);
 	assert_true(s.min_ms == 1 / 1e6 && s.max_ms == 1000 / 1e6);
+	assert_int_equal(metrics_memory_bytes(m), base + 3000 * 4); /* sorted as 8 bytes a sample */
+	metrics_destroy(m);
+}
+
+/* 2^32 - 1 ns is the narrow store's last value; 2^32 widens it, every
+ * sample kept (the quantiles by hand: index q * (n - 1) of 1, 2, 3, 2^32 - 1, 2^32). */
+static void test_widening_keeps_samples(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_create(4);
+	size_t base = metrics_memory_bytes(m);
+	const int64_t v[] = { 3, 4294967295, 1, 2 };
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(metrics_record(m, v[i], 0), 0);
+	assert_int_equal(metrics_memory_bytes(m), base);              /* 2^32 - 1 fits: still 4 bytes a sample */
+	assert_int_equal(metrics_record(m, 4294967296, 0), 0);        /* full and too long: doubled and widened */
+	assert_int_equal(metrics_memory_bytes(m), base + 8 * 8 - 4 * 4);
+	struct metrics_summary s;
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal((pass ? metrics_finish : metrics_finish_summary)(m, 4294967295, &s), 0);
+		assert_true(s.min_ms == 1e-6 && s.max_ms == 4294967296 / 1e6);
+		assert_true(s.p50_ms == 3e-6);                            /* index 2 */
+		assert_close(s.p90_ms, (0.4 * 4294967295 + 0.6 * 4294967296) / 1e6, 1e-15);   /* index 3.6 */
+		assert_true(s.sla_violation_rate == 0.2);
+	}
 	metrics_destroy(m);
 }
 
@@ -459,6 +486,7 @@ int main(void)
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_tail_min_requests),
 		cmocka_unit_test(test_growth_and_memory),
+		cmocka_unit_test(test_widening_keeps_samples),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,10 @@
 /* util/metrics.c: per-run latency statistics, on the simulator's hot path.
  *
- * End-to-end latencies are kept exactly (int64 ns, 8 bytes each) and sorted
- * once at the end, in place with no memory beyond their own
- * (radix_sort_inplace): several times faster than qsort for millions of
- * samples. Quantiles follow gsl_stats_quantile_from_sorted_data (index
+ * End-to-end latencies are kept exactly (uint32 ns while they fit, then
+ * int64) and sorted once at the end, in place with no memory beyond 8 bytes
+ * each (radix_sort_inplace, sort_narrow): several times faster than qsort
+ * for millions of samples; a summary without a CDF only selects its
+ * quantiles (select_ranks). Quantiles follow gsl_stats_quantile_from_sorted_data (index
  * q*(n-1), linear interpolation) but read the int64 array directly.
  *
  * Queueing time is not kept per request: an exact running sum gives the mean
@@ -31,11 +32,18 @@ _Static_assert(METRICS_HIST_BUCKETS == (62 - 6) * HIST_SUB + HIST_SUB, "the hist
 
 #define NS_PER_MS 1e6
 
+/* Latencies are kept in 4 bytes while every one fits (below 2^32 ns, 4.3 s:
+ * a served run's), halving the store and the pages a long run touches; the
+ * first that does not widens the store to int64 in place. */
+#define NARROW_MAX_NS ((int64_t)UINT32_MAX)
+
 struct metrics {
-	int64_t *lat_ns;              /* latency samples, owned; sorted after finish */
+	void *lat;                    /* latency samples, owned: uint32_t ns while narrow, else int64_t */
 	size_t n;                     /* samples recorded */
-	size_t cap;                   /* capacity of lat_ns, in samples */
-	int sorted;                   /* lat_ns is sorted (no record since the last finish) */
+	size_t cap;                   /* capacity of lat, in samples */
+	int64_t narrow_max_ns;        /* the largest latency the store takes as it is: NARROW_MAX_NS
+	                               * while narrow, -1 once wide (every record then takes record_slow) */
+	int sorted;                   /* lat is wide and sorted (no record since the last finish) */
 	uint64_t lat_sum_lo, lat_sum_hi;     /* exact 128-bit sum of latencies, ns */
 	struct metrics_hist queue;    /* queueing times */
 };
@@ -46,10 +54,11 @@ struct metrics *metrics_create(size_t expected_samples)
 	if (!m)
 		goto fail;
 	m->cap = expected_samples > 0 ? expected_samples : 1024;
-	if (m->cap > SIZE_MAX / sizeof(*m->lat_ns))
+	m->narrow_max_ns = NARROW_MAX_NS;
+	if (m->cap > SIZE_MAX / sizeof(int64_t))
 		goto fail;
-	m->lat_ns = malloc(m->cap * sizeof(*m->lat_ns));
-	if (!m->lat_ns)
+	m->lat = malloc(m->cap * sizeof(uint32_t));
+	if (!m->lat)
 		goto fail;
 	return m;
 fail:
@@ -61,7 +70,7 @@ void metrics_destroy(struct metrics *m)
 {
 	if (!m)
 		return;
-	free(m->lat_ns);
+	free(m->lat);
 	free(m);
 }
 
@@ -109,29 +118,71 @@ static inline void hist_add(struct metrics_hist *h, int64_t ns)
 		h->max_ns = (int64_t)v;
 }
 
+static int wide(const struct metrics *m)
+{
+	return m->narrow_max_ns < 0;
+}
+
+static size_t sample_bytes(const struct metrics *m)
+{
+	return wide(m) ? sizeof(int64_t) : sizeof(uint32_t);
+}
+
 static int metrics_grow(struct metrics *m)
 {
 	size_t cap = m->cap * 2;
-	if (cap < m->cap || cap > SIZE_MAX / sizeof(*m->lat_ns))
+	if (cap < m->cap || cap > SIZE_MAX / sizeof(int64_t))
 		return -1;
-	int64_t *p = realloc(m->lat_ns, cap * sizeof(*p));
+	void *p = realloc(m->lat, cap * sample_bytes(m));
 	if (!p)
 		return -1;
-	m->lat_ns = p;
+	m->lat = p;
 	m->cap = cap;
+	return 0;
+}
+
+/* Every sample to int64, in place: from the last, since int64 slot i
+ * covers 4-byte slots 2i and 2i + 1, both at or after i and so already read. */
+static int metrics_widen(struct metrics *m)
+{
+	int64_t *p = realloc(m->lat, m->cap * sizeof *p);
+	if (!p)
+		return -1;
+	const uint32_t *narrow = (const uint32_t *)p;
+	for (size_t i = m->n; i-- > 0;) {
+		uint32_t w = narrow[i];
+		p[i] = w;
+	}
+	m->lat = p;
+	m->narrow_max_ns = -1;
+	return 0;
+}
+
+/* A record the narrow store cannot take as it is: full, or too long for it, or wide. */
+static __attribute__((noinline)) int record_slow(struct metrics *m, int64_t latency_ns)
+{
+	if (m->n == m->cap && metrics_grow(m) < 0)
+		return -1;
+	if (!wide(m) && latency_ns > NARROW_MAX_NS && metrics_widen(m) < 0)
+		return -1;
+	if (wide(m))
+		((int64_t *)m->lat)[m->n++] = latency_ns;
+	else
+		((uint32_t *)m->lat)[m->n++] = (uint32_t)latency_ns;
 	return 0;
 }
 
 int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns)
 {
 	assert(latency_ns >= 0 && queue_ns >= 0);
-	if (m->n == m->cap && metrics_grow(m) < 0)
-		return -1;
-	m->lat_ns[m->n++] = latency_ns;
-	m->sorted = 0;
 	/* a negative time is a caller bug; counting it as 0 keeps release builds sane */
 	uint64_t q = queue_ns > 0 ? (uint64_t)queue_ns : 0;
 	uint64_t l = latency_ns > 0 ? (uint64_t)latency_ns : 0;
+	if (m->n < m->cap && (int64_t)l <= m->narrow_max_ns)
+		((uint32_t *)m->lat)[m->n++] = (uint32_t)l;
+	else if (record_slow(m, (int64_t)l) != 0)
+		return -1;
+	m->sorted = 0;
 	sum128_add(&m->lat_sum_lo, &m->lat_sum_hi, l);
 	hist_add(&m->queue, (int64_t)q);
 	return 0;
@@ -236,6 +287,33 @@ static uint32_t *lsd_sort_u32(uint32_t *w, uint32_t *scratch, size_t n, struct l
 	return src;
 }
 
+/* The sort of radix_sort_inplace's usual case, once the samples are packed:
+ * n 32-bit offsets from lo in the first half of an 8n-byte buffer, their
+ * digits counted, sorted with the second half as scratch and unpacked as
+ * int64 values over the whole buffer from whichever half holds them. */
+static void sort_packed(unsigned char *bytes, size_t n, int64_t lo, struct lsd_digits g,
+                        size_t count[LSD_DIGITS][1u << LSD_DIGIT_MAX])
+{
+	unsigned char *sorted = (unsigned char *)lsd_sort_u32((uint32_t *)bytes, (uint32_t *)bytes + n, n, g, count);
+	if (sorted == bytes) {
+		/* from the end: int64 slot i covers 32-bit slots 2i and 2i+1, both >= i, already read */
+		for (size_t i = n; i-- > 0;) {
+			uint32_t w;
+			memcpy(&w, bytes + i * 4, 4);
+			int64_t x = (int64_t)((uint64_t)lo + w);
+			memcpy(bytes + i * 8, &x, 8);
+		}
+	} else {
+		/* from the start: int64 slot i covers scratch slots 2i - n and 2i - n + 1, both <= i, already read */
+		for (size_t i = 0; i < n; i++) {
+			uint32_t w;
+			memcpy(&w, sorted + i * 4, 4);
+			int64_t x = (int64_t)((uint64_t)lo + w);
+			memcpy(bytes + i * 8, &x, 8);
+		}
+	}
+}
+
 /* Sorts int64 samples in place, with no memory beyond the samples' own.
  * Usual case: the samples span less than 2^32 ns (4.3 s), so each fits in 32
  * bits as an offset from the minimum; packed into the first half of the
@@ -267,24 +345,7 @@ static void radix_sort_inplace(int64_t *v, size_t n)
 			for (unsigned k = 0; k < g.ndigits; k++)
 				count[k][(w >> (k * g.bits)) & g.mask]++;
 		}
-		unsigned char *sorted = (unsigned char *)lsd_sort_u32((uint32_t *)v, (uint32_t *)v + n, n, g, count);
-		if (sorted == bytes) {
-			/* from the end: int64 slot i covers 32-bit slots 2i and 2i+1, both >= i, already read */
-			for (size_t i = n; i-- > 0;) {
-				uint32_t w;
-				memcpy(&w, bytes + i * 4, 4);
-				int64_t x = (int64_t)((uint64_t)lo + w);
-				memcpy(bytes + i * 8, &x, 8);
-			}
-		} else {
-			/* from the start: int64 slot i covers scratch slots 2i - n and 2i - n + 1, both <= i, already read */
-			for (size_t i = 0; i < n; i++) {
-				uint32_t w;
-				memcpy(&w, sorted + i * 4, 4);
-				int64_t x = (int64_t)((uint64_t)lo + w);
-				memcpy(bytes + i * 8, &x, 8);
-			}
-		}
+		sort_packed(bytes, n, lo, g, count);
 		return;
 	}
 	uint64_t *u = (uint64_t *)v;
@@ -312,65 +373,116 @@ int metrics_sort_ns(int64_t *v, size_t n)
 	return 0;
 }
 
-static void metrics_sort(struct metrics *m)
+/* The narrow store sorted into a wide one: the buffer doubled to 8 bytes a
+ * sample, the samples packed as offsets from their least (counting digits
+ * on the way) and sorted with the new half as scratch (sort_packed). */
+static int sort_narrow(struct metrics *m)
+{
+	unsigned char *bytes = realloc(m->lat, m->cap * sizeof(int64_t));
+	if (!bytes)
+		return -1;
+	m->lat = bytes;
+	m->narrow_max_ns = -1;
+	uint32_t *w = (uint32_t *)bytes;
+	size_t n = m->n;
+	uint32_t lo = w[0], hi = w[0];
+	for (size_t i = 1; i < n; i++) {
+		lo = w[i] < lo ? w[i] : lo;
+		hi = w[i] > hi ? w[i] : hi;
+	}
+	struct lsd_digits g = lsd_digits(hi > lo ? 32 - (unsigned)__builtin_clz(hi - lo) : 0);
+	size_t count[LSD_DIGITS][1u << LSD_DIGIT_MAX];
+	memset(count, 0, sizeof count);
+	for (size_t i = 0; i < n; i++) {
+		w[i] -= lo;
+		for (unsigned k = 0; k < g.ndigits; k++)
+			count[k][(w[i] >> (k * g.bits)) & g.mask]++;
+	}
+	sort_packed(bytes, n, lo, g, count);
+	return 0;
+}
+
+/* Leaves the samples wide and sorted. 0, or -1 when widening them runs out of memory. */
+static int metrics_sort(struct metrics *m)
 {
 	if (m->sorted)
-		return;
+		return 0;
+	if (!wide(m) && m->n >= 2) {
+		if (sort_narrow(m) != 0)
+			return -1;
+	} else if (!wide(m)) {
+		if (metrics_widen(m) != 0)
+			return -1;
+	} else if (m->n >= 2) {
+		radix_sort_inplace(m->lat, m->n);
+	}
 	m->sorted = 1;
-	if (m->n >= 2)
-		radix_sort_inplace(m->lat_ns, m->n);
+	return 0;
 }
 
 /* The values at the given ranks of v (ascending ranks < n), as v sorted
- * would hold them, without sorting all of v: counted by the leading
- * SELECT_BITS bits in which the samples differ, only the buckets that hold a
- * wanted rank are gathered to the front of v and sorted (for a summary's
- * quantiles a few thousand samples of millions). v is reordered. lo, hi:
- * v's least and greatest values. */
+ * would hold them, without sorting v: counted by the leading SELECT_BITS
+ * bits in which its samples differ, only the buckets that hold a wanted
+ * rank are gathered, each to its own stretch at the front, and searched the
+ * same way on the bits below (for a summary's quantiles a few thousand
+ * samples of millions; at most three levels for 32 bits). v is reordered,
+ * every sample kept. lo, hi: v's least and greatest values. */
 #define SELECT_BITS 11
-#define SELECT_SORT_MAX (1u << 14)     /* fewer samples than this are simply sorted */
+#define SELECT_MAX_RANKS 16
 
-static void select_ranks(int64_t *v, size_t n, int64_t lo, int64_t hi, const size_t *rank, size_t nrank,
-                         int64_t *out)
+static void select_ranks(uint32_t *v, size_t n, uint32_t lo, uint32_t hi, const size_t *rank, size_t nrank,
+                         uint32_t *out)
 {
-	if (n < SELECT_SORT_MAX || lo == hi) {
-		radix_sort_inplace(v, n);
+	assert(nrank <= SELECT_MAX_RANKS);
+	if (lo == hi) {
 		for (size_t j = 0; j < nrank; j++)
-			out[j] = v[rank[j]];
+			out[j] = lo;
 		return;
 	}
-	uint64_t span = (uint64_t)hi - (uint64_t)lo;
-	unsigned width = 64 - (unsigned)__builtin_clzll(span);
+	unsigned width = 32 - (unsigned)__builtin_clz(hi - lo);
 	unsigned shift = width > SELECT_BITS ? width - SELECT_BITS : 0;
 	size_t count[1u << SELECT_BITS] = { 0 };
 	for (size_t i = 0; i < n; i++)
-		count[((uint64_t)v[i] - (uint64_t)lo) >> shift]++;
+		count[(v[i] - lo) >> shift]++;
+	/* the wanted buckets, ascending, each with the samples in buckets before it */
+	uint32_t bucket[SELECT_MAX_RANKS];
+	size_t below[SELECT_MAX_RANKS], nb = 0, b = 0, sum = 0;
 	unsigned char wanted[1u << SELECT_BITS] = { 0 };
-	size_t b = 0, below = 0;      /* samples in the buckets before b */
 	for (size_t j = 0; j < nrank; j++) {
-		while (below + count[b] <= rank[j])
-			below += count[b++];
-		wanted[b] = 1;
+		while (sum + count[b] <= rank[j])
+			sum += count[b++];
+		if (!wanted[b]) {
+			wanted[b] = 1;
+			bucket[nb] = (uint32_t)b;
+			below[nb++] = sum;
+		}
 	}
-	size_t kept = 0;              /* swapped, not copied: v keeps every sample */
+	/* swapped to the front, not copied over: v keeps every sample */
+	size_t kept = 0;
 	for (size_t i = 0; i < n; i++)
-		if (wanted[((uint64_t)v[i] - (uint64_t)lo) >> shift]) {
-			int64_t x = v[i];
+		if (wanted[(v[i] - lo) >> shift]) {
+			uint32_t x = v[i];
 			v[i] = v[kept];
 			v[kept++] = x;
 		}
-	if (kept >= 2)
-		radix_sort_inplace(v, kept);
-	/* rank r lies in bucket b at r - below, after the wanted buckets before b */
-	size_t kept_below = 0;
-	b = 0;
-	below = 0;
-	for (size_t j = 0; j < nrank; j++) {
-		while (below + count[b] <= rank[j]) {
-			kept_below += wanted[b] ? count[b] : 0;
-			below += count[b++];
-		}
-		out[j] = v[kept_below + (rank[j] - below)];
+	size_t start = 0, j = 0;
+	for (size_t k = 0; k < nb; k++) {
+		/* bucket k's samples to the front of what is gathered, then its ranks among them */
+		size_t end = start;
+		uint32_t blo = UINT32_MAX, bhi = 0;
+		for (size_t i = start; i < kept; i++)
+			if ((v[i] - lo) >> shift == bucket[k]) {
+				uint32_t x = v[i];
+				v[i] = v[end];
+				v[end++] = x;
+				blo = x < blo ? x : blo;
+				bhi = x > bhi ? x : bhi;
+			}
+		size_t first = j, local[SELECT_MAX_RANKS];
+		for (; j < nrank && rank[j] < below[k] + count[bucket[k]]; j++)
+			local[j - first] = rank[j] - below[k];
+		select_ranks(v + start, end - start, blo, bhi, local, j - first, out + first);
+		start = end;
 	}
 }
 
@@ -474,61 +586,103 @@ static int finish_common(const struct metrics *m, struct metrics_summary *s)
 	return 1;
 }
 
-void metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
+/* r put in its place among nrank ascending, distinct ranks (unless there);
+ * returns their new count. */
+static size_t add_rank(size_t *rank, size_t nrank, size_t r)
 {
-	if (!finish_common(m, s))
-		return;
-	metrics_sort(m);
-	const int64_t *x = m->lat_ns;
+	size_t i = 0;
+	while (i < nrank && rank[i] < r)
+		i++;
+	if (i < nrank && rank[i] == r)
+		return nrank;
+	memmove(rank + i + 1, rank + i, (nrank - i) * sizeof rank[0]);
+	rank[i] = r;
+	return nrank + 1;
+}
+
+/* Where r is in the nrank ranks of rank (it is). */
+static size_t rank_index(const size_t *rank, size_t nrank, size_t r)
+{
+	size_t i = 0;
+	while (i + 1 < nrank && rank[i] != r)
+		i++;
+	return i;
+}
+
+/* The summary's quantiles, min, max and SLA rate from the wide, sorted samples; the CDF too when asked. */
+static void finish_sorted(const struct metrics *m, int64_t sla_ns, int with_cdf, struct metrics_summary *s)
+{
+	const int64_t *x = m->lat;
 	size_t n = m->n;
 	for (unsigned k = 0; k < SUMMARY_QUANTILES; k++)
 		*summary_quantile_ms(s, k) = quantile_ns(x, n, summary_q[k]) / NS_PER_MS;
 	s->max_ms = (double)x[n - 1] / NS_PER_MS;
 	s->min_ms = (double)x[0] / NS_PER_MS;
 	s->sla_violation_rate = (double)(n - upper_bound(x, n, sla_ns)) / (double)n;
-	for (size_t i = 0; i < METRICS_CDF_POINTS; i++)
+	for (size_t i = 0; with_cdf && i < METRICS_CDF_POINTS; i++)
 		s->cdf_ms[i] = quantile_ns(x, n, (double)(i + 1) / METRICS_CDF_POINTS) / NS_PER_MS;
 }
 
-void metrics_finish_summary(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
+int metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
 {
 	if (!finish_common(m, s))
-		return;
-	int64_t *x = m->lat_ns;
+		return 0;
+	if (metrics_sort(m) != 0)
+		return -1;
+	finish_sorted(m, sla_ns, 1, s);
+	return 0;
+}
+
+int metrics_finish_summary(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
+{
+	if (!finish_common(m, s))
+		return 0;
+	if (wide(m)) {
+		/* a latency past 4.3 s: a saturated run, where the sort is the simple way */
+		if (metrics_sort(m) != 0)
+			return -1;
+		finish_sorted(m, sla_ns, 0, s);
+		return 0;
+	}
+	uint32_t *x = m->lat;
 	size_t n = m->n, over = 0;
-	int64_t lo = x[0], hi = x[0];
+	uint32_t lo = x[0], hi = x[0];
 	for (size_t i = 0; i < n; i++) {
 		lo = x[i] < lo ? x[i] : lo;
 		hi = x[i] > hi ? x[i] : hi;
 		over += x[i] > sla_ns;
 	}
-	/* the samples each quantile interpolates between, ascending as summary_q is */
+	/* the ranks each quantile interpolates between (lhs, lhs + 1), ascending and distinct */
 	size_t rank[2 * SUMMARY_QUANTILES], nrank = 0;
 	for (unsigned k = 0; k < SUMMARY_QUANTILES; k++) {
 		size_t lhs = quantile_lhs(n, summary_q[k]);
-		rank[nrank++] = lhs;
-		rank[nrank++] = lhs + 1 < n ? lhs + 1 : lhs;
+		nrank = add_rank(rank, nrank, lhs);
+		nrank = add_rank(rank, nrank, lhs + 1 < n ? lhs + 1 : lhs);
 	}
-	int64_t at[2 * SUMMARY_QUANTILES];
+	uint32_t at[2 * SUMMARY_QUANTILES];
 	select_ranks(x, n, lo, hi, rank, nrank, at);
 	m->sorted = 0;                /* select_ranks reordered the samples */
-	for (unsigned k = 0; k < SUMMARY_QUANTILES; k++)
-		*summary_quantile_ms(s, k) = quantile_mix(n, summary_q[k], at[2 * k], at[2 * k + 1]) / NS_PER_MS;
+	for (unsigned k = 0; k < SUMMARY_QUANTILES; k++) {
+		size_t lhs = quantile_lhs(n, summary_q[k]), rhs = lhs + 1 < n ? lhs + 1 : lhs;
+		*summary_quantile_ms(s, k) = quantile_mix(n, summary_q[k], at[rank_index(rank, nrank, lhs)],
+		                                          at[rank_index(rank, nrank, rhs)]) / NS_PER_MS;
+	}
 	s->max_ms = (double)hi / NS_PER_MS;
 	s->min_ms = (double)lo / NS_PER_MS;
 	s->sla_violation_rate = (double)over / (double)n;
+	return 0;
 }
 
 const int64_t *metrics_sorted_ns(const struct metrics *m, size_t *n)
 {
-	assert(m->sorted || m->n < 2);
+	assert(m->sorted || m->n == 0);
 	*n = m->n;
-	return m->lat_ns;
+	return m->lat;
 }
 
 size_t metrics_memory_bytes(const struct metrics *m)
 {
-	return sizeof(*m) + m->cap * sizeof(*m->lat_ns);
+	return sizeof(*m) + m->cap * sample_bytes(m);
 }
 
 uint64_t metrics_tail_min_requests(double q, uint64_t over, double conf)

@@ -1,8 +1,9 @@
 /* util/metrics.h: per-run latency statistics. Every measured request's
- * end-to-end latency is kept (8 bytes each, exact, in ns) so percentiles and
- * the CDF are exact; queueing time goes into a fixed-size log-linear
- * histogram (bounded relative error, see metrics.c) plus an exact running
- * mean, so memory grows with completed requests by 8 bytes each and no more.
+ * end-to-end latency is kept (exact, in ns: 4 bytes each while all are below
+ * 2^32 ns, 4.3 s, else 8) so percentiles and the CDF are exact; queueing time
+ * goes into a fixed-size log-linear histogram (bounded relative error, see
+ * metrics.c) plus an exact running mean, so memory grows with completed
+ * requests by 4 or 8 bytes each and no more (8 while metrics_finish sorts).
  *
  * Contract:
  *  - metrics_record is O(1) amortized and never fails except on allocation
@@ -52,13 +53,14 @@ double metrics_hist_mean_ns(const struct metrics_hist *h);
 struct metrics *metrics_create(size_t expected_samples);
 void metrics_destroy(struct metrics *m);
 int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns);
-/* Fills s; sla_ns is the deadline for the violation rate. Sorts in place. */
-void metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s);
+/* Fills s; sla_ns is the deadline for the violation rate. Sorts in place
+ * (the samples widened to 8 bytes each first). 0, or -1 out of memory. */
+int metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s);
 /* metrics_finish's summary less its CDF (left zero), for a caller that
  * reports no CDF: the quantiles, min and max are the same numbers, but
  * found without sorting the samples (the quantiles' neighbourhoods only),
  * and the samples are left in no order. */
-void metrics_finish_summary(struct metrics *m, int64_t sla_ns, struct metrics_summary *s);
+int metrics_finish_summary(struct metrics *m, int64_t sla_ns, struct metrics_summary *s);
 /* Sorted latency samples (valid after metrics_finish), ns. */
 const int64_t *metrics_sorted_ns(const struct metrics *m, size_t *n);
 /* Sorts any int64 array ascending (the radix sort metrics_finish uses), in
