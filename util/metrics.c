@@ -142,18 +142,20 @@ static int metrics_grow(struct metrics *m)
 }
 
 /* Every sample to int64, in place: from the last, since int64 slot i
- * covers 4-byte slots 2i and 2i + 1, both at or after i and so already read. */
+ * covers 4-byte slots 2i and 2i + 1, both at or after i and so already read
+ * (through memcpy, as the two views overlap). */
 static int metrics_widen(struct metrics *m)
 {
-	int64_t *p = realloc(m->lat, m->cap * sizeof *p);
-	if (!p)
+	unsigned char *bytes = realloc(m->lat, m->cap * sizeof(int64_t));
+	if (!bytes)
 		return -1;
-	const uint32_t *narrow = (const uint32_t *)p;
 	for (size_t i = m->n; i-- > 0;) {
-		uint32_t w = narrow[i];
-		p[i] = w;
+		uint32_t w;
+		memcpy(&w, bytes + i * 4, 4);
+		int64_t x = w;
+		memcpy(bytes + i * 8, &x, 8);
 	}
-	m->lat = p;
+	m->lat = bytes;
 	m->narrow_max_ns = -1;
 	return 0;
 }
