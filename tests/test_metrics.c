@@ -191,7 +191,7 @@ static void check_sort(int64_t *v, size_t n)
 	assert_non_null(ref);
 	memcpy(ref, v, n * sizeof(*v));
 	qsort(ref, n, sizeof(*ref), cmp_i64);
-	assert_int_equal(metrics_sort_ns(v, n), 0);
+	metrics_sort_ns(v, n);
 	if (n)
 		assert_memory_equal(v, ref, n * sizeof(*v));
 	free(ref);

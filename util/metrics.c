@@ -368,11 +368,10 @@ static void radix_sort_inplace(int64_t *v, size_t n)
 		u[i] ^= 1ull << 63;
 }
 
-int metrics_sort_ns(int64_t *v, size_t n)
+void metrics_sort_ns(int64_t *v, size_t n)
 {
 	if (n >= 2)
 		radix_sort_inplace(v, n);
-	return 0;
 }
 
 /* The narrow store sorted into a wide one: the buffer doubled to 8 bytes a

@@ -64,11 +64,11 @@ int metrics_finish_summary(struct metrics *m, int64_t sla_ns, struct metrics_sum
 /* Sorted latency samples (valid after metrics_finish), ns. */
 const int64_t *metrics_sorted_ns(const struct metrics *m, size_t *n);
 /* Sorts any int64 array ascending (the radix sort metrics_finish uses), in
- * place with no memory beyond the array's own. Returns 0. */
-int metrics_sort_ns(int64_t *v, size_t n);
-/* Heap bytes m holds now: 8 per sample of capacity plus a fixed ~58 KiB
- * (the queueing-time histogram); metrics_finish sorts within the samples'
- * own 8 bytes. */
+ * place with no memory beyond the array's own. */
+void metrics_sort_ns(int64_t *v, size_t n);
+/* Heap bytes m holds now: 4 per sample of capacity while every latency fits
+ * in 32 bits, else 8, plus a fixed ~58 KiB (the queueing-time histogram);
+ * metrics_finish sorts in 8 bytes a sample. */
 size_t metrics_memory_bytes(const struct metrics *m);
 
 /* MLPerf LoadGen's early-stopping rule (binomial, one-sided): the fewest
