@@ -403,16 +403,15 @@ static int sort_narrow(struct metrics *m)
 	return 0;
 }
 
-/* Leaves the samples wide and sorted. 0, or -1 when widening them runs out of memory. */
+/* Leaves the samples (at least one) wide and sorted. 0, or -1 when
+ * widening them runs out of memory. */
 static int metrics_sort(struct metrics *m)
 {
+	assert(m->n >= 1);
 	if (m->sorted)
 		return 0;
-	if (!wide(m) && m->n >= 2) {
+	if (!wide(m)) {
 		if (sort_narrow(m) != 0)
-			return -1;
-	} else if (!wide(m)) {
-		if (metrics_widen(m) != 0)
 			return -1;
 	} else if (m->n >= 2) {
 		radix_sort_inplace(m->lat, m->n);

@@ -6,9 +6,9 @@
  * grow with the run, and the queue holds only completions and wake-ups. With
  * one device its one pending completion waits beside the queue too (no two
  * events it could tie with share its kind and key, so the order is the
- * queue's own). All
- * events of one instant are delivered to the policy before any idle device
- * asks it for work, so requests arriving together can be batched together.
+ * queue's own). All events of one instant are delivered to the policy
+ * before any idle device asks it for work, so requests arriving together
+ * can be batched together.
  */
 #include <assert.h>
 #include <math.h>
