@@ -10,14 +10,13 @@ the median of the per-pair ratios Cimba / simbatch with their range.
 Usage: bench/against_cimba.py SIMBATCH CIMBA_MD1_SINGLE CIMBA_LIB [PAIRS]
 (CIMBA_LIB: the libcimba.so.1 it loads, from Cimba's build/src)"""
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 
-from paired import fresh_copy
+from paired import child_cpu_s, fresh_copy
 
 # 70% of the NPU's ResNet-50 serial capacity (0.7 / 0.6634 ms); Cimba's MD1_single is set to
 # ARRIVAL_RATE 0.7 with a constant unit service time and 10M customers
@@ -33,10 +32,7 @@ def cpu_s(binary, args, scratch, lib=None):
         libdir = tempfile.mkdtemp(dir=scratch, prefix="lib-")
         shutil.copyfile(lib, os.path.join(libdir, os.path.basename(lib)))
         env["LD_LIBRARY_PATH"] = libdir
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([exe, *args], stdout=subprocess.DEVNULL, check=True, env=env)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return child_cpu_s([exe, *args], stdout=subprocess.DEVNULL, env=env)[0]
 
 
 def main():

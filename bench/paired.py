@@ -52,15 +52,21 @@ def fresh_copy(binary, scratch):
     return path
 
 
+def child_cpu_s(argv, **kwargs):
+    """Runs argv (subprocess.run's kwargs, check=True): (its CPU s, user + system; the completed process)"""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(argv, check=True, **kwargs)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done
+
+
 def run(binary, args, scratch):
     """(CPU s, wall s, the JSON less wall_s)"""
     exe = fresh_copy(binary, scratch)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([exe, *args, "--no-db", "--json"], capture_output=True, text=True, check=True).stdout
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    j = json.loads(out)
+    cpu, done = child_cpu_s([exe, *args, "--no-db", "--json"], capture_output=True, text=True)
+    j = json.loads(done.stdout)
     wall = j.pop("wall_s")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall, j
+    return cpu, wall, j
 
 
 def main():
