@@ -33,6 +33,9 @@ WORKLOADS = {
     "lazy-transformer": ["--policy=lazy", "--model=transformer", "--rate=300", "--requests=1000000"],
     "oracle-transformer": ["--policy=oracle", "--model=transformer", "--rate=300", "--requests=1000000"],
     "oracle-gnmt": ["--policy=oracle", "--model=gnmt", "--rate=300", "--requests=1000000"],
+    # several devices at the same load per device (bench/scaling.py's lazy row): arrivals cut runs
+    "lazy-gnmt-w4": ["--policy=lazy", "--model=gnmt", "--workers=4", "--rate=1200", "--requests=1000000"],
+    "lazy-gnmt-w16": ["--policy=lazy", "--model=gnmt", "--workers=16", "--rate=4800", "--requests=1000000"],
     # overload, where the oracle decides at most boundaries (the figure set's costliest runs)
     "oracle-overload": ["--policy=oracle", "--model=transformer", "--rate=1500", "--requests=100000"],
 }

@@ -149,6 +149,12 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
  * n tasks. The live runtime never calls it. */
 static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint64_t n);
 
+/* The policy's boundary_waits (policy.h "Runs"); 1 when it has none. */
+static inline int drv_boundary_waits(const struct pol_driver *d, uint32_t device)
+{
+	return d->c.policy->boundary_waits ? d->c.policy->boundary_waits(d->st, device) : 1;
+}
+
 /* A started task has ended at t->end_ns; the policy hears of it at now_ns.
  * Returns how many requests finished, or -1 with err (out of memory). */
 static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_t now_ns, char *err,

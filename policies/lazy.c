@@ -477,6 +477,13 @@ static int lazy_next_task(struct pol_state *st, uint32_t device, int64_t now_ns,
 	return 1;
 }
 
+/* A boundary of the device weighs the InfQ when it has room (lazy_admissible). */
+static int lazy_boundary_waits(const struct pol_state *st, uint32_t device)
+{
+	const struct lazy_state *s = (const struct lazy_state *)st;
+	return s->infq.len && bt_room(&s->tables[device]);
+}
+
 static size_t lazy_stats(const struct pol_state *st, struct pol_stat *out, size_t max)
 {
 	const struct lazy_state *s = (const struct lazy_state *)st;
@@ -519,6 +526,7 @@ const struct pol_ops lazy_policy_ops = {
 	.on_arrival = lazy_on_arrival,
 	.on_task_done = lazy_on_task_done,
 	.next_task = lazy_next_task,
+	.boundary_waits = lazy_boundary_waits,
 	.stats = lazy_stats,
 };
 
@@ -533,5 +541,6 @@ const struct pol_ops oracle_policy_ops = {
 	.on_arrival = lazy_on_arrival,
 	.on_task_done = lazy_on_task_done,
 	.next_task = lazy_next_task,
+	.boundary_waits = lazy_boundary_waits,
 	.stats = lazy_stats,
 };

@@ -43,9 +43,14 @@
  *    node types (mdl_run_type) and none completes before the last; a tree
  *    model's tasks are single nodes. The caller runs run_len nodes, 1 <=
  *    run_len <= run_max, ending at the first boundary at or after the next
- *    arrival or wake-up; on_task_done sees run_len. The live runtime, which
- *    cannot see the next arrival, always runs one node: the same decisions,
- *    node by node.
+ *    arrival or wake-up; on_task_done sees run_len. A policy with
+ *    boundary_waits promises more: an arrival matters to a run only through
+ *    it, so on several devices the caller ends a run at its first boundary
+ *    at which boundary_waits holds, at an arrival's instant, or at a
+ *    wake-up, and a run whose boundaries the inputs never wait for goes on
+ *    past arrivals another device takes. The live runtime, which cannot
+ *    see the next arrival, always runs one node: the same decisions, node
+ *    by node.
  *  - Latency estimates come from the caller through pol_env (filled from a
  *    hardware model or a calibration); a policy imports no hardware model.
  */
@@ -206,6 +211,10 @@ struct pol_ops {
 	void (*on_task_done)(struct pol_state *st, const struct pol_task *t, int64_t now_ns);
 	int (*next_task)(struct pol_state *st, uint32_t device, int64_t now_ns,
 	                 struct pol_task *task, int64_t *wake_ns);
+	/* optional (Runs, above): 1 when a decision at the device's next node
+	 * boundary would weigh inputs pending now. It may turn 1 only at an
+	 * arrival, and 0 only in next_task or at the device's own task's end. */
+	int (*boundary_waits)(const struct pol_state *st, uint32_t device);
 	/* optional: fills up to max counters (preemptions, merges, top-ups, ...),
 	 * returns how many; called once after the run */
 	size_t (*stats)(const struct pol_state *st, struct pol_stat *out, size_t max);

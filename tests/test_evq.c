@@ -233,6 +233,74 @@ static void test_interleaved_matches_reference(void **state)
 	free(log);
 }
 
+/* evq_advance against the reference: events with distinct aux (a device's
+ * task end each), pushed, popped and moved earlier at random; the moved
+ * event is taken out of the sorted reference and put back at its new time.
+ * Every pop and every top must agree, in all three implementations. */
+static void tst_advance_script(enum evq_impl impl, uint64_t seed, int ops)
+{
+	enum { DEVICES = 24 };
+	struct evq *q = evq_create(impl, 1);
+	struct tst_ref ref = { .a = malloc(DEVICES * sizeof(struct event)), .n = 0 };
+	int queued[DEVICES] = { 0 };
+	uint64_t s = seed, seq = 0, moved = 0;
+	int64_t now = 0;
+	assert_non_null(q);
+	assert_non_null(ref.a);
+	for (int k = 0; k < ops; k++) {
+		uint32_t dev = (uint32_t)tst_below(&s, DEVICES);
+		unsigned what = (unsigned)tst_below(&s, 3);
+		if (what == 0 && !queued[dev]) {
+			struct event ev = { .time_ns = now + 1 + (int64_t)tst_below(&s, 1000), .key = tst_below(&s, 8),
+			                    .kind = (uint32_t)tst_below(&s, 2) * 2, .aux = dev };
+			assert_int_equal(evq_push(q, ev), 0);
+			ev.seq = seq++;
+			tst_ref_push(&ref, ev);
+			queued[dev] = 1;
+		} else if (what == 1 && ref.n > 0) {
+			size_t i = (size_t)tst_below(&s, ref.n);
+			struct event ev = ref.a[i];
+			int64_t to = now + (int64_t)tst_below(&s, (uint64_t)(ev.time_ns - now) + 1);
+			assert_int_equal(evq_advance(q, ev.kind, ev.aux, to), 1);
+			memmove(&ref.a[i], &ref.a[i + 1], (ref.n - i - 1) * sizeof ev);
+			ref.n--;
+			ev.time_ns = to;
+			tst_ref_push(&ref, ev);
+			moved++;
+		} else if (what == 2) {
+			struct event got;
+			int popped = evq_pop(q, &got);
+			assert_int_equal(popped, ref.n > 0);
+			if (popped) {
+				ref.n--;
+				tst_assert_event_eq(&got, &ref.a[ref.n]);
+				now = got.time_ns;
+				queued[got.aux] = 0;
+			}
+		}
+		if (!queued[dev])
+			assert_int_equal(evq_advance(q, 0, dev, now), 0);
+		assert_int_equal(evq_size(q), ref.n);
+		const struct event *top = evq_peek(q);
+		if (ref.n == 0)
+			assert_null(top);
+		else
+			tst_assert_event_eq(top, &ref.a[ref.n - 1]);
+	}
+	assert_true(moved > (uint64_t)ops / 10);
+	free(ref.a);
+	evq_destroy(q);
+}
+
+static void test_advance_matches_reference(void **state)
+{
+	(void)state;
+	for (int i = 0; i < EVQ_IMPL_COUNT; i++) {
+		tst_advance_script((enum evq_impl)i, 21, 20000);
+		tst_advance_script((enum evq_impl)i, 22, 20000);
+	}
+}
+
 /* every implementation pops exactly the same sequence for the same pushes */
 static void test_impls_identical(void **state)
 {
@@ -364,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_drain_matches_qsort),
 		cmocka_unit_test(test_interleaved_matches_reference),
+		cmocka_unit_test(test_advance_matches_reference),
 		cmocka_unit_test(test_impls_identical),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_alloc_failure),

@@ -922,6 +922,27 @@ static int runs_possible(const struct mdl_model *m)
 	return 0;
 }
 
+/* Two runs of one configuration, node by node (a) and in runs (b): every
+ * latency, every counter, every row. */
+static void assert_same_run(const struct drv_result *a, const struct drv_result *b, const struct mdl_model *m,
+                            const char *what)
+{
+	assert_memory_equal(&a->summary, &b->summary, sizeof a->summary);
+	assert_int_equal(a->events, b->events);
+	assert_int_equal(a->tasks, b->tasks);
+	assert_int_equal(a->task_members, b->task_members);
+	assert_true(a->sim_end_s == b->sim_end_s && a->busy_fraction == b->busy_fraction);
+	assert_memory_equal(a->node_tasks, b->node_tasks, m->nnodes * sizeof *a->node_tasks);
+	assert_memory_equal(a->node_cells, b->node_cells, m->nnodes * sizeof *a->node_cells);
+	assert_int_equal(a->npolicy_stats, b->npolicy_stats);
+	for (size_t k = 0; k < a->npolicy_stats; k++)
+		if (a->policy_stats[k].value != b->policy_stats[k].value)
+			fail_msg("%s: %s %g node by node, %g in runs", what, a->policy_stats[k].name,
+			         a->policy_stats[k].value, b->policy_stats[k].value);
+	assert_int_equal(a->nrows, b->nrows);
+	assert_memory_equal(a->rows, b->rows, a->nrows * sizeof *a->rows);
+}
+
 /* Runs are a shortcut, not a model: every built-in model under lazy and the
  * oracle, 1 and 3 workers, light load and overload at the paper's SLA, and
  * near capacity at a tight SLA (slack rejections, where the members'
@@ -933,37 +954,28 @@ static void runs_against_nodes(const struct mdl_model *m, struct hw_model *hw)
 	const struct pol_ops *pols[2] = { &lazy_policy_ops, &oracle_policy_ops };
 	const double loads[3] = { 0.3, 3.0, 1.3 };    /* of the serial capacity */
 	const int64_t slas_ns[3] = { 100 * MS, 100 * MS, 20 * MS };
-		for (int p = 0; p < 2; p++)
-			for (uint32_t w = 1; w <= 3; w += 2)
-				for (int l = 0; l < 3; l++) {
-					struct drv_result a, b;
-					uint64_t runs_a, runs_b;
-					run_with_runs(pols[p], m, hw, w, loads[l], slas_ns[l], 0, &a, &runs_a);
-					run_with_runs(pols[p], m, hw, w, loads[l], slas_ns[l], 1, &b, &runs_b);
-					print_message("  %-7s %-12s w=%u load %.1f SLA %lld ms: %llu events, %llu runs\n",
-					              pols[p]->name, m->name, w, loads[l], (long long)(slas_ns[l] / MS),
-					              (unsigned long long)b.events, (unsigned long long)runs_b);
-					assert_int_equal(runs_a, 0);
-					if (runs_possible(m))
-						assert_true(runs_b > 0);
-					assert_memory_equal(&a.summary, &b.summary, sizeof a.summary);
-					assert_int_equal(a.events, b.events);
-					assert_int_equal(a.tasks, b.tasks);
-					assert_int_equal(a.task_members, b.task_members);
-					assert_true(a.sim_end_s == b.sim_end_s && a.busy_fraction == b.busy_fraction);
-					assert_memory_equal(a.node_tasks, b.node_tasks, m->nnodes * sizeof *a.node_tasks);
-					assert_memory_equal(a.node_cells, b.node_cells, m->nnodes * sizeof *a.node_cells);
-					assert_int_equal(a.npolicy_stats, b.npolicy_stats);
-					for (size_t k = 0; k < a.npolicy_stats; k++)
-						if (a.policy_stats[k].value != b.policy_stats[k].value)
-							fail_msg("%s on %s, %u worker(s), load %.1f: %s %g node by node, %g in runs",
-							         pols[p]->name, m->name, w, loads[l], a.policy_stats[k].name,
-							         a.policy_stats[k].value, b.policy_stats[k].value);
-					assert_int_equal(a.nrows, b.nrows);
-					assert_memory_equal(a.rows, b.rows, a.nrows * sizeof *a.rows);
-					drv_result_free(&a);
-					drv_result_free(&b);
-				}
+	static const uint32_t workers[3] = { 1, 3, 8 };
+	char what[160];
+	for (int p = 0; p < 2; p++)
+		for (int wi = 0; wi < 3; wi++)
+			for (int l = 0; l < 3; l++) {
+				uint32_t w = workers[wi];
+				struct drv_result a, b;
+				uint64_t runs_a, runs_b;
+				run_with_runs(pols[p], m, hw, w, loads[l], slas_ns[l], 0, &a, &runs_a);
+				run_with_runs(pols[p], m, hw, w, loads[l], slas_ns[l], 1, &b, &runs_b);
+				print_message("  %-7s %-12s w=%u load %.1f SLA %lld ms: %llu events, %llu runs\n",
+				              pols[p]->name, m->name, w, loads[l], (long long)(slas_ns[l] / MS),
+				              (unsigned long long)b.events, (unsigned long long)runs_b);
+				assert_int_equal(runs_a, 0);
+				if (runs_possible(m))
+					assert_true(runs_b > 0);
+				snprintf(what, sizeof what, "%s on %s, %u worker(s), load %.1f", pols[p]->name, m->name,
+				         w, loads[l]);
+				assert_same_run(&a, &b, m, what);
+				drv_result_free(&a);
+				drv_result_free(&b);
+			}
 }
 
 /* ... on the NPU for every built-in model, and on the roofline for the
@@ -993,6 +1005,68 @@ static void test_runs_change_nothing(void **state)
 		mdl_free(m);
 	}
 	assert_true(stepped >= 1);
+}
+
+/* Cut runs where arrivals meet boundaries (policy.h "Runs": on several
+ * devices an arrival ends only the runs whose boundaries wait for it). Every
+ * node costs 1 ms (then 1 ms more per extra member: boundaries on a whole
+ * millisecond either way) and requests arrive on whole milliseconds, two in
+ * three alone and the rest together, so an arrival often falls on a
+ * boundary of several devices at once, where node by node every device
+ * ending there is offered in device order after the instant's events.
+ * Lazy and the oracle on 2, 3 and 5 devices, a loose and a tight SLA: the
+ * same result as node by node, with runs taken. */
+static void test_cut_runs_at_shared_instants(void **state)
+{
+	(void)state;
+	enum { N = 600 };
+	static double arr[N];
+	static uint32_t in[N], out[N];
+	uint64_t x = 7;
+	for (int i = 0; i < N; i++) {
+		x = x * 6364136223846793005u + 1442695040888963407u;
+		arr[i] = (double)((i * 2) / 3 * 3) * 1e-3;
+		in[i] = 1 + (uint32_t)(x >> 33) % 12;
+		out[i] = 1 + (uint32_t)(x >> 45) % 12;
+	}
+	struct trc_trace t = { .n = N, .arrival_s = arr, .input_len = in, .output_len = out };
+	struct mdl_model m = seq_model();
+	const struct pol_ops *pols[2] = { &lazy_policy_ops, &oracle_policy_ops };
+	const uint32_t workers[3] = { 2, 3, 5 };
+	const double growth[2] = { 0, 1 };
+	const int64_t slas_ns[2] = { 1000 * MS, 40 * MS };
+	char err[256], what[160];
+	for (int p = 0; p < 2; p++)
+		for (int w = 0; w < 3; w++)
+			for (int g = 0; g < 2; g++)
+				for (int k = 0; k < 2; k++) {
+					struct fixed_hw hw = fixed_hw(&m, 1e-3, growth[g]);
+					struct eng_config c = trace_config(&shim_ops, &m, &hw.base, &t, slas_ns[k]);
+					c.workers = workers[w];
+					c.env.max_batch = 8;
+					struct drv_result r[2];
+					uint64_t runs[2];
+					for (int by_runs = 0; by_runs < 2; by_runs++) {
+						shim_reset(pols[p], N);
+						setenv("SIMBATCH_NODE_RUNS", by_runs ? "1" : "0", 1);
+						int rc = eng_run(&c, &r[by_runs], err, sizeof err);
+						unsetenv("SIMBATCH_NODE_RUNS");
+						if (rc != 0)
+							fail_msg("%s: %s", pols[p]->name, err);
+						shim_check_all_done(&r[by_runs], pols[p]->name);
+						runs[by_runs] = shim.runs;
+						shim_reset(NULL, 0);
+					}
+					snprintf(what, sizeof what, "%s, %u workers, growth %g, SLA %lld ms", pols[p]->name,
+					         workers[w], growth[g], (long long)(slas_ns[k] / MS));
+					print_message("  %s: %llu tasks, %llu runs\n", what, (unsigned long long)r[1].tasks,
+					              (unsigned long long)runs[1]);
+					assert_int_equal(runs[0], 0);
+					assert_true(runs[1] > 0);
+					assert_same_run(&r[0], &r[1], &m, what);
+					drv_result_free(&r[0]);
+					drv_result_free(&r[1]);
+				}
 }
 
 /* Same config twice: identical results. */
@@ -1042,6 +1116,7 @@ int main(void)
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_every_policy_every_model),
 		cmocka_unit_test(test_runs_change_nothing),
+		cmocka_unit_test(test_cut_runs_at_shared_instants),
 		cmocka_unit_test(test_run_single_is_node_sum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 
 #define EVQ_FIRST_GROWTH 16          /* slots allocated by the first push into an empty queue */
 #define PH_NIL UINT32_MAX            /* "no node" in the pairing heap's index links */
+#define PH_FREE UINT32_MAX           /* the kind of a pool slot on the free list */
 
 /* A pairing-heap node. Links are 32-bit pool indices rather than pointers so
  * the pool can move on realloc and a node stays 40 bytes. */
@@ -291,8 +292,39 @@ static void ph_pop(struct evq *q, struct event *out)
 
 	*out = nd[old].ev;
 	q->root = ph_merge_pairs(nd, nd[old].child);
+	nd[old].ev.kind = PH_FREE;
 	nd[old].sibling = q->free_head;
 	q->free_head = old;
+}
+
+/* Decrease-key (Fredman et al.): the node's subtree is cut from its parent,
+ * or from its left sibling, and melded with the root. Without parent links
+ * the one pointing at it is found by a search over the live slots. */
+static int ph_advance(struct evq *q, uint32_t kind, uint32_t aux, int64_t time_ns)
+{
+	struct ph_node *nd = q->pool;
+	uint32_t s = PH_NIL;
+	for (uint32_t i = 0; i < q->pool_used && s == PH_NIL; i++)
+		if (nd[i].ev.kind == kind && nd[i].ev.aux == aux)
+			s = i;
+	if (s == PH_NIL)
+		return 0;
+	assert(time_ns <= nd[s].ev.time_ns);
+	nd[s].ev.time_ns = time_ns;
+	if (s == q->root)
+		return 1;
+	for (uint32_t i = 0; i < q->pool_used; i++) {
+		if (nd[i].ev.kind == PH_FREE)
+			continue;
+		if (nd[i].child == s)
+			nd[i].child = nd[s].sibling;
+		else if (nd[i].sibling == s)
+			nd[i].sibling = nd[s].sibling;
+	}
+	nd[s].sibling = PH_NIL;
+	q->root = ph_link(nd, q->root, s);
+	nd[q->root].sibling = PH_NIL;
+	return 1;
 }
 
 /* --- the public operations ------------------------------------------------ */
@@ -366,4 +398,28 @@ int evq_pop(struct evq *q, struct event *out)
 	}
 	evq_set_top(q);
 	return 1;
+}
+
+int evq_advance(struct evq *q, uint32_t kind, uint32_t aux, int64_t time_ns)
+{
+	int moved = 0;
+	if (q->impl == EVQ_PAIRING_HEAP) {
+		moved = ph_advance(q, kind, aux, time_ns);
+	} else {
+		for (size_t i = 0; i < q->n && !moved; i++) {
+			if (q->heap[i].kind != kind || q->heap[i].aux != aux)
+				continue;
+			struct event x = q->heap[i];
+			assert(time_ns <= x.time_ns);
+			x.time_ns = time_ns;
+			/* earlier: it can only rise */
+			if (q->impl == EVQ_BINARY_HEAP)
+				dheap_sift_up(q->heap, i, x, 2);
+			else
+				dheap_sift_up(q->heap, i, x, 4);
+			moved = 1;
+		}
+	}
+	evq_set_top(q);
+	return moved;
 }

@@ -87,6 +87,11 @@ int evq_push(struct evq *q, struct event ev);      /* 0 or -1 (out of memory) */
  * (a store-forwarding stall measured at a quarter of the engine loop). */
 int evq_add(struct evq *q, int64_t time_ns, uint64_t key, uint32_t kind, uint32_t aux);
 int evq_pop(struct evq *q, struct event *out);     /* 1 popped, 0 empty (then *out is zeroed) */
+/* Moves the queued event of this kind and aux earlier, to time_ns (no later
+ * than its time; key and seq kept): the engine ends a device's run sooner.
+ * 1 moved, 0 when no such event is queued. A search through the events: for
+ * queues of a few per device. */
+int evq_advance(struct evq *q, uint32_t kind, uint32_t aux, int64_t time_ns);
 /* NULL when empty; valid until the next push or pop. Inline: the engine
  * looks at the next event several times a request. */
 static inline const struct event *evq_peek(const struct evq *q)
