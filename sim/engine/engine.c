@@ -34,6 +34,9 @@ struct eng_device {
 	uint64_t run_nodes;            /* nodes the task runs (a run's, or 1), told the driver at its end */
 	int64_t cut_from_ns, cut_ns;   /* cut runs: its run's first inner boundary at or after cut_from_ns
 	                                * (INT64_MAX: none); cut_from_ns INT64_MAX: not looked up yet */
+	int64_t *walk;                 /* runs: its run's pass summed node by node where the members set the
+	                                * prices (2 * nnodes + 1, as seg_walk_ns), kept to price the run again */
+	int walk_ready;                /* walk holds this run's sums */
 };
 
 struct eng_pool_chunk {             /* requests are allocated in chunks and recycled */
@@ -55,7 +58,7 @@ struct eng {
 	                                 * node adds them (eng_run_end: whole passes at j = nnodes, where a run
 	                                 * stops within one); j = 0 holds -1 where a node's price depends on its
 	                                 * members' lengths (a pass is not one price). NULL: not a repeating segment */
-	int64_t *walk_scratch;          /* the same for one run whose members set the prices (2 * nnodes + 1, any segment) */
+	size_t walk_len;                /* 2 * the most nodes of a segment + 1: a device's walk */
 	struct evq *q;
 	struct eng_device *devices;
 	uint32_t *started;              /* devices given a task at this instant, device order */
@@ -86,6 +89,8 @@ struct eng {
 	int cut_runs;                   /* runs on several devices with the policy's boundary_waits: an
 	                                 * arrival ends only the runs whose boundaries it is waited for at
 	                                 * (eng_cut_runs), not every device's */
+	int may_wait;                   /* cut runs: a boundary_waits may hold (none found since the last
+	                                 * arrival's instant) */
 	uint64_t cold_starts;           /* tasks that paid a refill */
 
 	struct timeline *timeline;      /* not owned; NULL unless --timeline-out */
@@ -260,8 +265,8 @@ static int eng_pass_table(struct eng *e)
 	uint32_t most = 0;
 	for (uint32_t k = 0; k < m->nsegments; k++)
 		most = m->segments[k].nnodes > most ? m->segments[k].nnodes : most;
-	e->walk_scratch = calloc(2 * (size_t)most + 1, sizeof *e->walk_scratch);
-	if (!e->seg_on_p || !e->seg_walk_ns || !e->walk_scratch)
+	e->walk_len = 2 * (size_t)most + 1;
+	if (!e->seg_on_p || !e->seg_walk_ns)
 		return -1;
 	for (uint32_t k = 0; k < m->nsegments; k++) {
 		const struct mdl_segment *seg = &m->segments[k];
@@ -310,9 +315,10 @@ static int64_t eng_horizon(const struct eng *e)
  * its first boundary at or after the horizon. Whole passes through the
  * segment's nodes are priced at once. Inlined: out of line, its arguments
  * and *nodes cost a one-device lazy run 3% more instructions. */
-static inline __attribute__((always_inline)) int64_t eng_run_end(struct eng *e, const struct pol_task *t, int64_t start_ns, int64_t first_ns,
-                           int64_t horizon, uint64_t *nodes)
+static inline __attribute__((always_inline)) int64_t eng_run_end(struct eng *e, struct eng_device *d, int64_t start_ns,
+                                                                 int64_t first_ns, int64_t horizon, uint64_t *nodes)
 {
+	const struct pol_task *t = &d->task;
 	int64_t end_ns = ns_add(start_ns, first_ns);
 	*nodes = 1;
 	if (end_ns >= horizon)
@@ -344,13 +350,17 @@ static inline __attribute__((always_inline)) int64_t eng_run_end(struct eng *e, 
 	}
 	if (!walk && passes) {
 		/* the members' inputs set a node's price, the same every pass: one
-		 * pass priced once, summed node by node for the rest of a pass */
-		int64_t *sum = e->walk_scratch;
-		for (uint32_t j = 0; j < seg->nnodes; j++)
-			sum[j + 1] = ns_add(sum[j], eng_task_node_ns(e, t, first + j, 0));
+		 * pass priced once (per run: a cut prices it again), summed node by
+		 * node for the rest of a pass */
+		int64_t *sum = d->walk;
+		if (!d->walk_ready) {
+			for (uint32_t j = 0; j < seg->nnodes; j++)
+				sum[j + 1] = ns_add(sum[j], eng_task_node_ns(e, t, first + j, 0));
+			for (uint32_t j = 0; j < seg->nnodes; j++)
+				sum[seg->nnodes + j + 1] = ns_add(sum[seg->nnodes], sum[j + 1]);
+			d->walk_ready = 1;
+		}
 		pass_ns = sum[seg->nnodes];
-		for (uint32_t j = 0; j < seg->nnodes; j++)
-			sum[seg->nnodes + j + 1] = ns_add(pass_ns, sum[j + 1]);
 		walk = pass_ns <= INT64_MAX / 2 ? sum : NULL;
 	}
 	if (passes) {
@@ -390,7 +400,7 @@ static int64_t eng_next_cut(struct eng *e, struct eng_device *d, int64_t at_ns)
 	if (d->cut_from_ns <= at_ns && at_ns <= d->cut_ns)
 		return d->cut_ns;
 	uint64_t n;
-	int64_t b = eng_run_end(e, &d->task, d->task.start_ns, d->first_ns, at_ns, &n);
+	int64_t b = eng_run_end(e, d, d->task.start_ns, d->first_ns, at_ns, &n);
 	d->cut_from_ns = at_ns;
 	d->cut_ns = n < d->run_nodes ? b : INT64_MAX;
 	return d->cut_ns;
@@ -409,11 +419,16 @@ static int eng_cut_runs(struct eng *e, const struct event *next)
 {
 	int64_t t_next = next->time_ns, at = INT64_MAX;
 	int arriving = e->arrival_pending && e->arrival.time_ns == t_next;
+	if (!arriving && !e->may_wait)
+		return 0;
+	int waits = 0;
 	for (uint32_t dev = 0; dev < e->c->workers; dev++) {
 		struct eng_device *d = &e->devices[dev];
 		int64_t b = INT64_MAX;
+		int w = drv_boundary_waits(&e->drv, dev);     /* asked of every device: one may start a run */
+		waits |= w;
 		if (d->busy && d->run_nodes > 1) {
-			if (drv_boundary_waits(&e->drv, dev))
+			if (w)
 				b = eng_next_cut(e, d, e->now_ns + 1);
 			else if (arriving && eng_next_cut(e, d, t_next) == t_next)
 				b = t_next;
@@ -422,13 +437,15 @@ static int eng_cut_runs(struct eng *e, const struct event *next)
 		if (b < at)
 			at = b;
 	}
+	/* after an arrival's instant until a scan finds none waiting: only an arrival turns one on */
+	e->may_wait = waits || arriving;
 	if (at > t_next)
 		return 0;
 	for (uint32_t dev = 0; dev < e->c->workers; dev++) {
 		if (e->cut_at[dev] != at)
 			continue;
 		struct eng_device *d = &e->devices[dev];
-		d->task.end_ns = eng_run_end(e, &d->task, d->task.start_ns, d->first_ns, at, &d->run_nodes);
+		d->task.end_ns = eng_run_end(e, d, d->task.start_ns, d->first_ns, at, &d->run_nodes);
 		assert(d->task.end_ns == at);
 		d->cut_from_ns = INT64_MAX;
 		int moved = evq_advance(e->q, EV_TASK_DONE, dev, at);
@@ -481,8 +498,9 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	d->first_ns = dur_ns;
 	d->run_nodes = 1;
 	d->cut_from_ns = INT64_MAX;
+	d->walk_ready = 0;
 	if (t->run_max > 1 && e->runs)
-		dur_ns = eng_run_end(e, t, now_ns, dur_ns, eng_horizon(e), &d->run_nodes) - now_ns;
+		dur_ns = eng_run_end(e, d, now_ns, dur_ns, eng_horizon(e), &d->run_nodes) - now_ns;
 	if (dur_ns > INT64_MAX - 1 - now_ns) {
 		snprintf(e->err, e->errlen, "simulated time overflows: a task starting at %.6g s would end past the "
 		         "int64 nanosecond clock (292 years); the service times are too long to simulate",
@@ -605,6 +623,7 @@ static void eng_teardown(struct eng *e)
 			free(e->devices[i].task.tokens);
 			free(e->devices[i].task.context);
 			free(e->devices[i].cold_owed_ns);
+			free(e->devices[i].walk);
 		}
 	free(e->devices);
 	free(e->started);
@@ -613,7 +632,6 @@ static void eng_teardown(struct eng *e)
 	for (uint32_t k = 0; e->seg_walk_ns && k < e->c->model->nsegments; k++)
 		free(e->seg_walk_ns[k]);
 	free(e->seg_walk_ns);
-	free(e->walk_scratch);
 	while (e->chunks) {
 		struct eng_pool_chunk *n = e->chunks->next;
 		free(e->chunks);
@@ -767,7 +785,10 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 		}
 		if (e.has_cold)
 			e.devices[i].cold_owed_ns = calloc(m->nnodes ? m->nnodes : 1, sizeof(int64_t));
-		if (!e.devices[i].task.reqs || (e.has_cold && !e.devices[i].cold_owed_ns)) {
+		if (e.walk_len)
+			e.devices[i].walk = calloc(e.walk_len, sizeof(int64_t));
+		if (!e.devices[i].task.reqs || (e.has_cold && !e.devices[i].cold_owed_ns) ||
+		    (e.walk_len && !e.devices[i].walk)) {
 			snprintf(err, errlen, "out of memory setting up the run");
 			goto fail;
 		}
