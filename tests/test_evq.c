@@ -165,6 +165,30 @@ static void tst_ref_push(struct tst_ref *r, struct event ev)
 	r->n++;
 }
 
+/* Pops one event and checks it is the reference's minimum: 1 popped into
+ * *got, 0 when both are empty. */
+static int tst_pop_checked(struct evq *q, struct tst_ref *ref, struct event *got)
+{
+	int popped = evq_pop(q, got);
+	assert_int_equal(popped, ref->n > 0);
+	if (popped) {
+		ref->n--;
+		tst_assert_event_eq(got, &ref->a[ref->n]);
+	}
+	return popped;
+}
+
+/* The queue's size and top against the reference's. */
+static void tst_check_top(const struct evq *q, const struct tst_ref *ref)
+{
+	assert_int_equal(evq_size(q), ref->n);
+	const struct event *top = evq_peek(q);
+	if (ref->n == 0)
+		assert_null(top);
+	else
+		tst_assert_event_eq(top, &ref->a[ref->n - 1]);
+}
+
 /* one scripted run: pushes and pops with push probability push_pct, then a
  * full drain; times either stay near the last popped time (as in the
  * simulator, never in the past) or scatter over a window; every pop is
@@ -188,21 +212,12 @@ static void tst_script(enum evq_impl impl, size_t cap, uint64_t seed, int ops,
 			tst_ref_push(&ref, ev);
 		} else {
 			struct event got;
-			int popped = evq_pop(q, &got);
-			assert_int_equal(popped, ref.n > 0);
-			if (popped) {
-				ref.n--;
-				tst_assert_event_eq(&got, &ref.a[ref.n]);
+			if (tst_pop_checked(q, &ref, &got)) {
 				now = got.time_ns;
 				log[(*logged)++] = got;
 			}
 		}
-		assert_int_equal(evq_size(q), ref.n);
-		const struct event *top = evq_peek(q);
-		if (ref.n == 0)
-			assert_null(top);
-		else
-			tst_assert_event_eq(top, &ref.a[ref.n - 1]);
+		tst_check_top(q, &ref);
 	}
 	struct event got;
 	while (evq_pop(q, &got)) {
@@ -269,23 +284,14 @@ static void tst_advance_script(enum evq_impl impl, uint64_t seed, int ops)
 			moved++;
 		} else if (what == 2) {
 			struct event got;
-			int popped = evq_pop(q, &got);
-			assert_int_equal(popped, ref.n > 0);
-			if (popped) {
-				ref.n--;
-				tst_assert_event_eq(&got, &ref.a[ref.n]);
+			if (tst_pop_checked(q, &ref, &got)) {
 				now = got.time_ns;
 				queued[got.aux] = 0;
 			}
 		}
 		if (!queued[dev])
 			assert_int_equal(evq_advance(q, 0, dev, now), 0);
-		assert_int_equal(evq_size(q), ref.n);
-		const struct event *top = evq_peek(q);
-		if (ref.n == 0)
-			assert_null(top);
-		else
-			tst_assert_event_eq(top, &ref.a[ref.n - 1]);
+		tst_check_top(q, &ref);
 	}
 	assert_true(moved > (uint64_t)ops / 10);
 	free(ref.a);
