@@ -149,10 +149,10 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
  * n tasks. The live runtime never calls it. */
 static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint64_t n);
 
-/* The policy's boundary_waits (policy.h "Runs"); 1 when it has none. */
+/* The policy's boundary_waits (policy.h "Runs"), for a policy that has one. */
 static inline int drv_boundary_waits(const struct pol_driver *d, uint32_t device)
 {
-	return d->c.policy->boundary_waits ? d->c.policy->boundary_waits(d->st, device) : 1;
+	return d->c.policy->boundary_waits(d->st, device);
 }
 
 /* A started task has ended at t->end_ns; the policy hears of it at now_ns.

@@ -34,6 +34,7 @@ struct eng_device {
 	uint64_t run_nodes;            /* nodes the task runs (a run's, or 1), told the driver at its end */
 	int64_t cut_from_ns, cut_ns;   /* cut runs: its run's first inner boundary at or after cut_from_ns
 	                                * (INT64_MAX: none); cut_from_ns INT64_MAX: not looked up yet */
+	uint64_t cut_nodes;            /* the nodes the run has run by cut_ns */
 	int64_t *walk;                 /* runs: its run's pass summed node by node where the members set the
 	                                * prices (2 * nnodes + 1, as seg_walk_ns), kept to price the run again */
 	int walk_ready;                /* walk holds this run's sums */
@@ -400,10 +401,9 @@ static int64_t eng_next_cut(struct eng *e, struct eng_device *d, int64_t at_ns)
 		return INT64_MAX;
 	if (d->cut_from_ns <= at_ns && at_ns <= d->cut_ns)
 		return d->cut_ns;
-	uint64_t n;
-	int64_t b = eng_run_end(e, d, d->task.start_ns, d->first_ns, at_ns, &n);
+	int64_t b = eng_run_end(e, d, d->task.start_ns, d->first_ns, at_ns, &d->cut_nodes);
 	d->cut_from_ns = at_ns;
-	d->cut_ns = n < d->run_nodes ? b : INT64_MAX;
+	d->cut_ns = d->cut_nodes < d->run_nodes ? b : INT64_MAX;
 	return d->cut_ns;
 }
 
@@ -447,8 +447,8 @@ __attribute__((noinline)) static int eng_cut_runs(struct eng *e, const struct ev
 		if (e->cut_at[dev] != at)
 			continue;
 		struct eng_device *d = &e->devices[dev];
-		d->task.end_ns = eng_run_end(e, d, d->task.start_ns, d->first_ns, at, &d->run_nodes);
-		assert(d->task.end_ns == at);
+		d->task.end_ns = at;                  /* eng_next_cut found it, and the nodes up to it */
+		d->run_nodes = d->cut_nodes;
 		d->cut_from_ns = INT64_MAX;
 		int moved = evq_advance(e->q, EV_TASK_DONE, dev, at);
 		assert(moved);
