@@ -108,6 +108,10 @@ struct hw_ops {
 	 * A pure function. */
 	int (*shape_cost)(const struct hw_model *hw, const struct mdl_node *node, uint32_t batch,
 	                  struct hw_node_cost *out, char *err, size_t errlen);
+	/* optional: open as open does, for a replica of tp GPUs in tensor
+	 * parallelism (tp > 1; hw_open_tp refuses tp > 1 for a model without it) */
+	int (*open_tp)(const char *arg, const struct mdl_model *m, uint32_t tp, struct hw_model **out, char *err,
+	               size_t errlen);
 };
 
 /* Every instance starts with this header. */
@@ -121,6 +125,9 @@ struct hw_model {
  * content says which kind it is (a node latency table "node,batch,latency_s").
  * Returns 0 and *out, or -1 with err. */
 int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, char *err, size_t errlen);
+/* hw_open for a replica of tp GPUs in tensor parallelism (--tp); tp 1 is hw_open. */
+int hw_open_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct hw_model **out, char *err,
+               size_t errlen);
 void hw_close(struct hw_model *hw);
 const struct hw_ops *const *hw_registry(size_t *count);
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "calibrated.h"
+#include "gpu_measured.h"
 #include "npu_config.h"
 #include "npu_systolic.h"
 #include "node_table.h"
@@ -23,6 +24,9 @@
 static const struct hw_ops *const hw_named[] = {
 	&npu_hw_ops,
 	&roofline_h100_ops,
+	&gpu_h100_ops,
+	&gpu_a100_ops,
+	&gpu_a40_ops,
 	&calhw_cpu_ops,
 	&calhw_gpu_ops,   /* listed as gpu-NAME; matched by prefix in hw_open */
 };
@@ -63,7 +67,27 @@ static void hw_unknown(const char *arg, char *err, size_t errlen)
 	         arg, known);
 }
 
+/* Opens arg with ops at tp GPUs: open, or open_tp for tensor parallelism. */
+static int hw_open_with(const struct hw_ops *ops, const char *arg, const struct mdl_model *m, uint32_t tp,
+                        struct hw_model **out, char *err, size_t errlen)
+{
+	if (tp == 1)
+		return ops->open(arg, m, out, err, errlen);
+	if (!ops->open_tp) {
+		snprintf(err, errlen, "--tp=%u: hw %s models one device; tensor parallelism needs a measured GPU "
+		         "(gpu-h100, gpu-a100, gpu-a40 or an operator profile file)", tp, arg);
+		return -1;
+	}
+	return ops->open_tp(arg, m, tp, out, err, errlen);
+}
+
 int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, char *err, size_t errlen)
+{
+	return hw_open_tp(arg, m, 1, out, err, errlen);
+}
+
+int hw_open_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct hw_model **out, char *err,
+               size_t errlen)
 {
 	hw_registry_check();
 	struct stat st;
@@ -77,9 +101,9 @@ int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, c
 	}
 	for (size_t i = 0; i < HW_NAMED_COUNT; i++)
 		if (strcmp(arg, hw_named[i]->name) == 0)
-			return hw_named[i]->open(arg, m, out, err, errlen);
+			return hw_open_with(hw_named[i], arg, m, tp, out, err, errlen);
 	if (calhw_is_gpu_name(arg))
-		return calhw_gpu_ops.open(arg, m, out, err, errlen);
+		return hw_open_with(&calhw_gpu_ops, arg, m, tp, out, err, errlen);
 
 	if (stat(arg, &st) != 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -93,6 +117,11 @@ int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, c
 		snprintf(err, errlen, "%s: not a regular file", arg);
 		return -1;
 	}
+	rc = opp_sniff(arg, err, errlen);          /* "# simbatch llm operator profile": a measured GPU */
+	if (rc != 0)
+		return rc < 0 ? -1 : hw_open_with(&gpu_file_ops, arg, m, tp, out, err, errlen);
+	if (tp != 1)
+		return hw_open_with(&calhw_file_ops, arg, m, tp, out, err, errlen);   /* refused: one device */
 	rc = caltab_sniff(arg, err, errlen);
 	if (rc != 0)
 		return rc < 0 ? -1 : calhw_file_ops.open(arg, m, out, err, errlen);

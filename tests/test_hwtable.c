@@ -370,7 +370,7 @@ static void test_registry(void **state)
 
 	assert_int_equal(hw_open("tpu9", &toy, &hw, err, sizeof err), -1);
 	assert_null(hw);
-	assert_string_equal(err, "unknown hardware 'tpu9' (known: npu, gpu-h100-roofline, cpu, gpu-NAME; or a path to a node latency table)");
+	assert_string_equal(err, "unknown hardware 'tpu9' (known: npu, gpu-h100-roofline, gpu-h100, gpu-a100, gpu-a40, cpu, gpu-NAME; or a path to a node latency table)");
 	assert_int_equal(hw_open("/tmp", &toy, &hw, err, sizeof err), -1);
 	assert_string_equal(err, "/tmp: not a regular file");
 }

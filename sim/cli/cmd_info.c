@@ -13,6 +13,7 @@
 #include "../../util/json.h"
 #include "options.h"
 #include "../../hwmodels/hwmodel.h"
+#include "../../hwmodels/gpu_measured.h"
 #include "../../hwmodels/npu_systolic.h"
 #include "../../models/model.h"
 #include "../../policies/policy.h"
@@ -73,7 +74,9 @@ int cmd_list(int argc, char **argv)
 
 static const struct opt_def model_info_opts[] = {
 	{ "model", OPT_STR, "transformer", 0, 0, 0, "model name or .model file" },
-	{ "hw", OPT_STR, "npu", 0, 0, 0, "hardware model name, NPU configuration or node latency table" },
+	{ "hw", OPT_STR, "npu", 0, 0, 0, "hardware model name, NPU configuration or node latency table (an LLM's "
+	  "default: gpu-h100)" },
+	{ "tp", OPT_UINT, "1", 1, 8, 0, "LLM: GPUs in tensor parallelism (1, 2, 4 or 8; a measured GPU)" },
 	{ "batch", OPT_UINT, "1", 1, 65536, 0, "batch size" },
 	{ "input-len", OPT_UINT, NULL, 1, 1e6, 0, "encoder steps (default: mean of the model's distribution, rounded)" },
 	{ "output-len", OPT_UINT, NULL, 1, 1e6, 0, "decoder steps (default: mean of the model's distribution, rounded)" },
@@ -106,7 +109,7 @@ static int info_length(const struct opt_set *o, const char *opt, int used, const
 
 /* Opens --hw for model m (may be NULL); a --dataflow value (NULL: none)
  * re-creates an NPU with that dataflow, since an instance is read-only. */
-static int info_open_hw(const char *arg, const struct mdl_model *m, const char *dataflow,
+static int info_open_hw(const char *arg, const struct mdl_model *m, uint32_t tp, const char *dataflow,
                         struct hw_model **out, char *err, size_t errlen)
 {
 	struct npu_config cfg;
@@ -120,7 +123,7 @@ static int info_open_hw(const char *arg, const struct mdl_model *m, const char *
 		snprintf(err, errlen, "--dataflow: %s", msg);
 		return -1;
 	}
-	if (hw_open(arg, m, out, err, errlen) != 0)
+	if (hw_open_tp(arg, m, tp, out, err, errlen) != 0)
 		return -1;
 	if (!dataflow)
 		return 0;
@@ -243,6 +246,62 @@ static void info_json_head(const struct mdl_model *m, const struct hw_model *hw,
 	printf(",\"batch\":%u,\"input_len\":%u,\"output_len\":%u,\"total_ms\":%.10g", batch, in_len, out_len, total_ms);
 }
 
+/* What a measured GPU model was built from and how far to trust it: the
+ * profile, the measured range, the rates attention is priced at, the
+ * interpolation's leave-one-row-out error, and one prefill's and one decode
+ * step's time split into the model's terms. */
+static void info_gpu_measured(const struct gpu_measured_info *g, const struct gpu_iter_parts *pre,
+                              const struct gpu_iter_parts *dec, int json)
+{
+	const struct op_profile *p = g->profile;
+	const struct gpu_iter_parts *parts[2] = { pre, dec };
+	if (json) {
+		printf(",\"gpu_profile\":{\"gpu\":");
+		json_write_string(stdout, p->gpu);
+		printf(",\"path\":");
+		json_write_string(stdout, p->path);
+		printf(",\"source\":");
+		json_write_string(stdout, p->source);
+		printf(",\"profiled_as\":");
+		json_write_string(stdout, g->curve->profiled_as);
+		printf(",\"tp\":%u,\"max_tokens\":%u,\"gemm_flops_s\":%.6g,\"stream_bytes_s\":%.6g,\"mem_bytes\":%.6g,"
+		       "\"usable_fraction\":%g,\"leave_out\":{", g->tp, opp_curve_max_tokens(g->curve), p->gemm_flops_s,
+		       p->stream_bytes_s, p->mem_bytes, GPU_MEM_UTILIZATION);
+		for (size_t i = 0; i < p->nleave_out; i++) {
+			printf("%s", i ? "," : "");
+			json_write_string(stdout, p->leave_out[i].op);
+			printf(":{\"median_pct\":%g,\"p90_pct\":%g,\"rows\":%lu}", p->leave_out[i].median_pct,
+			       p->leave_out[i].p90_pct, p->leave_out[i].rows);
+		}
+		printf("}");
+		for (int k = 0; k < 2; k++)
+			printf(",\"%s_parts_ms\":{\"layers\":%.6g,\"allreduce\":%.6g,\"prefill_attention\":%.6g,"
+			       "\"decode_attention\":%.6g,\"embedding\":%.6g,\"lm_head\":%.6g,\"extrapolated\":%s}",
+			       k ? "first_decode" : "prefill", parts[k]->layers_s * 1e3, parts[k]->allreduce_s * 1e3,
+			       parts[k]->prefill_attn_s * 1e3, parts[k]->decode_attn_s * 1e3, parts[k]->emb_s * 1e3,
+			       parts[k]->head_s * 1e3, parts[k]->extrapolated ? "true" : "false");
+		printf("}");
+		return;
+	}
+	printf("measured GPU %s, %u GPU%s in tensor parallelism: %s\n", p->gpu, g->tp, g->tp > 1 ? "s" : "", p->path);
+	printf("  source: %s\n", p->source[0] ? p->source : "(not given)");
+	printf("  the operators of %s's shape measured at 1 to %u tokens (beyond: extrapolated, and runs say so)\n",
+	       g->curve->profiled_as, opp_curve_max_tokens(g->curve));
+	printf("  attention priced at the GPU's measured GEMM rate %.0f TFLOP/s (prefill) and streaming rate %.2f TB/s "
+	       "(decode); %.1f GB usable of %.0f a GPU\n", p->gemm_flops_s * 1e-12, p->stream_bytes_s * 1e-12,
+	       p->mem_bytes * GPU_MEM_UTILIZATION * 1e-9, p->mem_bytes * 1e-9);
+	printf("  interpolation between rows, leave-one-row-out |error| median/p90:");
+	for (size_t i = 0; i < p->nleave_out; i++)
+		printf("%s %s %.2f%%/%.2f%%", i ? "," : "", p->leave_out[i].op, p->leave_out[i].median_pct,
+		       p->leave_out[i].p90_pct);
+	printf("%s\n", p->nleave_out ? "" : " not given by the profile");
+	for (int k = 0; k < 2; k++)
+		printf("  %s ms: layers %.4f, all-reduce %.4f, attention prefill %.4f, decode %.4f, embedding %.4f, "
+		       "LM head %.4f%s\n", k ? "first decode step" : "prefill", parts[k]->layers_s * 1e3,
+		       parts[k]->allreduce_s * 1e3, parts[k]->prefill_attn_s * 1e3, parts[k]->decode_attn_s * 1e3,
+		       parts[k]->emb_s * 1e3, parts[k]->head_s * 1e3, parts[k]->extrapolated ? " (extrapolated)" : "");
+}
+
 /* model-info for an LLM: its architecture, what it holds in memory, and
  * what batch requests of in_len prompt and out_len output tokens cost on hw
  * run together: one prefill, then a decode step per further token with the
@@ -262,6 +321,10 @@ static int info_llm(const struct mdl_model *m, const struct hw_model *hw, uint32
 		goto done;
 	for (uint32_t i = 0; i < batch; i++)
 		tokens[i] = in_len;
+	const struct gpu_measured_info *gpu = gpu_measured_info(hw);
+	struct gpu_iter_parts parts[2];
+	if (gpu)
+		gpu_measured_iter_parts(hw, batch, tokens, context, batch, 0, &parts[0]);
 	int64_t prefill = llm_cost_iter_ns(c, batch, tokens, context, batch, 0, err, errlen), decodes = 0, first = -1;
 	if (prefill < 0)
 		goto done;
@@ -273,6 +336,8 @@ static int info_llm(const struct mdl_model *m, const struct hw_model *hw, uint32
 		int64_t ns = llm_cost_iter_ns(c, batch, tokens, context, batch, 0, err, errlen);
 		if (ns < 0)
 			goto done;
+		if (first < 0 && gpu)
+			gpu_measured_iter_parts(hw, batch, tokens, context, batch, 0, &parts[1]);
 		first = first < 0 ? ns : first;
 		decodes += ns;
 	}
@@ -283,11 +348,17 @@ static int info_llm(const struct mdl_model *m, const struct hw_model *hw, uint32
 		info_json_head(m, hw, batch, in_len, out_len, total_ms);
 		printf(",\"nodes\":[],\"llm\":{\"layers\":%u,\"hidden\":%u,\"heads\":%u,\"kv_heads\":%u,\"head_dim\":%u,\"ffn\":%u,"
 		       "\"vocab\":%u,\"context\":%u,\"bytes\":%u,\"gated\":%s,\"weight_bytes\":%llu,\"kv_bytes_per_token\":%llu,"
-		       "\"prefill_ms\":%.10g,\"first_decode_ms\":%.10g,\"kv_blocks_of_16\":%llu}}\n",
+		       "\"prefill_ms\":%.10g,\"first_decode_ms\":%.10g,\"kv_blocks_of_16\":%llu}",
 		       l->layers, l->hidden, l->heads, l->kv_heads, l->head_dim, l->ffn, l->vocab, l->context,
 		       l->elem_bytes, l->gated ? "true" : "false", (unsigned long long)mdl_llm_weight_bytes(l),
 		       (unsigned long long)mdl_llm_kv_bytes_per_token(l), prefill * 1e-6, first > 0 ? first * 1e-6 : 0.0,
 		       (unsigned long long)blocks);
+		if (gpu) {
+			if (first < 0)
+				parts[1] = (struct gpu_iter_parts){ 0 };
+			info_gpu_measured(gpu, &parts[0], &parts[1], 1);
+		}
+		printf("}\n");
 	} else {
 		printf("%s on %s: an LLM of %u layers, d_model %u, %u heads of %u (%u KV heads), %s MLP %u, vocab %u, "
 		       "context %u, %u-byte elements\n", m->name, hw->label, l->layers, l->hidden, l->heads, l->head_dim,
@@ -302,6 +373,11 @@ static int info_llm(const struct mdl_model *m, const struct hw_model *hw, uint32
 		printf("%u request%s of %u prompt and %u output tokens together: prefill %.6f ms, first decode step %.6f ms, "
 		       "all %.6f ms\n", batch, batch == 1 ? "" : "s", in_len, out_len, prefill * 1e-6,
 		       first > 0 ? first * 1e-6 : 0.0, total_ms);
+		if (gpu) {
+			if (first < 0)
+				parts[1] = (struct gpu_iter_parts){ 0 };
+			info_gpu_measured(gpu, &parts[0], &parts[1], 0);
+		}
 	}
 	rc = 0;
 done:
@@ -327,8 +403,12 @@ int cmd_model_info(int argc, char **argv)
 		               model_info_opts, MODEL_INFO_NOPTS);
 		return CLI_OK;
 	}
-	if (mdl_load(opt_str(&o, "model"), &m, err, sizeof err) != 0 ||
-	    info_open_hw(opt_str(&o, "hw"), m, opt_str(&o, "dataflow"), &hw, err, sizeof err) != 0)
+	if (mdl_load(opt_str(&o, "model"), &m, err, sizeof err) != 0)
+		goto fail;
+	if (m->is_llm && !opt_given(&o, "hw"))
+		opt_set_default(&o, "hw", "gpu-h100");
+	if (info_open_hw(opt_str(&o, "hw"), m, (uint32_t)opt_uint(&o, "tp"), opt_str(&o, "dataflow"), &hw, err,
+	                 sizeof err) != 0)
 		goto fail;
 	uint32_t batch = (uint32_t)opt_uint(&o, "batch"), in_len, out_len;
 	if (info_length(&o, "input-len", m->uses_input_len, m->input_len_spec, &in_len, err, sizeof err) != 0 ||
@@ -727,7 +807,7 @@ int cmd_hw_info(int argc, char **argv)
 	}
 	if (sweep && mdl_load(opt_str(&o, "model"), &m, err, sizeof err) != 0)
 		goto fail;
-	if (info_open_hw(opt_str(&o, "hw"), m, opt_str(&o, "dataflow"), &hw, err, sizeof err) != 0)
+	if (info_open_hw(opt_str(&o, "hw"), m, 1, opt_str(&o, "dataflow"), &hw, err, sizeof err) != 0)
 		goto fail;
 	int r = sweep ? info_sweep(&o, m, hw, err, sizeof err) : info_gemm(&o, hw, err, sizeof err);
 	if (r != 0) {

@@ -23,6 +23,7 @@
 
 #define RUN_DEFAULT_POLICY "lazy"    /* DESIGN.md section 3 */
 #define RUN_DEFAULT_LLM_POLICY "continuous"   /* lazy batches a model's nodes; an LLM has none (vLLM's default) */
+#define RUN_DEFAULT_LLM_HW "gpu-h100"         /* DESIGN.md 3c: an LLM runs on a measured GPU unless told */
 
 
 static const struct opt_def run_opts[] = {
@@ -34,7 +35,9 @@ static const struct opt_def run_opts[] = {
 	{ "warmup", OPT_UINT, "0", 0, 1e12, 0, "first N requests excluded from metrics" },
 	{ "model", OPT_STR, "transformer", 0, 0, 0, "model name or .model file (simbatch list models)" },
 	{ "hw", OPT_STR, "npu", 0, 0, 0, "hardware model name, node latency table file, or profile (this "
-	  "machine's live kernels, timed first)" },
+	  "machine's live kernels, timed first); an LLM's default: " RUN_DEFAULT_LLM_HW },
+	{ "tp", OPT_UINT, "1", 1, 8, 0, "LLM: GPUs a replica splits the model over (tensor parallelism: 1, 2, 4 or 8; "
+	  "a measured GPU)" },
 	{ "workers", OPT_UINT, "1", 1, 4096, 0, "devices" },
 	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms" },
 	{ "seed", OPT_UINT, "1", 0, 1.8e19, 0, "random seed" },
@@ -243,10 +246,15 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 		return -1;
 	}
 	if (strcmp(opt_str(o, "hw"), "profile") == 0) {
+		if (opt_uint(o, "tp") != 1) {
+			snprintf(err, errlen, "--tp=%llu: the profile is this machine's one device; tensor parallelism needs a "
+			         "measured GPU", (unsigned long long)opt_uint(o, "tp"));
+			return -1;
+		}
 		uint32_t max_batch = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : pol->default_max_batch;
 		if (live_profile_hw(o, j->model, max_batch, &j->hw, err, errlen) != 0)
 			return -1;
-	} else if (hw_open(opt_str(o, "hw"), j->model, &j->hw, err, errlen) != 0) {
+	} else if (hw_open_tp(opt_str(o, "hw"), j->model, (uint32_t)opt_uint(o, "tp"), &j->hw, err, errlen) != 0) {
 		return -1;
 	}
 	const char *trace_path = opt_str(o, "trace");
@@ -501,8 +509,11 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 	/* the model first: an LLM's default policy is not the DESIGN default */
 	if (mdl_load(opt_str(&j->o, "model"), &j->model, err, sizeof err) != 0)
 		goto fail;
-	if (j->model->is_llm)
+	if (j->model->is_llm) {
 		opt_set_default(&j->o, "policy", RUN_DEFAULT_LLM_POLICY);
+		if (strcmp(opt_str(&j->o, "hw"), "npu") == 0)    /* run's default; live's (profile) stays */
+			opt_set_default(&j->o, "hw", RUN_DEFAULT_LLM_HW);
+	}
 	const struct pol_ops *pol = pol_find(opt_str(&j->o, "policy"));
 	if (!pol) {
 		cli_unknown_policy(opt_str(&j->o, "policy"), err, sizeof err);

@@ -1,0 +1,372 @@
+/* hwmodels/gpu_measured.c: an LLM iteration priced from a GPU's measured
+ * operator profile (see gpu_measured.h for what is priced and why). */
+#include "gpu_measured.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "calibrated.h"   /* calhw_tables_dir: the committed tables' folder */
+
+struct gpu_measured {
+	struct hw_model base;
+	struct gpu_measured_info info;
+	struct op_profile *prof;          /* owned */
+	struct opp_allreduce *ar;         /* owned; NULL when none was measured */
+	struct hw_device dev;             /* the replica: tp GPUs */
+	uint32_t layers;
+	double head_per_up;               /* LM head / MLP up projection at equal rows */
+	double pair_flops;                /* a query-key pair's FLOPs in one layer on one GPU */
+	double kv_token_bytes;            /* a token's keys and values in one layer on one GPU */
+	uint32_t max_cached;              /* token counts priced ahead: the profile's last row */
+	double *op_s, *ar_s, *emb_s;      /* [max_cached + 1]: a layer's operators, its all-reduces, emb */
+};
+
+const struct gpu_measured_info *gpu_measured_info(const struct hw_model *hw)
+{
+	const struct hw_ops *o = hw->ops;
+	if (o != &gpu_h100_ops && o != &gpu_a100_ops && o != &gpu_a40_ops && o != &gpu_file_ops)
+		return NULL;
+	return &((const struct gpu_measured *)hw)->info;
+}
+
+/* A layer's operators (every one but the embedding) at t tokens, in s. */
+static double gpu_layer_ops_s(const struct opp_curve *c, double t, int *extrapolated)
+{
+	double ms = 0;
+	for (int op = OPP_INPUT_NORM; op < OPP_COUNT; op++)
+		ms += opp_curve_ms(c, (enum opp_op)op, t, extrapolated);
+	return ms * 1e-3;
+}
+
+static double gpu_allreduce_s(const struct gpu_measured *g, double t, int *extrapolated)
+{
+	if (g->info.tp == 1)
+		return 0;
+	double bytes = t * g->base.model->llm.hidden * g->base.model->llm.elem_bytes;
+	return 2 * opp_allreduce_ms(g->ar, g->info.tp, bytes, extrapolated) * 1e-3;
+}
+
+void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
+                             uint32_t emitting, uint32_t pad, struct gpu_iter_parts *out)
+{
+	const struct gpu_measured *g = (const struct gpu_measured *)hw;
+	const struct opp_curve *c = g->info.curve;
+	double pairs = 0, read_tokens = 0;
+	uint64_t total = pad;
+	memset(out, 0, sizeof *out);
+	for (uint32_t i = 0; i < n; i++) {
+		total += tokens[i];
+		if (tokens[i] > 1)
+			pairs += (double)tokens[i] * context[i] + (double)tokens[i] * (tokens[i] + 1) / 2.0;
+		else
+			read_tokens += context[i];
+	}
+	if (total <= g->max_cached) {
+		out->layers_s = g->op_s[total] * g->layers;
+		out->allreduce_s = g->ar_s[total] * g->layers;
+		out->emb_s = g->emb_s[total];
+	} else {
+		out->extrapolated = 1;
+		int ignored = 0;
+		out->layers_s = gpu_layer_ops_s(c, (double)total, &ignored) * g->layers;
+		out->allreduce_s = gpu_allreduce_s(g, (double)total, &ignored) * g->layers;
+		out->emb_s = opp_curve_ms(c, OPP_EMB, (double)total, &ignored) * 1e-3;
+	}
+	out->prefill_attn_s = pairs * g->pair_flops / g->prof->gemm_flops_s * g->layers;
+	out->decode_attn_s = (read_tokens + (double)(total - pad)) * g->kv_token_bytes / g->prof->stream_bytes_s * g->layers;
+	if (emitting) {
+		int ignored = 0;
+		out->head_s = opp_curve_ms(c, OPP_MLP_UP, emitting, &ignored) * 1e-3 * g->head_per_up;
+	}
+}
+
+static double gpu_iter_cost(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
+                            uint32_t emitting, uint32_t pad)
+{
+	struct gpu_iter_parts p;
+	gpu_measured_iter_parts(hw, n, tokens, context, emitting, pad, &p);
+	return p.layers_s + p.allreduce_s + p.prefill_attn_s + p.decode_attn_s + p.emb_s + p.head_s;
+}
+
+static int gpu_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out, char *err,
+                         size_t errlen)
+{
+	(void)t;
+	(void)b;
+	(void)out;
+	snprintf(err, errlen, "hw %s prices LLM iterations from operator profiles, not nodes", hw->label);
+	return -1;
+}
+
+static void gpu_device(const struct hw_model *hw, struct hw_device *out)
+{
+	*out = ((const struct gpu_measured *)hw)->dev;
+}
+
+static void gpu_close(struct hw_model *hw)
+{
+	struct gpu_measured *g = (struct gpu_measured *)hw;
+	if (!g)
+		return;
+	opp_free(g->prof);
+	opp_allreduce_free(g->ar);
+	free(g->op_s);
+	free(g->ar_s);
+	free(g->emb_s);
+	free(g);
+}
+
+/* The shapes a profile holds at tp 1, for the message when the model's is not among them. */
+static void gpu_list_shapes(const struct op_profile *p, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < p->ncurves && used < len; i++) {
+		const struct opp_curve *c = &p->curves[i];
+		if (c->tp != 1 && i > 0 && strcmp(p->curves[i - 1].profiled_as, c->profiled_as) == 0)
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "%s%s (%u/%u/%u/%u)", used ? ", " : "", c->profiled_as,
+		                         c->shape.hidden, c->shape.heads, c->shape.kv_heads, c->shape.ffn);
+	}
+}
+
+/* The tp degrees at which p holds shape s, as "1, 2, 4". */
+static void gpu_list_tps(const struct op_profile *p, const struct opp_shape *s, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < p->ncurves && used < len; i++)
+		if (p->curves[i].shape.hidden == s->hidden && p->curves[i].shape.heads == s->heads &&
+		    p->curves[i].shape.kv_heads == s->kv_heads && p->curves[i].shape.ffn == s->ffn &&
+		    p->curves[i].shape.gated == s->gated)
+			used += (size_t)snprintf(buf + used, len - used, "%s%u", used ? ", " : "", p->curves[i].tp);
+}
+
+/* The curve of the model's shape (the vocabulary aside: it sizes only the
+ * embedding lookup and the LM head, which are priced apart). */
+static const struct opp_curve *gpu_find_curve(const struct op_profile *p, const struct mdl_llm *l, uint32_t tp)
+{
+	for (size_t i = 0; i < p->ncurves; i++) {
+		const struct opp_curve *c = &p->curves[i];
+		if (c->tp == tp && c->shape.hidden == l->hidden && c->shape.heads == l->heads &&
+		    c->shape.kv_heads == l->kv_heads && c->shape.ffn == l->ffn && c->shape.gated == l->gated)
+			return c;
+	}
+	return NULL;
+}
+
+static int gpu_check_tp(const struct mdl_model *m, uint32_t tp, char *err, size_t errlen)
+{
+	const struct mdl_llm *l = &m->llm;
+	if (tp == 0 || tp > 8 || (tp & (tp - 1)) != 0) {
+		snprintf(err, errlen, "--tp=%u: tensor parallelism must be 1, 2, 4 or 8 GPUs", tp);
+		return -1;
+	}
+	if (l->heads % tp != 0) {
+		snprintf(err, errlen, "--tp=%u does not divide %s's %u attention heads", tp, m->name, l->heads);
+		return -1;
+	}
+	if (l->kv_heads % tp != 0 && tp % l->kv_heads != 0) {
+		snprintf(err, errlen, "--tp=%u and %s's %u KV heads neither divide the other", tp, m->name, l->kv_heads);
+		return -1;
+	}
+	return 0;
+}
+
+/* The table's path for a registered name ("gpu-h100" -> DIR/ops-h100.csv),
+ * or for an operator profile file its all-reduce file beside it. */
+static int gpu_table_path(char *buf, size_t len, const char *dir, const char *kind, const char *gpu)
+{
+	int n = snprintf(buf, len, "%s/%s-%s.csv", dir, kind, gpu);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int gpu_fill_cache(struct gpu_measured *g)
+{
+	const struct opp_curve *c = g->info.curve;
+	g->max_cached = opp_curve_max_tokens(c);
+	size_t n = (size_t)g->max_cached + 1;
+	g->op_s = calloc(n, sizeof *g->op_s);
+	g->ar_s = calloc(n, sizeof *g->ar_s);
+	g->emb_s = calloc(n, sizeof *g->emb_s);
+	if (!g->op_s || !g->ar_s || !g->emb_s)
+		return -1;
+	for (uint32_t t = 1; t <= g->max_cached; t++) {
+		int ignored = 0;
+		g->op_s[t] = gpu_layer_ops_s(c, t, &ignored);
+		g->ar_s[t] = gpu_allreduce_s(g, t, &ignored);
+		g->emb_s[t] = opp_curve_ms(c, OPP_EMB, t, &ignored) * 1e-3;
+	}
+	return 0;
+}
+
+static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const char *ops_path, const char *dir,
+                            const struct mdl_model *m, uint32_t tp, struct hw_model **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!m || !m->is_llm) {
+		snprintf(err, errlen, "hw %s prices LLM iterations from measured operator profiles; model %s is not an LLM "
+		         "(node-level models run on npu, gpu-h100-roofline, cpu or a calibration table)", arg,
+		         m ? m->name : "(none)");
+		return -1;
+	}
+	if (gpu_check_tp(m, tp, err, errlen) != 0)
+		return -1;
+	const struct mdl_llm *l = &m->llm;
+	if (l->elem_bytes != 2) {
+		snprintf(err, errlen, "hw %s was profiled with 2-byte (fp16) weights; model %s has %u-byte elements", arg,
+		         m->name, l->elem_bytes);
+		return -1;
+	}
+	if ((uint64_t)l->heads * l->head_dim != l->hidden) {
+		snprintf(err, errlen, "model %s's %u heads of %u do not make its hidden size %u, which an operator profile "
+		         "assumes", m->name, l->heads, l->head_dim, l->hidden);
+		return -1;
+	}
+	struct gpu_measured *g = calloc(1, sizeof *g);
+	if (!g) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	g->base.ops = ops;
+	g->base.model = m;
+	snprintf(g->base.label, sizeof g->base.label, "%s", arg);
+	if (opp_load(ops_path, &g->prof, err, errlen) != 0)
+		goto fail;
+	const struct op_profile *p = g->prof;
+	char list[1024];
+	g->info.profile = p;
+	g->info.tp = tp;
+	g->info.curve = gpu_find_curve(p, l, tp);
+	if (!g->info.curve) {
+		struct opp_shape s = { l->hidden, l->heads, l->kv_heads, l->ffn, l->vocab, l->gated };
+		gpu_list_tps(p, &s, list, sizeof list);
+		if (list[0])
+			snprintf(err, errlen, "%s holds %s's shape at tp %s, not at --tp=%u", ops_path, m->name, list, tp);
+		else {
+			gpu_list_shapes(p, list, sizeof list);
+			snprintf(err, errlen, "%s holds no profile of %s's shape (hidden/heads/kv_heads/ffn %u/%u/%u/%u, %s MLP); "
+			         "it holds %s (another GPU's table may: calib/tables/ops-*.csv; gpu-h100-roofline is a lower "
+			         "bound for any shape)", ops_path, m->name, l->hidden, l->heads, l->kv_heads, l->ffn,
+			         l->gated ? "gated" : "plain", list);
+		}
+		goto fail;
+	}
+	if (tp > 1) {
+		char ar_path[1024];
+		struct stat st;
+		if (gpu_table_path(ar_path, sizeof ar_path, dir, "allreduce", p->gpu) != 0) {
+			snprintf(err, errlen, "tables directory path too long");
+			goto fail;
+		}
+		if (stat(ar_path, &st) != 0) {
+			snprintf(err, errlen, "--tp=%u on %s needs a measured all-reduce, and %s %s", tp, arg, ar_path,
+			         errno == ENOENT ? "does not exist (Vidur published none for this GPU)" : strerror(errno));
+			goto fail;
+		}
+		if (opp_allreduce_load(ar_path, &g->ar, err, errlen) != 0)
+			goto fail;
+		if (!opp_allreduce_has(g->ar, tp)) {
+			snprintf(err, errlen, "%s holds no all-reduce across %u GPUs", ar_path, tp);
+			goto fail;
+		}
+		g->info.has_allreduce = 1;
+	}
+	double usable = p->mem_bytes * GPU_MEM_UTILIZATION, weights = (double)mdl_llm_weight_bytes(l);
+	if (weights / tp >= usable) {
+		uint32_t need = tp;
+		while (need <= 8 && weights / need >= usable)
+			need *= 2;
+		if (need <= 8)
+			snprintf(err, errlen, "%s's weights (%.1f GB) do not fit on %u %s GPU%s (%.1f GB usable each): it needs "
+			         "--tp=%u or more", m->name, weights * 1e-9, tp, p->gpu, tp > 1 ? "s" : "", usable * 1e-9, need);
+		else
+			snprintf(err, errlen, "%s's weights (%.1f GB) do not fit on 8 %s GPUs (%.1f GB usable each)", m->name,
+			         weights * 1e-9, p->gpu, usable * 1e-9);
+		goto fail;
+	}
+	g->layers = l->layers;
+	double kv_heads_gpu = l->kv_heads >= tp ? (double)l->kv_heads / tp : 1.0;
+	g->pair_flops = 4.0 * l->heads / tp * l->head_dim;
+	g->kv_token_bytes = 2.0 * kv_heads_gpu * l->head_dim * l->elem_bytes;
+	g->head_per_up = (double)l->vocab / ((l->gated ? 2.0 : 1.0) * l->ffn);
+	g->dev = (struct hw_device){ .mem_bytes = usable * tp, .mem_bw_bytes_s = p->stream_bytes_s * tp,
+	                             .peak_flops = p->gemm_flops_s * tp };
+	if (gpu_fill_cache(g) != 0) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	*out = &g->base;
+	return 0;
+fail:
+	gpu_close(&g->base);
+	return -1;
+}
+
+static int gpu_open_named_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct hw_model **out,
+                             char *err, size_t errlen)
+{
+	/* A node-level model on a named GPU: the cuBLAS table `simbatch calibrate
+	 * --device=gpu` measured there (calib/tables/gpu-NAME.csv), as before
+	 * operator profiles existed; its error says when none was measured. */
+	if (m && !m->is_llm) {
+		if (tp != 1) {
+			snprintf(err, errlen, "--tp=%u: tensor parallelism splits an LLM; model %s is node-level", tp, m->name);
+			return -1;
+		}
+		return calhw_gpu_ops.open(arg, m, out, err, errlen);
+	}
+	const struct hw_ops *ops = strcmp(arg, gpu_h100_ops.name) == 0 ? &gpu_h100_ops
+	                           : strcmp(arg, gpu_a100_ops.name) == 0 ? &gpu_a100_ops : &gpu_a40_ops;
+	char path[1024];
+	if (gpu_table_path(path, sizeof path, calhw_tables_dir(), "ops", arg + 4) != 0) {
+		snprintf(err, errlen, "tables directory path too long");
+		return -1;
+	}
+	return gpu_open_profile(ops, arg, path, calhw_tables_dir(), m, tp, out, err, errlen);
+}
+
+static int gpu_open_named(const char *arg, const struct mdl_model *m, struct hw_model **out, char *err, size_t errlen)
+{
+	return gpu_open_named_tp(arg, m, 1, out, err, errlen);
+}
+
+static int gpu_open_file_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct hw_model **out,
+                            char *err, size_t errlen)
+{
+	char dir[1024];
+	const char *slash = strrchr(arg, '/');
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - arg) : 1, slash ? arg : ".");
+	int rc = gpu_open_profile(&gpu_file_ops, arg, arg, dir, m, tp, out, err, errlen);
+	if (rc == 0) {   /* results name a file model by its basename, as the other file kinds do */
+		const char *base = slash ? slash + 1 : arg;
+		snprintf((*out)->label, sizeof (*out)->label, "%s", base);
+	}
+	return rc;
+}
+
+static int gpu_open_file(const char *arg, const struct mdl_model *m, struct hw_model **out, char *err, size_t errlen)
+{
+	return gpu_open_file_tp(arg, m, 1, out, err, errlen);
+}
+
+#define GPU_MEASURED_OPS(NAME, HELP, OPEN, OPEN_TP)                                                       \
+	{ .name = NAME, .help = HELP, .open = OPEN, .close = gpu_close, .node_cost = gpu_node_cost,        \
+	  .device = gpu_device, .iter_cost = gpu_iter_cost, .open_tp = OPEN_TP }
+
+const struct hw_ops gpu_h100_ops = GPU_MEASURED_OPS(
+	"gpu-h100", "NVIDIA H100 80 GB measured: Vidur's operator and all-reduce profiles (calib/tables/ops-h100.csv), LLMs, --tp 1-8",
+	gpu_open_named, gpu_open_named_tp);
+const struct hw_ops gpu_a100_ops = GPU_MEASURED_OPS(
+	"gpu-a100", "NVIDIA A100 80 GB measured: Vidur's operator and all-reduce profiles (calib/tables/ops-a100.csv), LLMs, --tp 1-8",
+	gpu_open_named, gpu_open_named_tp);
+const struct hw_ops gpu_a40_ops = GPU_MEASURED_OPS(
+	"gpu-a40", "NVIDIA A40 48 GB measured: Vidur's operator profiles (calib/tables/ops-a40.csv), LLMs, --tp 1 (no all-reduce measured)",
+	gpu_open_named, gpu_open_named_tp);
+const struct hw_ops gpu_file_ops = GPU_MEASURED_OPS(
+	"llm operator profile", "FILE: an LLM operator profile (scripts/vidur-import), allreduce-GPU.csv beside it for --tp",
+	gpu_open_file, gpu_open_file_tp);
