@@ -257,6 +257,14 @@ cases = {
     "weights beyond the memory": ["--model=llama2-7b", "--policy=continuous", f"--hw={tpu}"],
     "an LLM on a device with no memory capacity": ["--model=llm-tiny", "--policy=continuous", "--hw=npu"],
     "an unknown --over-context": ["--model=llm-tiny", "--policy=continuous", "--over-context=clip"],
+    "--tp not a power of two": ["--model=llama2-7b", "--tp=3"],
+    "--tp past 8": ["--model=llama2-7b", "--tp=16"],
+    "--tp that does not divide the heads": ["--model=llm-tiny", "--tp=8", "--hw=gpu-h100"],
+    "--tp beyond what the profile measured": ["--model=phi-2", "--tp=2"],
+    "--tp on a GPU with no measured all-reduce": ["--model=llama2-7b", "--hw=gpu-a40", "--tp=2"],
+    "--tp on a one-device model": ["--model=llama2-7b", "--hw=gpu-h100-roofline", "--tp=2"],
+    "weights that need more GPUs": ["--model=llama2-70b"],
+    "a shape no profile holds": ["--model=llama3-8b", "--hw=gpu-h100"],
     "malformed model": [f"--model={bad_model}"],
     "malformed table": ["--model=lstm", f"--hw={bad_table}"],
     "bad length spec": ["--model=lstm", "--input-len=uniform:9:2"],
@@ -347,6 +355,26 @@ r = sb("hw-info", "--hw=npu", "--model=resnet50", "--sweep-batch", "--node=fc100
 check("hw-info --sweep-batch text", r.returncode == 0 and "node fc1000" in r.stdout and "node conv1 " not in r.stdout, r.stderr)
 check("hw-info --sweep-batch needs --model", sb("hw-info", "--sweep-batch").returncode == 2)
 check("hw-info --sweep-batch unknown node", sb("hw-info", "--model=lstm", "--sweep-batch", "--node=x").returncode == 2)
+
+# ---- measured GPUs (issue 32): an LLM runs on gpu-h100 as it is; --tp; the extrapolation note ----
+r = sb("--model=llama2-7b", "--requests=50", "--rate=2", "--no-db", "--json")
+j = json.loads(r.stdout) if r.returncode == 0 else {}
+check("an LLM's default hw is gpu-h100", j.get("hw") == "gpu-h100" and j.get("completed") == 50, r.stderr)
+check("a measured GPU's range in the JSON", j.get("hw_measured_tokens") == 4096 and j.get("hw_may_extrapolate") is False, j)
+r = sb("--model=llama2-70b", "--tp=4", "--requests=20", "--rate=1", "--no-db", "--json")
+j4 = json.loads(r.stdout) if r.returncode == 0 else {}
+r = sb("--model=llama2-70b", "--tp=8", "--requests=20", "--rate=1", "--no-db", "--json")
+j8 = json.loads(r.stdout) if r.returncode == 0 else {}
+check("Llama-2-70B serves on 4 and on 8 H100s, faster on 8", j4 and j8 and j8["tpot_ms"]["mean"] < j4["tpot_ms"]["mean"],
+      (j4.get("tpot_ms"), j8.get("tpot_ms"), r.stderr))
+r = sb("--model=llama2-7b", "--policy=static", "--requests=20", "--rate=1", "--no-db")
+check("a static run on a measured GPU says it may extrapolate", r.returncode == 0 and "(extrapolated)" in r.stdout,
+      r.stdout + r.stderr)
+r = sb("model-info", "--model=llama2-70b", "--tp=8", "--json")
+mi = json.loads(r.stdout) if r.returncode == 0 else {}
+check("model-info of a measured GPU: profile, tp and leave-out errors",
+      mi.get("gpu_profile", {}).get("tp") == 8 and "layer" in mi["gpu_profile"]["leave_out"]
+      and mi["gpu_profile"]["prefill_parts_ms"]["allreduce"] > 0, r.stderr)
 
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "../../hwmodels/gpu_measured.h"
 #include "../../hwmodels/llm_cost.h"
 #include "../engine/engine.h"
 #include "options.h"
@@ -589,6 +590,11 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		.wall_s = wall_s, .run_id = -1, .live = live, .res = res, .model_def = j->model, .extra_json = x->json,
 		.dropped_over_context = j->dropped_over_context,
 	};
+	const struct gpu_measured_info *gpu = gpu_measured_info(j->hw);
+	if (gpu && j->model->is_llm) {
+		rep.hw_measured_tokens = opp_curve_max_tokens(gpu->curve);
+		rep.iter_token_budget = c->policy->pads_prompts ? 0 : c->env.max_batched_tokens;
+	}
 	/* the files are written, then the run stored, then the files renamed into
 	 * place: a run that fails before the end changes no file of the user's */
 	if (j->requests_out.f && run_write_requests(j->requests_out.f, res) != 0) {

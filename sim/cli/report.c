@@ -26,6 +26,12 @@ int report_saturated(const struct report_run *r)
 }
 
 /* A policy statistic by name (0 when the policy reports none). */
+/* Whether an iteration of this LLM run may run more tokens than its measured GPU's profile holds. */
+static int report_may_extrapolate(const struct report_run *r)
+{
+	return r->hw_measured_tokens && (!r->iter_token_budget || r->iter_token_budget > r->hw_measured_tokens);
+}
+
 static double report_policy_stat(const struct drv_result *res, const char *name)
 {
 	for (size_t i = 0; i < res->npolicy_stats; i++)
@@ -88,6 +94,9 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	if (res->llm) {
 		report_llm_json(f, res);
 		fprintf(f, ",\"dropped_over_context\":%llu", (unsigned long long)r->dropped_over_context);
+		if (r->hw_measured_tokens)
+			fprintf(f, ",\"hw_measured_tokens\":%u,\"hw_may_extrapolate\":%s", r->hw_measured_tokens,
+			        report_may_extrapolate(r) ? "true" : "false");
 	}
 	struct report_tail tail = report_tail(r);
 	fprintf(f, ",\"tail_supported\":{\"p99\":%s,\"p999\":%s,\"min_requests_p99\":%llu,"
@@ -194,6 +203,13 @@ void report_text(FILE *f, const struct report_run *r)
 		if (r->dropped_over_context)
 			fprintf(f, "  dropped    %llu trace requests beyond the model's context (--over-context=drop)\n",
 			        (unsigned long long)r->dropped_over_context);
+		if (report_may_extrapolate(r)) {
+			char budget[32] = "any number of";
+			if (r->iter_token_budget)
+				snprintf(budget, sizeof budget, "%u", r->iter_token_budget);
+			fprintf(f, "  hw         measured iterations of up to %u tokens; this run's may run %s tokens, priced "
+			        "beyond the last row along its slope (extrapolated)\n", r->hw_measured_tokens, budget);
+		}
 	}
 	if (res->cold_starts)
 		fprintf(f, "  cold       %llu tasks refilled weights lost while their device idled (--hw cold-start)\n",

@@ -30,6 +30,8 @@ struct report_run {
 	const struct mdl_model *model_def;  /* node names for per-node statistics */
 	const char *extra_json;             /* members appended to the JSON object ("k":v,...), or NULL (live runs) */
 	uint64_t dropped_over_context;      /* LLM: trace rows left out as beyond the model's context */
+	uint32_t hw_measured_tokens;        /* LLM on a measured GPU: the largest iteration its profile measured (else 0) */
+	uint32_t iter_token_budget;         /* LLM: the most tokens an iteration may run (0: no bound) */
 };
 
 /* The run's statistics as key/value rows (policy counters, tasks, mean batch
