@@ -33,18 +33,25 @@ const struct gpu_measured_info *gpu_measured_info(const struct hw_model *hw)
 	return &((const struct gpu_measured *)hw)->info;
 }
 
+/* Whether the profile prices term (an opp_op or opp_term) at 0 (# exclude). */
+static int gpu_excluded(const struct gpu_measured *g, unsigned term)
+{
+	return (g->prof->exclude >> term) & 1u;
+}
+
 /* A layer's operators (every one but the embedding) at t tokens, in s. */
-static double gpu_layer_ops_s(const struct opp_curve *c, double t, int *extrapolated)
+static double gpu_layer_ops_s(const struct gpu_measured *g, double t, int *extrapolated)
 {
 	double ms = 0;
 	for (int op = OPP_INPUT_NORM; op < OPP_COUNT; op++)
-		ms += opp_curve_ms(c, (enum opp_op)op, t, extrapolated);
+		if (!gpu_excluded(g, (unsigned)op))
+			ms += opp_curve_ms(g->info.curve, (enum opp_op)op, t, extrapolated);
 	return ms * 1e-3;
 }
 
 static double gpu_allreduce_s(const struct gpu_measured *g, double t, int *extrapolated)
 {
-	if (g->info.tp == 1)
+	if (g->info.tp == 1 || gpu_excluded(g, OPP_TERM_ALLREDUCE))
 		return 0;
 	double bytes = t * g->base.model->llm.hidden * g->base.model->llm.elem_bytes;
 	return 2 * opp_allreduce_ms(g->ar, g->info.tp, bytes, extrapolated) * 1e-3;
@@ -72,13 +79,16 @@ void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32
 	} else {
 		out->extrapolated = 1;
 		int ignored = 0;
-		out->layers_s = gpu_layer_ops_s(c, (double)total, &ignored) * g->layers;
+		out->layers_s = gpu_layer_ops_s(g, (double)total, &ignored) * g->layers;
 		out->allreduce_s = gpu_allreduce_s(g, (double)total, &ignored) * g->layers;
-		out->emb_s = opp_curve_ms(c, OPP_EMB, (double)total, &ignored) * 1e-3;
+		out->emb_s = gpu_excluded(g, OPP_EMB) ? 0 : opp_curve_ms(c, OPP_EMB, (double)total, &ignored) * 1e-3;
 	}
-	out->prefill_attn_s = pairs * g->pair_flops / g->prof->gemm_flops_s * g->layers;
-	out->decode_attn_s = (read_tokens + (double)(total - pad)) * g->kv_token_bytes / g->prof->stream_bytes_s * g->layers;
-	if (emitting) {
+	if (!gpu_excluded(g, OPP_TERM_ATTN_PREFILL))
+		out->prefill_attn_s = pairs * g->pair_flops / g->prof->gemm_flops_s * g->layers;
+	if (!gpu_excluded(g, OPP_TERM_ATTN_DECODE))
+		out->decode_attn_s = (read_tokens + (double)(total - pad)) * g->kv_token_bytes / g->prof->stream_bytes_s *
+		                     g->layers;
+	if (emitting && !gpu_excluded(g, OPP_TERM_LM_HEAD)) {
 		int ignored = 0;
 		out->head_s = opp_curve_ms(c, OPP_MLP_UP, emitting, &ignored) * 1e-3 * g->head_per_up;
 	}
@@ -197,9 +207,9 @@ static int gpu_fill_cache(struct gpu_measured *g)
 		return -1;
 	for (uint32_t t = 1; t <= g->max_cached; t++) {
 		int ignored = 0;
-		g->op_s[t] = gpu_layer_ops_s(c, t, &ignored);
+		g->op_s[t] = gpu_layer_ops_s(g, t, &ignored);
 		g->ar_s[t] = gpu_allreduce_s(g, t, &ignored);
-		g->emb_s[t] = opp_curve_ms(c, OPP_EMB, t, &ignored) * 1e-3;
+		g->emb_s[t] = gpu_excluded(g, OPP_EMB) ? 0 : opp_curve_ms(c, OPP_EMB, t, &ignored) * 1e-3;
 	}
 	return 0;
 }

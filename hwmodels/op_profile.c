@@ -110,6 +110,21 @@ static int opp_setting(struct op_profile *p, char *line, const struct opp_parse 
 		if (txt_parse_double(value, &gb) != 0 || !(gb > 0))
 			return opp_fail(ps, "mem_gb must be a positive number of GB");
 		p->mem_bytes = gb * 1e9;
+	} else if (strcmp(key, "exclude") == 0) {
+		static const char *const terms[] = { "allreduce", "attention_prefill", "attention_decode", "lm_head" };
+		for (char *tok = strtok(value, ", "); tok; tok = strtok(NULL, ", ")) {
+			unsigned bit = OPP_TERM_COUNT;
+			for (unsigned i = 0; i < OPP_TERM_COUNT; i++)
+				if (strcmp(tok, i < OPP_COUNT ? opp_op_names[i] : terms[i - OPP_COUNT]) == 0)
+					bit = i;
+			if (bit == OPP_TERM_COUNT) {
+				char msg[160];
+				snprintf(msg, sizeof msg, "exclude: unknown term '%.40s' (an operator's name, allreduce, "
+				         "attention_prefill, attention_decode or lm_head)", tok);
+				return opp_fail(ps, msg);
+			}
+			p->exclude |= 1u << bit;
+		}
 	} else if (strcmp(key, "source") == 0) {
 		snprintf(p->source, sizeof p->source, "%s", value);
 	} else if (strncmp(key, "leave_out ", 10) == 0 && p->nleave_out < OPP_COUNT + 1) {

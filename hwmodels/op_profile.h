@@ -18,6 +18,9 @@
  *     # mem_gb = 80                            (required: one GPU's memory)
  *     # source = ...                           (provenance, shown by model-info)
  *     # leave_out OP = MEDIAN% P90% ROWS       (the interpolation's measured error)
+ *     # exclude = TERM, TERM ...               (optional, for ablation studies: terms priced at 0;
+ *                                               an operator's name, allreduce, attention_prefill,
+ *                                               attention_decode or lm_head)
  *     profiled_as,hidden,heads,kv_heads,ffn,vocab,gated,tp,tokens,emb,...,add
  * Rows: sorted by shape, then tp, then strictly increasing tokens; every
  * time a positive finite number of ms, or "-" where a model has no such
@@ -48,6 +51,10 @@ enum opp_op {
 /* The column name of op (Vidur's operator names). */
 const char *opp_op_name(enum opp_op op);
 
+/* Terms an iteration is priced in beyond the operators (bits of op_profile.exclude after theirs). */
+enum opp_term { OPP_TERM_ALLREDUCE = OPP_COUNT, OPP_TERM_ATTN_PREFILL, OPP_TERM_ATTN_DECODE, OPP_TERM_LM_HEAD,
+                OPP_TERM_COUNT };
+
 struct opp_shape {
 	uint32_t hidden, heads, kv_heads, ffn, vocab, gated;
 };
@@ -74,6 +81,7 @@ struct op_profile {
 	char gpu[32];
 	char source[512];
 	double mem_bytes;           /* one GPU's memory */
+	unsigned exclude;           /* bit op or opp_term: priced at 0 (# exclude) */
 	struct opp_leave_out leave_out[OPP_COUNT + 1];
 	size_t nleave_out;
 	struct opp_curve *curves;   /* owned */

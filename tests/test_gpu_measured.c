@@ -293,6 +293,30 @@ static void test_weights_that_do_not_fit(void **state)
 	unlink(path);
 }
 
+/* # exclude prices the named terms at 0, for ablation studies; an unknown term is refused. */
+static void test_exclude(void **state)
+{
+	(void)state;
+	char path[160], text[8192], err[512];
+	struct hw_model *hw = NULL;
+	damaged(text, sizeof text, "# source = test", 0, "# exclude = mlp_act, attention_decode lm_head");
+	snprintf(path, sizeof path, "%s/ops-ablate.csv", dir);
+	put(path, text);
+	if (hw_open_tp(path, model, 1, &hw, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	uint32_t tokens[2] = { 3, 1 }, context[2] = { 0, 10 };
+	struct gpu_iter_parts p;
+	gpu_measured_iter_parts(hw, 2, tokens, context, 2, 0, &p);
+	assert_true(fabs(p.layers_s - LAYERS * (sum_layer(tp1[1]) - tp1[1][OPP_MLP_ACT] * 1e-3)) < 1e-15);
+	assert_true(p.decode_attn_s == 0 && p.head_s == 0 && p.prefill_attn_s > 0);
+	hw_close(hw);
+	damaged(text, sizeof text, "# source = test", 0, "# exclude = mlp_act, attention");
+	put(path, text);
+	assert_int_equal(hw_open_tp(path, model, 1, &hw, err, sizeof err), -1);
+	assert_non_null(strstr(err, "ops-ablate.csv:4: exclude: unknown term 'attention'"));
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -300,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_tensor_parallel_by_hand),
 		cmocka_unit_test(test_bad_profiles),
 		cmocka_unit_test(test_weights_that_do_not_fit),
+		cmocka_unit_test(test_exclude),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
