@@ -47,6 +47,7 @@
 #include <stdint.h>
 #include "hwmodel.h"
 #include "op_profile.h"
+#include "gemm_predict.h"
 
 /* vLLM's default share of GPU memory for weights and KV cache. */
 #define GPU_MEM_UTILIZATION 0.9
@@ -65,6 +66,25 @@ struct gpu_measured_info {
 	int has_allreduce;
 };
 const struct gpu_measured_info *gpu_measured_info(const struct hw_model *hw);
+
+/* A node-level model (LSTM, GNMT, ResNet-50 ...) on a measured GPU that has
+ * no cuBLAS calibration table of its own (calib/tables/gpu-NAME.csv, which
+ * is used when present): each GEMM shape of the model is priced by the
+ * GEMM predictor (gemm_predict.h) from every GEMM the GPU's operator profile
+ * measured, at batches 1 to GPU_PREDICT_MAX_BATCH; an attention product of
+ * b samples as the GEMM of the same FLOPs, but not faster than streaming
+ * its b operands at the measured rate; element-wise work on the line fitted
+ * to the measured residual adds (one operation an element), as a calibrated
+ * model does (calibrated.h). What it was built from, and the shapes that lie
+ * outside the measured range of M, K or N: */
+#define GPU_PREDICT_MAX_BATCH 2048
+struct gpu_predicted_info {
+	const struct op_profile *profile;
+	size_t nshapes;             /* the model's GEMM shapes */
+	size_t noutside;            /* of them, outside the measured range */
+	char outside[512];          /* the first of those, e.g. "gemm 1x512x512 (K, N)", then "..." */
+};
+const struct gpu_predicted_info *gpu_predicted_info(const struct hw_model *hw);
 
 /* The parts of one iteration, in seconds (their sum is iter_cost). */
 struct gpu_iter_parts {

@@ -25,6 +25,8 @@ static const char *const opp_lead_names[COL_FIRST_OP] = {
 	"profiled_as", "hidden", "heads", "kv_heads", "ffn", "vocab", "gated", "tp", "tokens",
 };
 
+const enum opp_op opp_gemms[OPP_NGEMMS] = { OPP_QKV, OPP_ATTN_OUT, OPP_MLP_UP, OPP_MLP_DOWN };
+
 const char *opp_op_name(enum opp_op op)
 {
 	return (unsigned)op < OPP_COUNT ? opp_op_names[op] : "?";
@@ -255,39 +257,37 @@ static int opp_row(struct op_profile *p, char *line, const struct opp_parse *ps,
 	return 0;
 }
 
-/* The GEMMs' (K, N) of a layer of shape s at tp GPUs (each holds 1/tp of N or K). */
-static void opp_gemm_dims(const struct opp_shape *s, uint32_t tp, enum opp_op op, double *k, double *n)
+int opp_gemm_dims(const struct opp_shape *s, uint32_t tp, enum opp_op op, double *k, double *n)
 {
 	double head_dim = (double)s->hidden / s->heads;
 	switch (op) {
-	case OPP_QKV: *k = s->hidden; *n = (s->heads + 2.0 * s->kv_heads) * head_dim / tp; break;
-	case OPP_ATTN_OUT: *k = s->heads * head_dim / tp; *n = s->hidden; break;
-	case OPP_MLP_UP: *k = s->hidden; *n = (s->gated ? 2.0 : 1.0) * s->ffn / tp; break;
-	case OPP_MLP_DOWN: *k = (double)s->ffn / tp; *n = s->hidden; break;
-	default: *k = *n = 0; break;
+	case OPP_QKV: *k = s->hidden; *n = (s->heads + 2.0 * s->kv_heads) * head_dim / tp; return 1;
+	case OPP_ATTN_OUT: *k = s->heads * head_dim / tp; *n = s->hidden; return 1;
+	case OPP_MLP_UP: *k = s->hidden; *n = (s->gated ? 2.0 : 1.0) * s->ffn / tp; return 1;
+	case OPP_MLP_DOWN: *k = (double)s->ffn / tp; *n = s->hidden; return 1;
+	default: *k = *n = 0; return 0;
 	}
 }
 
 static void opp_derive(struct op_profile *p)
 {
-	static const enum opp_op gemms[] = { OPP_QKV, OPP_ATTN_OUT, OPP_MLP_UP, OPP_MLP_DOWN };
 	double most_weight = 0, most_flops = 0;
 	for (size_t i = 0; i < p->ncurves; i++) {
 		const struct opp_curve *c = &p->curves[i];
 		if (c->tp != 1)
 			continue;
-		for (size_t g = 0; g < sizeof gemms / sizeof gemms[0]; g++) {
+		for (size_t g = 0; g < OPP_NGEMMS; g++) {
 			double k, n;
-			opp_gemm_dims(&c->shape, 1, gemms[g], &k, &n);
+			opp_gemm_dims(&c->shape, 1, opp_gemms[g], &k, &n);
 			if (c->tokens[0] == 1 && k * n > most_weight) {
 				most_weight = k * n;
-				p->stream_bytes_s = 2.0 * k * n / (c->ms[gemms[g]] * 1e-3);
+				p->stream_bytes_s = 2.0 * k * n / (c->ms[opp_gemms[g]] * 1e-3);
 			}
 			size_t last = c->n - 1;
 			double flops = 2.0 * c->tokens[last] * k * n;
 			if (flops > most_flops) {
 				most_flops = flops;
-				p->gemm_flops_s = flops / (c->ms[last * OPP_COUNT + gemms[g]] * 1e-3);
+				p->gemm_flops_s = flops / (c->ms[last * OPP_COUNT + opp_gemms[g]] * 1e-3);
 			}
 		}
 	}

@@ -107,6 +107,15 @@ int opp_sniff(const char *path, char *err, size_t errlen);
 int opp_load(const char *path, struct op_profile **out, char *err, size_t errlen);
 void opp_free(struct op_profile *p);
 
+/* The operators that are GEMMs with a weight: QKV, output, up and down projections. */
+#define OPP_NGEMMS 4
+extern const enum opp_op opp_gemms[OPP_NGEMMS];
+
+/* The (K, N) of GEMM operator op of one layer of shape s on one of tp GPUs
+ * (each holds 1/tp of N, or of K for the output and down projections; 2-byte
+ * elements as Vidur profiles). Returns 1, or 0 when op is not a GEMM. */
+int opp_gemm_dims(const struct opp_shape *s, uint32_t tp, enum opp_op op, double *k, double *n);
+
 /* The curve of shape s at tp GPUs, or NULL. */
 const struct opp_curve *opp_find(const struct op_profile *p, const struct opp_shape *s, uint32_t tp);
 

@@ -155,9 +155,19 @@ r = sb("calibrate", "--device=cpu", "--help")
 check("calibrate --device=cpu --help", r.returncode == 0 and "--coretype" in r.stdout)
 
 # ---- named models ----
-r = sb("model-info", "--model=lstm", "--hw=gpu-h100")
-check("gpu-h100 has no measured table: exit 2", one_line_error(r, "no measured table for gpu-h100", "does not exist"),
+r = sb("model-info", "--model=lstm", "--hw=gpu-v100")
+check("gpu-v100 has no measured table: exit 2", one_line_error(r, "no measured table for gpu-v100", "does not exist"),
       r.stderr)
+# gpu-h100 has no cuBLAS table but an operator profile: its GEMMs are predicted from Vidur's, and it says so
+r = sb("model-info", "--model=lstm", "--hw=gpu-h100", "--json")
+mi = json.loads(r.stdout) if r.returncode == 0 else {}
+check("gpu-h100 without a cuBLAS table predicts an LSTM's GEMMs",
+      mi.get("gpu_predicted", {}).get("shapes") == 1 and mi["gpu_predicted"]["leave_one_model_out"]["median_pct"] < 15,
+      r.stderr)
+empty = tempfile.mkdtemp(prefix="simbatch-no-tables-")
+r = sb("model-info", "--model=lstm", "--hw=gpu-h100", env=dict(os.environ, SIMBATCH_CALIB_TABLES=empty))
+check("gpu-h100 with neither table: exit 2", one_line_error(r, "no measured table for gpu-h100", "does not exist",
+                                                            "ops-h100.csv"), r.stderr)
 r = sb("model-info", "--model=lstm", "--hw=cpu", "--batch=64", "--json")
 check("--hw=cpu from the committed table", r.returncode == 0 and json.loads(r.stdout)["hw"] == "cpu", r.stderr)
 r = sb("list", "hw")

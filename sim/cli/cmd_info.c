@@ -302,6 +302,43 @@ static void info_gpu_measured(const struct gpu_measured_info *g, const struct gp
 		       parts[k]->emb_s * 1e3, parts[k]->head_s * 1e3, parts[k]->extrapolated ? " (extrapolated)" : "");
 }
 
+/* A node-level model whose GEMMs a measured GPU's predictor prices: the
+ * shapes beyond the measured range, and the predictor's leave-one-model-out
+ * error on the GPU's own measurements. */
+static int info_gpu_predicted(const struct gpu_predicted_info *g, int json, char *err, size_t errlen)
+{
+	struct gemmp_error per[64], all;
+	int n = gemmp_leave_one_model_out(g->profile, per, 64, &all, err, errlen);
+	if (n < 0)
+		return -1;
+	if (json) {
+		printf(",\"gpu_predicted\":{\"profile\":");
+		json_write_string(stdout, g->profile->path);
+		printf(",\"shapes\":%zu,\"shapes_outside_measured\":%zu,\"outside\":", g->nshapes, g->noutside);
+		json_write_string(stdout, g->outside);
+		printf(",\"leave_one_model_out\":{\"median_pct\":%.4g,\"p90_pct\":%.4g,\"rows\":%zu,\"models\":[",
+		       all.median_pct, all.p90_pct, all.rows);
+		for (int i = 0; i < n; i++) {
+			printf("%s{\"model\":", i ? "," : "");
+			json_write_string(stdout, per[i].model);
+			printf(",\"median_pct\":%.4g,\"p90_pct\":%.4g,\"rows\":%zu}", per[i].median_pct, per[i].p90_pct,
+			       per[i].rows);
+		}
+		printf("]}}");
+		return 0;
+	}
+	printf("GEMMs predicted from the %s GEMMs measured in %s (no cuBLAS table of its own)\n", g->profile->gpu,
+	       g->profile->path);
+	printf("  %zu of %zu GEMM shapes outside the measured M, K or N (extrapolated)%s%s\n", g->noutside, g->nshapes,
+	       g->noutside ? ": " : "", g->outside);
+	printf("  predictor's leave-one-model-out |error|: median %.1f%%, p90 %.1f%% over %zu measured rows;", all.median_pct,
+	       all.p90_pct, all.rows);
+	for (int i = 0; i < n; i++)
+		printf("%s %s %.1f%%", i ? "," : "", per[i].model, per[i].median_pct);
+	printf("\n");
+	return 0;
+}
+
 /* model-info for an LLM: its architecture, what it holds in memory, and
  * what batch requests of in_len prompt and out_len output tokens cost on hw
  * run together: one prefill, then a decode step per further token with the
@@ -487,9 +524,14 @@ int cmd_model_info(int argc, char **argv)
 		}
 	}
 	if (json)
-		printf("]}\n");
+		printf("]");
 	else
 		printf("total %.6f ms (one request%s)\n", total_ms, batch > 1 ? " batch" : "");
+	const struct gpu_predicted_info *pred = gpu_predicted_info(hw);
+	if (pred && info_gpu_predicted(pred, json, err, sizeof err) != 0)
+		goto fail;
+	if (json)
+		printf("}\n");
 	free(costs);
 	free(terms);
 	hw_close(hw);

@@ -590,6 +590,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		.wall_s = wall_s, .run_id = -1, .live = live, .res = res, .model_def = j->model, .extra_json = x->json,
 		.dropped_over_context = j->dropped_over_context,
 	};
+	rep.hw_predicted = gpu_predicted_info(j->hw);
 	const struct gpu_measured_info *gpu = gpu_measured_info(j->hw);
 	if (gpu && j->model->is_llm) {
 		rep.hw_measured_tokens = opp_curve_max_tokens(gpu->curve);

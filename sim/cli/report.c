@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include "../../util/json.h"
 #include "report.h"
+#include "../../hwmodels/gpu_measured.h"
 
 struct report_tail report_tail(const struct report_run *r)
 {
@@ -98,6 +99,9 @@ char *report_json(const struct report_run *r, int with_run_fields)
 			fprintf(f, ",\"hw_measured_tokens\":%u,\"hw_may_extrapolate\":%s", r->hw_measured_tokens,
 			        report_may_extrapolate(r) ? "true" : "false");
 	}
+	if (r->hw_predicted)
+		fprintf(f, ",\"hw_gemm_shapes\":%zu,\"hw_gemm_shapes_extrapolated\":%zu", r->hw_predicted->nshapes,
+		        r->hw_predicted->noutside);
 	struct report_tail tail = report_tail(r);
 	fprintf(f, ",\"tail_supported\":{\"p99\":%s,\"p999\":%s,\"min_requests_p99\":%llu,"
 	        "\"min_requests_p999\":%llu}", tail.p99 ? "true" : "false", tail.p999 ? "true" : "false",
@@ -211,6 +215,11 @@ void report_text(FILE *f, const struct report_run *r)
 			        "beyond the last row along its slope (extrapolated)\n", r->hw_measured_tokens, budget);
 		}
 	}
+	if (r->hw_predicted)
+		fprintf(f, "  hw         GEMMs predicted from %s's measured GEMMs (model-info gives the predictor's error); "
+		        "%zu of %zu shapes outside the measured M, K or N, extrapolated%s%s\n", r->hw_predicted->profile->gpu,
+		        r->hw_predicted->noutside, r->hw_predicted->nshapes, r->hw_predicted->noutside ? ": " : "",
+		        r->hw_predicted->outside);
 	if (res->cold_starts)
 		fprintf(f, "  cold       %llu tasks refilled weights lost while their device idled (--hw cold-start)\n",
 		        (unsigned long long)res->cold_starts);

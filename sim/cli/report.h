@@ -14,6 +14,8 @@
 #include "../engine/engine.h"
 #include "../store/results.h"
 
+struct gpu_predicted_info;
+
 struct report_run {
 	const char *policy, *model, *hw;
 	double rate_rps;            /* offered rate (trace: its mean rate) */
@@ -32,6 +34,7 @@ struct report_run {
 	uint64_t dropped_over_context;      /* LLM: trace rows left out as beyond the model's context */
 	uint32_t hw_measured_tokens;        /* LLM on a measured GPU: the largest iteration its profile measured (else 0) */
 	uint32_t iter_token_budget;         /* LLM: the most tokens an iteration may run (0: no bound) */
+	const struct gpu_predicted_info *hw_predicted;  /* node-level on a measured GPU: its GEMMs predicted (else NULL) */
 };
 
 /* The run's statistics as key/value rows (policy counters, tasks, mean batch
