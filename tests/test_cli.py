@@ -361,6 +361,10 @@ r = sb("--model=llama2-7b", "--requests=50", "--rate=2", "--no-db", "--json")
 j = json.loads(r.stdout) if r.returncode == 0 else {}
 check("an LLM's default hw is gpu-h100", j.get("hw") == "gpu-h100" and j.get("completed") == 50, r.stderr)
 check("a measured GPU's range in the JSON", j.get("hw_measured_tokens") == 4096 and j.get("hw_may_extrapolate") is False, j)
+h100 = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calib", "tables", "ops-h100.csv")).read()
+layer = next(l for l in h100.splitlines() if l.startswith("# leave_out layer = ")).split("=")[1].split()
+check("its error band, the profile's own leave-out error, in the JSON",
+      j.get("hw_layer_error_pct") == {"median": float(layer[0].rstrip("%")), "p90": float(layer[1].rstrip("%"))}, j)
 r = sb("--model=llama2-70b", "--tp=4", "--requests=20", "--rate=1", "--no-db", "--json")
 j4 = json.loads(r.stdout) if r.returncode == 0 else {}
 r = sb("--model=llama2-70b", "--tp=8", "--requests=20", "--rate=1", "--no-db", "--json")

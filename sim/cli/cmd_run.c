@@ -595,6 +595,12 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 	if (gpu && j->model->is_llm) {
 		rep.hw_measured_tokens = opp_curve_max_tokens(gpu->curve);
 		rep.iter_token_budget = c->policy->pads_prompts ? 0 : c->env.max_batched_tokens;
+		rep.hw_error_median_pct = rep.hw_error_p90_pct = -1;
+		for (size_t i = 0; i < gpu->profile->nleave_out; i++)
+			if (strcmp(gpu->profile->leave_out[i].op, "layer") == 0) {
+				rep.hw_error_median_pct = gpu->profile->leave_out[i].median_pct;
+				rep.hw_error_p90_pct = gpu->profile->leave_out[i].p90_pct;
+			}
 	}
 	/* the files are written, then the run stored, then the files renamed into
 	 * place: a run that fails before the end changes no file of the user's */

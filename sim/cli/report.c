@@ -96,8 +96,13 @@ char *report_json(const struct report_run *r, int with_run_fields)
 		report_llm_json(f, res);
 		fprintf(f, ",\"dropped_over_context\":%llu", (unsigned long long)r->dropped_over_context);
 		if (r->hw_measured_tokens)
+		{
 			fprintf(f, ",\"hw_measured_tokens\":%u,\"hw_may_extrapolate\":%s", r->hw_measured_tokens,
 			        report_may_extrapolate(r) ? "true" : "false");
+			if (r->hw_error_median_pct >= 0)
+				fprintf(f, ",\"hw_layer_error_pct\":{\"median\":%.4g,\"p90\":%.4g}", r->hw_error_median_pct,
+				        r->hw_error_p90_pct);
+		}
 	}
 	if (r->hw_predicted)
 		fprintf(f, ",\"hw_gemm_shapes\":%zu,\"hw_gemm_shapes_extrapolated\":%zu", r->hw_predicted->nshapes,
