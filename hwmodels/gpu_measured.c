@@ -275,7 +275,7 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 		}
 		if (stat(ar_path, &st) != 0) {
 			snprintf(err, errlen, "--tp=%u on %s needs a measured all-reduce, and %s %s", tp, arg, ar_path,
-			         errno == ENOENT ? "does not exist (Vidur published none for this GPU)" : strerror(errno));
+			         errno == ENOENT ? "does not exist (none was measured for this GPU)" : strerror(errno));
 			goto fail;
 		}
 		if (opp_allreduce_load(ar_path, &g->ar, err, errlen) != 0)

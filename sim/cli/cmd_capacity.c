@@ -249,7 +249,11 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 		cli_unknown_policy(opt_str(ro, "policy"), err, errlen);
 		return -1;
 	}
-	if (mdl_load(opt_str(ro, "model"), &m, err, errlen) != 0 || hw_open(opt_str(ro, "hw"), m, &hw, err, errlen) != 0)
+	if (mdl_load(opt_str(ro, "model"), &m, err, errlen) != 0)
+		goto done;
+	/* an LLM runs on gpu-h100 unless told, as in run (cmd_run.c RUN_DEFAULT_LLM_HW) */
+	const char *hw_name = m->is_llm && !opt_given(ro, "hw") ? "gpu-h100" : opt_str(ro, "hw");
+	if (hw_open_tp(hw_name, m, (uint32_t)opt_uint(ro, "tp"), &hw, err, errlen) != 0)
 		goto done;
 	const char *opt[2] = { "input-len", "output-len" };
 	const char *spec[2] = { m->input_len_spec, m->output_len_spec };

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "../../hwmodels/caltab.h"
+#include "../../hwmodels/op_profile.h"
 #include "../../hwmodels/node_table.h"
 #include "../../hwmodels/npu_config.h"
 #include "../../models/model.h"
@@ -21,7 +22,7 @@
 #include "../../sim/cli/sweep_spec.h"
 #include "../../traces/workload.h"
 
-enum { TRACE, MODEL, NODE_TABLE, NPU_CONFIG, CALTAB, SWEEP, LENGTHS };
+enum { TRACE, MODEL, NODE_TABLE, NPU_CONFIG, CALTAB, SWEEP, LENGTHS, OP_PROFILE, ALLREDUCE };
 
 /* The input as a file: returns its path, valid while fd is open. */
 static int fuzz_file(const uint8_t *data, size_t size, char *path, size_t pathlen)
@@ -83,6 +84,18 @@ static void fuzz_parse(const char *path)
 		struct sweep_spec *s = NULL;
 		if (sweep_spec_load(path, defs, n, &s, err, sizeof err) == 0)
 			sweep_spec_free(s);
+		break;
+	}
+	case OP_PROFILE: {
+		struct op_profile *p = NULL;
+		if (opp_load(path, &p, err, sizeof err) == 0)
+			opp_free(p);
+		break;
+	}
+	case ALLREDUCE: {
+		struct opp_allreduce *a = NULL;
+		if (opp_allreduce_load(path, &a, err, sizeof err) == 0)
+			opp_allreduce_free(a);
 		break;
 	}
 	case LENGTHS: {
