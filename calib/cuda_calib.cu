@@ -32,6 +32,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "cuda_common.cuh"
+
 extern "C" {
 #include "plan.h"
 #include "store.h"
@@ -43,8 +45,6 @@ extern "C" {
 
 #define CU_DEFAULT_OUT "results/calib-gpu.csv"
 #define CU_DEFAULT_DB "results/calibration.db"
-#define CU_MIN_SAMPLE_S 20e-6       /* shortest timed sample */
-#define CU_MAX_GROUP 1000           /* most calls in one timed sample */
 #define CU_LSTM_OPS_PER_UNIT 13     /* 4 bias adds, 3 sigmoid, 2 tanh, c = f*c + i*g (3), h = o*tanh(c) (1) */
 #define CU_GRU_OPS_PER_UNIT 15      /* r, z: 2 adds + sigmoid each; n: 3 adds, 1 mul, tanh; h = (1-z)*n + z*h: 4 */
 
@@ -58,23 +58,6 @@ struct cu_args {
 	enum cu_precision precision;
 	int no_db, quiet, help;
 };
-
-/* Whether a CUDA or cuBLAS call failed; fills err with where and why. */
-static int cu_fail_cuda(cudaError_t e, const char *what, char *err, size_t errlen)
-{
-	if (e == cudaSuccess)
-		return 0;
-	snprintf(err, errlen, "%s: %s", what, cudaGetErrorString(e));
-	return 1;
-}
-
-static int cu_fail_blas(cublasStatus_t s, const char *what, char *err, size_t errlen)
-{
-	if (s == CUBLAS_STATUS_SUCCESS)
-		return 0;
-	snprintf(err, errlen, "%s: cuBLAS status %d", what, (int)s);
-	return 1;
-}
 
 static void cu_usage(FILE *f)
 {
@@ -95,32 +78,6 @@ static void cu_usage(FILE *f)
 	        "  --name=NAME        device name in the table: gpu-NAME (default from the GPU's name)\n"
 	        "  --out=FILE         CSV (default " CU_DEFAULT_OUT ")  --db=FILE (default " CU_DEFAULT_DB ")  --no-db\n"
 	        "  --quiet\n");
-}
-
-static int cu_uint(const char *name, const char *v, unsigned lo, unsigned hi, unsigned *out, char *err, size_t errlen)
-{
-	char *end;
-	unsigned long x = (v[0] >= '0' && v[0] <= '9') ? strtoul(v, &end, 10) : 0;
-
-	if (v[0] < '0' || v[0] > '9' || *end != '\0' || x < lo || x > hi) {
-		snprintf(err, errlen, "--%s=%s: expected an integer in %u..%u", name, v, lo, hi);
-		return -1;
-	}
-	*out = (unsigned)x;
-	return 0;
-}
-
-static int cu_double(const char *name, const char *v, double *out, char *err, size_t errlen)
-{
-	char *end;
-	double x = strtod(v, &end);
-
-	if (v[0] == '\0' || *end != '\0' || !(x >= 0) || !std::isfinite(x)) {
-		snprintf(err, errlen, "--%s=%s: expected a number >= 0", name, v);
-		return -1;
-	}
-	*out = x;
-	return 0;
 }
 
 static int cu_parse(int argc, char **argv, cu_args *a, char *err, size_t errlen)
@@ -350,88 +307,6 @@ static cublasStatus_t cu_issue(const cu_point *p, unsigned batch)
 	                                  CUBLAS_GEMM_DEFAULT);
 }
 
-/* Times group calls between two events; returns seconds per call. */
-static int cu_sample(const cu_point *p, unsigned batch, unsigned group, cudaEvent_t e0, cudaEvent_t e1,
-                     double *per_call, char *err, size_t errlen)
-{
-	float ms = 0;
-
-	if (cu_fail_cuda(cudaEventRecord(e0, 0), "cudaEventRecord", err, errlen))
-		return -1;
-	for (unsigned i = 0; i < group; i++)
-		if (cu_fail_blas(cu_issue(p, batch), "kernel launch", err, errlen))
-			return -1;
-	if (cu_fail_cuda(cudaEventRecord(e1, 0), "cudaEventRecord", err, errlen) ||
-	    cu_fail_cuda(cudaEventSynchronize(e1), "kernel execution", err, errlen) ||
-	    cu_fail_cuda(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime", err, errlen))
-		return -1;
-	*per_call = ms * 1e-3 / group;
-	return 0;
-}
-
-static int cu_time(const cu_args *a, const cu_point *p, unsigned batch, double *median, unsigned *reps, char *err,
-                   size_t errlen)
-{
-	cudaEvent_t e0 = NULL, e1 = NULL;
-	std::vector<double> t;
-	double once = 0, timed = 0;
-	unsigned group;
-	int rc = -1;
-
-	if (cu_fail_cuda(cudaEventCreate(&e0), "cudaEventCreate", err, errlen) ||
-	    cu_fail_cuda(cudaEventCreate(&e1), "cudaEventCreate", err, errlen))
-		goto out;
-	for (unsigned i = 0; i < a->warmup; i++)
-		if (cu_sample(p, batch, 1, e0, e1, &once, err, errlen) != 0)
-			goto out;
-	if (cu_sample(p, batch, 1, e0, e1, &once, err, errlen) != 0)
-		goto out;
-	group = once >= CU_MIN_SAMPLE_S ? 1 : once * CU_MAX_GROUP <= CU_MIN_SAMPLE_S ? CU_MAX_GROUP :
-	        (unsigned)std::ceil(CU_MIN_SAMPLE_S / once);
-	while (t.size() < a->max_reps && (t.size() < a->min_reps || timed < a->min_time_s)) {
-		double s;
-
-		if (cu_sample(p, batch, group, e0, e1, &s, err, errlen) != 0)
-			goto out;
-		t.push_back(s);
-		timed += s * group;
-	}
-	std::sort(t.begin(), t.end());
-	*median = t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
-	*reps = (unsigned)t.size();
-	if (!(*median > 0)) {
-		snprintf(err, errlen, "a point took no measurable time");
-		goto out;
-	}
-	rc = 0;
-out:
-	if (e0)
-		cudaEventDestroy(e0);
-	if (e1)
-		cudaEventDestroy(e1);
-	return rc;
-}
-
-/* "NVIDIA H100 80GB HBM3" -> "h100-80gb-hbm3": lower case, blanks to '-',
- * other characters dropped, the vendor word dropped. */
-static void cu_device_name(const char *prop_name, char *out, size_t len)
-{
-	const char *p = strncmp(prop_name, "NVIDIA ", 7) == 0 ? prop_name + 7 : prop_name;
-	size_t j = 0;
-
-	for (; *p && j + 1 < len && j < 47; p++) {
-		char ch = *p;
-
-		if (ch >= 'A' && ch <= 'Z')
-			ch = (char)(ch - 'A' + 'a');
-		if (ch == ' ' || ch == '_')
-			ch = '-';
-		if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')
-			out[j++] = ch;
-	}
-	out[j] = '\0';
-}
-
 /* Times every point of the plan into t, shape by shape. 0, or -1 with err. */
 static int cu_measure(const cu_args *a, const calplan *plan, cublasHandle_t blas, caltab *t, char *err, size_t errlen)
 {
@@ -460,7 +335,10 @@ static int cu_measure(const cu_args *a, const calplan *plan, cublasHandle_t blas
 			unsigned reps = 0;
 
 			memset(&row, 0, sizeof row);
-			if (cu_time(a, &p, plan->batches[j], &med, &reps, err, errlen) != 0) {
+			unsigned batch = plan->batches[j];
+			cu_timing tm = { a->warmup, a->min_reps, a->max_reps, a->min_time_s };
+			auto issue = [&]() { return cu_fail_blas(cu_issue(&p, batch), "kernel launch", err, errlen) ? -1 : 0; };
+			if (cu_time_calls(&tm, issue, &med, &reps, err, errlen) != 0) {
 				cu_point_free(&p);
 				return -1;
 			}

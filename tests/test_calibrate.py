@@ -200,8 +200,19 @@ if os.path.exists(os.path.join(BUILD, "calib-cuda")):
           r.stderr)
     r = sb("calibrate", "--device=gpu", "--precision=fp8")
     check("calib-cuda bad option: exit 2", one_line_error(r, "--precision=fp8"), r.stderr)
+    r = sb("calibrate", "--device=gpu", "--ops", "--model=llama2-7b", f"--out={os.path.join(td, 'ops.csv')}",
+           env=dict(os.environ, CUDA_VISIBLE_DEVICES=os.environ.get("SIMBATCH_TEST_CUDA_DEVICES", "")))
+    check("calib-cuda-ops without a GPU: exit 1, one clear line, no file",
+          r.returncode == 1 and "no CUDA GPU to calibrate" in r.stderr and len(r.stderr.strip().split("\n")) == 1
+          and not os.path.exists(os.path.join(td, "ops.csv")), r.stderr)
+    r = sb("calibrate", "--device=gpu", "--ops", "--model=lstm")
+    check("calib-cuda-ops refuses a node-level model: exit 2", one_line_error(r, "model lstm"), r.stderr)
+    r = sb("calibrate", "--device=gpu", "--ops", "--tokens=8,4")
+    check("calib-cuda-ops refuses tokens out of order: exit 2", one_line_error(r, "--tokens=8,4"), r.stderr)
 else:
     print("skip calib-cuda checks: not built (no nvcc/cuBLAS)")
+r = sb("calibrate", "--device=cpu", "--ops")
+check("--ops needs --device=gpu: exit 2", one_line_error(r, "--ops"), r.stderr)
 
 print(f"{len(failures)} failed" if failures else "all passed")
 sys.exit(1 if failures else 0)

@@ -21,7 +21,9 @@ static void cal_usage(FILE *f)
 	fprintf(f, "usage: simbatch calibrate --device=cpu|gpu [options]\n"
 	           "  --device=cpu   OpenBLAS microbenchmarks on this CPU (calib-cpu; see --device=cpu --help)\n"
 	           "  --device=gpu   cuBLAS microbenchmarks on the first CUDA GPU (calib-cuda, built when meson\n"
-	           "                 found nvcc and cuBLAS; see --device=gpu --help)\n");
+	           "                 found nvcc and cuBLAS; see --device=gpu --help)\n"
+	           "  --device=gpu --ops   an LLM's operator profile on that GPU, the format of calib/tables/ops-*.csv\n"
+	           "                 (calib-cuda-ops; see --device=gpu --ops --help)\n");
 }
 
 /* DIR/name where DIR holds the running simbatch. */
@@ -45,7 +47,7 @@ int cmd_calibrate(int argc, char **argv)
 {
 	const char *device = NULL, *helper;
 	char *args[CAL_MAX_ARGS + 2], path[PATH_MAX + 32];
-	int nargs = 1, help = 0;
+	int nargs = 1, help = 0, ops = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strncmp(argv[i], "--device=", 9) == 0) {
@@ -54,6 +56,10 @@ int cmd_calibrate(int argc, char **argv)
 				return CLI_BAD_INPUT;
 			}
 			device = argv[i] + 9;
+			continue;
+		}
+		if (strcmp(argv[i], "--ops") == 0) {   /* an operator profile: another program */
+			ops = 1;
 			continue;
 		}
 		help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
@@ -72,10 +78,14 @@ int cmd_calibrate(int argc, char **argv)
 		fprintf(stderr, "simbatch: calibrate needs --device=cpu or --device=gpu\n");
 		return CLI_BAD_INPUT;
 	}
+	if (ops && strcmp(device, "gpu") != 0) {
+		fprintf(stderr, "simbatch: --ops measures a GPU's operator profile: it needs --device=gpu\n");
+		return CLI_BAD_INPUT;
+	}
 	if (strcmp(device, "cpu") == 0)
 		helper = "calib-cpu";
 	else if (strcmp(device, "gpu") == 0)
-		helper = "calib-cuda";
+		helper = ops ? "calib-cuda-ops" : "calib-cuda";
 	else {
 		fprintf(stderr, "simbatch: --device=%s: expected cpu or gpu\n", device);
 		return CLI_BAD_INPUT;
