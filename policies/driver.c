@@ -28,6 +28,10 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 		goto fail;
 	}
 	if (m->is_llm) {
+		uint64_t measured = c->expected_requests > c->warmup ? c->expected_requests - c->warmup : 0;
+		d->win_ids[0] = c->warmup + measured / 4;
+		d->win_ids[1] = c->warmup + 3 * measured / 4;
+		d->win_ns[0] = d->win_ns[1] = -1;
 		d->ttft = metrics_create(expect);
 		d->tpot = metrics_create(expect);
 		d->itl = calloc(1, sizeof *d->itl);
@@ -135,6 +139,8 @@ int drv_record_tokens(struct pol_driver *d, const struct pol_request *r, int64_t
 	}
 	const struct pol_env *env = &d->c.env;
 	d->good += (!env->ttft_slo_ns || ttft_ns <= env->ttft_slo_ns) && (!env->tpot_slo_ns || tpot_ns <= env->tpot_slo_ns);
+	/* completions come in time order: once the window's end has arrived, a later one is past it */
+	d->win_departures += d->win_ns[0] >= 0 && finish_ns >= d->win_ns[0] && (d->win_ns[1] < 0 || finish_ns <= d->win_ns[1]);
 	return 0;
 }
 
@@ -175,6 +181,13 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 		    finish(d->tpot, d->c.env.tpot_slo_ns ? d->c.env.tpot_slo_ns : INT64_MAX, &res->tpot) != 0)
 			goto oom;
 		res->goodput_rps = d->measured && span_ns > 0 ? (double)d->good / (span_ns * 1e-9) : 0.0;
+		res->slo_met = d->good;
+		res->slo_measured = d->measured;
+		if (d->win_ns[1] > d->win_ns[0] && d->win_ns[0] >= 0) {
+			double window_s = (d->win_ns[1] - d->win_ns[0]) * 1e-9;
+			res->window_arrival_rps = (double)(d->win_ids[1] - d->win_ids[0]) / window_s;
+			res->window_departure_rps = (double)d->win_departures / window_s;
+		}
 		res->iter_tokens = d->iter_tokens;
 		double capacity = (double)d->c.env.kv_blocks * end->workers * (double)end->end_ns;
 		res->kv_mean_fraction = capacity > 0 ? d->kv_block_ns / capacity : 0.0;

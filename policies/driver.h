@@ -71,6 +71,12 @@ struct drv_result {
 	uint64_t itl_count;
 	double itl_cdf_ms[METRICS_CDF_POINTS];   /* quantile (i+1)/1000 of the gaps as above; the last the max */
 	double goodput_rps;         /* measured requests meeting both SLOs, per second of the measured span */
+	uint64_t slo_met, slo_measured;   /* measured requests meeting both SLOs, of all measured (capacity's count) */
+	/* requests a second arriving and completing in the steady-state window
+	 * (the measured requests' middle half by arrival): a departure rate
+	 * below the arrival rate there is a queue that grows (0 when the run
+	 * did not reach the window's end) */
+	double window_arrival_rps, window_departure_rps;
 	uint64_t iter_tokens;       /* tokens the iterations ran */
 	double kv_mean_fraction;    /* the KV cache's occupancy averaged over the run's time, all devices (an idle
 	                               device holds none: a request holds blocks only while it runs) */
@@ -116,6 +122,12 @@ struct pol_driver {
 	uint64_t iter_tokens;                     /* LLM models: tokens the iterations ran */
 	double kv_block_ns;                       /* LLM models: sum over iterations of blocks held x duration */
 	uint64_t good;                            /* LLM models: measured requests that met both SLOs */
+	/* LLM models: the steady-state window, from the arrival of the measured
+	 * requests' first quarter mark to their third (ids win_ids[0], [1]):
+	 * arrival times (-1 until then) and the completions inside it */
+	uint64_t win_ids[2];
+	int64_t win_ns[2];
+	uint64_t win_departures;
 	struct drv_request_row *rows;             /* by id; unfinished ids have id UINT64_MAX */
 	size_t rows_cap;
 	/* the last arrival's lengths and what pol_req_start made of them (chain_len 0: none yet):
@@ -221,6 +233,8 @@ static inline int drv_arrive(struct pol_driver *d, struct pol_request *r, int64_
 		return -1;
 	}
 	d->arrived++;
+	if (d->ttft && (r->id == d->win_ids[0] || r->id == d->win_ids[1]))
+		d->win_ns[r->id == d->win_ids[1]] = now_ns;
 	d->c.policy->on_arrival(d->st, r, now_ns);
 	return 0;
 }

@@ -472,6 +472,32 @@ static void test_tail_min_requests(void **state)
 	assert_true(pow(0.99, 662) + 662 * 0.01 * pow(0.99, 661) <= 0.01);
 }
 
+/* The upper bound on a fraction, by hand: with no event in n trials the f
+ * with (1 - f)^n = 1 - conf; with one, the f with (1 - f)^n + n f (1 - f)^(n-1)
+ * = 1 - conf, found here by bisection on that sum; all n events: 1. */
+static void test_fraction_upper(void **state)
+{
+	(void)state;
+	for (unsigned n = 10; n <= 10000; n *= 10) {
+		double zero = 1 - pow(0.05, 1.0 / n);
+		assert_true(fabs(metrics_fraction_upper(0, n, 0.95) / zero - 1) < 1e-9);
+		double lo = 0, hi = 1;
+		for (int i = 0; i < 200; i++) {
+			double f = (lo + hi) / 2, p = pow(1 - f, n) + n * f * pow(1 - f, n - 1);
+			if (p > 0.05)
+				lo = f;
+			else
+				hi = f;
+		}
+		assert_true(fabs(metrics_fraction_upper(1, n, 0.95) / lo - 1) < 1e-9);
+	}
+	assert_true(metrics_fraction_upper(7, 7, 0.95) == 1.0);
+	/* enough trials that half the target's events still pass, and not many more */
+	uint64_t n = metrics_fraction_min_trials(0.01, 0.95);
+	assert_true(metrics_fraction_upper((uint64_t)(n * 0.01 / 2), n, 0.95) <= 0.01);
+	assert_true(n > 500 && n < 2000);   /* 967: 4 misses of 967 bound it at 0.95% */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_violation_rate_by_hand),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_tail_min_requests),
+		cmocka_unit_test(test_fraction_upper),
 		cmocka_unit_test(test_growth_and_memory),
 		cmocka_unit_test(test_widening_keeps_samples),
 	};

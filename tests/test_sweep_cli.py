@@ -477,6 +477,70 @@ r = sb("capacity", "--policy=graph", f"--model={model}", f"--hw={table}", "--max
 check("capacity: a run's own bad input comes back as exit 2", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
       r.stderr)
 
+# ---- capacity of an LLM under token targets (measured H100, Llama-2-7B) ----
+def binom_upper(k, n, conf):
+    """The one-sided upper Clopper-Pearson bound, by bisection on the exact binomial sum."""
+    if k >= n:
+        return 1.0
+    lo_f, hi_f = 0.0, 1.0
+    for _ in range(100):
+        f = (lo_f + hi_f) / 2
+        p = sum(math.comb(n, i) * f ** i * (1 - f) ** (n - i) for i in range(k + 1))
+        lo_f, hi_f = (f, hi_f) if p > 1 - conf else (lo_f, f)
+    return lo_f
+
+
+llm = ["--model=llama2-7b", "--policy=chunked", "--max-seqs=64", "--ttft-slo=150", "--tpot-slo=15"]
+r = sb("capacity", *llm, "--percentile=95", "--json")
+cap = json.loads(r.stdout) if r.returncode == 0 else {}
+check("LLM capacity exits 0 with one JSON object", r.returncode == 0 and "llm" in cap, r.stderr)
+if cap:
+    lo, hi = cap["bracket_rps"]
+    check("LLM capacity: a bracket within the tolerance", 0 < lo < hi and hi - lo <= 0.02 * lo, cap["bracket_rps"])
+    check("LLM capacity: the hardware's band around the bracket", cap["llm"]["hw_band_rps"][0] < lo and
+          cap["llm"]["hw_band_rps"][1] > hi, cap["llm"])
+    for rate, want_pass in ((lo, True), (hi, False)):
+        out = sb("run", *llm, f"--rate={rate:.10g}", f"--requests={cap['requests']}", f"--warmup={cap['warmup']}",
+                 "--seed=1", "--no-db", "--json")
+        j = json.loads(out.stdout)
+        missed, n = j["slo_measured"] - j["slo_met"], j["slo_measured"]
+        bound = binom_upper(missed, n, 0.95)
+        w = j["steady_window"]
+        passes = bound <= 0.05 and w["departure_rps"] >= 0.95 * w["arrival_rps"]
+        check(f"LLM capacity: a run at {'lo' if want_pass else 'hi'} {'passes' if want_pass else 'fails'} by the "
+              f"bound worked out here ({missed} of {n} missed, bound {bound:.4f})", passes == want_pass, j)
+# targets no run misses: only saturation (departures below 95% of arrivals in the steady window) can fail a probe
+loose = ["--model=llama2-7b", "--policy=chunked", "--max-seqs=64", "--ttft-slo=1e9", "--tpot-slo=1e9"]
+r = sb("capacity", *loose, "--json")
+cap = json.loads(r.stdout) if r.returncode == 0 else {}
+check("LLM capacity with loose targets: every saturated probe fails, and some were",
+      cap and all(not p["pass"] for p in cap["points"] if p["saturated"]) and
+      any(p["saturated"] for p in cap["points"]) and all(p["sla_violation_rate"] == 0 for p in cap["points"]),
+      cap.get("points", r.stderr))
+if cap:
+    for rate, keeps_up in ((cap["bracket_rps"][0], True), (cap["bracket_rps"][1], False)):
+        j = json.loads(sb("run", *loose, f"--rate={rate:.10g}", f"--requests={cap['requests']}",
+                          f"--warmup={cap['warmup']}", "--seed=1", "--no-db", "--json").stdout)
+        w = j["steady_window"]
+        check(f"LLM capacity: the run at {'lo keeps up' if keeps_up else 'hi falls behind'} in its steady window",
+              (w["departure_rps"] >= 0.95 * w["arrival_rps"]) == keeps_up, w)
+bad = [
+    ("no targets", ["--model=llama2-7b"], "--ttft-slo"),
+    ("--sla for an LLM", ["--model=llama2-7b", "--ttft-slo=100", "--sla=5"], "--sla"),
+    ("a percentile for a node-level model", ["--model=lstm", "--percentile=90"], "--percentile"),
+    ("an unknown preset", ["--model=llama2-7b", "--preset=foo"], "--preset=foo"),
+    ("a preset and targets", ["--model=llama2-7b", "--preset=mlperf-llama2-70b", "--ttft-slo=3"], "--preset"),
+    ("the 100th percentile", ["--model=llama2-7b", "--ttft-slo=100", "--percentile=100"], "--percentile=100"),
+    ("an attainment of 0", ["--model=llama2-7b", "--ttft-slo=100", "--attainment=0"], "--attainment=0"),
+    ("a percentile and an attainment", ["--model=llama2-7b", "--ttft-slo=100", "--percentile=90",
+                                        "--attainment=0.9"], "not both"),
+    ("targets no rate meets", ["--model=llama2-7b", "--ttft-slo=1"], "no rate meets the targets"),
+]
+for name, args, needle in bad:
+    r = sb("capacity", *args, "--quiet")
+    check(f"LLM capacity bad input: {name} -> exit 2, one line", r.returncode == 2 and
+          len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr and r.stdout == "", r.stderr)
+
 for sub in (["sweep"], ["merge"], ["capacity"]):
     r = sb(*sub, "--help")
     check(f"{sub[0]} --help", r.returncode == 0 and "usage" in r.stdout)

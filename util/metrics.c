@@ -702,3 +702,20 @@ uint64_t metrics_tail_min_requests(double q, uint64_t over, double conf)
 	}
 	return lo;
 }
+
+double metrics_fraction_upper(uint64_t events, uint64_t n, double conf)
+{
+	if (events >= n)
+		return 1.0;
+	/* the fraction f at which P(at most `events` of n) = 1 - conf is the
+	 * conf quantile of Beta(events + 1, n - events) */
+	return gsl_cdf_beta_Pinv(conf, (double)events + 1, (double)(n - events));
+}
+
+uint64_t metrics_fraction_min_trials(double target, double conf)
+{
+	uint64_t n = 1;
+	while (metrics_fraction_upper((uint64_t)(n * target / 2), n, conf) > target)
+		n = n < 16 ? n + 1 : n + n / 16;    /* 6% steps: the answer need not be the very fewest */
+	return n;
+}

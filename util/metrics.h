@@ -79,6 +79,17 @@ size_t metrics_memory_bytes(const struct metrics *m);
  * none over cannot support its q-quantile at all. */
 uint64_t metrics_tail_min_requests(double q, uint64_t over, double conf);
 
+/* The one-sided upper Clopper-Pearson bound on a fraction, with `events`
+ * of n trials observed: the true fraction is at most it with confidence
+ * conf (1 when every trial was an event). capacity decides an LLM probe on
+ * the fraction of requests that miss a target. */
+double metrics_fraction_upper(uint64_t events, uint64_t n, double conf);
+
+/* The fewest trials n for which, at the half of `target` events
+ * (floor(n target / 2)), metrics_fraction_upper is at most target: a probe
+ * whose true fraction is half the target then passes. */
+uint64_t metrics_fraction_min_trials(double target, double conf);
+
 /* The confidence the summary's tail marks use (MLPerf's). */
 #define METRICS_TAIL_CONFIDENCE 0.99
 

@@ -24,6 +24,31 @@
  * (MLPerf asks 270,336 queries of a Server run because its single run must
  * be conclusive; a bisection probe needs less.)
  *
+ * An LLM (DESIGN.md 3c) is judged on its token targets instead: --ttft-slo
+ * and --tpot-slo (or --preset=mlperf-llama2-70b: MLPerf's Llama-2-70B
+ * server targets, TTFT 2 s and TPOT 200 ms at p99), at a percentile (both
+ * targets met by P% of the requests) or an attainment (DistServe's goodput:
+ * the fraction meeting both). With two targets one quantile's early-stopping
+ * rule no longer fits, so a probe passes when the one-sided upper
+ * Clopper-Pearson bound on the fraction of requests missing either target
+ * (--confidence, 95%) is within what the percentile or attainment allows,
+ * and when the run was not saturated (its throughput below 95% of the rate
+ * offered with the device busy: an overloaded probe is never a pass, however
+ * its finite run looked). Saturation is read in the run's steady window
+ * (the measured requests' middle half by arrival, driver.h): there the
+ * departure rate falls below the arrival rate only when the queue grows; a
+ * probe is saturated when it is below CAP_LLM_KEEP_UP of it (as
+ * report_saturated's 95%), or, when the run did not reach the window's end,
+ * when report_saturated says so. Requests per probe: the fewest for which a
+ * run whose true miss fraction is half the allowance passes
+ * (metrics_fraction_min_trials), but at least CAP_LLM_MIN_MEASURED, so that
+ * the window's Poisson noise (1 / sqrt(its arrivals)) is within half the 5%
+ * allowed, two standard deviations; plus 10% warm-up. The first rate tried is
+ * the rate at which full batches of decodes keep the device busy. On a
+ * measured GPU the answer also carries the band the hardware model's
+ * measured error (a layer's leave-one-row-out p90) puts on it, to first
+ * order: a model e slower serves 1/(1 + e) of the rate.
+ *
  * Each rate is a child `simbatch run --json --no-db` (procpool.h), so every
  * run option (policy knobs, lengths, workers) works here unchanged. */
 #include <math.h>
@@ -33,6 +58,9 @@
 #include <unistd.h>
 #include "cli.h"
 #include "../../util/json.h"
+#include "../../util/metrics.h"
+#include "../../hwmodels/gpu_measured.h"
+#include "../../hwmodels/llm_cost.h"
 #include "../engine/engine.h"
 #include "options.h"
 #include "procpool.h"
@@ -44,12 +72,20 @@
                                          estimate queueing is negligible, so a p99 over the SLA there
                                          is the unloaded latency's */
 #define CAP_MAX_POINTS 200
+#define CAP_LLM_KEEP_UP 0.95          /* departures at least this share of arrivals in the steady window */
+#define CAP_LLM_MIN_MEASURED 3200     /* 2 / sqrt(3200 / 2) = 0.05: the window's noise, 2 sigma, within 5% */
 
 static const struct opt_def cap_opts[] = {
 	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms: the p99 must not exceed it" },
 	{ "tolerance", OPT_DOUBLE, "0.02", 0, 1, 1, "stop when the bracket is within this fraction of its lower end" },
 	{ "requests", OPT_UINT, NULL, 1, 1e12, 0, "requests per rate (default 25879: 23527 measured, MLPerf early stopping with 200 above the p99, + 10% warm-up)" },
 	{ "warmup", OPT_UINT, NULL, 0, 1e12, 0, "first requests of each rate left out (default 10% of the measured)" },
+	{ "percentile", OPT_DOUBLE, NULL, 0, 100, 1, "LLM: the percentile of requests that must meet both token targets "
+	  "(default 99; below 100)" },
+	{ "attainment", OPT_DOUBLE, NULL, 0, 1, 1, "LLM: instead, the fraction of requests that must meet both targets "
+	  "(DistServe's goodput)" },
+	{ "confidence", OPT_DOUBLE, "0.95", 0.5, 1, 1, "LLM: the confidence of the bound a probe is judged on (below 1)" },
+	{ "preset", OPT_STR, NULL, 0, 0, 0, "LLM targets by name: mlperf-llama2-70b (TTFT 2000 ms and TPOT 200 ms at p99)" },
 	{ "seeds", OPT_UINT, "1", 1, 1000, 0, "seeds per rate (the p99 of a rate is their mean)" },
 	{ "seed", OPT_UINT, "1", 0, 1.8e19, 0, "first seed" },
 	{ "jobs", OPT_UINT, NULL, 1, 4096, 0, "runs at a time (default: the online CPUs)" },
@@ -68,13 +104,18 @@ static const char *const cap_forbidden[] = {
 static const char cap_usage[] =
 	"usage: simbatch capacity --policy=P --model=M --hw=H --sla=MS [--tolerance=F] [--seeds=K]\n"
 	"                         [any run option: --max-batch=B --window=MS --workers=N ...]\n"
+	"       simbatch capacity --model=LLM --ttft-slo=MS --tpot-slo=MS [--percentile=P | --attainment=F]\n"
+	"                         [--confidence=C] [--preset=mlperf-llama2-70b] [any run option]\n"
 	"Finds the highest Poisson rate whose p99 latency meets the SLA, by bisection, and prints it\n"
-	"with its bracket [lo, hi]: p99 <= SLA at lo, > SLA at hi.";
+	"with its bracket [lo, hi]: p99 <= SLA at lo, > SLA at hi. An LLM is judged on its token\n"
+	"targets: the bound on the fraction of requests missing one, and a steady state.";
 
 struct cap_point {
 	double rate_rps;
-	double p99_ms;            /* mean over seeds */
-	double violation;         /* mean SLA violation rate over seeds */
+	double p99_ms;            /* mean over seeds (node-level models) */
+	double violation;         /* mean SLA violation rate over seeds; an LLM's fraction missing a token target */
+	double bound;             /* LLM: the upper bound on that fraction */
+	int saturated;            /* LLM: a seed's run could not keep up with the rate */
 	int pass;
 };
 
@@ -86,6 +127,12 @@ struct cap_search {
 	double sla_ms;
 	unsigned jobs;
 	int quiet;
+	/* an LLM's targets (llm): pass when the bound on the missing fraction is within allowed */
+	int llm;
+	double allowed, confidence;
+	uint64_t sum_missed, sum_measured;
+	int any_saturated;
+	double hw_error_p90;      /* the measured GPU's error (a fraction), from a probe's JSON; -1 when none */
 	/* the rate being measured */
 	char rate_arg[64];
 	uint64_t next_seed;
@@ -95,6 +142,7 @@ struct cap_search {
 	int bad_input;            /* a run exited 2: the options are wrong, not the search */
 	char *argv_store[64 + 16];
 	char fixed_args[5][96];
+	size_t nfixed;
 	struct cap_point pts[CAP_MAX_POINTS];
 	size_t npts;
 };
@@ -142,7 +190,7 @@ static int cap_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 	}
 	snprintf(seed, 48, "--seed=%llu", (unsigned long long)s->next_seed++);
 	s->argv_store[k++] = seed;
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < s->nfixed; i++)
 		s->argv_store[k++] = s->fixed_args[i];
 	for (size_t i = 0; i < s->nrun_args; i++)
 		s->argv_store[k++] = s->run_args[i];
@@ -154,12 +202,33 @@ static int cap_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 	return 1;
 }
 
+/* An LLM probe's counts: requests meeting both targets, of those measured;
+ * whether it saturated; the hardware's error band when it has one. */
+static int cap_llm_counts(struct cap_search *s, const char *json)
+{
+	double met, measured, e;
+	if (cap_json_number(json, NULL, "slo_met", &met) != 0 || cap_json_number(json, NULL, "slo_measured", &measured) != 0)
+		return -1;
+	s->sum_missed += (uint64_t)(measured - met);
+	s->sum_measured += (uint64_t)measured;
+	double arrival, departure;
+	if (cap_json_number(json, "steady_window", "arrival_rps", &arrival) == 0 &&
+	    cap_json_number(json, "steady_window", "departure_rps", &departure) == 0)
+		s->any_saturated |= departure < CAP_LLM_KEEP_UP * arrival;
+	else
+		s->any_saturated |= strstr(json, "\"saturated\":true") != NULL;
+	if (cap_json_number(json, "hw_layer_error_pct", "p90", &e) == 0)
+		s->hw_error_p90 = e / 100;
+	return 0;
+}
+
 static void cap_done(void *ud, void *ctx, const struct pp_result *r)
 {
 	struct cap_search *s = ud;
-	double p99, viol;
+	double p99 = 0, viol = 0;
 	if (r->exit_code != 0 || cap_json_number(r->out, "latency_ms", "p99", &p99) != 0 ||
-	    cap_json_number(r->out, NULL, "sla_violation_rate", &viol) != 0) {
+	    cap_json_number(r->out, NULL, "sla_violation_rate", &viol) != 0 ||
+	    (s->llm && cap_llm_counts(s, r->out) != 0)) {
 		if (!s->failure[0]) {
 			const char *e = r->errtext;
 			if (strncmp(e, "simbatch: ", 10) == 0)
@@ -194,6 +263,8 @@ static int cap_measure(struct cap_search *s, double rate, struct cap_point **out
 	s->next_seed = s->seed0;
 	s->sum_p99 = s->sum_viol = 0;
 	s->nok = 0;
+	s->sum_missed = s->sum_measured = 0;
+	s->any_saturated = 0;
 	s->failure[0] = '\0';
 	struct pp_config pc = { .exe = s->exe, .jobs = s->jobs, .next = cap_next, .done = cap_done, .ud = s };
 	if (pp_run(&pc, err, errlen) != 0)
@@ -207,7 +278,17 @@ static int cap_measure(struct cap_search *s, double rate, struct cap_point **out
 	p->p99_ms = s->sum_p99 / (double)s->nseeds;
 	p->violation = s->sum_viol / (double)s->nseeds;
 	p->pass = p->p99_ms <= s->sla_ms;
-	if (!s->quiet)
+	if (s->llm) {
+		p->violation = s->sum_measured ? (double)s->sum_missed / (double)s->sum_measured : 1.0;
+		p->bound = metrics_fraction_upper(s->sum_missed, s->sum_measured, s->confidence);
+		p->saturated = s->any_saturated;
+		/* an attainment of 1 allows no miss, which no bound shows: then none may miss */
+		p->pass = !p->saturated && (s->allowed > 0 ? p->bound <= s->allowed : s->sum_missed == 0);
+		if (!s->quiet)
+			fprintf(stderr, "capacity: %.10g req/s: %llu of %llu requests miss a target (bound %.4g %s %.4g)%s\n",
+			        rate, (unsigned long long)s->sum_missed, (unsigned long long)s->sum_measured, p->bound,
+			        p->bound <= s->allowed ? "<=" : ">", s->allowed, p->saturated ? ", saturated" : "");
+	} else if (!s->quiet)
 		fprintf(stderr, "capacity: %.10g req/s: p99 %.4g ms %s %g ms\n", rate, p->p99_ms, p->pass ? "<=" : ">",
 		        s->sla_ms);
 	*out = p;
@@ -234,7 +315,43 @@ static int cap_is_forbidden(const char *name)
 struct cap_names {             /* what the report calls the configuration */
 	char policy[64], model[256], hw[256];
 	uint32_t max_batch;
+	int llm;                   /* the model is an LLM */
 };
+
+/* An LLM's first rate: requests a second when full batches of decodes
+ * (max batch, as many as the KV cache holds at the mean lengths) keep the
+ * device busy, each request also paying its prefill alone. */
+static double cap_llm_estimate(const struct mdl_model *m, const struct hw_model *hw, uint32_t max_seqs, double in_len,
+                               double out_len, char *err, size_t errlen)
+{
+	struct llm_cost *c;
+	if (llm_cost_create(hw, m, 0, &c, err, errlen) != 0)
+		return -1;
+	uint64_t blocks = llm_cost_kv_blocks(c, 16, err, errlen);
+	double fit = blocks * 16.0 / (in_len + out_len);
+	uint32_t batch = fit < max_seqs ? (fit >= 1 ? (uint32_t)fit : 1) : max_seqs;
+	uint32_t *tokens = calloc(batch, sizeof *tokens), *context = calloc(batch, sizeof *context);
+	double est = -1;
+	if (!tokens || !context) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	for (uint32_t i = 0; i < batch; i++) {
+		tokens[i] = 1;
+		context[i] = (uint32_t)(in_len + out_len / 2);
+	}
+	int64_t decode_ns = llm_cost_iter_ns(c, batch, tokens, context, batch, 0, err, errlen);
+	tokens[0] = (uint32_t)in_len;
+	context[0] = 0;
+	int64_t prefill_ns = llm_cost_iter_ns(c, 1, tokens, context, 1, 0, err, errlen);
+	if (decode_ns > 0 && prefill_ns > 0)
+		est = 1.0 / ((double)out_len * decode_ns * 1e-9 / batch + prefill_ns * 1e-9);
+done:
+	free(tokens);
+	free(context);
+	llm_cost_destroy(c);
+	return est;
+}
 
 /* The capacity estimate for the run options (policy, model, hw, workers,
  * max batch, mean lengths), and names for the report. */
@@ -244,13 +361,15 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	struct hw_model *hw = NULL;
 	struct trc_lengths *len[2] = { NULL, NULL };
 	double cap = -1, mean[2] = { 0, 0 };
-	const struct pol_ops *pol = pol_find(opt_str(ro, "policy"));
-	if (!pol) {
-		cli_unknown_policy(opt_str(ro, "policy"), err, errlen);
-		return -1;
-	}
+	const struct pol_ops *pol;
 	if (mdl_load(opt_str(ro, "model"), &m, err, errlen) != 0)
 		goto done;
+	/* an LLM's default policy, as run's (cmd_run.c RUN_DEFAULT_LLM_POLICY) */
+	const char *pol_name = m->is_llm && !opt_given(ro, "policy") ? "continuous" : opt_str(ro, "policy");
+	if (!(pol = pol_find(pol_name))) {
+		cli_unknown_policy(pol_name, err, errlen);
+		goto done;
+	}
 	/* an LLM runs on gpu-h100 unless told, as in run (cmd_run.c RUN_DEFAULT_LLM_HW) */
 	const char *hw_name = m->is_llm && !opt_given(ro, "hw") ? "gpu-h100" : opt_str(ro, "hw");
 	if (hw_open_tp(hw_name, m, (uint32_t)opt_uint(ro, "tp"), &hw, err, errlen) != 0)
@@ -271,8 +390,17 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 		mean[k] = trc_lengths_mean(len[k]);
 	}
 	uint32_t max_batch = opt_given(ro, "max-batch") ? (uint32_t)opt_uint(ro, "max-batch") : pol->default_max_batch;
-	cap = eng_capacity_rps(m, hw, (uint32_t)opt_uint(ro, "workers"), max_batch, (uint32_t)ceil(mean[0]),
-	                       (uint32_t)ceil(mean[1]), err, errlen);
+	if (m->is_llm) {
+		if (opt_given(ro, "max-seqs"))
+			max_batch = (uint32_t)opt_uint(ro, "max-seqs");
+		cap = cap_llm_estimate(m, hw, max_batch, ceil(mean[0]), ceil(mean[1]), err, errlen);
+		if (cap > 0)
+			cap *= (double)opt_uint(ro, "workers");
+	} else {
+		cap = eng_capacity_rps(m, hw, (uint32_t)opt_uint(ro, "workers"), max_batch, (uint32_t)ceil(mean[0]),
+		                       (uint32_t)ceil(mean[1]), err, errlen);
+	}
+	nm->llm = m->is_llm;
 	snprintf(nm->policy, sizeof nm->policy, "%s", pol->name);
 	snprintf(nm->model, sizeof nm->model, "%s", m->name);
 	snprintf(nm->hw, sizeof nm->hw, "%s", hw->label);
@@ -283,6 +411,61 @@ done:
 	hw_close(hw);
 	mdl_free(m);
 	return cap;
+}
+
+/* An LLM's targets into s (and a preset's into the probes' options): one
+ * line and -1 for options that do not fit the model. */
+static int cap_targets(const struct opt_set *o, const struct opt_set *ro, struct cap_search *s, char *err,
+                       size_t errlen)
+{
+	static const char *const llm_only[] = { "percentile", "attainment", "confidence", "preset" };
+	if (!s->llm) {
+		for (size_t i = 0; i < sizeof llm_only / sizeof llm_only[0]; i++)
+			if (opt_given(o, llm_only[i])) {
+				snprintf(err, errlen, "--%s sets an LLM's token targets; this model is judged on --sla", llm_only[i]);
+				return -1;
+			}
+		return 0;
+	}
+	if (opt_given(o, "sla")) {
+		snprintf(err, errlen, "--sla is a node-level model's target; an LLM's are --ttft-slo and --tpot-slo");
+		return -1;
+	}
+	const char *preset = opt_str(o, "preset");
+	int targets = opt_given(ro, "ttft-slo") || opt_given(ro, "tpot-slo");
+	if (preset) {
+		if (strcmp(preset, "mlperf-llama2-70b") != 0) {
+			snprintf(err, errlen, "--preset=%s: unknown (known: mlperf-llama2-70b)", preset);
+			return -1;
+		}
+		if (targets || opt_given(o, "percentile") || opt_given(o, "attainment")) {
+			snprintf(err, errlen, "--preset=%s sets the targets and the percentile: give it or them, not both", preset);
+			return -1;
+		}
+		/* MLPerf Inference's Llama-2-70B server scenario: TTFT 2 s and TPOT 200 ms, both at p99 */
+		snprintf(s->fixed_args[s->nfixed++], sizeof s->fixed_args[0], "--ttft-slo=2000");
+		snprintf(s->fixed_args[s->nfixed++], sizeof s->fixed_args[0], "--tpot-slo=200");
+	} else if (!targets) {
+		snprintf(err, errlen, "an LLM's capacity needs its targets: --ttft-slo and/or --tpot-slo (ms), or "
+		         "--preset=mlperf-llama2-70b");
+		return -1;
+	}
+	if (opt_given(o, "percentile") && opt_given(o, "attainment")) {
+		snprintf(err, errlen, "give --percentile or --attainment, not both");
+		return -1;
+	}
+	if (opt_given(o, "percentile") && !(opt_double(o, "percentile") < 100)) {
+		snprintf(err, errlen, "--percentile=%s: must lie between 0 and 100, 100 excluded", opt_str(o, "percentile"));
+		return -1;
+	}
+	if (!(opt_double(o, "confidence") < 1)) {
+		snprintf(err, errlen, "--confidence=%s: must lie between 0.5 and 1, 1 excluded", opt_str(o, "confidence"));
+		return -1;
+	}
+	s->allowed = opt_given(o, "attainment") ? 1 - opt_double(o, "attainment")
+	             : opt_given(o, "percentile") ? 1 - opt_double(o, "percentile") / 100 : 1 - CAP_QUANTILE;
+	s->confidence = opt_double(o, "confidence");
+	return 0;
 }
 
 /* The search: doubling or halving from the estimate until one rate meets
@@ -316,14 +499,19 @@ static int cap_bracket(struct cap_search *s, double est, double tolerance, struc
 		if (!p->pass && lo && !hi)
 			hi = p;
 	}
+	if (!lo && s->llm) {
+		snprintf(err, errlen, "no rate meets the targets: even at %.6g req/s, where requests hardly queue, %.3g%% of "
+		         "requests miss one (at most %.3g%% may)", hi->rate_rps, 100 * hi->violation, 100 * s->allowed);
+		return CLI_BAD_INPUT;
+	}
 	if (!lo) {
 		snprintf(err, errlen, "no rate meets the SLA: even at %.6g req/s, where requests hardly queue, the p99 is %.4g ms > %g ms",
 		         hi->rate_rps, hi->p99_ms, s->sla_ms);
 		return CLI_FAILED;
 	}
 	if (!hi) {
-		snprintf(err, errlen, "the SLA holds up to %.6g req/s, %d doublings above the estimate; "
-		         "is the SLA meant to be %g ms?", lo->rate_rps, CAP_MAX_STEPS, s->sla_ms);
+		snprintf(err, errlen, "the %s holds up to %.6g req/s, %d doublings above the estimate; are the targets meant "
+		         "to be so loose?", s->llm ? "token targets" : "SLA", lo->rate_rps, CAP_MAX_STEPS);
 		return CLI_FAILED;
 	}
 	while (hi->rate_rps - lo->rate_rps > tolerance * lo->rate_rps) {
@@ -363,9 +551,34 @@ static void cap_print(const struct opt_set *o, const struct cap_search *s, const
 		       opt_double(o, "tolerance"), (unsigned long long)s->requests, (unsigned long long)s->warmup,
 		       (unsigned long long)s->nseeds, (unsigned long long)s->seed0);
 		for (size_t i = 0; i < s->npts; i++)
-			printf("%s{\"rate_rps\":%.10g,\"p99_ms\":%.10g,\"sla_violation_rate\":%.10g,\"pass\":%s}", i ? "," : "",
-			       s->pts[i].rate_rps, s->pts[i].p99_ms, s->pts[i].violation, s->pts[i].pass ? "true" : "false");
-		printf("]}\n");
+			printf("%s{\"rate_rps\":%.10g,\"p99_ms\":%.10g,\"sla_violation_rate\":%.10g,\"miss_bound\":%.10g,"
+			       "\"saturated\":%s,\"pass\":%s}", i ? "," : "", s->pts[i].rate_rps, s->pts[i].p99_ms,
+			       s->pts[i].violation, s->pts[i].bound, s->pts[i].saturated ? "true" : "false",
+			       s->pts[i].pass ? "true" : "false");
+		printf("]");
+		if (s->llm) {
+			printf(",\"llm\":{\"allowed_miss_fraction\":%.10g,\"confidence\":%.10g,\"miss_at_bracket\":[%.10g,%.10g],"
+			       "\"miss_bound_at_bracket\":[%.10g,%.10g],\"hw_band_rps\":", s->allowed, s->confidence, lo->violation,
+			       hi->violation, lo->bound, hi->bound);
+			if (s->hw_error_p90 >= 0 && s->hw_error_p90 < 1)
+				printf("[%.10g,%.10g],\"hw_error_p90\":%.10g}", lo->rate_rps / (1 + s->hw_error_p90),
+				       hi->rate_rps / (1 - s->hw_error_p90), s->hw_error_p90);
+			else
+				printf("null}");
+		}
+		printf("}\n");
+	} else if (s->llm) {
+		printf("capacity %.6g req/s: %.3g%% of requests miss a target at %.6g req/s (bound %.3g%% <= %.3g%%), %.3g%% "
+		       "at %.6g req/s (bound %.3g%%%s)\n", lo->rate_rps, 100 * lo->violation, lo->rate_rps, 100 * lo->bound,
+		       100 * s->allowed, 100 * hi->violation, hi->rate_rps, 100 * hi->bound, hi->saturated ? ", saturated" : "");
+		printf("  %s on %s / %s, max seqs %u; %llu requests per rate (%llu warm-up), %llu seed(s), %zu rates "
+		       "simulated; bound at %g confidence; estimate %.6g req/s\n", nm->policy, nm->model, nm->hw, nm->max_batch,
+		       (unsigned long long)s->requests, (unsigned long long)s->warmup, (unsigned long long)s->nseeds, s->npts,
+		       s->confidence, est);
+		if (s->hw_error_p90 >= 0 && s->hw_error_p90 < 1)
+			printf("  the hardware model's measured error (p90 %.2f%% a layer) puts it in [%.6g, %.6g] req/s, to first "
+			       "order\n", 100 * s->hw_error_p90, lo->rate_rps / (1 + s->hw_error_p90),
+			       hi->rate_rps / (1 - s->hw_error_p90));
 	} else {
 		printf("capacity %.6g req/s: p99 %.4g ms <= %g ms at %.6g req/s, %.4g ms > %g ms at %.6g req/s\n",
 		       lo->rate_rps, lo->p99_ms, s->sla_ms, lo->rate_rps, hi->p99_ms, s->sla_ms, hi->rate_rps);
@@ -397,7 +610,7 @@ static void cap_split_args(int argc, char **argv, char **own, int *nown, char **
 int cmd_capacity(int argc, char **argv)
 {
 	char err[1536] = "", exe[4096];
-	struct cap_names nm = { "", "", "", 0 };
+	struct cap_names nm = { "", "", "", 0, 0 };
 	struct opt_set o, ro;
 	char **own = calloc((size_t)argc + 1, sizeof *own), **run = calloc((size_t)argc + 1, sizeof *run);
 	int nown = 0, nrun = 0, rc = CLI_BAD_INPUT;
@@ -436,7 +649,23 @@ int cmd_capacity(int argc, char **argv)
 	s->nseeds = opt_uint(&o, "seeds");
 	s->seed0 = opt_uint(&o, "seed");
 	s->quiet = opt_flag(&o, "quiet") || opt_flag(&o, "json");
-	uint64_t measured = metrics_tail_min_requests(CAP_QUANTILE, CAP_TAIL_SAMPLES, METRICS_TAIL_CONFIDENCE);
+	s->hw_error_p90 = -1;
+	double est = cap_estimate(&ro, &nm, err, sizeof err);
+	if (est < 0)
+		goto fail;
+	if (!(est > 0) || !isfinite(est)) {
+		snprintf(err, sizeof err, "cannot estimate a capacity for %s on %s / %s", nm.policy, nm.model, nm.hw);
+		goto fail;
+	}
+	s->llm = nm.llm;
+	s->nfixed = 3;
+	if (cap_targets(&o, &ro, s, err, sizeof err) != 0)
+		goto fail;
+	uint64_t measured = s->llm ? metrics_fraction_min_trials(s->allowed > 0 ? s->allowed : 1 - CAP_QUANTILE,
+	                                                         s->confidence)
+	                           : metrics_tail_min_requests(CAP_QUANTILE, CAP_TAIL_SAMPLES, METRICS_TAIL_CONFIDENCE);
+	if (s->llm && measured < CAP_LLM_MIN_MEASURED)
+		measured = CAP_LLM_MIN_MEASURED;
 	s->warmup = opt_given(&o, "warmup") ? opt_uint(&o, "warmup")
 	            : (uint64_t)(CAP_WARMUP_FRACTION * (double)(opt_given(&o, "requests") ? opt_uint(&o, "requests") : measured));
 	s->requests = opt_given(&o, "requests") ? opt_uint(&o, "requests") : measured + s->warmup;
@@ -445,7 +674,7 @@ int cmd_capacity(int argc, char **argv)
 		goto fail;
 	}
 	uint64_t least = metrics_tail_min_requests(CAP_QUANTILE, 0, METRICS_TAIL_CONFIDENCE);
-	if (!s->quiet && s->requests - s->warmup < least)
+	if (!s->quiet && !s->llm && s->requests - s->warmup < least)
 		fprintf(stderr, "simbatch: warning: %llu measured requests per rate cannot support a p99 (MLPerf early "
 		        "stopping needs %llu); raise --requests\n", (unsigned long long)(s->requests - s->warmup),
 		        (unsigned long long)least);
@@ -469,13 +698,6 @@ int cmd_capacity(int argc, char **argv)
 		goto fail;
 	}
 
-	double est = cap_estimate(&ro, &nm, err, sizeof err);
-	if (est < 0)
-		goto fail;
-	if (!(est > 0) || !isfinite(est)) {
-		snprintf(err, sizeof err, "cannot estimate a capacity for %s on %s / %s", nm.policy, nm.model, nm.hw);
-		goto fail;
-	}
 	/* bad values the options table cannot see (a batch beyond a table, a bad
 	 * length spec) come back from the first probe as its one-line error */
 	struct cap_point *lo, *hi;

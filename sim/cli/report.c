@@ -26,13 +26,13 @@ int report_saturated(const struct report_run *r)
 	return res->busy_fraction > 0.99 && r->rate_rps > 0 && res->throughput_rps < 0.95 * r->rate_rps;
 }
 
-/* A policy statistic by name (0 when the policy reports none). */
 /* Whether an iteration of this LLM run may run more tokens than its measured GPU's profile holds. */
 static int report_may_extrapolate(const struct report_run *r)
 {
 	return r->hw_measured_tokens && (!r->iter_token_budget || r->iter_token_budget > r->hw_measured_tokens);
 }
 
+/* A policy statistic by name (0 when the policy reports none). */
 static double report_policy_stat(const struct drv_result *res, const char *name)
 {
 	for (size_t i = 0; i < res->npolicy_stats; i++)
@@ -55,6 +55,11 @@ static void report_llm_json(FILE *f, const struct drv_result *res)
 	fprintf(f, ",\"goodput_rps\":%.10g,\"preemptions\":%.10g,\"kv_peak_fraction\":%.10g,\"kv_mean_fraction\":%.10g,"
 	        "\"iteration_tokens\":%llu", res->goodput_rps, report_policy_stat(res, "preemptions"),
 	        report_policy_stat(res, "kv_peak_fraction"), res->kv_mean_fraction, (unsigned long long)res->iter_tokens);
+	fprintf(f, ",\"slo_met\":%llu,\"slo_measured\":%llu", (unsigned long long)res->slo_met,
+	        (unsigned long long)res->slo_measured);
+	if (res->window_arrival_rps > 0)
+		fprintf(f, ",\"steady_window\":{\"arrival_rps\":%.10g,\"departure_rps\":%.10g}", res->window_arrival_rps,
+		        res->window_departure_rps);
 }
 
 char *report_json(const struct report_run *r, int with_run_fields)
