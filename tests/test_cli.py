@@ -356,6 +356,30 @@ check("hw-info --sweep-batch text", r.returncode == 0 and "node fc1000" in r.std
 check("hw-info --sweep-batch needs --model", sb("hw-info", "--sweep-batch").returncode == 2)
 check("hw-info --sweep-batch unknown node", sb("hw-info", "--model=lstm", "--sweep-batch", "--node=x").returncode == 2)
 
+# ---- an LLM's summary says what a serving researcher reads (issue 38) ----
+r = sb("--model=llama2-7b", "--requests=300", "--rate=5", "--no-db")
+check("an LLM summary without --sla has no end-to-end SLA line, and says there is no goodput without targets",
+      r.returncode == 0 and "SLA " not in r.stdout and "no goodput" in r.stdout and "iterating" in r.stdout, r.stdout)
+reqs = os.path.join(td, "llm-req.csv")
+r = sb("--model=llama2-7b", "--requests=300", "--rate=8", "--no-db", "--ttft-slo=40", "--tpot-slo=9", "--sla=2000",
+       f"--requests-out={reqs}", "--json")
+j = json.loads(r.stdout) if r.returncode == 0 else {}
+met = n = 0
+if j:
+    for row in csv.DictReader(open(reqs)):
+        arr, first, fin = (round(float(row[k]) * 1e9) for k in ("arrival_s", "first_token_s", "finish_s"))
+        out_len = int(row["output_len"])
+        tpot = (fin - first) // (out_len - 1) if out_len > 1 else 0
+        met += first - arr <= 40_000_000 and tpot <= 9_000_000
+        n += 1
+check("an LLM's SLO attainment, worked out from its requests", j and n == 300 and
+      abs(j["slo_attainment"] - met / n) < 1e-9 and 0 < met < n, str((j.get("slo_attainment"), met, n)))
+check("an LLM's mean iteration within its token budget", j and 0 < j["iteration_mean_tokens"] <= j["iteration_token_budget"],
+      str(j))
+r = sb("--model=llama2-7b", "--requests=300", "--rate=8", "--no-db", "--ttft-slo=40", "--tpot-slo=9", "--sla=2000")
+check("an LLM summary with targets and --sla shows both", r.returncode == 0 and "SLA 2000 ms" in r.stdout and
+      "SLOs       TTFT 40 ms, TPOT 9 ms:" in r.stdout, r.stdout)
+
 # ---- measured GPUs (issue 32): an LLM runs on gpu-h100 as it is; --tp; the extrapolation note ----
 r = sb("--model=llama2-7b", "--requests=50", "--rate=2", "--no-db", "--json")
 j = json.loads(r.stdout) if r.returncode == 0 else {}

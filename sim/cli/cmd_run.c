@@ -591,10 +591,15 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		.dropped_over_context = j->dropped_over_context,
 	};
 	rep.hw_predicted = gpu_predicted_info(j->hw);
+	rep.sla_given = opt_given(o, "sla");
+	if (j->model->is_llm) {
+		rep.iter_token_budget = c->policy->pads_prompts ? 0 : c->env.max_batched_tokens;
+		rep.ttft_slo_ms = c->env.ttft_slo_ns * 1e-6;
+		rep.tpot_slo_ms = c->env.tpot_slo_ns * 1e-6;
+	}
 	const struct gpu_measured_info *gpu = gpu_measured_info(j->hw);
 	if (gpu && j->model->is_llm) {
 		rep.hw_measured_tokens = opp_curve_max_tokens(gpu->curve);
-		rep.iter_token_budget = c->policy->pads_prompts ? 0 : c->env.max_batched_tokens;
 		rep.hw_error_median_pct = rep.hw_error_p90_pct = -1;
 		for (size_t i = 0; i < gpu->profile->nleave_out; i++)
 			if (strcmp(gpu->profile->leave_out[i].op, "layer") == 0) {

@@ -32,6 +32,18 @@ static int report_may_extrapolate(const struct report_run *r)
 	return r->hw_measured_tokens && (!r->iter_token_budget || r->iter_token_budget > r->hw_measured_tokens);
 }
 
+/* An LLM run's iterations: the tokens they ran on average. */
+static double report_iter_mean_tokens(const struct drv_result *res)
+{
+	return res->tasks ? (double)res->iter_tokens / (double)res->tasks : 0.0;
+}
+
+/* The fraction of an LLM run's measured requests that met both targets. */
+static double report_slo_attainment(const struct drv_result *res)
+{
+	return res->slo_measured ? (double)res->slo_met / (double)res->slo_measured : 0.0;
+}
+
 /* A policy statistic by name (0 when the policy reports none). */
 static double report_policy_stat(const struct drv_result *res, const char *name)
 {
@@ -99,7 +111,10 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	fprintf(f, ",\"sim_time_s\":%.10g,\"busy_fraction\":%.10g", res->sim_end_s, res->busy_fraction);
 	if (res->llm) {
 		report_llm_json(f, res);
-		fprintf(f, ",\"dropped_over_context\":%llu", (unsigned long long)r->dropped_over_context);
+		fprintf(f, ",\"dropped_over_context\":%llu,\"iteration_mean_tokens\":%.10g,\"iteration_token_budget\":%u",
+		        (unsigned long long)r->dropped_over_context, report_iter_mean_tokens(res), r->iter_token_budget);
+		if (r->ttft_slo_ms > 0 || r->tpot_slo_ms > 0)
+			fprintf(f, ",\"slo_attainment\":%.10g", report_slo_attainment(res));
 		if (r->hw_measured_tokens)
 		{
 			fprintf(f, ",\"hw_measured_tokens\":%u,\"hw_may_extrapolate\":%s", r->hw_measured_tokens,
@@ -162,6 +177,7 @@ size_t report_stats(const struct report_run *r, struct results_stat *out, char (
 			{ "tpot_ms.p90", res->tpot.p90_ms }, { "tpot_ms.p99", res->tpot.p99_ms },
 			{ "itl_ms.p50", res->itl_p50_ms }, { "itl_ms.p99", res->itl_p99_ms },
 			{ "goodput_rps", res->goodput_rps }, { "kv_mean_fraction", res->kv_mean_fraction },
+			{ "slo_attainment", report_slo_attainment(res) }, { "iteration_mean_tokens", report_iter_mean_tokens(res) },
 		};
 		for (size_t i = 0; i < sizeof llm / sizeof llm[0] && n < max; i++)
 			out[n++] = llm[i];
@@ -200,9 +216,22 @@ void report_text(FILE *f, const struct report_run *r)
 		        "a p99.9 %llu (MLPerf early stopping, 99%% confidence)\n", (unsigned long long)s->count,
 		        (unsigned long long)tail.min_p99, (unsigned long long)tail.min_p999);
 	fprintf(f, "  queueing   mean %.3f ms   p99 %.3f\n", s->queue_mean_ms, s->queue_p99_ms);
-	fprintf(f, "  throughput %.1f req/s   device busy %.1f%%   mean batch %.2f (max %u)\n",
-	        res->throughput_rps, 100.0 * res->busy_fraction, res->mean_batch, r->max_batch);
-	fprintf(f, "  SLA %.6g ms: %.2f%% of requests late\n", r->sla_ms, 100.0 * s->sla_violation_rate);
+	if (res->llm) {
+		/* an iteration runs whenever any request is in flight: what fills it says how loaded the device is */
+		char budget[48] = "";
+		if (r->iter_token_budget)
+			snprintf(budget, sizeof budget, " of a %u budget (%.0f%%)", r->iter_token_budget,
+			         100.0 * report_iter_mean_tokens(res) / r->iter_token_budget);
+		fprintf(f, "  throughput %.1f req/s   iterating %.1f%% of the time, %.1f tokens an iteration%s, %.2f "
+		        "requests (max %u)\n", res->throughput_rps, 100.0 * res->busy_fraction, report_iter_mean_tokens(res),
+		        budget, res->mean_batch, r->max_batch);
+	} else {
+		fprintf(f, "  throughput %.1f req/s   device busy %.1f%%   mean batch %.2f (max %u)\n",
+		        res->throughput_rps, 100.0 * res->busy_fraction, res->mean_batch, r->max_batch);
+	}
+	/* an LLM's requests last seconds: the node models' 100 ms default says nothing of them */
+	if (!res->llm || r->sla_given)
+		fprintf(f, "  SLA %.6g ms: %.2f%% of requests late\n", r->sla_ms, 100.0 * s->sla_violation_rate);
 	if (res->llm) {
 		fprintf(f, "  TTFT       mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f\n", res->ttft.mean_ms, res->ttft.p50_ms,
 		        res->ttft.p90_ms, res->ttft.p99_ms);
@@ -210,8 +239,20 @@ void report_text(FILE *f, const struct report_run *r)
 		        res->tpot.p90_ms, res->tpot.p99_ms);
 		fprintf(f, "  ITL        mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f   max %.3f (gaps between tokens)\n",
 		        res->itl_mean_ms, res->itl_p50_ms, res->itl_p90_ms, res->itl_p99_ms, res->itl_max_ms);
-		fprintf(f, "  goodput    %.2f req/s within both SLOs   %.0f preemptions\n", res->goodput_rps,
-		        report_policy_stat(res, "preemptions"));
+		if (r->ttft_slo_ms > 0 || r->tpot_slo_ms > 0) {
+			char targets[96] = "";
+			if (r->ttft_slo_ms > 0)
+				snprintf(targets, sizeof targets, "TTFT %.6g ms", r->ttft_slo_ms);
+			if (r->tpot_slo_ms > 0)
+				snprintf(targets + strlen(targets), sizeof targets - strlen(targets), "%sTPOT %.6g ms",
+				         r->ttft_slo_ms > 0 ? ", " : "", r->tpot_slo_ms);
+			fprintf(f, "  SLOs       %s: %.2f%% of requests meet them, goodput %.2f req/s   %.0f preemptions\n",
+			        targets, 100.0 * report_slo_attainment(res), res->goodput_rps,
+			        report_policy_stat(res, "preemptions"));
+		} else {
+			fprintf(f, "  preempted  %.0f times (no --ttft-slo or --tpot-slo: no goodput)\n",
+			        report_policy_stat(res, "preemptions"));
+		}
 		fprintf(f, "  KV cache   %.0f blocks: peak %.1f%%, mean over time %.1f%%\n", report_policy_stat(res, "kv_blocks"),
 		        100.0 * report_policy_stat(res, "kv_peak_fraction"), 100.0 * res->kv_mean_fraction);
 		if (r->dropped_over_context)

@@ -34,6 +34,8 @@ struct report_run {
 	uint64_t dropped_over_context;      /* LLM: trace rows left out as beyond the model's context */
 	uint32_t hw_measured_tokens;        /* LLM on a measured GPU: the largest iteration its profile measured (else 0) */
 	uint32_t iter_token_budget;         /* LLM: the most tokens an iteration may run (0: no bound) */
+	int sla_given;                      /* --sla was given (an LLM's summary shows the end-to-end SLA only then) */
+	double ttft_slo_ms, tpot_slo_ms;    /* LLM: the targets (0: none) */
 	double hw_error_median_pct, hw_error_p90_pct;   /* measured GPU: a layer's leave-one-row-out error (-1: unknown) */
 	const struct gpu_predicted_info *hw_predicted;  /* node-level on a measured GPU: its GEMMs predicted (else NULL) */
 };
