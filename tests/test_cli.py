@@ -356,6 +356,39 @@ check("hw-info --sweep-batch text", r.returncode == 0 and "node fc1000" in r.std
 check("hw-info --sweep-batch needs --model", sb("hw-info", "--sweep-batch").returncode == 2)
 check("hw-info --sweep-batch unknown node", sb("hw-info", "--model=lstm", "--sweep-batch", "--node=x").returncode == 2)
 
+# ---- a trace replayed faster, and its (prompt, output) pairs drawn jointly at any rate (issue 34) ----
+azure = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "azure-llm-2023-conv-head.csv")
+rows = {}
+for k, speed in (("once", []), ("x4", ["--trace-speedup=4"])):
+    out = os.path.join(td, f"speed-{k}.csv")
+    r = sb("--model=llama2-7b", f"--trace={azure}", *speed, "--no-db", "--quiet", f"--requests-out={out}")
+    rows[k] = list(csv.DictReader(open(out))) if r.returncode == 0 else []
+check("--trace-speedup=4: every request arrives at a quarter of its recorded time, row by row",
+      len(rows["once"]) == 12 and len(rows["x4"]) == 12 and
+      all(abs(float(b["arrival_s"]) - float(a["arrival_s"]) / 4) < 1e-9 and a["input_len"] == b["input_len"]
+          for a, b in zip(rows["once"], rows["x4"])), str(rows["x4"][:3]))
+trace_pairs = set()
+for line in open(azure).read().splitlines()[1:]:
+    f = line.split(",")
+    trace_pairs.add((int(f[1]), int(f[2])))
+out = os.path.join(td, "pairs.csv")
+r = sb("--model=llama2-7b", f"--trace={azure}", "--trace-pairs", "--rate=20", "--requests=2000", "--no-db", "--quiet",
+       f"--requests-out={out}")
+got = list(csv.DictReader(open(out))) if r.returncode == 0 else []
+drawn = [(int(g["input_len"]), int(g["output_len"])) for g in got]
+gaps = [float(b["arrival_s"]) - float(a["arrival_s"]) for a, b in zip(got, got[1:])]
+check("--trace-pairs: every request's prompt and output are one row of the trace, rows drawn throughout",
+      len(drawn) == 2000 and all(p in trace_pairs for p in drawn) and len(set(drawn)) == len(trace_pairs), r.stderr)
+check("--trace-pairs: arrivals at --rate, not the trace's (mean gap within 10% of 1/20 s)",
+      gaps and abs(sum(gaps) / len(gaps) / 0.05 - 1) < 0.1, str(sum(gaps) / max(len(gaps), 1)))
+for name, args in (("--trace-speedup without --trace", ["--trace-speedup=2"]),
+                   ("--trace-pairs without --trace", ["--trace-pairs"]),
+                   ("--trace-speedup of 0", [f"--trace={azure}", "--trace-speedup=0"]),
+                   ("--trace-speedup with --trace-pairs", [f"--trace={azure}", "--trace-pairs", "--trace-speedup=2"])):
+    r = sb("--model=llama2-7b", *args, "--no-db")
+    check(f"bad input: {name} -> exit 2, one line", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+          r.stderr)
+
 # ---- an LLM's summary says what a serving researcher reads (issue 38) ----
 r = sb("--model=llama2-7b", "--requests=300", "--rate=5", "--no-db")
 check("an LLM summary without --sla has no end-to-end SLA line, and says there is no goodput without targets",

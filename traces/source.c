@@ -9,7 +9,7 @@ int trc_source_init(struct trc_source *s, const struct trc_source_config *c, cha
 {
 	memset(s, 0, sizeof *s);
 	s->c = *c;
-	if (c->trace)
+	if (c->trace && !c->trace_pairs)
 		return 0;
 	if (trc_arrivals_init(&s->arrivals, c->rate_rps, c->arrival_cv, err, errlen) != 0)
 		return -1;
@@ -30,11 +30,12 @@ int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, si
 	uint64_t id = s->next_id;
 	if (s->ended)
 		return 0;
-	if (c->trace) {
+	if (c->trace && !c->trace_pairs) {
 		uint64_t limit = c->requests && c->requests < c->trace->n ? c->requests : c->trace->n;
 		if (id >= limit)
 			goto end;
-		*out = (struct trc_request){ .id = id, .arrival_ns = (int64_t)(c->trace->arrival_s[id] * 1e9 + 0.5),
+		double at_s = c->trace_speedup > 0 ? c->trace->arrival_s[id] / c->trace_speedup : c->trace->arrival_s[id];
+		*out = (struct trc_request){ .id = id, .arrival_ns = (int64_t)(at_s * 1e9 + 0.5),
 		                             .input_len = c->trace->input_len[id], .output_len = c->trace->output_len[id] };
 	} else {
 		if (id > 0) {
@@ -53,11 +54,15 @@ int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, si
 			         (unsigned long long)id, s->next_arrival_s, TRC_MAX_SPAN_S);
 			return -1;
 		}
-		*out = (struct trc_request){
-			.id = id, .arrival_ns = (int64_t)(s->next_arrival_s * 1e9 + 0.5),
-			.input_len = c->input_len ? trc_lengths_draw(c->input_len, s->rng_lengths) : 0,
-			.output_len = c->output_len ? trc_lengths_draw(c->output_len, s->rng_lengths) : 0,
-		};
+		*out = (struct trc_request){ .id = id, .arrival_ns = (int64_t)(s->next_arrival_s * 1e9 + 0.5) };
+		if (c->trace) {     /* trace_pairs: one row's prompt and output together */
+			size_t row = gsl_rng_uniform_int(s->rng_lengths, c->trace->n);
+			out->input_len = c->trace->input_len[row];
+			out->output_len = c->trace->output_len[row];
+		} else {
+			out->input_len = c->input_len ? trc_lengths_draw(c->input_len, s->rng_lengths) : 0;
+			out->output_len = c->output_len ? trc_lengths_draw(c->output_len, s->rng_lengths) : 0;
+		}
 	}
 	s->next_id++;
 	return 1;

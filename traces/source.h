@@ -12,6 +12,9 @@
  *    changing a length spec never moves an arrival.
  *  - A length distribution given as NULL (a model that does not use that
  *    length) yields 0 and draws nothing.
+ *  - trace_pairs: arrivals are generated as above, and each request's
+ *    lengths are the row gsl_rng_uniform_int(RNG_LENGTHS, rows) of the trace:
+ *    a prompt and its own output, never two rows' lengths.
  *  - The stream ends after `requests` requests (or the whole trace, or its
  *    first `requests` rows), or, with requests == 0, at the first generated
  *    arrival at or after duration_s.
@@ -27,6 +30,10 @@
 
 struct trc_source_config {
 	const struct trc_trace *trace;           /* replay it; or NULL for generated arrivals: */
+	double trace_speedup;                    /* replay the trace's arrivals this many times faster (0 or 1: as
+	                                            recorded) */
+	int trace_pairs;                         /* 1: generated arrivals, each request's lengths one row of the
+	                                            trace drawn uniformly (prompt and output together) */
 	double rate_rps, arrival_cv;             /*   the arrival process */
 	const struct trc_lengths *input_len;     /*   NULL: input lengths are 0 */
 	const struct trc_lengths *output_len;    /*   NULL: output lengths are 0 */

@@ -220,7 +220,8 @@ static int live_make_schedule(const struct eng_config *c, struct live_schedule *
 	const struct mdl_model *m = c->model;
 	struct trc_source src;
 	struct trc_source_config sc = {
-		.trace = c->trace, .rate_rps = c->rate_rps, .arrival_cv = c->arrival_cv,
+		.trace = c->trace, .trace_speedup = c->trace_speedup, .trace_pairs = c->trace_pairs,
+		.rate_rps = c->rate_rps, .arrival_cv = c->arrival_cv,
 		.input_len = m->uses_input_len ? c->input_len : NULL, .output_len = m->uses_output_len ? c->output_len : NULL,
 		.duration_s = c->duration_s, .requests = c->requests, .seed = c->seed,
 	};

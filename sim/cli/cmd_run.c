@@ -43,6 +43,9 @@ static const struct opt_def run_opts[] = {
 	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms" },
 	{ "seed", OPT_UINT, "1", 0, 1.8e19, 0, "random seed" },
 	{ "trace", OPT_STR, NULL, 0, 0, 0, "replay arrivals and lengths from a trace CSV" },
+	{ "trace-speedup", OPT_DOUBLE, "1", 0, 1e6, 1, "replay --trace's arrivals this many times faster" },
+	{ "trace-pairs", OPT_FLAG, NULL, 0, 0, 0, "draw each request's prompt and output together from a row of --trace; "
+	  "arrivals from --rate and --arrival-cv, not the trace's timestamps" },
 	{ "arrival-cv", OPT_DOUBLE, "1", TRC_MIN_CV, TRC_MAX_CV, 0,
 	  "coefficient of variation of inter-arrival gaps (1 = Poisson, else Gamma)" },
 	{ "input-len", OPT_STR, NULL, 0, 0, 0, "input length distribution (default: the model's)" },
@@ -259,10 +262,19 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 		return -1;
 	}
 	const char *trace_path = opt_str(o, "trace");
+	if (!trace_path && (opt_given(o, "trace-speedup") || opt_flag(o, "trace-pairs"))) {
+		snprintf(err, errlen, "--%s needs --trace", opt_given(o, "trace-speedup") ? "trace-speedup" : "trace-pairs");
+		return -1;
+	}
 	if (trace_path) {
+		if (opt_given(o, "trace-speedup") && opt_flag(o, "trace-pairs")) {
+			snprintf(err, errlen, "--trace-speedup replays a trace's timestamps faster; --trace-pairs does not use "
+			         "them (set --rate instead)");
+			return -1;
+		}
 		if (trc_trace_load(trace_path, &j->trace, err, errlen) != 0)
 			return -1;
-		if (opt_given(o, "duration")) {
+		if (opt_given(o, "duration") && !opt_flag(o, "trace-pairs")) {
 			snprintf(err, errlen, "--duration does not apply to a trace (use --requests to replay a prefix)");
 			return -1;
 		}
@@ -376,9 +388,11 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	}
 	c->keep_request_rows = opt_given(o, "requests-out") || opt_flag(o, "db-requests");
 	c->summary_only = opt_flag(o, "no-db");         /* the CDFs are only stored */
-	if (j->trace) {
+	c->trace_pairs = j->trace && opt_flag(o, "trace-pairs");
+	c->trace_speedup = opt_double(o, "trace-speedup");
+	if (j->trace && !c->trace_pairs) {
 		uint64_t n = c->requests && c->requests < j->trace->n ? c->requests : j->trace->n;
-		double last = j->trace->arrival_s[n - 1];
+		double last = j->trace->arrival_s[n - 1] / c->trace_speedup;
 		c->rate_rps = last > 0 ? n / last : 0;
 		c->requests = n;
 	}
@@ -402,8 +416,8 @@ static int run_check_config(const struct run_job *j, char *err, size_t errlen)
 	}
 	/* Simulated time is int64 nanoseconds (292 years); keep arrivals far below
 	 * that so completions after them cannot overflow. */
-	double span_s = j->trace ? j->trace->arrival_s[c->requests - 1]
-	                         : c->requests ? c->requests / c->rate_rps : c->duration_s;
+	double span_s = j->trace && !c->trace_pairs ? j->trace->arrival_s[c->requests - 1] / c->trace_speedup
+	                : c->requests ? c->requests / c->rate_rps : c->duration_s;
 	if (span_s > TRC_MAX_SPAN_S) {
 		snprintf(err, errlen, "the arrivals would span about %.3g s of simulated time (limit %.0e s); "
 		         "raise --rate or lower --requests / --duration", span_s, TRC_MAX_SPAN_S);
@@ -416,8 +430,15 @@ static int run_check_config(const struct run_job *j, char *err, size_t errlen)
 	if (c->requests || j->model->is_llm)     /* an LLM's capacity depends on its traffic: no estimate */
 		return 0;
 	/* An open-ended run at a rate the devices cannot serve never drains. */
-	uint32_t in_mean = j->model->uses_input_len ? (uint32_t)ceil(trc_lengths_mean(j->input_len)) : 0;
-	uint32_t out_mean = j->model->uses_output_len ? (uint32_t)ceil(trc_lengths_mean(j->output_len)) : 0;
+	double in_sum = 0, out_sum = 0;     /* --trace-pairs: the trace's mean lengths */
+	for (size_t i = 0; j->trace && i < j->trace->n; i++) {
+		in_sum += j->trace->input_len[i];
+		out_sum += j->trace->output_len[i];
+	}
+	double in_avg = j->trace ? in_sum / j->trace->n : trc_lengths_mean(j->input_len);
+	double out_avg = j->trace ? out_sum / j->trace->n : trc_lengths_mean(j->output_len);
+	uint32_t in_mean = j->model->uses_input_len ? (uint32_t)ceil(in_avg) : 0;
+	uint32_t out_mean = j->model->uses_output_len ? (uint32_t)ceil(out_avg) : 0;
 	double cap = eng_capacity_rps(j->model, j->hw, c->workers, c->env.max_batch, in_mean, out_mean, err, errlen);
 	if (cap < 0)
 		return -1;
@@ -585,7 +606,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 	char *json = NULL;
 	struct report_run rep = {
 		.policy = c->policy->name, .model = j->model->name, .hw = j->hw->label, .rate_rps = c->rate_rps,
-		.arrival_cv = j->trace ? NAN : c->arrival_cv, .seed = c->seed, .warmup = c->warmup,
+		.arrival_cv = j->trace && !c->trace_pairs ? NAN : c->arrival_cv, .seed = c->seed, .warmup = c->warmup,
 		.workers = c->workers, .max_batch = c->env.max_batch, .sla_ms = opt_double(o, "sla"),
 		.wall_s = wall_s, .run_id = -1, .live = live, .res = res, .model_def = j->model, .extra_json = x->json,
 		.dropped_over_context = j->dropped_over_context,

@@ -736,14 +736,15 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	e.node_ns = eng_latency_device_table(e.lat, &e.node_stride);
 	e.by_members = eng_latency_by_members_table(e.lat);
 	struct trc_source_config src = {
-		.trace = c->trace, .rate_rps = c->rate_rps, .arrival_cv = c->arrival_cv,
+		.trace = c->trace, .trace_speedup = c->trace_speedup, .trace_pairs = c->trace_pairs,
+		.rate_rps = c->rate_rps, .arrival_cv = c->arrival_cv,
 		.input_len = m->uses_input_len ? c->input_len : NULL, .output_len = m->uses_output_len ? c->output_len : NULL,
 		.duration_s = c->duration_s, .requests = c->requests, .seed = c->seed,
 	};
 	if (trc_source_init(&e.source, &src, err, errlen) != 0)
 		goto fail;
 	uint64_t expect = c->requests ? c->requests : (uint64_t)(c->rate_rps * c->duration_s * 1.05) + 16;
-	if (c->trace && (!c->requests || c->requests > c->trace->n))
+	if (c->trace && !c->trace_pairs && (!c->requests || c->requests > c->trace->n))
 		expect = c->trace->n;
 	struct drv_config dc = {
 		.policy = c->policy, .env = c->env, .max_cells = max_cells, .warmup = c->warmup,
