@@ -389,6 +389,44 @@ for name, args in (("--trace-speedup without --trace", ["--trace-speedup=2"]),
     check(f"bad input: {name} -> exit 2, one line", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
           r.stderr)
 
+# ---- closed-loop clients (issue 34): N in flight at most, throughput N / cycle, each next request
+#      think-time after an answer ----
+one_model, d1 = os.path.join(td, "one.model"), os.path.join(td, "d1.csv")
+write(one_model, "model one\nsource test: one static node\nnode a static gemm=1,16,16\n")
+write(d1, "node,batch,latency_s\n*,1,0.001\n*,4,0.002\n")
+for policy, clients, think in (("serial", 3, 2.0), ("graph", 5, 0.5), ("serial", 4, 0.0)):
+    out = os.path.join(td, f"closed-{policy}-{clients}.csv")
+    r = sb(f"--model={one_model}", f"--hw={d1}", f"--policy={policy}", "--max-batch=4", f"--concurrency={clients}",
+           f"--think-time={think}", "--requests=2000", "--no-db", "--json", f"--requests-out={out}")
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    rows = sorted(csv.DictReader(open(out)), key=lambda x: int(x["id"])) if j else []
+    ev = sorted([(float(x["arrival_s"]), 1) for x in rows] + [(float(x["finish_s"]), -1) for x in rows],
+                key=lambda e: (e[0], e[1]))   # a finish before an arrival at the same instant
+    inflight = peak = 0
+    for _, d in ev:
+        inflight += d
+        peak = max(peak, inflight)
+    finishes = sorted(float(x["finish_s"]) for x in rows)
+    later = [float(x["arrival_s"]) for x in rows[clients:]]
+    # request clients + k is sent think ms after the k-th answer, in answer order
+    sent_on_answer = all(abs(a - (f + think / 1000)) < 1e-9 for a, f in zip(later, finishes))
+    cycle = sum(float(x["finish_s"]) - float(x["arrival_s"]) for x in rows) / len(rows) + think / 1000 if rows else 1
+    check(f"closed loop ({policy}, {clients} clients, think {think} ms): at most {clients} in flight, each later "
+          f"request sent on an answer", j and peak == clients and sent_on_answer and
+          j.get("concurrency") == clients, str((peak, sent_on_answer, r.stderr)))
+    check(f"closed loop ({policy}, {clients} clients): throughput = clients / mean cycle within 1%",
+          j and abs(j["throughput_rps"] / (clients / cycle) - 1) < 0.01, str((j.get("throughput_rps"), clients / cycle)))
+for name, args in (("--concurrency with --rate", ["--concurrency=2", "--rate=5"]),
+                   ("--concurrency with --duration", ["--concurrency=2", "--duration=5"]),
+                   ("--concurrency with a trace's timestamps", ["--concurrency=2", f"--trace={azure}"]),
+                   ("--think-time without --concurrency", ["--think-time=5"]),
+                   ("--concurrency of 0", ["--concurrency=0"])):
+    r = sb("--model=llama2-7b", *args, "--no-db")
+    check(f"bad input: {name} -> exit 2, one line", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+          r.stderr)
+r = sb("--model=llama2-7b", "--concurrency=8", f"--trace={azure}", "--trace-pairs", "--requests=200", "--no-db", "--json")
+check("closed-loop clients with a trace's pairs", r.returncode == 0 and json.loads(r.stdout)["completed"] == 200, r.stderr)
+
 # ---- an LLM's summary says what a serving researcher reads (issue 38) ----
 r = sb("--model=llama2-7b", "--requests=300", "--rate=5", "--no-db")
 check("an LLM summary without --sla has no end-to-end SLA line, and says there is no goodput without targets",

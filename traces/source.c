@@ -24,6 +24,26 @@ int trc_source_init(struct trc_source *s, const struct trc_source_config *c, cha
 	return 0;
 }
 
+/* A generated request's lengths: one trace row's (trace_pairs), or one draw of each distribution. */
+static void trc_source_draw_lengths(struct trc_source *s, struct trc_request *out)
+{
+	const struct trc_source_config *c = &s->c;
+	if (c->trace) {     /* trace_pairs: one row's prompt and output together */
+		size_t row = gsl_rng_uniform_int(s->rng_lengths, c->trace->n);
+		out->input_len = c->trace->input_len[row];
+		out->output_len = c->trace->output_len[row];
+	} else {
+		out->input_len = c->input_len ? trc_lengths_draw(c->input_len, s->rng_lengths) : 0;
+		out->output_len = c->output_len ? trc_lengths_draw(c->output_len, s->rng_lengths) : 0;
+	}
+}
+
+void trc_source_next_lengths(struct trc_source *s, struct trc_request *out)
+{
+	*out = (struct trc_request){ .id = s->next_id++ };
+	trc_source_draw_lengths(s, out);
+}
+
 int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, size_t errlen)
 {
 	const struct trc_source_config *c = &s->c;
@@ -55,14 +75,7 @@ int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, si
 			return -1;
 		}
 		*out = (struct trc_request){ .id = id, .arrival_ns = (int64_t)(s->next_arrival_s * 1e9 + 0.5) };
-		if (c->trace) {     /* trace_pairs: one row's prompt and output together */
-			size_t row = gsl_rng_uniform_int(s->rng_lengths, c->trace->n);
-			out->input_len = c->trace->input_len[row];
-			out->output_len = c->trace->output_len[row];
-		} else {
-			out->input_len = c->input_len ? trc_lengths_draw(c->input_len, s->rng_lengths) : 0;
-			out->output_len = c->output_len ? trc_lengths_draw(c->output_len, s->rng_lengths) : 0;
-		}
+		trc_source_draw_lengths(s, out);
 	}
 	s->next_id++;
 	return 1;

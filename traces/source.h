@@ -73,4 +73,10 @@ int trc_source_init(struct trc_source *s, const struct trc_source_config *c, cha
 int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, size_t errlen);
 void trc_source_fini(struct trc_source *s);
 
+/* For closed-loop clients (sim/engine/clients.h), which set arrivals
+ * themselves: the next request's id and lengths, drawn as trc_source_next
+ * draws them for generated arrivals (RNG_LENGTHS, or a trace's rows with
+ * trace_pairs); no gap is drawn and arrival_ns is 0. */
+void trc_source_next_lengths(struct trc_source *s, struct trc_request *out);
+
 #endif

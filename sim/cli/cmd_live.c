@@ -165,6 +165,11 @@ static int live_check_path(const struct opt_set *o, const char *opt, char *err, 
 static int live_check(const struct opt_set *o, const struct eng_config *c, char *err, size_t errlen)
 {
 	enum rt_gemm_kind g;
+	if (c->concurrency) {    /* live issues a schedule made ahead (live_make_schedule) */
+		snprintf(err, errlen, "--concurrency: live runs issue their requests on a schedule made ahead; closed-loop "
+		         "clients are simulated only");
+		return CLI_BAD_INPUT;
+	}
 	if (!rt_kernels_find(c->model, err, errlen) || live_gemm_kind(opt_str(o, "gemm"), &g, err, errlen) != 0 ||
 	    !rt_backend_find(opt_str(o, "device"), err, errlen))
 		return CLI_BAD_INPUT;

@@ -44,6 +44,9 @@ static const struct opt_def run_opts[] = {
 	{ "seed", OPT_UINT, "1", 0, 1.8e19, 0, "random seed" },
 	{ "trace", OPT_STR, NULL, 0, 0, 0, "replay arrivals and lengths from a trace CSV" },
 	{ "trace-speedup", OPT_DOUBLE, "1", 0, 1e6, 1, "replay --trace's arrivals this many times faster" },
+	{ "concurrency", OPT_UINT, NULL, 1, 1e6, 0, "closed-loop clients instead of --rate: N clients, each sending its next "
+	  "request when the last is answered (and --think-time has passed)" },
+	{ "think-time", OPT_DOUBLE, "0", 0, 1e9, 0, "closed loop: ms a client waits after an answer before its next request" },
 	{ "trace-pairs", OPT_FLAG, NULL, 0, 0, 0, "draw each request's prompt and output together from a row of --trace; "
 	  "arrivals from --rate and --arrival-cv, not the trace's timestamps" },
 	{ "arrival-cv", OPT_DOUBLE, "1", TRC_MIN_CV, TRC_MAX_CV, 0,
@@ -262,6 +265,20 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 		return -1;
 	}
 	const char *trace_path = opt_str(o, "trace");
+	if (opt_given(o, "concurrency")) {
+		const char *clash = opt_given(o, "rate") ? "--rate (open-loop arrivals)"
+		                    : opt_given(o, "arrival-cv") ? "--arrival-cv (open-loop arrivals)"
+		                    : opt_given(o, "duration") ? "--duration (the clients send --requests requests)"
+		                    : trace_path && !opt_flag(o, "trace-pairs") ? "a trace's timestamps (--trace-pairs "
+		                      "draws only its lengths)" : NULL;
+		if (clash) {
+			snprintf(err, errlen, "--concurrency sends a request when one is answered; it does not take %s", clash);
+			return -1;
+		}
+	} else if (opt_given(o, "think-time")) {
+		snprintf(err, errlen, "--think-time is closed-loop clients' (--concurrency)");
+		return -1;
+	}
 	if (!trace_path && (opt_given(o, "trace-speedup") || opt_flag(o, "trace-pairs"))) {
 		snprintf(err, errlen, "--%s needs --trace", opt_given(o, "trace-speedup") ? "trace-speedup" : "trace-pairs");
 		return -1;
@@ -389,6 +406,8 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	c->keep_request_rows = opt_given(o, "requests-out") || opt_flag(o, "db-requests");
 	c->summary_only = opt_flag(o, "no-db");         /* the CDFs are only stored */
 	c->trace_pairs = j->trace && opt_flag(o, "trace-pairs");
+	c->concurrency = opt_given(o, "concurrency") ? (uint32_t)opt_uint(o, "concurrency") : 0;
+	c->think_ns = llround(opt_double(o, "think-time") * 1e6);
 	c->trace_speedup = opt_double(o, "trace-speedup");
 	if (j->trace && !c->trace_pairs) {
 		uint64_t n = c->requests && c->requests < j->trace->n ? c->requests : j->trace->n;
@@ -416,7 +435,9 @@ static int run_check_config(const struct run_job *j, char *err, size_t errlen)
 	}
 	/* Simulated time is int64 nanoseconds (292 years); keep arrivals far below
 	 * that so completions after them cannot overflow. */
-	double span_s = j->trace && !c->trace_pairs ? j->trace->arrival_s[c->requests - 1] / c->trace_speedup
+	/* a closed loop's requests come one think time apart at most per client, beside their service */
+	double span_s = c->concurrency ? (double)c->requests / c->concurrency * (c->think_ns * 1e-9)
+	                : j->trace && !c->trace_pairs ? j->trace->arrival_s[c->requests - 1] / c->trace_speedup
 	                : c->requests ? c->requests / c->rate_rps : c->duration_s;
 	if (span_s > TRC_MAX_SPAN_S) {
 		snprintf(err, errlen, "the arrivals would span about %.3g s of simulated time (limit %.0e s); "
@@ -605,8 +626,10 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 	const struct eng_config *c = &j->c;
 	char *json = NULL;
 	struct report_run rep = {
-		.policy = c->policy->name, .model = j->model->name, .hw = j->hw->label, .rate_rps = c->rate_rps,
-		.arrival_cv = j->trace && !c->trace_pairs ? NAN : c->arrival_cv, .seed = c->seed, .warmup = c->warmup,
+		.policy = c->policy->name, .model = j->model->name, .hw = j->hw->label,
+		.rate_rps = c->concurrency ? 0 : c->rate_rps,     /* a closed loop offers no rate */
+		.arrival_cv = j->trace && !c->trace_pairs ? NAN : c->arrival_cv, .concurrency = c->concurrency,
+		.think_ms = c->think_ns * 1e-6, .seed = c->seed, .warmup = c->warmup,
 		.workers = c->workers, .max_batch = c->env.max_batch, .sla_ms = opt_double(o, "sla"),
 		.wall_s = wall_s, .run_id = -1, .live = live, .res = res, .model_def = j->model, .extra_json = x->json,
 		.dropped_over_context = j->dropped_over_context,

@@ -103,6 +103,8 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	        (unsigned long long)res->events, (unsigned long long)res->tasks);
 	fprintf(f, "\"saturated\":%s,\"cold_starts\":%llu,", report_saturated(r) ? "true" : "false",
 	        (unsigned long long)res->cold_starts);
+	if (r->concurrency)
+		fprintf(f, "\"concurrency\":%u,\"think_time_ms\":%.10g,", r->concurrency, r->think_ms);
 	fprintf(f, "\"workers\":%u,\"max_batch\":%u,\"arrival_cv\":", r->workers, r->max_batch);
 	if (isnan(r->arrival_cv))
 		fputs("null", f);       /* a trace's arrivals have no cv of ours */
@@ -201,9 +203,14 @@ void report_text(FILE *f, const struct report_run *r)
 		snprintf(arrivals, sizeof arrivals, "from the trace");
 	else
 		snprintf(arrivals, sizeof arrivals, "cv %.3g", r->arrival_cv);
-	fprintf(f, "simbatch%s: policy %s, model %s on %s, %u worker%s, %.6g req/s offered (%s), seed %llu\n",
-	        r->live ? " live" : "", r->policy, r->model, r->hw, r->workers, r->workers == 1 ? "" : "s", r->rate_rps,
-	        arrivals, (unsigned long long)r->seed);
+	if (r->concurrency)
+		fprintf(f, "simbatch%s: policy %s, model %s on %s, %u worker%s, %u closed-loop clients (think %.6g ms), "
+		        "seed %llu\n", r->live ? " live" : "", r->policy, r->model, r->hw, r->workers,
+		        r->workers == 1 ? "" : "s", r->concurrency, r->think_ms, (unsigned long long)r->seed);
+	else
+		fprintf(f, "simbatch%s: policy %s, model %s on %s, %u worker%s, %.6g req/s offered (%s), seed %llu\n",
+		        r->live ? " live" : "", r->policy, r->model, r->hw, r->workers, r->workers == 1 ? "" : "s",
+		        r->rate_rps, arrivals, (unsigned long long)r->seed);
 	fprintf(f, "  requests   %llu completed, %llu measured (warm-up %llu), %.1f s %s\n",
 	        (unsigned long long)res->completed, (unsigned long long)s->count,
 	        (unsigned long long)r->warmup, res->sim_end_s, r->live ? "on the wall clock (live)" : "simulated");

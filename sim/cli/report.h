@@ -20,6 +20,8 @@ struct report_run {
 	const char *policy, *model, *hw;
 	double rate_rps;            /* offered rate (trace: its mean rate) */
 	double arrival_cv;          /* NAN: the arrivals came from a trace */
+	uint32_t concurrency;       /* > 0: closed-loop clients sent the requests (rate_rps unused) */
+	double think_ms;
 	uint64_t seed;
 	uint64_t warmup;
 	uint32_t workers;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include "engine.h"
+#include "clients.h"
 #include "evq.h"
 #include "timeline.h"
 #include "../../util/ns_math.h"
@@ -63,6 +64,7 @@ struct eng {
 	struct eng_device *devices;
 	uint32_t *started;              /* devices given a task at this instant, device order */
 	struct trc_source source;
+	struct eng_clients clients;     /* closed loop (c->concurrency > 0): the pending requests */
 
 	struct eng_pool_chunk *chunks;
 	struct pol_request *free_reqs;  /* free list through pol_next */
@@ -126,18 +128,31 @@ static struct pol_request *eng_req_alloc(struct eng *e)
 }
 
 /* The driver hands back each finished request (drv_config.release). */
+static int eng_schedule_arrival(struct eng *e);
+
 static void eng_req_release(void *ctx, struct pol_request *r, int64_t finish_ns)
 {
-	(void)finish_ns;
 	struct eng *e = ctx;
 	r->pol_next = e->free_reqs;
 	e->free_reqs = r;
+	if (e->c->concurrency && finish_ns > 0) {    /* closed loop: the client sends its next request */
+		eng_clients_answered(&e->clients, finish_ns, &e->source);
+		if (!e->arrival_pending)
+			eng_schedule_arrival(e);
+	}
 }
 
-/* Takes the next request from the source as the pending arrival, if any.
- * 0, or -1 with e->err (an arrival past the clock's span). */
+/* Takes the next request from the source (or, in a closed loop, the
+ * earliest a client sent) as the pending arrival, if any. 0, or -1 with
+ * e->err (an arrival past the clock's span). */
 static int eng_schedule_arrival(struct eng *e)
 {
+	if (e->c->concurrency) {
+		e->arrival_pending = eng_clients_pop(&e->clients, &e->next);
+		if (e->arrival_pending)
+			e->arrival = (struct event){ .time_ns = e->next.arrival_ns, .key = e->next.id, .kind = EV_ARRIVAL };
+		return 0;
+	}
 	int got = trc_source_next(&e->source, &e->next, e->err, e->errlen);
 	e->arrival_pending = got > 0;
 	if (e->arrival_pending)
@@ -619,6 +634,7 @@ __attribute__((noinline)) static int eng_loop(struct eng *e)
 static void eng_teardown(struct eng *e)
 {
 	drv_fini(&e->drv);
+	eng_clients_fini(&e->clients);
 	if (e->devices)
 		for (uint32_t i = 0; i < e->c->workers; i++) {
 			free(e->devices[i].task.reqs);
@@ -743,6 +759,10 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	};
 	if (trc_source_init(&e.source, &src, err, errlen) != 0)
 		goto fail;
+	if (c->concurrency && eng_clients_init(&e.clients, c->concurrency, c->think_ns, c->requests, &e.source) != 0) {
+		snprintf(err, errlen, "out of memory for the clients");
+		goto fail;
+	}
 	uint64_t expect = c->requests ? c->requests : (uint64_t)(c->rate_rps * c->duration_s * 1.05) + 16;
 	if (c->trace && !c->trace_pairs && (!c->requests || c->requests > c->trace->n))
 		expect = c->trace->n;
@@ -770,7 +790,8 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	e.idle = c->workers;
 	e.has_cold = eng_latency_has_cold(e.lat);
 	const char *runs = getenv("SIMBATCH_NODE_RUNS");
-	e.runs = !c->timeline && !e.has_cold && !(runs && strcmp(runs, "0") == 0);
+	/* a run is priced to the next arrival, which a closed loop's answers may move earlier */
+	e.runs = !c->timeline && !e.has_cold && !c->concurrency && !(runs && strcmp(runs, "0") == 0);
 	e.cut_runs = e.runs && c->workers > 1 && c->policy->boundary_waits;
 	if (e.runs && !m->is_llm && eng_pass_table(&e) != 0) {
 		snprintf(err, errlen, "out of memory setting up the run");
