@@ -72,6 +72,23 @@ static inline int cu_double(const char *name, const char *v, double *out, char *
 	return 0;
 }
 
+/* One "--key=value" or "--flag" argument: the key into key[32], *value
+ * after the '=' (NULL for a flag). 0, or -1 with err. */
+static inline int cu_option(const char *arg, char key[32], const char **value, char *err, size_t errlen)
+{
+	const char *eq = strchr(arg, '=');
+	size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
+
+	*value = eq ? eq + 1 : NULL;
+	if (strncmp(arg, "--", 2) != 0 || klen - 2 >= 32) {
+		snprintf(err, errlen, "unexpected argument '%s' (options are --key=value; see --help)", arg);
+		return -1;
+	}
+	memcpy(key, arg + 2, klen - 2);
+	key[klen - 2] = '\0';
+	return 0;
+}
+
 /* "NVIDIA H100 80GB HBM3" -> "h100-80gb-hbm3": lower case, blanks to '-',
  * other characters dropped, the vendor word dropped. */
 static inline void cu_device_name(const char *prop_name, char *out, size_t len)
@@ -90,6 +107,34 @@ static inline void cu_device_name(const char *prop_name, char *out, size_t len)
 			out[j++] = ch;
 	}
 	out[j] = '\0';
+}
+
+/* Opens GPU `device` for a calibration: its properties, a cuBLAS handle
+ * and the library versions. 0; or -1 with err and *bad_input 1 when the
+ * index is beyond the machine's GPUs (0: no GPU, or CUDA failed). */
+static inline int cu_open_gpu(unsigned device, cudaDeviceProp *prop, cublasHandle_t *blas, int *rt, int *drv,
+                              int *blas_ver, int *bad_input, char *err, size_t errlen)
+{
+	int ndev = 0;
+	cudaError_t e = cudaGetDeviceCount(&ndev);
+	*bad_input = 0;
+	if (e != cudaSuccess || ndev == 0) {
+		snprintf(err, errlen, "no CUDA GPU to calibrate: %s", e != cudaSuccess ? cudaGetErrorString(e) : "no device found");
+		return -1;
+	}
+	if ((int)device >= ndev) {
+		snprintf(err, errlen, "--gpu=%u: the machine has %d CUDA device(s)", device, ndev);
+		*bad_input = 1;
+		return -1;
+	}
+	if (cu_fail_cuda(cudaSetDevice((int)device), "cudaSetDevice", err, errlen) ||
+	    cu_fail_cuda(cudaGetDeviceProperties(prop, (int)device), "cudaGetDeviceProperties", err, errlen) ||
+	    cu_fail_blas(cublasCreate(blas), "cublasCreate", err, errlen))
+		return -1;
+	cudaRuntimeGetVersion(rt);
+	cudaDriverGetVersion(drv);
+	cublasGetVersion(*blas, blas_ver);
+	return 0;
 }
 
 /* Times group calls of issue() (which launches one call on the default

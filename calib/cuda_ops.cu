@@ -83,18 +83,12 @@ static int ops_parse(int argc, char **argv, ops_args *a, char *err, size_t errle
 	a->out = OPS_DEFAULT_OUT;
 	a->tm = cu_timing{ 3, 11, 101, 0.05 };
 	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *eq = strchr(arg, '=');
 		char key[32];
-		size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
-		const char *v = eq ? eq + 1 : NULL;
+		const char *v;
 		int rc = 0;
 
-		if (strncmp(arg, "--", 2) != 0 || klen - 2 >= sizeof key) {
-			snprintf(err, errlen, "unexpected argument '%s' (options are --key=value; see --help)", arg);
+		if (cu_option(argv[i], key, &v, err, errlen) != 0)
 			return -1;
-		}
-		memcpy(key, arg + 2, klen - 2);
-		key[klen - 2] = '\0';
 		if (!v && (strcmp(key, "quiet") == 0 || strcmp(key, "help") == 0)) {
 			*(key[0] == 'q' ? &a->quiet : &a->help) = 1;
 			continue;
@@ -430,7 +424,7 @@ int main(int argc, char **argv)
 	cublasHandle_t blas = NULL;
 	cudaDeviceProp prop;
 	char err[1024], name[64], source[512];
-	int rc = 2, ndev = 0, rt = 0, drv = 0, blas_ver = 0;
+	int rc = 2, rt = 0, drv = 0, blas_ver = 0;
 
 	memset(&prop, 0, sizeof prop);
 	if (ops_parse(argc, argv, &a, err, sizeof err) != 0)
@@ -457,25 +451,12 @@ int main(int argc, char **argv)
 	}
 	rc = 1;
 	{
-		cudaError_t e = cudaGetDeviceCount(&ndev);
-		if (e != cudaSuccess || ndev == 0) {
-			snprintf(err, sizeof err, "no CUDA GPU to calibrate: %s",
-			         e != cudaSuccess ? cudaGetErrorString(e) : "no device found");
+		int bad = 0;
+		if (cu_open_gpu(a.device, &prop, &blas, &rt, &drv, &blas_ver, &bad, err, sizeof err) != 0) {
+			rc = bad ? 2 : 1;
 			goto fail;
 		}
 	}
-	if ((int)a.device >= ndev) {
-		snprintf(err, sizeof err, "--gpu=%u: the machine has %d CUDA device(s)", a.device, ndev);
-		rc = 2;
-		goto fail;
-	}
-	if (cu_fail_cuda(cudaSetDevice((int)a.device), "cudaSetDevice", err, sizeof err) ||
-	    cu_fail_cuda(cudaGetDeviceProperties(&prop, (int)a.device), "cudaGetDeviceProperties", err, sizeof err) ||
-	    cu_fail_blas(cublasCreate(&blas), "cublasCreate", err, sizeof err))
-		goto fail;
-	cudaRuntimeGetVersion(&rt);
-	cudaDriverGetVersion(&drv);
-	cublasGetVersion(blas, &blas_ver);
 	if (a.name)
 		snprintf(name, sizeof name, "%s", a.name);
 	else
