@@ -275,6 +275,78 @@ for key, edges in NPU_EDGES.items():
             check(f"NPU {key} = {v}: refused with one line", r.returncode == 2 and
                   len(r.stderr.strip().split("\n")) == 1, r.stderr[-300:])
 
+# ---- outputs never replace what a path names (issue 37, class 1): in private nodes of td ----
+import stat
+import threading
+
+
+def read_fifo(path, into):
+    with open(path, "rb") as f:
+        into.append(f.read())
+
+
+def kind(path):
+    m = os.lstat(path).st_mode
+    return "link" if stat.S_ISLNK(m) else "fifo" if stat.S_ISFIFO(m) else "chr" if stat.S_ISCHR(m) else \
+        "file" if stat.S_ISREG(m) else "other"
+
+
+want_rows = None
+for tool, args, out_opt in (
+        ("run --requests-out", ["--model=lstm", "--requests=7", "--no-db", "--quiet"], "--requests-out="),
+        ("run --timeline-out", ["--model=lstm", "--requests=7", "--no-db", "--quiet"], "--timeline-out=")):
+    fifo = os.path.join(td, "out.fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=read_fifo, args=(fifo, got), daemon=True)
+    reader.start()
+    r = sb(*args, out_opt + fifo)
+    reader.join(timeout=60)
+    check(f"{tool} into a FIFO: its reader gets the whole output, the FIFO stays one",
+          r.returncode == 0 and got and got[0].endswith(b"\n" if "requests" in out_opt else b"]}\n") and
+          kind(fifo) == "fifo", f"rc {r.returncode} {r.stderr!r} {got[:1]!r} {kind(fifo)}")
+    os.unlink(fifo)
+real = os.path.join(td, "real.csv")
+write("real.csv", b"old\n")
+os.symlink("real.csv", os.path.join(td, "link.csv"))
+r = sb("--model=lstm", "--requests=7", "--no-db", "--quiet", "--requests-out=link.csv")
+check("an output through a symbolic link writes the file it names; the link stays a link",
+      r.returncode == 0 and kind(os.path.join(td, "link.csv")) == "link" and
+      open(real).read().startswith("id,arrival_s") and len(open(real).read().splitlines()) == 8, r.stderr)
+os.symlink("sub-new.csv", os.path.join(td, "dangling.csv"))
+r = sb("--model=lstm", "--requests=7", "--no-db", "--quiet", "--requests-out=dangling.csv")
+check("an output through a dangling link creates the file it names", r.returncode == 0 and
+      kind(os.path.join(td, "dangling.csv")) == "link" and os.path.isfile(os.path.join(td, "sub-new.csv")), r.stderr)
+fifo = os.path.join(td, "trace.fifo")
+os.mkfifo(fifo)
+got = []
+reader = threading.Thread(target=read_fifo, args=(fifo, got), daemon=True)
+reader.start()
+mt = os.path.join(os.path.dirname(SB), "make-trace")
+r = subprocess.run([mt, "--rate=10", "--requests=5", "--seed=1", "-o", fifo], capture_output=True, text=True,
+                   timeout=60, cwd=td)
+reader.join(timeout=60)
+check("make-trace -o a FIFO writes into it", r.returncode == 0 and got and got[0].count(b"\n") >= 6 and
+      kind(fifo) == "fifo", r.stderr)
+try:
+    os.mknod(os.path.join(td, "node-null"), 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    os.mknod(os.path.join(td, "node-full"), 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    nodes = True
+except OSError as e:       # no CAP_MKNOD here: the FIFO checks above cover writing in place
+    print(f"skip private device nodes: {e}")
+    nodes = False
+if nodes:
+    r = sb("--model=lstm", "--requests=7", "--no-db", "--quiet", "--requests-out=node-null")
+    check("an output to a private null device: exit 0, still a device", r.returncode == 0 and
+          kind(os.path.join(td, "node-null")) == "chr", r.stderr)
+    r = sb("--model=lstm", "--requests=5000", "--no-db", "--quiet", "--requests-out=node-full")
+    check("an output to a private full device: exit 1 with one line, still a device", r.returncode == 1 and
+          len(r.stderr.strip().splitlines()) == 1 and "node-full" in r.stderr and kind(os.path.join(td, "node-full")) == "chr",
+          r.stderr)
+    os.mkdir(os.path.join(td, "out-dir"))
+    r = sb("--model=lstm", "--requests=5", "--no-db", "--requests-out=out-dir")
+    refused("an output that is a directory is refused", r, "directory")
+
 shutil.rmtree(td, ignore_errors=True)     # the 100 MB files
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

@@ -7,6 +7,12 @@
  * existing file byte for byte as it was and never a truncated one; a run
  * killed with SIGKILL can leave only the hidden temporary file.
  *
+ * What a path names decides how: a regular file (or none yet) is replaced
+ * as above; through a symbolic link, the file the link names is (the link
+ * stays a link); a character device or a FIFO is written in place, since
+ * renaming over one would replace a node others use (/dev/null, a reader's
+ * pipe), and a write error there (a full device) still fails the commit; a
+ * directory, a block device or a socket is refused.
  * Contract: outfile_open creates the temporary file (mode 0666 less the
  * umask, as fopen would) and gives its stream in o->f; outfile_commit flushes,
  * closes and renames it onto the target, reporting any write error;
