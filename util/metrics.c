@@ -619,8 +619,14 @@ static void finish_sorted(const struct metrics *m, int64_t sla_ns, int with_cdf,
 	s->max_ms = (double)x[n - 1] / NS_PER_MS;
 	s->min_ms = (double)x[0] / NS_PER_MS;
 	s->sla_violation_rate = (double)(n - upper_bound(x, n, sla_ns)) / (double)n;
-	for (size_t i = 0; with_cdf && i < METRICS_CDF_POINTS; i++)
-		s->cdf_ms[i] = quantile_ns(x, n, (double)(i + 1) / METRICS_CDF_POINTS) / NS_PER_MS;
+	/* GSL's interpolation (1 - d) a + d b need not return a when a == b: 141
+	 * samples of 8313818387 ns give a point one ulp above a, then a again.
+	 * Each point is held at least at the one before, so a stored CDF never
+	 * decreases (the summary's quantiles stay GSL's, bit for bit). */
+	for (size_t i = 0; with_cdf && i < METRICS_CDF_POINTS; i++) {
+		double v = quantile_ns(x, n, (double)(i + 1) / METRICS_CDF_POINTS) / NS_PER_MS;
+		s->cdf_ms[i] = i > 0 && v < s->cdf_ms[i - 1] ? s->cdf_ms[i - 1] : v;
+	}
 }
 
 int metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
