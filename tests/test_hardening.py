@@ -275,6 +275,26 @@ for key, edges in NPU_EDGES.items():
             check(f"NPU {key} = {v}: refused with one line", r.returncode == 2 and
                   len(r.stderr.strip().split("\n")) == 1, r.stderr[-300:])
 
+# ---- a refused LLM run leaves an existing database byte for byte (issue 37, class 2) ----
+db = os.path.join(td, "llm-refused.db")
+r = sb("--model=lstm", "--requests=50", "--db=" + db, "--quiet")
+if r.returncode == 0:     # a database of schema 2, as an older simbatch left it: opening upgrades it
+    import sqlite3
+    con = sqlite3.connect(db)
+    con.executescript("drop table run_token_cdf; alter table run_requests drop column first_token_s;"
+                      "update simbatch_meta set value = '2' where key = 'schema_version';")
+    con.close()
+before = open(db, "rb").read() if r.returncode == 0 else b""
+for name, args in (("weights beyond the memory", ["--model=llama2-70b", "--hw=gpu-h100-roofline"]),
+                   ("an LLM on a device with no memory", ["--model=llm-tiny", "--hw=npu"]),
+                   ("a token budget below a prompt", ["--model=llama2-7b", "--policy=continuous",
+                                                      "--max-batched-tokens=100", "--input-len=fixed:500"]),
+                   ("weights that need more GPUs", ["--model=llama2-70b"])):
+    r = sb(*args, "--requests=20", "--db=" + db)
+    check(f"a refused LLM run ({name}): exit 2, the database byte for byte",
+          before and r.returncode == 2 and open(db, "rb").read() == before and
+          not os.path.exists(db + "-journal") and not os.path.exists(db + "-wal"), r.stderr)
+
 # ---- outputs never replace what a path names (issue 37, class 1): in private nodes of td ----
 import stat
 import threading

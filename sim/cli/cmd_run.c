@@ -562,8 +562,12 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 		cli_unknown_policy(opt_str(&j->o, "policy"), err, sizeof err);
 		goto fail;
 	}
+	/* an LLM's refusals (weights or a request the KV cache cannot hold, a budget below a prompt) come from
+	 * its policy's set-up: asked before any output or the database is opened, which they must leave alone */
 	if (run_load_inputs(j, pol, err, sizeof err) != 0 || run_build_config(j, pol, err, sizeof err) != 0 ||
-	    run_check_config(j, err, sizeof err) != 0 || run_open_outputs(j, err, sizeof err) != 0)
+	    run_check_config(j, err, sizeof err) != 0 ||
+	    (j->model->is_llm && run_check_policy(&j->c, err, sizeof err) != 0) ||
+	    run_open_outputs(j, err, sizeof err) != 0)
 		goto fail;
 	*out = j;
 	return CLI_OK;
