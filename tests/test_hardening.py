@@ -348,6 +348,8 @@ r = subprocess.run([mt, "--rate=10", "--requests=5", "--seed=1", "-o", fifo], ca
 reader.join(timeout=60)
 check("make-trace -o a FIFO writes into it", r.returncode == 0 and got and got[0].count(b"\n") >= 6 and
       kind(fifo) == "fifo", r.stderr)
+r = sb("--model=lstm", "--requests=5", "--db=" + fifo)
+refused("--db naming a FIFO is refused", r, "not a regular file")
 try:
     os.mknod(os.path.join(td, "node-null"), 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     os.mknod(os.path.join(td, "node-full"), 0o666 | stat.S_IFCHR, os.makedev(1, 7))
@@ -363,6 +365,11 @@ if nodes:
     check("an output to a private full device: exit 1 with one line, still a device", r.returncode == 1 and
           len(r.stderr.strip().splitlines()) == 1 and "node-full" in r.stderr and kind(os.path.join(td, "node-full")) == "chr",
           r.stderr)
+    for node in ("node-null", "node-full"):
+        r = sb("--model=lstm", "--requests=5", "--db=" + node)
+        refused(f"--db naming a private device ({node}) is refused, no journal beside it", r, "not a regular file")
+        check(f"... {node} stays a device and has no journal", kind(os.path.join(td, node)) == "chr" and
+              not os.path.exists(os.path.join(td, node + "-journal")))
     os.mkdir(os.path.join(td, "out-dir"))
     r = sb("--model=lstm", "--requests=5", "--no-db", "--requests-out=out-dir")
     refused("an output that is a directory is refused", r, "directory")

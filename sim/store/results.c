@@ -359,12 +359,28 @@ void results_keep_open(int on)
 	}
 }
 
+/* A database path must name a regular file or nothing yet (through links):
+ * SQLite on a device or FIFO fails late, as an I/O error, and leaves its
+ * journal beside it (/dev/null-journal in /dev). -1 with err otherwise. */
+static int results_check_path(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+		return 0;
+	set_err(err, errlen, "results database '%s' is not a regular file (%s)", path,
+	        S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device"
+	        : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISBLK(st.st_mode) ? "a block device" : "a socket");
+	return -1;
+}
+
 int results_open(const char *path, struct results_db **out, char *err, size_t errlen)
 {
 	char *version = NULL, *cdf_sql = NULL, *token_cdf_sql = NULL;
 	*out = results_take_kept(path);
 	if (*out)
 		return 0;
+	if (results_check_path(path, err, errlen) != 0)
+		return -1;
 	struct results_db *r = calloc(1, sizeof(*r));
 	if (!r || !(r->path = strdup(path))) {
 		set_err(err, errlen, "cannot open results database '%s': out of memory", path);
@@ -807,6 +823,8 @@ int results_open_readonly(const char *path, struct results_db **out, char *err, 
 {
 	char *version = NULL;
 	*out = NULL;
+	if (results_check_path(path, err, errlen) != 0)
+		return -1;
 	struct results_db *r = calloc(1, sizeof(*r));
 	if (!r || !(r->path = strdup(path))) {
 		set_err(err, errlen, "cannot open results database '%s': out of memory", path);
