@@ -198,6 +198,13 @@ else:
         r = sb("--requests=10", "--db=" + os.path.join(full, "r.db"))
         check("a full disk creating the database exits 1", r.returncode == 1, r.stderr)
         check("... and leaves no database", not os.path.exists(os.path.join(full, "r.db")), os.listdir(full))
+        spec = write("tiny.sweep", b"fixed --model=lstm --requests=10\naxis policy = serial lazy\n")
+        r = sb("sweep", spec, "--db=" + os.path.join(full, "s.db"), "--quiet")
+        check("a full disk creating a sweep's database exits 1, leaving none", r.returncode == 1 and
+              not os.path.exists(os.path.join(full, "s.db")), r.stderr + str(os.listdir(full)))
+        r = sb("merge", os.path.join(full, "m.db"), good)
+        check("a full disk creating a merge's database exits 1, leaving none", r.returncode == 1 and
+              not os.path.exists(os.path.join(full, "m.db")), r.stderr + str(os.listdir(full)))
         r = sb("--requests=2000", "--no-db", "--timeline-out=" + os.path.join(full, "t.json"))
         check("a full disk writing the timeline exits 1", r.returncode == 1, r.stderr)
         check("... and leaves no file", os.listdir(full) == ["fill"], os.listdir(full))

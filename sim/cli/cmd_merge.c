@@ -56,7 +56,8 @@ int cmd_merge(int argc, char **argv)
 	struct rmerge_stats st;
 	int mrc = rmerge_merge(paths[0], paths + 1, (size_t)npaths - 1, &st, err, sizeof err);
 	if (mrc != 0) {
-		rc = mrc == RMERGE_BAD_INPUT ? CLI_BAD_INPUT : CLI_FAILED;
+		/* creating OUT on a full disk is the machine's failure, not the input's */
+		rc = mrc == RMERGE_BAD_INPUT ? cli_status_of(err) : CLI_FAILED;
 		goto fail;
 	}
 	if (!opt_flag(&o, "quiet"))

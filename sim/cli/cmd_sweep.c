@@ -439,10 +439,17 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	}
 	exe[len] = '\0';
 	r.exe = exe;
-	/* the database is created (or checked) once here, before children race for it */
-	if (sweep_make_parent(r.db_path, err, sizeof err) != 0 ||
-	    results_open(r.db_path, &rdb, err, sizeof err) != 0)
+	/* the database is created (or checked) once here, before children race for it; one this
+	 * sweep created and could not set up (a full disk) is removed */
+	int db_created = access(r.db_path, F_OK) != 0;
+	if (sweep_make_parent(r.db_path, err, sizeof err) != 0)
 		goto fail;
+	if (results_open(r.db_path, &rdb, err, sizeof err) != 0) {
+		if (db_created)
+			results_remove(r.db_path);
+		rc = cli_status_of(err);
+		goto fail;
+	}
 	results_close(rdb);
 	if (sweep_db_open(r.db_path, 0, &r.db, err, sizeof err) != 0)
 		goto fail;

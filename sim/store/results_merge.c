@@ -505,8 +505,11 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 	/* results_open creates OUT with the current schema, or checks it is ours;
 	 * a merge that fails removes an OUT it created */
 	int created = access(out_path, F_OK) != 0;
-	if (results_open(out_path, &rdb, err, errlen) != 0)
+	if (results_open(out_path, &rdb, err, errlen) != 0) {
+		if (created)              /* a full disk leaves the empty file it made */
+			results_remove(out_path);
 		return RMERGE_BAD_INPUT;
+	}
 	results_close(rdb);
 	if (sqlite3_open_v2(out_path, &m.out, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
 		rm_fail(&m, -1, "cannot open '%s': %s", out_path, sqlite3_errmsg(m.out));
