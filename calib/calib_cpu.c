@@ -518,7 +518,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	/* before minutes of benchmarks: can the table be written there? */
-	if (outfile_check(a.out, err, sizeof err) != 0) {
+	if (outfile_check(a.out, err, sizeof err) != 0 || (!a.no_db && calstore_check(a.db, err, sizeof err) != 0)) {
 		rc = 2;
 		goto fail;
 	}

@@ -166,7 +166,7 @@ static int cu_parse(int argc, char **argv, cu_args *a, char *err, size_t errlen)
 		return -1;
 	}
 	/* before the benchmarks: can the table be written there? */
-	if (!a->help && outfile_check(a->out, err, errlen) != 0)
+	if (!a->help && (outfile_check(a->out, err, errlen) != 0 || (!a->no_db && calstore_check(a->db, err, errlen) != 0)))
 		return -1;
 	if (a->models.n == 0)
 		return calplan_models_add(&a->models, CALPLAN_DEFAULT_MODELS, err, errlen);

@@ -1,8 +1,11 @@
 /* calib/store.c: writes calibration tables into SQLite (see store.h). */
 #include "store.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -35,6 +38,33 @@ static int calstore_fail(sqlite3 *db, const char *path, const char *what, char *
 {
 	snprintf(err, errlen, "calibration database '%s': %s: %s", path, what, db ? sqlite3_errmsg(db) : "no memory");
 	return -1;
+}
+
+int calstore_check(const char *db_path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (stat(db_path, &st) != 0) {
+		char dir[4096];
+		const char *slash = strrchr(db_path, '/');
+		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - db_path) + (slash == db_path) : 1,
+		         slash ? db_path : ".");
+		if (errno == ENOENT && access(dir, W_OK) == 0)
+			return 0;
+		snprintf(err, errlen, "calibration database '%s': cannot be created: %s", db_path,
+		         errno == ENOENT ? "its directory is missing or not writable" : strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || access(db_path, W_OK) != 0) {
+		snprintf(err, errlen, "calibration database '%s': not a writable regular file", db_path);
+		return -1;
+	}
+	sqlite3 *db = NULL;
+	int ok = sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	         sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) == SQLITE_OK;
+	if (!ok)
+		calstore_fail(db, db_path, "not a database SQLite can read", err, errlen);
+	sqlite3_close(db);
+	return ok ? 0 : -1;
 }
 
 int calstore_write(const char *db_path, const struct caltab *t, const char *csv_path, int64_t *table_id,

@@ -19,4 +19,9 @@
 int calstore_write(const char *db_path, const struct caltab *t, const char *csv_path, int64_t *table_id,
                    char *err, size_t errlen);
 
+/* Before minutes of benchmarks: whether calstore_write could append to
+ * db_path, touching nothing: none yet (its directory writable), or a
+ * writable regular file SQLite reads as a database. 0, or -1 with err. */
+int calstore_check(const char *db_path, char *err, size_t errlen);
+
 #endif

@@ -211,6 +211,14 @@ if os.path.exists(os.path.join(BUILD, "calib-cuda")):
     check("calib-cuda-ops refuses tokens out of order: exit 2", one_line_error(r, "--tokens=8,4"), r.stderr)
 else:
     print("skip calib-cuda checks: not built (no nvcc/cuBLAS)")
+text_db = os.path.join(td, "notes.txt")
+with open(text_db, "w") as f:
+    f.write("not a database\n")
+r = sb("calibrate", "--device=cpu", f"--model={model}", "--batches=1,2", f"--db={text_db}",
+       f"--out={os.path.join(td, 'never.csv')}", timeout=20)
+check("calibrate --db=TEXTFILE is refused before any benchmark, writing nothing",
+      one_line_error(r, "not a database") and not os.path.exists(os.path.join(td, "never.csv")) and
+      open(text_db).read() == "not a database\n", r.stderr)
 r = sb("calibrate", "--device=cpu", "--ops")
 check("--ops needs --device=gpu: exit 2", one_line_error(r, "--ops"), r.stderr)
 
