@@ -427,6 +427,22 @@ for name, args in (("--concurrency with --rate", ["--concurrency=2", "--rate=5"]
 r = sb("--model=llama2-7b", "--concurrency=8", f"--trace={azure}", "--trace-pairs", "--requests=200", "--no-db", "--json")
 check("closed-loop clients with a trace's pairs", r.returncode == 0 and json.loads(r.stdout)["completed"] == 200, r.stderr)
 
+# ---- options that would be ignored are refused; a long trace says how much of it replays (issue 37) ----
+for name, args in (("an LLM option on a node-level model", ["--model=lstm", "--ttft-slo=5"]),
+                   ("--max-seqs on a node-level model", ["--model=gnmt", "--max-seqs=4"]),
+                   ("--rate with a replayed trace", ["--model=llama2-7b", f"--trace={azure}", "--rate=5"]),
+                   ("--arrival-cv with a replayed trace", ["--model=llama2-7b", f"--trace={azure}", "--arrival-cv=2"])):
+    r = sb(*args, "--no-db")
+    check(f"bad input: {name} -> exit 2, one line", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+          r.stderr)
+r = sb("--model=llama2-7b", f"--trace={azure}", "--requests=5", "--no-db", "--json")
+check("a trace cut by --requests says nothing", r.returncode == 0 and r.stderr == "", r.stderr)
+long_trace = os.path.join(td, "long.csv")
+write(long_trace, "arrival_s,input_len,output_len\n" + "".join(f"{i * 0.01:.2f},100,10\n" for i in range(20005)))
+r = sb("--model=llama2-7b", f"--trace={long_trace}", "--no-db", "--json")
+check("a trace longer than the default count says how many of its rows replay", r.returncode == 0 and
+      "first 20000 of the trace's 20005 rows" in r.stderr and json.loads(r.stdout)["requests"] == 20000, r.stderr)
+
 # ---- an LLM's summary says what a serving researcher reads (issue 38) ----
 r = sb("--model=llama2-7b", "--requests=300", "--rate=5", "--no-db")
 check("an LLM summary without --sla has no end-to-end SLA line, and says there is no goodput without targets",

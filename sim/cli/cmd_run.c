@@ -265,6 +265,20 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 		return -1;
 	}
 	const char *trace_path = opt_str(o, "trace");
+	/* options that would be ignored are refused: a run does what its options say */
+	static const char *const llm_only[] = { "max-batched-tokens", "max-seqs", "block-size", "ttft-slo", "tpot-slo",
+	                                        "over-context" };
+	for (size_t i = 0; !j->model->is_llm && i < sizeof llm_only / sizeof llm_only[0]; i++)
+		if (opt_given(o, llm_only[i])) {
+			snprintf(err, errlen, "--%s applies to an LLM; model %s is node-level", llm_only[i], j->model->name);
+			return -1;
+		}
+	if (trace_path && !opt_flag(o, "trace-pairs") && (opt_given(o, "rate") || opt_given(o, "arrival-cv"))) {
+		snprintf(err, errlen, "--%s does not apply to a replayed trace, whose timestamps set the arrivals "
+		         "(--trace-speedup scales them; --trace-pairs takes only its lengths, at --rate)",
+		         opt_given(o, "rate") ? "rate" : "arrival-cv");
+		return -1;
+	}
 	if (opt_given(o, "concurrency")) {
 		const char *clash = opt_given(o, "rate") ? "--rate (open-loop arrivals)"
 		                    : opt_given(o, "arrival-cv") ? "--arrival-cv (open-loop arrivals)"
@@ -411,6 +425,9 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	c->trace_speedup = opt_double(o, "trace-speedup");
 	if (j->trace && !c->trace_pairs) {
 		uint64_t n = c->requests && c->requests < j->trace->n ? c->requests : j->trace->n;
+		if (n < j->trace->n && !opt_given(o, "requests") && !opt_flag(o, "quiet"))
+			fprintf(stderr, "simbatch: note: replaying the first %llu of the trace's %zu rows (--requests=%zu "
+			        "replays them all)\n", (unsigned long long)n, j->trace->n, j->trace->n);
 		double last = j->trace->arrival_s[n - 1] / c->trace_speedup;
 		c->rate_rps = last > 0 ? n / last : 0;
 		c->requests = n;
