@@ -282,6 +282,15 @@ for key, edges in NPU_EDGES.items():
             check(f"NPU {key} = {v}: refused with one line", r.returncode == 2 and
                   len(r.stderr.strip().split("\n")) == 1, r.stderr[-300:])
 
+# ---- usage errors are one line, not the whole usage (issue 37, class 10) ----
+CL = os.path.join(os.path.dirname(SB), "corpus-lengths")
+MT_ = os.path.join(os.path.dirname(SB), "make-trace")
+for tool, args in ((MT_, ["--bogus"]), (MT_, ["--rate"]), (MT_, []), (CL, ["--bogus"]), (CL, [])):
+    r = subprocess.run([tool, *args], capture_output=True, text=True, cwd=td)
+    refused(f"{os.path.basename(tool)} {' '.join(args) or '(nothing)'}: one line, exit 2", r, "--help")
+    r = subprocess.run([tool, "--help"], capture_output=True, text=True, cwd=td)
+    check(f"{os.path.basename(tool)} --help: the usage, exit 0", r.returncode == 0 and "usage:" in r.stdout, r.stderr)
+
 # ---- a refused LLM run leaves an existing database byte for byte (issue 37, class 2) ----
 db = os.path.join(td, "llm-refused.db")
 r = sb("--model=lstm", "--requests=50", "--db=" + db, "--quiet")

@@ -44,6 +44,7 @@ int main(int argc, char **argv)
 	const char *out_path = NULL;
 	int opt;
 	const char *abbreviated;
+	opterr = 0;      /* one line of our own for a bad option, not getopt's and the whole usage */
 	while ((opt = txt_getopt_whole(argc, argv, "o:h", opts, &abbreviated)) != -1) {
 		if (abbreviated) {
 			fprintf(stderr, "corpus-lengths: unknown option '%s' (options are whole names; see --help)\n", abbreviated);
@@ -64,13 +65,14 @@ int main(int argc, char **argv)
 			cl_usage(stdout);
 			return 0;
 		default:
-			cl_usage(stderr);
+			fprintf(stderr, "corpus-lengths: unknown option or missing value: '%s' (corpus-lengths --help lists "
+			        "the options)\n", argv[optind - 1]);
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "corpus-lengths: expected exactly one input (a file, or - for standard input)\n");
-		cl_usage(stderr);
+		fprintf(stderr, "corpus-lengths: expected exactly one input (a file, or - for standard input; "
+		        "corpus-lengths --help)\n");
 		return 2;
 	}
 	const char *in_path = argv[optind];

@@ -73,6 +73,7 @@ static int mt_parse(int argc, char **argv, struct mt_args *a)
 	int have_rate = 0, have_requests = 0, opt;
 	*a = (struct mt_args){ .cv = 1.0, .seed = 1, .in_spec = MT_DEFAULT_LENGTHS, .out_spec = MT_DEFAULT_LENGTHS };
 	const char *abbreviated;
+	opterr = 0;      /* one line of our own for a bad option, not getopt's and the whole usage */
 	while ((opt = txt_getopt_whole(argc, argv, "o:h", opts, &abbreviated)) != -1) {
 		if (abbreviated) {
 			fprintf(stderr, "make-trace: unknown option '%s' (options are whole names; see --help)\n", abbreviated);
@@ -104,7 +105,8 @@ static int mt_parse(int argc, char **argv, struct mt_args *a)
 			mt_usage(stdout);
 			return 0;
 		default:
-			mt_usage(stderr);
+			fprintf(stderr, "make-trace: unknown option or missing value: '%s' (make-trace --help lists the "
+			        "options)\n", argv[optind - 1]);
 			return 2;
 		}
 	}
@@ -113,8 +115,7 @@ static int mt_parse(int argc, char **argv, struct mt_args *a)
 		return 2;
 	}
 	if (!have_rate || !have_requests) {
-		fprintf(stderr, "make-trace: --rate and --requests are required\n");
-		mt_usage(stderr);
+		fprintf(stderr, "make-trace: --rate and --requests are required (make-trace --help)\n");
 		return 2;
 	}
 	return -1;
