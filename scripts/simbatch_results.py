@@ -12,15 +12,28 @@ schema is docs/RESULTS.md). Nothing here writes to the database.
     s = sr.stats("results/simbatch.db")             # policy and node counters, one row per run and key
 
 Run as a program it prints the runs table:  python3 scripts/simbatch_results.py DB
+(a database it cannot read: one line and exit 2).
 """
 import sqlite3
 import sys
 
-import pandas as pd
+try:
+    import pandas as pd
+except ImportError:          # said when a function is called, in one line
+    pd = None
+
+NO_PANDAS = ("pandas is missing: apt-get install python3-pandas (Debian's /usr/bin/python3 has it "
+             "then), or pip install pandas for this python3")
+
+
+def _need_pandas():
+    if pd is None:
+        raise ImportError(NO_PANDAS)
 
 
 def _connect(path):
     """Read-only: a mistyped path is an error, never a new empty file."""
+    _need_pandas()
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         app = con.execute("select value from simbatch_meta where key = 'application'").fetchone()
@@ -96,8 +109,22 @@ def stats(path):
         con.close()
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: simbatch_results.py DB")
+def main(argv):
+    if argv in (["--help"], ["-h"]):
+        print(__doc__)
+        return 0
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print("simbatch_results: usage: simbatch_results.py DB (--help)", file=sys.stderr)
+        return 2
+    try:
+        table = runs(argv[0])
+    except (ImportError, ValueError) as e:
+        print(f"simbatch_results: {e}", file=sys.stderr)
+        return 2
     with pd.option_context("display.max_columns", 30, "display.width", 200):
-        print(runs(sys.argv[1]))
+        print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

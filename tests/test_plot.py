@@ -387,5 +387,38 @@ with open(notdb, "w") as f:
     f.write("not a database\n")
 empty("not a simbatch database", ["sla", f"--db={notdb}"], "not a simbatch results database")
 
+# ---- the script keeps the contract (issue 37): usage errors and bad files are one line, exit 2;
+#      its readers are bounded (a never-ending input, a NUL byte) ----
+fifo = os.path.join(td, "zeros.fifo")
+os.mkfifo(fifo)
+import threading
+
+
+def feed_zeros():      # a pipe that never ends, as /dev/zero would be, made in td
+    try:
+        with open(fifo, "wb") as f:
+            while True:
+                f.write(b"\0" * (1 << 20))
+    except (BrokenPipeError, OSError):
+        pass
+
+
+threading.Thread(target=feed_zeros, daemon=True).start()
+nul = os.path.join(td, "nul.json")
+with open(nul, "wb") as f:
+    f.write(b'{"traceEvents": [\0]}')
+for name, args, needle in (("an unknown figure", ["nosuch"], "invalid choice"),
+                           ("no figure", [], "name a figure"),
+                           ("an unknown option", ["cdf", "--bogus"], "--bogus"),
+                           ("a missing required option", ["batch-timeline"], "--timeline"),
+                           ("a timeline that never ends (NUL bytes)", ["batch-timeline", f"--timeline={fifo}"], "NUL"),
+                           ("a NUL byte in a timeline", ["batch-timeline", f"--timeline={nul}"], "NUL")):
+    r = plot(*args)
+    lines = r.stderr.strip().splitlines()
+    check(f"scripts/plot, {name}: one line, exit 2", r.returncode == 2 and len(lines) == 1 and needle in lines[0],
+          (r.returncode, r.stderr[-300:]))
+r = plot("--help")
+check("scripts/plot --help: exit 0", r.returncode == 0 and "FIGURE" in r.stdout, r.stderr)
+
 print(f"{len(failures)} failed" if failures else "all passed")
 sys.exit(1 if failures else 0)

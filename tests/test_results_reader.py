@@ -117,5 +117,21 @@ for label, pts in series.items():
                                                                               want.p75, want.seeds]))
 check("the RESULTS.md example reproduces the figure's data", ok, (series, fig12))
 
+# ---- as a program: one line and exit 2 for anything it cannot read; --help ----
+reader_py = os.path.join(SCRIPTS, "simbatch_results.py")
+empty_db, bad_db, dir_db = (os.path.join(td, n) for n in ("empty.db", "bad.db", "dir.db"))
+open(empty_db, "w").close()
+with open(bad_db, "w") as f:
+    f.write("not a database\n")
+os.mkdir(dir_db)
+for name, args in (("no argument", []), ("a missing database", [os.path.join(td, "none.db")]),
+                   ("an empty file", [empty_db]), ("a text file", [bad_db]), ("a directory", [dir_db]),
+                   ("an option as the path", ["--bogus"])):
+    r = subprocess.run([sys.executable, reader_py, *args], capture_output=True, text=True)
+    check(f"simbatch_results.py, {name}: one line, exit 2", r.returncode == 2 and r.stdout == "" and
+          len(r.stderr.strip().splitlines()) == 1, (r.returncode, r.stderr[-300:]))
+r = subprocess.run([sys.executable, reader_py, "--help"], capture_output=True, text=True)
+check("simbatch_results.py --help: the usage, exit 0", r.returncode == 0 and "simbatch_results" in r.stdout, r.stderr)
+
 print(f"{len(failures)} failed" if failures else "all passed")
 sys.exit(1 if failures else 0)
