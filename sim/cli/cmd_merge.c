@@ -18,8 +18,8 @@ static const char merge_usage[] =
 	"usage: simbatch merge OUT.db SHARD.db...\n"
 	"Copies every run of the shards into OUT.db (created when missing) with fresh run ids,\n"
 	"skipping runs OUT.db already holds: same code version and same options (output routing\n"
-	"such as --db left out). Shards of another schema version are refused; all shards merge\n"
-	"in one transaction, or none does.";
+	"such as --db left out). Shards of an older schema merge (what they lack is left empty);\n"
+	"shards of a newer one are refused. All shards merge in one transaction, or none does.";
 
 int cmd_merge(int argc, char **argv)
 {
