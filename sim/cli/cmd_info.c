@@ -14,6 +14,7 @@
 #include "options.h"
 #include "../../hwmodels/hwmodel.h"
 #include "../../hwmodels/gpu_measured.h"
+#include "info_gpu.h"
 #include "../../hwmodels/npu_systolic.h"
 #include "../../models/model.h"
 #include "../../policies/policy.h"
@@ -244,99 +245,6 @@ static void info_json_head(const struct mdl_model *m, const struct hw_model *hw,
 	printf(",\"hw\":");
 	json_write_string(stdout, hw->label);
 	printf(",\"batch\":%u,\"input_len\":%u,\"output_len\":%u,\"total_ms\":%.10g", batch, in_len, out_len, total_ms);
-}
-
-/* What a measured GPU model was built from and how far to trust it: the
- * profile, the measured range, the rates attention is priced at, the
- * interpolation's leave-one-row-out error, and one prefill's and one decode
- * step's time split into the model's terms. */
-static void info_gpu_measured(const struct gpu_measured_info *g, const struct gpu_iter_parts *pre,
-                              const struct gpu_iter_parts *dec, int json)
-{
-	const struct op_profile *p = g->profile;
-	const struct gpu_iter_parts *parts[2] = { pre, dec };
-	if (json) {
-		printf(",\"gpu_profile\":{\"gpu\":");
-		json_write_string(stdout, p->gpu);
-		printf(",\"path\":");
-		json_write_string(stdout, p->path);
-		printf(",\"source\":");
-		json_write_string(stdout, p->source);
-		printf(",\"profiled_as\":");
-		json_write_string(stdout, g->curve->profiled_as);
-		printf(",\"tp\":%u,\"max_tokens\":%u,\"gemm_flops_s\":%.6g,\"stream_bytes_s\":%.6g,\"mem_bytes\":%.6g,"
-		       "\"usable_fraction\":%g,\"leave_out\":{", g->tp, opp_curve_max_tokens(g->curve), p->gemm_flops_s,
-		       p->stream_bytes_s, p->mem_bytes, GPU_MEM_UTILIZATION);
-		for (size_t i = 0; i < p->nleave_out; i++) {
-			printf("%s", i ? "," : "");
-			json_write_string(stdout, p->leave_out[i].op);
-			printf(":{\"median_pct\":%g,\"p90_pct\":%g,\"rows\":%lu}", p->leave_out[i].median_pct,
-			       p->leave_out[i].p90_pct, p->leave_out[i].rows);
-		}
-		printf("}");
-		for (int k = 0; k < 2; k++)
-			printf(",\"%s_parts_ms\":{\"layers\":%.6g,\"allreduce\":%.6g,\"prefill_attention\":%.6g,"
-			       "\"decode_attention\":%.6g,\"embedding\":%.6g,\"lm_head\":%.6g,\"extrapolated\":%s}",
-			       k ? "first_decode" : "prefill", parts[k]->layers_s * 1e3, parts[k]->allreduce_s * 1e3,
-			       parts[k]->prefill_attn_s * 1e3, parts[k]->decode_attn_s * 1e3, parts[k]->emb_s * 1e3,
-			       parts[k]->head_s * 1e3, parts[k]->extrapolated ? "true" : "false");
-		printf("}");
-		return;
-	}
-	printf("measured GPU %s, %u GPU%s in tensor parallelism: %s\n", p->gpu, g->tp, g->tp > 1 ? "s" : "", p->path);
-	printf("  source: %s\n", p->source[0] ? p->source : "(not given)");
-	printf("  the operators of %s's shape measured at 1 to %u tokens (beyond: extrapolated, and runs say so)\n",
-	       g->curve->profiled_as, opp_curve_max_tokens(g->curve));
-	printf("  attention priced at the GPU's measured GEMM rate %.0f TFLOP/s (prefill) and streaming rate %.2f TB/s "
-	       "(decode); %.1f GB usable of %.0f a GPU\n", p->gemm_flops_s * 1e-12, p->stream_bytes_s * 1e-12,
-	       p->mem_bytes * GPU_MEM_UTILIZATION * 1e-9, p->mem_bytes * 1e-9);
-	printf("  interpolation between rows, leave-one-row-out |error| median/p90:");
-	for (size_t i = 0; i < p->nleave_out; i++)
-		printf("%s %s %.2f%%/%.2f%%", i ? "," : "", p->leave_out[i].op, p->leave_out[i].median_pct,
-		       p->leave_out[i].p90_pct);
-	printf("%s\n", p->nleave_out ? "" : " not given by the profile");
-	for (int k = 0; k < 2; k++)
-		printf("  %s ms: layers %.4f, all-reduce %.4f, attention prefill %.4f, decode %.4f, embedding %.4f, "
-		       "LM head %.4f%s\n", k ? "first decode step" : "prefill", parts[k]->layers_s * 1e3,
-		       parts[k]->allreduce_s * 1e3, parts[k]->prefill_attn_s * 1e3, parts[k]->decode_attn_s * 1e3,
-		       parts[k]->emb_s * 1e3, parts[k]->head_s * 1e3, parts[k]->extrapolated ? " (extrapolated)" : "");
-}
-
-/* A node-level model whose GEMMs a measured GPU's predictor prices: the
- * shapes beyond the measured range, and the predictor's leave-one-model-out
- * error on the GPU's own measurements. */
-static int info_gpu_predicted(const struct gpu_predicted_info *g, int json, char *err, size_t errlen)
-{
-	struct gemmp_error per[64], all;
-	int n = gemmp_leave_one_model_out(g->profile, per, 64, &all, err, errlen);
-	if (n < 0)
-		return -1;
-	if (json) {
-		printf(",\"gpu_predicted\":{\"profile\":");
-		json_write_string(stdout, g->profile->path);
-		printf(",\"shapes\":%zu,\"shapes_outside_measured\":%zu,\"outside\":", g->nshapes, g->noutside);
-		json_write_string(stdout, g->outside);
-		printf(",\"leave_one_model_out\":{\"median_pct\":%.4g,\"p90_pct\":%.4g,\"rows\":%zu,\"models\":[",
-		       all.median_pct, all.p90_pct, all.rows);
-		for (int i = 0; i < n; i++) {
-			printf("%s{\"model\":", i ? "," : "");
-			json_write_string(stdout, per[i].model);
-			printf(",\"median_pct\":%.4g,\"p90_pct\":%.4g,\"rows\":%zu}", per[i].median_pct, per[i].p90_pct,
-			       per[i].rows);
-		}
-		printf("]}}");
-		return 0;
-	}
-	printf("GEMMs predicted from the %s GEMMs measured in %s (no cuBLAS table of its own)\n", g->profile->gpu,
-	       g->profile->path);
-	printf("  %zu of %zu GEMM shapes outside the measured M, K or N (extrapolated)%s%s\n", g->noutside, g->nshapes,
-	       g->noutside ? ": " : "", g->outside);
-	printf("  predictor's leave-one-model-out |error|: median %.1f%%, p90 %.1f%% over %zu measured rows;", all.median_pct,
-	       all.p90_pct, all.rows);
-	for (int i = 0; i < n; i++)
-		printf("%s %s %.1f%%", i ? "," : "", per[i].model, per[i].median_pct);
-	printf("\n");
-	return 0;
 }
 
 /* model-info for an LLM: its architecture, what it holds in memory, and
