@@ -898,9 +898,8 @@ static void run_with_runs(const struct pol_ops *p, const struct mdl_model *m, st
 	c.env.dec_timesteps = m->uses_output_len ? trc_lengths_quantile(out, 0.9) : 0;
 	c.env.sla_ns = c.sla_ns;
 	shim_reset(p, n);
-	setenv("SIMBATCH_NODE_RUNS", runs ? "1" : "0", 1);
+	c.node_by_node = !runs;
 	int rc = eng_run(&c, r, err, sizeof err);
-	unsetenv("SIMBATCH_NODE_RUNS");
 	if (rc != 0)
 		fail_msg("%s on %s: %s", p->name, m->name, err);
 	shim_check_all_done(r, p->name);
@@ -1048,9 +1047,8 @@ static void test_cut_runs_at_shared_instants(void **state)
 					uint64_t runs[2];
 					for (int by_runs = 0; by_runs < 2; by_runs++) {
 						shim_reset(pols[p], N);
-						setenv("SIMBATCH_NODE_RUNS", by_runs ? "1" : "0", 1);
+						c.node_by_node = !by_runs;
 						int rc = eng_run(&c, &r[by_runs], err, sizeof err);
-						unsetenv("SIMBATCH_NODE_RUNS");
 						if (rc != 0)
 							fail_msg("%s: %s", pols[p]->name, err);
 						shim_check_all_done(&r[by_runs], pols[p]->name);

@@ -80,6 +80,8 @@ static const struct opt_def run_opts[] = {
 	{ "db-requests", OPT_FLAG, NULL, 0, 0, 0, "also store per-request rows in the database" },
 	{ "sweep-point", OPT_STR, NULL, 0, 0, 0, "sweep point key (set by simbatch sweep): stored at most once per database" },
 	{ "dry-run", OPT_FLAG, NULL, 0, 0, 0, "check every input, then exit without simulating" },
+	{ "node-by-node", OPT_FLAG, NULL, 0, 0, 0, "every node its own task: the engine's runs of nodes off, to check "
+	  "that they change no result (slower; stored with the run)" },
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
 };
 #define RUN_NOPTS (sizeof run_opts / sizeof run_opts[0])
@@ -421,6 +423,7 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	c->summary_only = opt_flag(o, "no-db");         /* the CDFs are only stored */
 	c->trace_pairs = j->trace && opt_flag(o, "trace-pairs");
 	c->concurrency = opt_given(o, "concurrency") ? (uint32_t)opt_uint(o, "concurrency") : 0;
+	c->node_by_node = opt_flag(o, "node-by-node");
 	c->think_ns = llround(opt_double(o, "think-time") * 1e6);
 	c->trace_speedup = opt_double(o, "trace-speedup");
 	if (j->trace && !c->trace_pairs) {

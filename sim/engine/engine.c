@@ -89,8 +89,8 @@ struct eng {
 	int runs;                       /* 1: a task the policy offers as a run runs as one (policy.h);
 	                                 * not with a timeline (it lists tasks as they start, across
 	                                 * devices), nor with cold starts (each type's first node in a
-	                                 * run would pay its own); SIMBATCH_NODE_RUNS=0 runs every node
-	                                 * as its own task (to check that runs change nothing) */
+	                                 * run would pay its own); --node-by-node runs every node as its
+	                                 * own task (to check that runs change nothing) */
 	uint64_t cold_starts;           /* tasks that paid a refill */
 
 	struct timeline *timeline;      /* not owned; NULL unless --timeline-out */
@@ -789,9 +789,8 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	}
 	e.idle = c->workers;
 	e.has_cold = eng_latency_has_cold(e.lat);
-	const char *runs = getenv("SIMBATCH_NODE_RUNS");
 	/* a run is priced to the next arrival, which a closed loop's answers may move earlier */
-	e.runs = !c->timeline && !e.has_cold && !c->concurrency && !(runs && strcmp(runs, "0") == 0);
+	e.runs = !c->timeline && !e.has_cold && !c->concurrency && !c->node_by_node;
 	e.cut_runs = e.runs && c->workers > 1 && c->policy->boundary_waits;
 	if (e.runs && !m->is_llm && eng_pass_table(&e) != 0) {
 		snprintf(err, errlen, "out of memory setting up the run");

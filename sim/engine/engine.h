@@ -41,6 +41,8 @@ struct eng_config {
 	const struct trc_trace *trace;      /* not owned; NULL for generated arrivals */
 	double trace_speedup;               /* a replayed trace's arrivals come this many times faster (0 or 1: as recorded) */
 	int trace_pairs;                    /* 1: the trace's rows are drawn jointly, arrivals generated at rate_rps */
+	int node_by_node;                   /* 1: every node its own task, runs (policy.h) off: the check that runs
+	                                       change nothing (--node-by-node) */
 	uint32_t concurrency;               /* > 0: closed-loop clients (clients.h) send `requests` requests, not
 	                                       rate_rps; each thinks think_ns after an answer */
 	int64_t think_ns;
