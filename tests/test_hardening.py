@@ -282,6 +282,34 @@ for key, edges in NPU_EDGES.items():
             check(f"NPU {key} = {v}: refused with one line", r.returncode == 2 and
                   len(r.stderr.strip().split("\n")) == 1, r.stderr[-300:])
 
+# ---- a damaged database is bad input, and the failed run leaves it as it was (issue 37, class 5) ----
+import sqlite3
+base = os.path.join(td, "to-damage.db")
+for seed in (1, 2, 3):
+    sb("--model=lstm", "--requests=200", f"--seed={seed}", "--db=" + base, "--quiet")
+for mode in ("wal", "delete"):
+    path = os.path.join(td, f"damaged-{mode}.db")
+    shutil.copy(base, path)
+    con = sqlite3.connect(path)
+    con.execute(f"pragma journal_mode={mode}")
+    con.close()
+    with open(path, "r+b") as f:       # page 4 (of 4 KiB) overwritten
+        f.seek(3 * 4096)
+        f.write(b"\xff" * 4096)
+    before = open(path, "rb").read()
+    r = sb("--model=lstm", "--requests=20", "--db=" + path)
+    refused(f"a damaged database ({mode} journal): one line, exit 2", r, "malformed")
+    check(f"... and the failed run leaves it byte for byte ({mode})", open(path, "rb").read() == before)
+truncated = os.path.join(td, "truncated.db")
+with open(truncated, "wb") as f:
+    f.write(open(base, "rb").read()[:5 * 4096])
+r = sb("merge", os.path.join(td, "from-truncated.db"), truncated)
+refused("merging a truncated shard: one line, exit 2", r, "malformed")
+plot_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "plot")
+r = subprocess.run([sys.executable, plot_py, "cdf", "--db=" + os.path.join(td, "damaged-wal.db"),
+                    "--out=" + os.path.join(td, "never")], capture_output=True, text=True, cwd=td)
+refused("scripts/plot on a damaged database: one line, exit 2", r, "malformed")
+
 # ---- usage errors are one line, not the whole usage (issue 37, class 10) ----
 CL = os.path.join(os.path.dirname(SB), "corpus-lengths")
 MT_ = os.path.join(os.path.dirname(SB), "make-trace")

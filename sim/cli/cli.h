@@ -22,6 +22,10 @@ enum cli_exit {
  * write error, a full disk), CLI_BAD_INPUT otherwise. Every such message of
  * simbatch's says so with one of the phrases cli_status_of looks for. */
 int cli_status_of(const char *err);
+/* The exit status of a failure found late (storing a run, merging): the
+ * machine's (CLI_FAILED) unless the message says a database is damaged or
+ * foreign, which is the input's (CLI_BAD_INPUT). */
+int cli_status_of_failure(const char *err);
 
 int cmd_run(int argc, char **argv);
 

@@ -57,7 +57,7 @@ int cmd_merge(int argc, char **argv)
 	int mrc = rmerge_merge(paths[0], paths + 1, (size_t)npaths - 1, &st, err, sizeof err);
 	if (mrc != 0) {
 		/* creating OUT on a full disk is the machine's failure, not the input's */
-		rc = mrc == RMERGE_BAD_INPUT ? cli_status_of(err) : CLI_FAILED;
+		rc = mrc == RMERGE_BAD_INPUT ? cli_status_of(err) : cli_status_of_failure(err);
 		goto fail;
 	}
 	if (!opt_flag(&o, "quiet"))

@@ -713,7 +713,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
 	free(json);
-	return CLI_FAILED;
+	return cli_status_of_failure(err);
 }
 
 int cmd_run(int argc, char **argv)

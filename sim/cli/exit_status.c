@@ -13,3 +13,9 @@ int cli_status_of(const char *err)
 			return CLI_FAILED;
 	return CLI_BAD_INPUT;
 }
+
+int cli_status_of_failure(const char *err)
+{
+	/* a damaged or foreign database is the input's fault, though found late, while storing */
+	return strstr(err, "malformed") || strstr(err, "not a database") ? CLI_BAD_INPUT : CLI_FAILED;
+}

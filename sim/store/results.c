@@ -373,6 +373,36 @@ static int results_check_path(const char *path, char *err, size_t errlen)
 	return -1;
 }
 
+/* 1 with err when a database not yet in WAL mode fails SQLite's quick check
+ * (pages and indexes readable and consistent): switching it to WAL would
+ * rewrite its header before any run could find the damage. A file already in
+ * WAL mode is not read whole here (a sweep opens it once a point); its damage
+ * surfaces when a run is stored. */
+static int results_damaged(struct results_db *r, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int wal = 0, damaged = 0;
+	if (sqlite3_prepare_v2(r->db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		wal = strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+	sqlite3_finalize(st);
+	if (wal)
+		return 0;
+	st = NULL;
+	if (sqlite3_prepare_v2(r->db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(st, 0), "ok") != 0) {
+		const unsigned char *why = st ? sqlite3_column_text(st, 0) : NULL;
+		set_err(err, errlen, "results database '%s' is damaged (database disk image is malformed: %s)", r->path,
+		        why ? (const char *)why : sqlite3_errmsg(r->db));
+		for (char *c = err; *c; c++)      /* quick_check's report spans lines: one line */
+			if (*c == '\n')
+				*c = ' ';
+		damaged = 1;
+	}
+	sqlite3_finalize(st);
+	return damaged;
+}
+
 int results_open(const char *path, struct results_db **out, char *err, size_t errlen)
 {
 	char *version = NULL, *cdf_sql = NULL, *token_cdf_sql = NULL;
@@ -420,7 +450,10 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		        sqlite3_errstr(SQLITE_READONLY));
 		goto fail;
 	}
-	/* the journal mode is a property of the file: set only once the file is known to be ours */
+	/* the journal mode is a property of the file: set only once the file is known to be ours, and,
+	 * where that changes its header, known whole: a damaged file is refused as it is */
+	if (kind != DB_EMPTY && results_damaged(r, err, errlen))
+		goto fail;
 	if (exec_retry_busy(r->db, "PRAGMA journal_mode=WAL") != SQLITE_OK)
 		goto not_writable;
 	/* creating the schema under the write lock settles a race between two
