@@ -282,6 +282,23 @@ for key, edges in NPU_EDGES.items():
             check(f"NPU {key} = {v}: refused with one line", r.returncode == 2 and
                   len(r.stderr.strip().split("\n")) == 1, r.stderr[-300:])
 
+# ---- every script keeps the contract: bad input one line and exit 2, --help exit 0 (issue 37) ----
+scripts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts")
+nul_trace = write("nul-trace.csv", b"arrival_s,input_len,output_len\n0,\0,3\n")
+bad_rows = write("bad-rows.csv", b"arrival_s,input_len,output_len\n0,a,3\n")
+for script, args in (("fidelity", ["--bogus"]), ("fidelity", ["--capacity=half"]), ("ci-compare", ["--bogus"]),
+                     ("trace-lengths", []), ("trace-lengths", [nul_trace, os.path.join(td, "tl")]),
+                     ("trace-lengths", [bad_rows, os.path.join(td, "tl")]),
+                     ("trace-lengths", ["--max-total=abc", bad_rows, os.path.join(td, "tl")])):
+    r = subprocess.run([sys.executable, os.path.join(scripts, script), *args], capture_output=True, text=True,
+                       cwd=td, timeout=60)
+    check(f"scripts/{script} {' '.join(os.path.basename(a) for a in args) or '(nothing)'}: one line, exit 2",
+          r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, f"rc {r.returncode} {r.stderr[-300:]!r}")
+for script in ("fidelity", "ci-compare", "trace-lengths"):
+    r = subprocess.run([sys.executable, os.path.join(scripts, script), "--help"], capture_output=True, text=True,
+                       cwd=td, timeout=60)
+    check(f"scripts/{script} --help: exit 0", r.returncode == 0 and r.stdout, r.stderr[-300:])
+
 # ---- a damaged database is bad input, and the failed run leaves it as it was (issue 37, class 5) ----
 import sqlite3
 base = os.path.join(td, "to-damage.db")

@@ -585,6 +585,13 @@ static int step_insert(struct results_db *r, sqlite3_stmt *st, char *err, size_t
 static int insert_cdf(struct results_db *r, sqlite3_stmt *st, int first_param, const double *cdf_ms,
                       char *err, size_t errlen)
 {
+	/* non-decreasing by construction (metrics.c); a CDF that is not is a bug, never stored */
+	for (int i = 1; i < METRICS_CDF_POINTS; i++)
+		if (!(cdf_ms[i] >= cdf_ms[i - 1])) {
+			set_err(err, errlen, "a CDF decreases at point %d (%.17g after %.17g ms): not stored (a bug of "
+			        "simbatch's; please report it)", i, cdf_ms[i], cdf_ms[i - 1]);
+			return -1;
+		}
 	for (int i = 0; i < METRICS_CDF_POINTS; i += RESULTS_CDF_ROWS) {
 		for (int k = 0; k < RESULTS_CDF_ROWS; k++) {
 			sqlite3_bind_double(st, first_param + 2 * k, (double)(i + k + 1) / METRICS_CDF_POINTS);
