@@ -431,6 +431,18 @@ if nodes:
         refused(f"--db naming a private device ({node}) is refused, no journal beside it", r, "not a regular file")
         check(f"... {node} stays a device and has no journal", kind(os.path.join(td, node)) == "chr" and
               not os.path.exists(os.path.join(td, node + "-journal")))
+    # a run that fails after simulating (its output cannot be written) leaves a schema-2 database as it was:
+    # the database is opened only to store the run
+    old_db = os.path.join(td, "schema2.db")
+    r = sb("--model=lstm", "--requests=50", "--db=" + old_db, "--quiet")
+    con = sqlite3.connect(old_db)
+    con.executescript("drop table run_token_cdf; alter table run_requests drop column first_token_s;"
+                      "update simbatch_meta set value = '2' where key = 'schema_version';")
+    con.close()
+    before = open(old_db, "rb").read()
+    r = sb("--model=lstm", "--requests=5000", "--db=" + old_db, "--requests-out=node-full")
+    check("a run failing on its output leaves an older database byte for byte (exit 1)", r.returncode == 1 and
+          open(old_db, "rb").read() == before, r.stderr)
     os.mkdir(os.path.join(td, "out-dir"))
     r = sb("--model=lstm", "--requests=5", "--no-db", "--requests-out=out-dir")
     refused("an output that is a directory is refused", r, "directory")

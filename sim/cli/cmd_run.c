@@ -504,11 +504,10 @@ static int run_open_outputs(struct run_job *j, char *err, size_t errlen)
 	if (tl_path && timeline_open(tl_path, j->model, j->c.workers, &j->timeline, err, errlen) != 0)
 		return -1;
 	j->c.timeline = j->timeline;
-	if (!opt_flag(o, "no-db")) {
-		j->db_created = access(opt_str(o, "db"), F_OK) != 0;
-		if (results_open(opt_str(o, "db"), &j->db, err, errlen) != 0)
-			return -1;
-	}
+	/* the database is only checked now and opened to store the run (run_job_report): opening may
+	 * create it, upgrade its schema or set its journal mode, which a run that fails must not do */
+	if (!opt_flag(o, "no-db") && results_check(opt_str(o, "db"), err, errlen) != 0)
+		return -1;
 	return 0;
 }
 
@@ -681,7 +680,10 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		snprintf(err, sizeof err, "error writing --requests-out '%s'", opt_str(o, "requests-out"));
 		goto fail;
 	}
-	if (j->db) {
+	if (!opt_flag(o, "no-db")) {
+		j->db_created = access(opt_str(o, "db"), F_OK) != 0;
+		if (results_open(opt_str(o, "db"), &j->db, err, sizeof err) != 0)
+			goto fail;
 		json = report_json(&rep, 0);
 		if (run_store(j, live, &rep, x, json, err, sizeof err) != 0)
 			goto fail;

@@ -14,6 +14,7 @@
  */
 #include "results.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -401,6 +402,58 @@ static int results_damaged(struct results_db *r, char *err, size_t errlen)
 	}
 	sqlite3_finalize(st);
 	return damaged;
+}
+
+int results_check(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	char *version = NULL;
+	if (results_check_path(path, err, errlen) != 0)
+		return -1;
+	if (stat(path, &st) != 0) {         /* none yet: its directory must let us create it */
+		char dir[4096];
+		const char *slash = strrchr(path, '/');
+		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+		if (access(dir, W_OK) == 0)
+			return 0;
+		set_err(err, errlen, "cannot create results database '%s': %s", path,
+		        errno == ENOENT ? "no such directory" : strerror(errno));
+		return -1;
+	}
+	struct results_db r = { .path = (char *)path };
+	int rc = -1;
+	if (sqlite3_open_v2(path, &r.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		set_err(err, errlen, "cannot open results database '%s': %s", path, sqlite3_errmsg(r.db));
+		goto done;
+	}
+	sqlite3_busy_timeout(r.db, RESULTS_BUSY_TIMEOUT_MS);
+	switch (classify(&r, &version, err, errlen)) {
+	case DB_ERROR:
+		goto done;
+	case DB_FOREIGN:
+		set_err(err, errlen, "'%s' is not a simbatch results database", path);
+		goto done;
+	case DB_OTHER_VERSION:
+		set_err(err, errlen, "results database '%s' has schema version %s; this simbatch writes version %d",
+		        path, version, RESULTS_SCHEMA_VERSION);
+		goto done;
+	case DB_EMPTY:
+		break;
+	case DB_OURS:
+	case DB_OLDER:
+		if (results_damaged(&r, err, errlen))
+			goto done;
+		break;
+	}
+	if (access(path, W_OK) != 0) {
+		set_err(err, errlen, "results database '%s' is not writable: %s", path, strerror(errno));
+		goto done;
+	}
+	rc = 0;
+done:
+	free(version);
+	sqlite3_close(r.db);
+	return rc;
 }
 
 int results_open(const char *path, struct results_db **out, char *err, size_t errlen)

@@ -76,6 +76,13 @@ struct results_run {
 /* Returns 0 and an open database in *out (release it with results_close), or
  * -1 with err and *out NULL. */
 int results_open(const char *path, struct results_db **out, char *err, size_t errlen);
+
+/* Whether results_open could open path and store a run there, changing
+ * nothing (no file created, no schema upgraded, no journal mode set): a run
+ * asks before it simulates and opens the database only to store its
+ * result, so a run that fails leaves the database as it was. 0, or -1 with
+ * the message results_open would give. */
+int results_check(const char *path, char *err, size_t errlen);
 /* Returns 0 and the new run's id, or -1 with err (nothing written). With
  * run->once_key set, returns 1 and the stored run's id when a run with the
  * same value of that config key exists: the check and the insert share one
