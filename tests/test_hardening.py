@@ -282,6 +282,19 @@ for key, edges in NPU_EDGES.items():
             check(f"NPU {key} = {v}: refused with one line", r.returncode == 2 and
                   len(r.stderr.strip().split("\n")) == 1, r.stderr[-300:])
 
+# ---- a refused sweep creates no database, and leaves an existing one as it was (issue 37) ----
+bad_sweep = write("refused.sweep", b"fixed --model=lstm --requests=10\naxis policy = serial nosuch\n")
+new_db = os.path.join(td, "refused-new.db")
+r = sb("sweep", bad_sweep, "--db=" + new_db, "--quiet")
+check("a sweep refused by a point's check creates no database", r.returncode == 2 and not os.path.exists(new_db),
+      r.stderr)
+kept = os.path.join(td, "refused-kept.db")
+sb("--model=lstm", "--requests=20", "--db=" + kept, "--quiet")
+before = open(kept, "rb").read()
+r = sb("sweep", bad_sweep, "--db=" + kept, "--quiet")
+check("... and leaves an existing one byte for byte", r.returncode == 2 and open(kept, "rb").read() == before,
+      r.stderr)
+
 # ---- every script keeps the contract: bad input one line and exit 2, --help exit 0 (issue 37) ----
 scripts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts")
 nul_trace = write("nul-trace.csv", b"arrival_s,input_len,output_len\n0,\0,3\n")

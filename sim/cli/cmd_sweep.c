@@ -349,7 +349,7 @@ static long sweep_list_todo(struct sweep_run *r, uint64_t part_i, uint64_t part_
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		int has = sweep_db_has_point(r->db, p.key, err, errlen);
+		int has = r->db ? sweep_db_has_point(r->db, p.key, err, errlen) : 0;   /* no database yet: none stored */
 		sweep_point_free(&p);
 		if (has < 0)
 			return -1;
@@ -425,7 +425,7 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	char exe[4096], err[1024];
 	struct results_db *rdb = NULL;
 	struct sweep_signals old;
-	int rc = CLI_BAD_INPUT, handlers = 0;
+	int rc = CLI_BAD_INPUT, handlers = 0, db_created = 0, remove_db = 0, running = 0;
 	unsigned jobs = opt_given(o, "jobs") ? (unsigned)opt_uint(o, "jobs") : 0;
 	if (!jobs) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -439,26 +439,22 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	}
 	exe[len] = '\0';
 	r.exe = exe;
-	/* the database is created (or checked) once here, before children race for it; one this
-	 * sweep created and could not set up (a full disk) is removed */
-	int db_created = access(r.db_path, F_OK) != 0;
+	/* Every configuration is checked (a dry run each) before the database is created or changed,
+	 * reading an existing one as it is to know which points are stored: a refused sweep changes
+	 * nothing. Then it is created (or upgraded) once, before children race for it; one this sweep
+	 * created and could not set up (a full disk) is removed. */
+	db_created = access(r.db_path, F_OK) != 0;
 	if (sweep_make_parent(r.db_path, err, sizeof err) != 0)
 		goto fail;
-	if (results_open(r.db_path, &rdb, err, sizeof err) != 0) {
-		if (db_created)
-			results_remove(r.db_path);
+	if (results_check(r.db_path, err, sizeof err) != 0) {
 		rc = cli_status_of(err);
 		goto fail;
 	}
-	results_close(rdb);
-	if (sweep_db_open(r.db_path, 0, &r.db, err, sizeof err) != 0)
+	if (!db_created && sweep_db_open(r.db_path, 1, &r.db, err, sizeof err) != 0)
 		goto fail;
-	rc = CLI_FAILED;
 	size_t stored = 0;
-	long inpart = sweep_list_todo(&r, part_i, part_n, &stored, err, sizeof err);
-	if (inpart < 0)
+	if (sweep_list_todo(&r, part_i, part_n, &stored, err, sizeof err) < 0)
 		goto fail;
-
 	sweep_catch_signals(&old);
 	handlers = 1;
 	int prc = sweep_check_configs(&r, jobs, err, sizeof err);
@@ -469,9 +465,28 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 		rc = r.bad_input ? CLI_BAD_INPUT : CLI_FAILED;
 		goto fail;
 	}
+	sweep_db_close(r.db);
+	r.db = NULL;
+	if (results_open(r.db_path, &rdb, err, sizeof err) != 0) {
+		rc = cli_status_of(err);
+		goto fail;
+	}
+	results_close(rdb);
+	if (sweep_db_open(r.db_path, 0, &r.db, err, sizeof err) != 0)
+		goto fail;
+	rc = CLI_FAILED;
+	/* again, now that it is writable: another process may have stored points meanwhile */
+	free(r.todo);
+	r.todo = NULL;
+	r.ntodo = 0;
+	stored = 0;
+	long inpart = sweep_list_todo(&r, part_i, part_n, &stored, err, sizeof err);
+	if (inpart < 0)
+		goto fail;
 
 	r.ran = r.skipped = r.failed = 0;
 	r.bad_input = 0;
+	running = 1;                    /* points are stored from here on: the database stays */
 	r.next = 0;
 	r.t0 = r.last_line_s = sweep_now_s();
 	if (!r.quiet)
@@ -507,11 +522,15 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	goto out;
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
+	/* refused before any point ran: the database this sweep created goes too (nothing half-made stays) */
+	remove_db = db_created && !running && access(r.db_path, F_OK) == 0;
 out:
 	if (handlers)
 		sweep_restore_signals(&old);
 	free(r.todo);
 	sweep_db_close(r.db);
+	if (remove_db)
+		results_remove(r.db_path);
 	return rc;
 }
 
