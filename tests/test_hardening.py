@@ -335,6 +335,16 @@ with open(truncated, "wb") as f:
     f.write(open(base, "rb").read()[:5 * 4096])
 r = sb("merge", os.path.join(td, "from-truncated.db"), truncated)
 refused("merging a truncated shard: one line, exit 2", r, "malformed")
+older_out = os.path.join(td, "older-out.db")        # an OUT of schema 2: merging into it would upgrade it
+sb("--model=lstm", "--requests=20", "--db=" + older_out, "--quiet")
+con = sqlite3.connect(older_out)
+con.executescript("drop table run_token_cdf; alter table run_requests drop column first_token_s;"
+                  "update simbatch_meta set value = '2' where key = 'schema_version';")
+con.close()
+before = open(older_out, "rb").read()
+r = sb("merge", older_out, base, truncated)
+refused("merging a truncated shard into an older database: one line, exit 2", r, "malformed")
+check("... which stays byte for byte (not upgraded)", open(older_out, "rb").read() == before)
 plot_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "plot")
 r = subprocess.run([sys.executable, plot_py, "cdf", "--db=" + os.path.join(td, "damaged-wal.db"),
                     "--out=" + os.path.join(td, "never")], capture_output=True, text=True, cwd=td)

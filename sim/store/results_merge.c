@@ -184,6 +184,41 @@ static int rm_prepare_insert(struct rmerge *m, struct rmerge_table *t)
 /* Opens a shard read-only and checks it can be merged into OUT: a simbatch
  * database of OUT's schema version, with no table or column OUT lacks (a
  * column or table OUT has and the shard lacks is fine: NULL / no rows). */
+/* A shard read whole before anything is written: 0, or RMERGE_BAD_INPUT (-1 for the machine's
+ * failures) with the reason. */
+static int rm_shard_whole(struct rmerge *m, const char *path)
+{
+	char ver[32];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int code = RMERGE_BAD_INPUT;
+	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		rm_fail(m, code, "cannot open shard '%s': %s", path,
+		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable" : sqlite3_errstr(rc));
+		goto done;
+	}
+	sqlite3_busy_timeout(db, RMERGE_BUSY_MS);
+	if ((code = rmerge_read_version(db, path, ver, sizeof ver, m->err, m->errlen)) != 0)
+		goto done;
+	code = RMERGE_BAD_INPUT;
+	if (atoi(ver) < 1 || atoi(ver) > RESULTS_SCHEMA_VERSION) {
+		rm_fail(m, code, "cannot merge '%s': schema version %s (this simbatch writes %d)", path, ver,
+		        RESULTS_SCHEMA_VERSION);
+		goto done;
+	}
+	if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW ||
+	    strcmp((const char *)sqlite3_column_text(st, 0), "ok") != 0) {
+		rm_fail(m, code, "cannot read '%s': database disk image is malformed", path);
+		goto done;
+	}
+	code = 0;
+done:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return code;
+}
+
 static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver, sqlite3 **out)
 {
 	char ver[32];
@@ -502,6 +537,15 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 	for (size_t i = 0; i < nshards; i++)
 		if (rm_same_file(shards[i], out_path))
 			return rm_fail(&m, RMERGE_BAD_INPUT, "shard '%s' is the output database", shards[i]);
+	/* Before OUT is created or upgraded (results_open may do either): OUT as it is, and each shard
+	 * whole (readable, not newer than this simbatch, SQLite's quick check), so that a bad shard
+	 * leaves OUT as it was. Their columns against OUT's are checked once OUT is open, below. */
+	if (results_check(out_path, err, errlen) != 0)
+		return RMERGE_BAD_INPUT;
+	for (size_t i = 0; i < nshards; i++)
+		if ((code = rm_shard_whole(&m, shards[i])) != 0)
+			return code;
+	code = -1;
 	/* results_open creates OUT with the current schema, or checks it is ours;
 	 * a merge that fails removes an OUT it created */
 	int created = access(out_path, F_OK) != 0;
