@@ -6,6 +6,8 @@ resumable after SIGKILL / SIGTERM, two sweeps sharing a database, bad input,
 Slurm exports run locally, and `simbatch capacity` against M/D/1 theory.
 Usage: test_sweep_cli.py PATH/TO/simbatch"""
 import json
+import io
+import csv
 import math
 import os
 import shutil
@@ -476,6 +478,28 @@ check("capacity: --rate refused -> exit 2", r.returncode == 2 and "--rate" in r.
 r = sb("capacity", "--policy=graph", f"--model={model}", f"--hw={table}", "--max-batch=8", "--sla=10")
 check("capacity: a run's own bad input comes back as exit 2", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
       r.stderr)
+
+# ---- an LLM sweep's summary offers its token figures, each the mean of the stored run_stats (issue 38) ----
+llm_sweep = os.path.join(td, "llm.sweep")
+with open(llm_sweep, "w") as f:
+    f.write("fixed --model=llama2-7b --requests=200 --ttft-slo=40 --tpot-slo=9\naxis rate = 4 8\nseeds 1..3\n")
+llm_db = os.path.join(td, "llm-sweep.db")
+r = sb("sweep", llm_sweep, f"--db={llm_db}", "--quiet")
+r = sb("sweep", llm_sweep, f"--db={llm_db}", "--summary", "--csv", "--metrics=ttft_p99_ms,tpot_mean_ms,slo_attainment")
+rows = list(csv.DictReader(io.StringIO(r.stdout))) if r.returncode == 0 else []
+con = sqlite3.connect(llm_db)
+ok = len(rows) == 2
+for row in rows:
+    for metric, key in (("ttft_p99_ms", "ttft_ms.p99"), ("tpot_mean_ms", "tpot_ms.mean"),
+                        ("slo_attainment", "slo_attainment")):
+        vals = [v for (v,) in con.execute(
+            "select s.value from run_stats s join run_config c on c.run_id = s.run_id "
+            "join run_config k on k.run_id = s.run_id where s.key = ? and c.key = 'rate' and c.value = ? "
+            "and k.key = 'sweep-point'", (key, row["rate"]))]
+        ok = ok and len(vals) == 3 and abs(float(row[f"{metric}_mean"]) - sum(vals) / 3) <= 1e-6 * max(1, abs(sum(vals)))
+con.close()
+check("an LLM sweep's summary: TTFT, TPOT and SLO attainment columns, each the mean of the stored runs'", ok,
+      r.stdout + r.stderr)
 
 # ---- capacity of an LLM under token targets (measured H100, Llama-2-7B) ----
 def binom_upper(k, n, conf):

@@ -25,6 +25,22 @@ static const struct sweep_metric sweep_metric_table[] = {
 	{ "throughput_rps", "r.throughput_rps", "completed requests per second" },
 	{ "mean_batch", "r.mean_batch", "requests per task" },
 	{ "saturated", "r.saturated", "1 when the run was saturated (its queue grew throughout), 0 when not" },
+	/* an LLM run's token figures, stored in run_stats (a node-level run has none: NULL, left out) */
+#define SWEEP_STAT(key) "(SELECT s.value FROM run_stats s WHERE s.run_id = r.run_id AND s.key = '" key "')"
+	{ "ttft_mean_ms", SWEEP_STAT("ttft_ms.mean"), "LLM: mean time to first token, ms" },
+	{ "ttft_p50_ms", SWEEP_STAT("ttft_ms.p50"), "LLM: median time to first token, ms" },
+	{ "ttft_p90_ms", SWEEP_STAT("ttft_ms.p90"), "LLM: 90th percentile time to first token, ms" },
+	{ "ttft_p99_ms", SWEEP_STAT("ttft_ms.p99"), "LLM: 99th percentile time to first token, ms" },
+	{ "tpot_mean_ms", SWEEP_STAT("tpot_ms.mean"), "LLM: mean time per output token, ms" },
+	{ "tpot_p50_ms", SWEEP_STAT("tpot_ms.p50"), "LLM: median time per output token, ms" },
+	{ "tpot_p90_ms", SWEEP_STAT("tpot_ms.p90"), "LLM: 90th percentile time per output token, ms" },
+	{ "tpot_p99_ms", SWEEP_STAT("tpot_ms.p99"), "LLM: 99th percentile time per output token, ms" },
+	{ "itl_p50_ms", SWEEP_STAT("itl_ms.p50"), "LLM: median gap between tokens, ms" },
+	{ "itl_p99_ms", SWEEP_STAT("itl_ms.p99"), "LLM: 99th percentile gap between tokens, ms" },
+	{ "goodput_rps", SWEEP_STAT("goodput_rps"), "LLM: requests a second meeting both SLOs" },
+	{ "slo_attainment", SWEEP_STAT("slo_attainment"), "LLM: fraction of requests meeting both SLOs" },
+	{ "kv_mean_fraction", SWEEP_STAT("kv_mean_fraction"), "LLM: the KV cache's occupancy averaged over time" },
+#undef SWEEP_STAT
 };
 
 const struct sweep_metric *sweep_metrics(size_t *n)
