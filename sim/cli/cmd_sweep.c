@@ -96,14 +96,23 @@ static int sweep_parse_part(const char *s, uint64_t *i, uint64_t *n)
 	return 0;
 }
 
-/* Like `mkdir -p` for the directory part of path. */
-static int sweep_make_parent(const char *path, char *err, size_t errlen)
-{
+/* The directories a sweep made for its database: the whole directory part of the path and the
+ * topmost one that did not exist before (empty: none made), so a sweep that fails before storing
+ * anything can take them away again. */
+struct sweep_made_dirs {
 	char dir[4096];
+	size_t top_len;               /* length of dir's prefix naming the topmost made directory; 0: none */
+};
+
+/* Like `mkdir -p` for the directory part of path, noting what it made. */
+static int sweep_make_parent(const char *path, struct sweep_made_dirs *made, char *err, size_t errlen)
+{
+	char *dir = made->dir;
 	const char *slash = strrchr(path, '/');
+	made->top_len = 0;
 	if (!slash || slash == path)
 		return 0;
-	if ((size_t)(slash - path) >= sizeof dir) {
+	if ((size_t)(slash - path) >= sizeof made->dir) {
 		snprintf(err, errlen, "path too long: '%s'", path);
 		return -1;
 	}
@@ -113,9 +122,13 @@ static int sweep_make_parent(const char *path, char *err, size_t errlen)
 		if (*p == '/' || *p == '\0') {
 			char c = *p;
 			*p = '\0';
-			if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+			if (mkdir(dir, 0777) == 0) {
+				if (!made->top_len)
+					made->top_len = (size_t)(p - dir);
+			} else if (errno != EEXIST) {
 				snprintf(err, errlen, "cannot create directory '%.900s' for the results database: %s", dir,
 				         strerror(errno));
+				*p = c;
 				return -1;
 			}
 			*p = c;
@@ -124,6 +137,26 @@ static int sweep_make_parent(const char *path, char *err, size_t errlen)
 		}
 	}
 	return 0;
+}
+
+/* Removes what sweep_make_parent made, deepest first; a directory something else has since
+ * filled stays (rmdir refuses it). */
+static void sweep_remove_made(struct sweep_made_dirs *made)
+{
+	if (!made->top_len)
+		return;
+	char *dir = made->dir;
+	for (;;) {
+		if (rmdir(dir) != 0)
+			return;
+		size_t len = strlen(dir);
+		if (len <= made->top_len)
+			return;
+		char *slash = strrchr(dir, '/');
+		if (!slash || (size_t)(slash - dir) < made->top_len)
+			return;
+		*slash = '\0';
+	}
 }
 
 /* ---- running ---- */
@@ -425,6 +458,7 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	char exe[4096], err[1024];
 	struct results_db *rdb = NULL;
 	struct sweep_signals old;
+	struct sweep_made_dirs made = { .top_len = 0 };
 	int rc = CLI_BAD_INPUT, handlers = 0, db_created = 0, remove_db = 0, running = 0;
 	unsigned jobs = opt_given(o, "jobs") ? (unsigned)opt_uint(o, "jobs") : 0;
 	if (!jobs) {
@@ -444,9 +478,8 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	 * nothing. Then it is created (or upgraded) once, before children race for it; one this sweep
 	 * created and could not set up (a full disk) is removed. */
 	db_created = access(r.db_path, F_OK) != 0;
-	if (sweep_make_parent(r.db_path, err, sizeof err) != 0)
-		goto fail;
-	if (results_check(r.db_path, err, sizeof err) != 0) {
+	/* a new database's directories are made (and checked) only once the configurations pass */
+	if (!db_created && results_check(r.db_path, err, sizeof err) != 0) {
 		rc = cli_status_of(err);
 		goto fail;
 	}
@@ -467,6 +500,8 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	}
 	sweep_db_close(r.db);
 	r.db = NULL;
+	if (sweep_make_parent(r.db_path, &made, err, sizeof err) != 0)
+		goto fail;
 	if (results_open(r.db_path, &rdb, err, sizeof err) != 0) {
 		rc = cli_status_of(err);
 		goto fail;
@@ -523,14 +558,17 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
 	/* refused before any point ran: the database this sweep created goes too (nothing half-made stays) */
-	remove_db = db_created && !running && access(r.db_path, F_OK) == 0;
+	remove_db = db_created && !running;
 out:
 	if (handlers)
 		sweep_restore_signals(&old);
 	free(r.todo);
 	sweep_db_close(r.db);
-	if (remove_db)
-		results_remove(r.db_path);
+	if (remove_db) {
+		if (access(r.db_path, F_OK) == 0)
+			results_remove(r.db_path);
+		sweep_remove_made(&made);     /* and the directories it made for it */
+	}
 	return rc;
 }
 
