@@ -1,5 +1,6 @@
 /* calib/store.c: writes calibration tables into SQLite (see store.h). */
 #include "store.h"
+#include "../util/sqlite_read.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -59,7 +60,7 @@ int calstore_check(const char *db_path, char *err, size_t errlen)
 		return -1;
 	}
 	sqlite3 *db = NULL;
-	int ok = sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	int ok = sqlite_open_read(db_path, &db) == SQLITE_OK &&
 	         sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) == SQLITE_OK;
 	if (!ok)
 		calstore_fail(db, db_path, "not a database SQLite can read", err, errlen);

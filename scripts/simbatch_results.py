@@ -14,8 +14,10 @@ schema is docs/RESULTS.md). Nothing here writes to the database.
 Run as a program it prints the runs table:  python3 scripts/simbatch_results.py DB
 (a database it cannot read: one line and exit 2).
 """
+import os
 import sqlite3
 import sys
+import urllib.parse
 
 try:
     import pandas as pd
@@ -31,11 +33,22 @@ def _need_pandas():
         raise ImportError(NO_PANDAS)
 
 
+def read_only_uri(path):
+    """An SQLite URI that reads path and leaves nothing beside it: a read-only
+    connection to a WAL database makes PATH-wal and PATH-shm and, unable to
+    checkpoint, leaves them. With no -wal or -journal beside it (nobody is
+    writing it) the file holds everything and is read immutable; otherwise
+    through SQLite's locks, as util/sqlite_read.h does in C."""
+    busy = any(os.path.exists(path + s) for s in ("-wal", "-journal"))
+    return ("file://" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro" +
+            ("" if busy else "&immutable=1"))
+
+
 def _connect(path):
     """Read-only: a mistyped path is an error, never a new empty file."""
     _need_pandas()
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con = sqlite3.connect(read_only_uri(path), uri=True)
         app = con.execute("select value from simbatch_meta where key = 'application'").fetchone()
     except sqlite3.DatabaseError as e:
         raise ValueError(f"{path}: not a readable simbatch results database ({e})")

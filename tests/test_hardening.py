@@ -338,6 +338,19 @@ with open(truncated, "wb") as f:
     f.write(open(base, "rb").read()[:5 * 4096])
 r = sb("merge", os.path.join(td, "from-truncated.db"), truncated)
 refused("merging a truncated shard: one line, exit 2", r, "malformed")
+SIDE_FILES = ("-wal", "-shm", "-journal")
+check("... and leaves nothing beside it", not any(os.path.exists(truncated + x) for x in SIDE_FILES))
+read_only = os.path.join(td, "read-only-use.db")      # a WAL database nobody has open
+shutil.copy(base, read_only)
+before = open(read_only, "rb").read()
+sb("merge", os.path.join(td, "merged-from-read-only.db"), read_only)
+sb("compare", "--db=" + read_only, "1", "1")
+subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "plot"),
+                "cdf", "--db=" + read_only, "--out=" + os.path.join(td, "read-only-plot")],
+               capture_output=True, text=True, cwd=td)
+check("merging, comparing and plotting a database leave nothing beside it and it byte for byte",
+      not any(os.path.exists(read_only + x) for x in SIDE_FILES) and open(read_only, "rb").read() == before,
+      str([x for x in SIDE_FILES if os.path.exists(read_only + x)]))
 older_out = os.path.join(td, "older-out.db")        # an OUT of schema 2: merging into it would upgrade it
 sb("--model=lstm", "--requests=20", "--db=" + older_out, "--quiet")
 con = sqlite3.connect(older_out)

@@ -13,6 +13,7 @@
  * negative; cast back to uint64 to recover them.
  */
 #include "results.h"
+#include "../../util/sqlite_read.h"
 
 #include <errno.h>
 #include <math.h>
@@ -422,7 +423,7 @@ int results_check(const char *path, char *err, size_t errlen)
 	}
 	struct results_db r = { .path = (char *)path };
 	int rc = -1;
-	if (sqlite3_open_v2(path, &r.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+	if (sqlite_open_read(path, &r.db) != SQLITE_OK) {
 		set_err(err, errlen, "cannot open results database '%s': %s", path, sqlite3_errmsg(r.db));
 		goto done;
 	}
@@ -924,7 +925,7 @@ int results_open_readonly(const char *path, struct results_db **out, char *err, 
 		goto fail;
 	}
 	/* never SQLITE_OPEN_CREATE: a mistyped path must not leave an empty database behind */
-	int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL);
+	int rc = sqlite_open_read(path, &r->db);
 	if (rc != SQLITE_OK) {
 		set_err(err, errlen, "cannot open results database '%s': %s", path,
 		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable"

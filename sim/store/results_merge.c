@@ -6,6 +6,7 @@
  * later is merged without touching this file. Identities of runs already
  * seen live in a TEMP table of OUT's connection (never in the file). */
 #include "results_merge.h"
+#include "../../util/sqlite_read.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -192,7 +193,7 @@ static int rm_shard_whole(struct rmerge *m, const char *path)
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	int code = RMERGE_BAD_INPUT;
-	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+	int rc = sqlite_open_read(path, &db);
 	if (rc != SQLITE_OK) {
 		rm_fail(m, code, "cannot open shard '%s': %s", path,
 		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable" : sqlite3_errstr(rc));
@@ -226,7 +227,7 @@ static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver
 	sqlite3_stmt *st = NULL;
 	int code = RMERGE_BAD_INPUT;
 	*out = NULL;
-	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+	int rc = sqlite_open_read(path, &db);
 	if (rc != SQLITE_OK) {
 		rm_fail(m, code, "cannot open shard '%s': %s", path,
 		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable" : sqlite3_errstr(rc));

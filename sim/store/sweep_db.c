@@ -1,5 +1,6 @@
 /* sim/store/sweep_db.c: point lookups for sweeps (sweep_db.h). */
 #include "sweep_db.h"
+#include "../../util/sqlite_read.h"
 
 #include <stdio.h>
 #include <math.h>
@@ -86,7 +87,8 @@ int sweep_db_open(const char *path, int readonly, struct sweep_db **out, char *e
 		free(d);
 		return -1;
 	}
-	int rc = sqlite3_open_v2(path, &d->db, readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, NULL);
+	int rc = readonly ? sqlite_open_read(path, &d->db)
+	                  : sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE, NULL);
 	if (rc != SQLITE_OK) {
 		snprintf(err, errlen, "cannot open results database '%s': %s", path,
 		         (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable"
