@@ -182,9 +182,20 @@ static int rm_prepare_insert(struct rmerge *m, struct rmerge_table *t)
 	return 0;
 }
 
-/* Opens a shard read-only and checks it can be merged into OUT: a simbatch
- * database of OUT's schema version, with no table or column OUT lacks (a
- * column or table OUT has and the shard lacks is fine: NULL / no rows). */
+/* Opens a shard to read and reads its schema version: 0, or RMERGE_BAD_INPUT (-1 for the
+ * machine's failures) with the reason; *db is to be closed either way. */
+static int rm_open_versioned(struct rmerge *m, const char *path, sqlite3 **db, char *ver, size_t verlen)
+{
+	int rc = sqlite_open_read(path, db);
+	if (rc != SQLITE_OK) {
+		rm_fail(m, RMERGE_BAD_INPUT, "cannot open shard '%s': %s", path,
+		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable" : sqlite3_errstr(rc));
+		return RMERGE_BAD_INPUT;
+	}
+	sqlite3_busy_timeout(*db, RMERGE_BUSY_MS);
+	return rmerge_read_version(*db, path, ver, verlen, m->err, m->errlen);
+}
+
 /* A shard read whole before anything is written: 0, or RMERGE_BAD_INPUT (-1 for the machine's
  * failures) with the reason. */
 static int rm_shard_whole(struct rmerge *m, const char *path)
@@ -192,15 +203,8 @@ static int rm_shard_whole(struct rmerge *m, const char *path)
 	char ver[32];
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
-	int code = RMERGE_BAD_INPUT;
-	int rc = sqlite_open_read(path, &db);
-	if (rc != SQLITE_OK) {
-		rm_fail(m, code, "cannot open shard '%s': %s", path,
-		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable" : sqlite3_errstr(rc));
-		goto done;
-	}
-	sqlite3_busy_timeout(db, RMERGE_BUSY_MS);
-	if ((code = rmerge_read_version(db, path, ver, sizeof ver, m->err, m->errlen)) != 0)
+	int code = rm_open_versioned(m, path, &db, ver, sizeof ver);
+	if (code != 0)
 		goto done;
 	code = RMERGE_BAD_INPUT;
 	if (atoi(ver) < 1 || atoi(ver) > RESULTS_SCHEMA_VERSION) {
@@ -220,21 +224,18 @@ done:
 	return code;
 }
 
+/* Opens a shard read-only and checks it can be merged into OUT: a simbatch
+ * database of OUT's schema version, with no table or column OUT lacks (a
+ * column or table OUT has and the shard lacks is fine: NULL / no rows). */
 static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver, sqlite3 **out)
 {
 	char ver[32];
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
-	int code = RMERGE_BAD_INPUT;
+	int rc;
 	*out = NULL;
-	int rc = sqlite_open_read(path, &db);
-	if (rc != SQLITE_OK) {
-		rm_fail(m, code, "cannot open shard '%s': %s", path,
-		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable" : sqlite3_errstr(rc));
-		goto fail;
-	}
-	sqlite3_busy_timeout(db, RMERGE_BUSY_MS);
-	if ((code = rmerge_read_version(db, path, ver, sizeof ver, m->err, m->errlen)) != 0)
+	int code = rm_open_versioned(m, path, &db, ver, sizeof ver);
+	if (code != 0)
 		goto fail;
 	code = RMERGE_BAD_INPUT;
 	/* an older shard merges into a newer OUT: its columns are a subset (checked
