@@ -1,6 +1,7 @@
 /* policies/driver.c: drives one policy through a run (driver.h). */
 #include "driver.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,14 +194,16 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 		res->kv_mean_fraction = capacity > 0 ? d->kv_block_ns / capacity : 0.0;
 		res->itl_count = d->itl->n;
 		res->itl_mean_ms = metrics_hist_mean_ns(d->itl) * 1e-6;
-		res->itl_p50_ms = metrics_hist_quantile_ns(d->itl, 50, 100) * 1e-6;
-		res->itl_p90_ms = metrics_hist_quantile_ns(d->itl, 90, 100) * 1e-6;
-		res->itl_p99_ms = metrics_hist_quantile_ns(d->itl, 99, 100) * 1e-6;
+		/* a quantile is its bucket's midpoint, which can lie above the largest gap, known exactly:
+		 * none is put above it (else the CDF would fall at its last point) */
 		res->itl_max_ms = d->itl->max_ns * 1e-6;
+		res->itl_p50_ms = fmin(metrics_hist_quantile_ns(d->itl, 50, 100) * 1e-6, res->itl_max_ms);
+		res->itl_p90_ms = fmin(metrics_hist_quantile_ns(d->itl, 90, 100) * 1e-6, res->itl_max_ms);
+		res->itl_p99_ms = fmin(metrics_hist_quantile_ns(d->itl, 99, 100) * 1e-6, res->itl_max_ms);
 		metrics_hist_quantiles_ns(d->itl, res->itl_cdf_ms, METRICS_CDF_POINTS);
 		for (int i = 0; i < METRICS_CDF_POINTS; i++)
-			res->itl_cdf_ms[i] *= 1e-6;
-		res->itl_cdf_ms[METRICS_CDF_POINTS - 1] = res->itl_max_ms;   /* known exactly */
+			res->itl_cdf_ms[i] = fmin(res->itl_cdf_ms[i] * 1e-6, res->itl_max_ms);
+		res->itl_cdf_ms[METRICS_CDF_POINTS - 1] = res->itl_max_ms;
 	}
 	if (d->c.policy->stats)
 		res->npolicy_stats = d->c.policy->stats(d->st, res->policy_stats, POL_MAX_STATS);

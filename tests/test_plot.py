@@ -239,6 +239,19 @@ check("token-cdf from the database: continuous and chunked (the seq2seq run has 
       [b[0] for b in blocks] == ["continuous", "chunked"] and len(blocks[0][1]) == 1000 and
       all(close(row[0], interp(tpot, (i + 1) / 1000), 1e-5) and close(row[1], (i + 1) / 1000)
           for i, row in enumerate(blocks[0][1])), str(blocks)[:400])
+with open(out + ".dat") as f:
+    title = f.readline()
+check("token-cdf from the database: the title gives the arrival rate", "at 400 requests/s" in title, title)
+# a replayed trace is named by its file, not by the mean rate it happens to give (issue 38)
+trace_csv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "azure-llm-2023-conv-head.csv")
+trace_db = os.path.join(td, "trace.db")
+sb("--policy=continuous", "--model=llm-tiny", f"--hw={tpu}", f"--trace={trace_csv}", "--over-context=drop",
+   f"--db={trace_db}", "--quiet")
+r = plot("token-cdf", f"--db={trace_db}", "--metric=ttft", f"--out={out}-trace")
+with open(out + "-trace.dat") if r.returncode == 0 else open(os.devnull) as f:
+    title = f.readline()
+check("token-cdf of a replayed trace: the title names the trace's file",
+      "replaying azure-llm-2023-conv-head.csv (mean " in title, r.stderr + title)
 r = plot("token-cdf", f"--db={llm_db}", "--metric=itl", "--policy=lazy", f"--out={out}-none")
 check("token-cdf from the database: a selection without LLM runs -> exit 2", r.returncode == 2 and
       "itl CDF" in r.stderr and not os.path.exists(out + "-none.png"), r.stderr)
