@@ -1,18 +1,23 @@
-"""simbatch_results: a simbatch results database as pandas DataFrames.
+"""simbatch_results: a simbatch results database as tidy pandas DataFrames.
 
 Needs only Debian's python3 and python3-pandas (the database is SQLite; the
 schema is docs/RESULTS.md). Nothing here writes to the database.
 
     import sys; sys.path.insert(0, "scripts")      # from the project root
     import simbatch_results as sr
-    runs = sr.runs("results/simbatch.db")           # a row per run, its options as "--KEY" columns
-    c = sr.cdf("results/simbatch.db", 12)           # run 12's latency CDF: quantile, latency_ms
-    t = sr.cdf("results/simbatch.db", 12, "ttft")   # an LLM run's TTFT (or tpot, itl) CDF: quantile, value_ms
-    q = sr.requests("results/simbatch.db", 12)      # its per-request rows (stored with --db-requests)
-    s = sr.stats("results/simbatch.db")             # policy and node counters, one row per run and key
+    db = "results/simbatch.db"
+    runs = sr.runs(db)              # a row per run: its metrics, options and counters as columns
+    ttft = sr.cdfs(db, "ttft")      # every run's TTFT CDF, long: run_id, metric, quantile, value_ms
+    c = sr.cdf(db, 12)              # run 12's latency CDF: quantile, latency_ms
+    q = sr.requests(db, 12)         # its per-request rows (stored with --db-requests)
+    s = sr.stats(db)                # the counters again, long: run_id, key, value
+    # one series per policy and rate, joined on run_id:
+    ttft.merge(runs[["run_id", "policy", "rate_rps"]], on="run_id")
 
-Run as a program it prints the runs table:  python3 scripts/simbatch_results.py DB
-(a database it cannot read: one line and exit 2).
+Column names have no dashes: an option --max-batch is the column max_batch,
+a counter ttft_ms.p99 the column ttft_ms_p99. Run as a program it prints the
+runs table:  python3 scripts/simbatch_results.py DB  (a database it cannot
+read: one line and exit 2).
 """
 import os
 import sqlite3
@@ -57,11 +62,27 @@ def _connect(path):
     return con
 
 
+def _column_name(key):
+    """A stored option or counter key as a column name: no dashes or dots."""
+    return key.replace("-", "_").replace(".", "_")
+
+
+def _numbers_where_all_are(col):
+    """A column of text as numbers when every value present is one (options are stored as text)."""
+    num = pd.to_numeric(col, errors="coerce")
+    return num if num.notna().sum() == col.notna().sum() else col
+
+
 def runs(path):
-    """Every run, one row each: the columns of runs and run_metrics (schema in
-    docs/RESULTS.md; a version-1 file has no saturated column, read as NA),
-    then every stored option as a column named "--KEY" (the value as text, as
-    the command line had it; NA where a run did not have the option)."""
+    """Every run, one row each, run_id a column (the index is 0..n-1): the
+    columns of runs and run_metrics (schema in docs/RESULTS.md; a version-1
+    file has no saturated column, read as NA); then every stored option as a
+    column named without dashes (--max-batch: max_batch; numbers where every
+    run's value is one, else the text; NA where a run did not have it; an
+    option that repeats a runs column, such as --policy or --seed, is that
+    column, or KEY_option where its text differs, as --hw=FILE's path does); then the run's counters (run_stats: an LLM run's TTFT, TPOT and
+    ITL statistics, goodput, SLO attainment, KV occupancy; a policy's
+    counters) as columns, dots made underscores (ttft_ms.p99: ttft_ms_p99)."""
     con = _connect(path)
     try:
         df = pd.read_sql_query(
@@ -71,14 +92,25 @@ def runs(path):
         if "saturated" not in df.columns:
             df["saturated"] = pd.NA
         cfg = pd.read_sql_query("select run_id, key, value from run_config", con)
+        st = pd.read_sql_query("select run_id, key, value from run_stats", con)
     finally:
         con.close()
     df = df.drop(columns=["summary_json"])
-    if len(cfg):
-        wide = cfg.pivot(index="run_id", columns="key", values="value")
-        wide.columns = ["--" + k for k in wide.columns]
+    for table, convert, suffix in ((cfg, _numbers_where_all_are, "_option"), (st, None, "_stat")):
+        if not len(table):
+            continue
+        wide = table.pivot(index="run_id", columns="key", values="value")
+        wide.columns = [_column_name(k) for k in wide.columns]
+        if convert:
+            wide = wide.apply(convert)
+        for c in [c for c in wide.columns if c in df.columns]:     # --policy, --seed, --hw, ...
+            both = df.set_index("run_id")[c].reindex(wide.index)
+            if (wide[c].astype(str) == both.astype(str)).all():
+                wide = wide.drop(columns=[c])                       # the same values: that column
+            else:
+                wide = wide.rename(columns={c: c + suffix})         # as given, e.g. --hw's file path
         df = df.merge(wide, how="left", left_on="run_id", right_index=True)
-    return df.set_index("run_id", drop=False)
+    return df.reset_index(drop=True)
 
 
 def cdf(path, run_id, metric="latency"):
@@ -96,6 +128,26 @@ def cdf(path, run_id, metric="latency"):
             return pd.DataFrame({"quantile": pd.Series(dtype=float), "value_ms": pd.Series(dtype=float)})
         return pd.read_sql_query("select quantile, value_ms from run_token_cdf where run_id = ? and metric = ?"
                                  " order by quantile", con, params=(run_id, metric))
+    finally:
+        con.close()
+
+
+def cdfs(path, metric="latency"):
+    """Every run's CDF of metric in long form: run_id, metric, quantile, value_ms
+    (1000 rows a run that has it; latency, or an LLM run's ttft, tpot or itl),
+    to join with runs() on run_id."""
+    if metric not in ("latency", "ttft", "tpot", "itl"):
+        raise ValueError(f"unknown metric '{metric}' (latency, ttft, tpot or itl)")
+    con = _connect(path)
+    try:
+        if metric == "latency":
+            q = "select run_id, 'latency' as metric, quantile, latency_ms as value_ms from run_cdf"
+        elif con.execute("select 1 from sqlite_master where name = 'run_token_cdf'").fetchone():
+            q = "select run_id, metric, quantile, value_ms from run_token_cdf where metric = ?"
+        else:
+            q = "select run_id, metric, quantile, value_ms from run_cdf where 0"   # stored before schema 3: none
+        return pd.read_sql_query(q + " order by run_id, quantile", con,
+                                 params=(metric,) if "?" in q else ())
     finally:
         con.close()
 
@@ -135,7 +187,11 @@ def main(argv):
         print(f"simbatch_results: {e}", file=sys.stderr)
         return 2
     with pd.option_context("display.max_columns", 30, "display.width", 200):
-        print(table)
+        try:
+            print(table)
+            sys.stdout.flush()
+        except BrokenPipeError:          # `| head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

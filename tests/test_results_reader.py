@@ -48,23 +48,55 @@ con = sqlite3.connect(db)
 rows = con.execute("select r.run_id, r.policy, r.model, r.rate_rps, r.seed, r.live, r.saturated, r.completed,"
                    " m.mean_ms, m.p99_ms, m.sla_violation_rate from runs r join run_metrics m using (run_id)"
                    " order by r.run_id").fetchall()
-check("one DataFrame row per run, in run order", list(df.run_id) == [r[0] for r in rows], list(df.run_id))
+check("one DataFrame row per run, in run order; run_id a column, not also the index",
+      list(df.run_id) == [r[0] for r in rows] and list(df.index) == list(range(len(rows))), list(df.run_id))
+by_id = df.set_index("run_id")
 ok = True
 for r in rows:
-    d = df.loc[r[0]]
+    d = by_id.loc[r[0]]
     ok = ok and (d.policy, d.model, d.rate_rps, d.seed, d.live, d.saturated, d.completed, d.mean_ms, d.p99_ms,
                  d.sla_violation_rate) == r[1:]
 check("runs and run_metrics columns equal the database's, row for row", ok)
+RUNS_COLUMNS = {r[1] for r in con.execute("pragma table_info(runs)")}
+
+
+def same_text(cell, text):
+    """A cell read from an option's text: the text itself, or the number it spells."""
+    try:
+        return cell == text or float(cell) == float(text)
+    except (TypeError, ValueError):
+        return False
+
+
 cfg = con.execute("select run_id, key, value from run_config").fetchall()
-ok = all(df.loc[rid, "--" + key] == value for rid, key, value in cfg)
-n_none = sum(1 for rid in df.run_id for col in df.columns if col.startswith("--") and pd.isna(df.loc[rid, col]))
-n_cells = len(df) * sum(1 for c in df.columns if c.startswith("--"))
-check("every stored option is a --KEY column with its text, and only those are filled",
-      ok and n_cells - n_none == len(cfg), (n_cells, n_none, len(cfg)))
+ok, filled = True, 0
+for rid, key, value in cfg:
+    col = key.replace("-", "_").replace(".", "_")
+    if col in RUNS_COLUMNS:              # --policy, --seed...: the runs column holds it, or COL_option
+        col = col + "_option" if col + "_option" in by_id.columns else col
+    else:
+        filled += 1
+    ok = ok and "--" + key not in by_id.columns and same_text(by_id.loc[rid, col], value)
+opt_cols = [c for c in df.columns if c not in RUNS_COLUMNS and c not in
+            {"count", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms", "min_ms",
+             "queue_mean_ms", "queue_p99_ms", "sla_violation_rate"}]
+stats = con.execute("select run_id, key, value from run_stats").fetchall()
+stat_cols = {k.replace(".", "_") for _, k, _ in stats}
+n_cells = df[[c for c in opt_cols if c not in stat_cols]].notna().sum().sum()
+check("every stored option is a column named without dashes holding its value, and only those are filled",
+      ok and n_cells == filled, (n_cells, filled))
+check("window is a number column (every run's value is one)", str(df.window.dtype).startswith(("int", "float")),
+      df.window.dtype)
+check("every counter (run_stats) is a column, dots made underscores, with its value",
+      all(by_id.loc[rid, k.replace(".", "_")] == v for rid, k, v in stats) and len(stats) > 0, len(stats))
 rid = rows[0][0]
 stored = con.execute("select quantile, latency_ms from run_cdf where run_id = ? order by quantile", (rid,)).fetchall()
 c = sr.cdf(db, rid)
 check("cdf: the 1000 stored rows", len(c) == 1000 and list(zip(c["quantile"], c["latency_ms"])) == stored)
+every = sr.cdfs(db)
+check("cdfs: every run's latency CDF, 1000 rows each, run 1's the stored rows",
+      len(every) == 1000 * len(rows) and list(zip(every[every.run_id == rid]["quantile"],
+                                                  every[every.run_id == rid]["value_ms"])) == stored)
 q = sr.requests(db, rid)
 stored = con.execute("select id, arrival_s, finish_s from run_requests where run_id = ? order by id", (rid,)).fetchall()
 check("requests: the stored per-request rows", list(zip(q.id, q.arrival_s, q.finish_s)) == stored and len(q) == 300)
@@ -81,6 +113,14 @@ if r.returncode == 0:
                               " order by quantile", (metric,)).fetchall()
         c = sr.cdf(llm_db, 1, metric)
         check(f"cdf {metric}: the 1000 stored rows", len(c) == 1000 and list(zip(c["quantile"], c["value_ms"])) == stored)
+        long = sr.cdfs(llm_db, metric)
+        check(f"cdfs {metric}: long form, run_id and metric beside the stored rows",
+              list(long.columns) == ["run_id", "metric", "quantile", "value_ms"] and
+              list(zip(long["quantile"], long["value_ms"])) == stored and set(long.run_id) == {1} and
+              set(long.metric) == {metric})
+    llm = sr.runs(llm_db)
+    ttft = lcon.execute("select value from run_stats where run_id = 1 and key = 'ttft_ms.p99'").fetchone()[0]
+    check("an LLM run's TTFT p99 is a column of runs()", llm.loc[0, "ttft_ms_p99"] == ttft)
     q = sr.requests(llm_db, 1)
     stored = lcon.execute("select id, first_token_s from run_requests where run_id = 1 order by id").fetchall()
     check("requests: an LLM run's first_token_s", list(zip(q.id, q.first_token_s)) == stored and len(q) == 200)
@@ -97,7 +137,7 @@ r = subprocess.run([sys.executable, os.path.join(SCRIPTS, "plot"), "latency-vs-r
                     f"--out={out}"], capture_output=True, text=True)
 check("plot latency-vs-rate ran", r.returncode == 0, r.stderr)
 d = df[(df.model == "gnmt") & (df.live == 0)]
-fig12 = (d.groupby(["policy", "--window", "rate_rps"], dropna=False).mean_ms
+fig12 = (d.groupby(["policy", "window", "rate_rps"], dropna=False).mean_ms
           .agg(mean="mean", p25=lambda v: v.quantile(0.25), p75=lambda v: v.quantile(0.75), seeds="count"))
 series = {}
 label = None
@@ -110,7 +150,7 @@ for line in open(out + ".dat"):
 ok = len(series) == 3
 for label, pts in series.items():
     policy, _, rest = label.partition(" ")
-    window = rest.split("=")[1] if rest else "0"
+    window = float(rest.split("=")[1]) if rest else 0
     for p in pts:
         want = fig12.loc[(policy, window, p[0])]
         ok = ok and all(abs(a - b) <= 1e-9 * max(1, abs(b)) for a, b in zip(p[1:5], [want["mean"], want.p25,
