@@ -287,6 +287,7 @@ check("sweep figure: exit 0", r.returncode == 0, r.stderr)
 blocks = read_dat(out + ".dat")
 check("sweep figure: one series per configuration (not per run)", [b[0] for b in blocks] == ["serial", "lazy"],
       [b[0] for b in blocks])
+blocks_before_second = blocks
 scon = sqlite3.connect(sdb)
 ok = True
 for label, rows in blocks:
@@ -315,6 +316,22 @@ sat = {(p, rate): n for p, rate, n in scon.execute(
     "select policy, rate_rps, sum(saturated) from runs group by policy, rate_rps")}
 check("saturated_seeds column is the database's count",
       all(row[5] == sat[(label, row[0])] for label, rows in blocks for row in rows), (blocks, sat))
+# a second sweep in the same database (another SLA) splits the figure; --sweep picks one (issue 38)
+spec2 = os.path.join(td, "tight.sweep")
+with open(spec2, "w") as f:
+    f.write("fixed --model=gnmt --requests=300 --sla=50\naxis policy = serial\naxis rate = 40 120\nseeds 1..2\n")
+r = subprocess.run([SB, "sweep", spec2, f"--db={sdb}", "--quiet"], capture_output=True, text=True, timeout=300)
+names = {v for (v,) in scon.execute("select value from run_config where key = 'sweep-name'")}
+check("each sweep stores its name with its runs", r.returncode == 0 and names == {"s", "tight"}, (names, r.stderr))
+r = plot("latency-vs-rate", f"--db={sdb}", f"--out={out}-both")
+both = [b[0] for b in read_dat(out + "-both.dat")] if r.returncode == 0 else []
+r = plot("latency-vs-rate", f"--db={sdb}", f"--sweep={spec}", f"--out={out}-one")
+one = read_dat(out + "-one.dat") if r.returncode == 0 else []
+check("--sweep=FILE: only that sweep's series, with the data drawn before the second sweep",
+      len(both) == 3 and one == blocks_before_second, (both, one))
+r = plot("latency-vs-rate", f"--db={sdb}", "--sweep=tight", f"--out={out}-tight")
+check("--sweep=NAME: the other sweep's one series", r.returncode == 0 and
+      [b[0] for b in read_dat(out + "-tight.dat")] == ["serial"], r.stderr)
 
 # ---- --best, --series, live runs labelled, selectors on live ----
 bdb = os.path.join(td, "best.db")

@@ -125,6 +125,16 @@ if r.returncode == 0:
     stored = lcon.execute("select id, first_token_s from run_requests where run_id = 1 order by id").fetchall()
     check("requests: an LLM run's first_token_s", list(zip(q.id, q.first_token_s)) == stored and len(q) == 200)
     lcon.close()
+# a sweep's name and each point's variant label are columns (issue 38)
+sweep_db, spec = os.path.join(td, "sweep.db"), os.path.join(td, "lazy-study.sweep")
+with open(spec, "w") as f:
+    f.write("fixed --model=gnmt --requests=100 --rate=100\nvariant graph5 = --policy=graph --window=5\n"
+            "variant lazy = --policy=lazy\n")
+r = subprocess.run([SB, "sweep", spec, f"--db={sweep_db}", "--quiet"], capture_output=True, text=True)
+sw = sr.runs(sweep_db) if r.returncode == 0 else None
+check("a sweep's runs: sweep_name from its file, sweep_variant the point's label",
+      sw is not None and set(sw.sweep_name) == {"lazy-study"} and
+      dict(zip(sw.policy, sw.sweep_variant)) == {"graph": "graph5", "lazy": "lazy"}, r.stderr)
 try:
     sr.runs(os.path.join(td, "absent.db"))
     check("a missing database is an error", False)

@@ -98,7 +98,8 @@ static const struct opt_def cap_opts[] = {
 /* Run options the search sets itself, or that make no sense per probe. */
 static const char *const cap_forbidden[] = {
 	"rate", "duration", "trace", "db", "no-db", "json", "quiet", "requests-out", "timeline-out",
-	"db-requests", "seed", "sweep-point", "dry-run", "help", "requests", "warmup", "sla",
+	"db-requests", "seed", "sweep-point", "sweep-name", "sweep-variant", "dry-run", "help", "requests", "warmup",
+	"sla",
 };
 
 static const char cap_usage[] =

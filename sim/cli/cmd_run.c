@@ -79,6 +79,8 @@ static const struct opt_def run_opts[] = {
 	{ "timeline-out", OPT_STR, NULL, 0, 0, 0, "write every task as Chrome trace-event JSON (Perfetto)" },
 	{ "db-requests", OPT_FLAG, NULL, 0, 0, 0, "also store per-request rows in the database" },
 	{ "sweep-point", OPT_STR, NULL, 0, 0, 0, "sweep point key (set by simbatch sweep): stored at most once per database" },
+	{ "sweep-name", OPT_STR, NULL, 0, 0, 0, "the sweep's name, its file's without .sweep (set by simbatch sweep)" },
+	{ "sweep-variant", OPT_STR, NULL, 0, 0, 0, "the point's variant label (set by simbatch sweep)" },
 	{ "dry-run", OPT_FLAG, NULL, 0, 0, 0, "check every input, then exit without simulating" },
 	{ "node-by-node", OPT_FLAG, NULL, 0, 0, 0, "every node its own task: the engine's runs of nodes off, to check "
 	  "that they change no result (slower; stored with the run)" },

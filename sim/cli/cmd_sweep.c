@@ -205,23 +205,50 @@ static char *sweep_strcat2(const char *a, const char *b)
 	return s;
 }
 
-/* argv of a point's run: simbatch run --db=.. --sweep-point=KEY --quiet OPTS;
- * or, checking, simbatch run --dry-run --no-db OPTS. */
+/* "--sweep-name=NAME": the sweep file's name without its directory and .sweep. NULL: no memory. */
+static char *sweep_name_arg(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	size_t len = strlen(name);
+	if (len > 6 && strcmp(name + len - 6, ".sweep") == 0)
+		len -= 6;
+	char *arg = malloc(sizeof "--sweep-name=" + len);
+	if (arg)
+		sprintf(arg, "--sweep-name=%.*s", (int)len, name);
+	return arg;
+}
+
+/* The label of the point's value on the variant axis; NULL when the sweep has none. */
+static const char *sweep_variant_label(const struct sweep_spec *spec, const struct sweep_point *pt)
+{
+	for (size_t a = 0; a < spec->naxes; a++)
+		if (strcmp(spec->axes[a].name, "variant") == 0)
+			return spec->axes[a].values[pt->choice[a]].label;
+	return NULL;
+}
+
+/* argv of a point's run: simbatch run --db=.. --sweep-point=KEY --sweep-name=NAME
+ * [--sweep-variant=LABEL] --quiet OPTS; or, checking, simbatch run --dry-run --no-db OPTS.
+ * The name and label are stored with the run for readers (not part of the key). */
 static struct sweep_job *sweep_job_make(const struct sweep_run *r, size_t index)
 {
 	size_t k = 0;
 	struct sweep_job *j = calloc(1, sizeof *j);
 	if (!j || sweep_point_make(r->spec, index, &j->pt) != 0)
 		goto fail;
-	if (!(j->argv = calloc(j->pt.nargs + 6, sizeof *j->argv)))
+	if (!(j->argv = calloc(j->pt.nargs + 8, sizeof *j->argv)))
 		goto fail;
 	if (!(j->argv[k++] = strdup("simbatch")) || !(j->argv[k++] = strdup("run")))
 		goto fail;
+	const char *variant = sweep_variant_label(r->spec, &j->pt);
 	if (r->checking) {
 		if (!(j->argv[k++] = strdup("--dry-run")) || !(j->argv[k++] = strdup("--no-db")))
 			goto fail;
 	} else if (!(j->argv[k++] = sweep_strcat2("--db=", r->db_path)) ||
 	           !(j->argv[k++] = sweep_strcat2("--sweep-point=", j->pt.key)) ||
+	           !(j->argv[k++] = sweep_name_arg(r->spec->path)) ||
+	           (variant && !(j->argv[k++] = sweep_strcat2("--sweep-variant=", variant))) ||
 	           !(j->argv[k++] = strdup("--quiet"))) {
 		goto fail;
 	}

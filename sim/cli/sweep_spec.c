@@ -17,7 +17,7 @@
 /* Options the sweep sets for every point itself, or that make no sense once
  * per point (every point would overwrite the same output file). */
 static const char *const sweep_forbidden[] = {
-	"db", "no-db", "json", "quiet", "help", "seed", "sweep-point", "dry-run",
+	"db", "no-db", "json", "quiet", "help", "seed", "sweep-point", "sweep-name", "sweep-variant", "dry-run",
 	"requests-out", "timeline-out",
 };
 
