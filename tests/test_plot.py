@@ -333,6 +333,20 @@ r = plot("latency-vs-rate", f"--db={sdb}", "--sweep=tight", f"--out={out}-tight"
 check("--sweep=NAME: the other sweep's one series", r.returncode == 0 and
       [b[0] for b in read_dat(out + "-tight.dat")] == ["serial"], r.stderr)
 
+# ---- series that coincide are labelled (lazy and oracle on a static graph), the legend is below ----
+cdb = os.path.join(td, "coincide.db")
+for pol in ("lazy", "oracle", "serial"):
+    for rate in (100, 300):
+        sb(f"--policy={pol}", "--model=resnet50", f"--rate={rate}", "--requests=300", f"--db={cdb}", "--quiet")
+out = os.path.join(td, "coincide")
+r = plot("latency-vs-rate", f"--db={cdb}", f"--out={out}")
+blocks = dict(read_dat(out + ".dat")) if r.returncode == 0 else {}
+gp = open(out + ".gp").read() if r.returncode == 0 else ""
+check("coinciding series: the data are the same, and the second says whose it repeats",
+      blocks.get("lazy") == blocks.get("oracle") is not None and "'oracle (= lazy)'" in gp and
+      "'serial (=" not in gp, gp[-600:])
+check("the legend sits below the plot, not beside it", "set key below" in gp and "outside right" not in gp)
+
 # ---- --best, --series, live runs labelled, selectors on live ----
 bdb = os.path.join(td, "best.db")
 for w in (0, 5):
