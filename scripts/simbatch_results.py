@@ -38,22 +38,27 @@ def _need_pandas():
         raise ImportError(NO_PANDAS)
 
 
-def read_only_uri(path):
-    """An SQLite URI that reads path and leaves nothing beside it: a read-only
+def connect_to_read(path):
+    """A connection that reads path and leaves nothing beside it: a read-only
     connection to a WAL database makes PATH-wal and PATH-shm and, unable to
-    checkpoint, leaves them. With no -wal or -journal beside it (nobody is
-    writing it) the file holds everything and is read immutable; otherwise
-    through SQLite's locks, as util/sqlite_read.h does in C."""
-    busy = any(os.path.exists(path + s) for s in ("-wal", "-journal"))
-    return ("file://" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro" +
-            ("" if busy else "&immutable=1"))
+    checkpoint, leaves them. Where the file and its directory are writable it
+    is opened read-write (never created) with query_only, under SQLite's locks,
+    and the last connection to close removes them; otherwise read-only
+    (util/sqlite_read.h does the same in C)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    writable = os.access(path, os.W_OK) and os.access(folder, os.W_OK)
+    con = sqlite3.connect("file://" + urllib.parse.quote(os.path.abspath(path)) +
+                          ("?mode=rw" if writable else "?mode=ro"), uri=True)
+    if writable:
+        con.execute("pragma query_only = 1")
+    return con
 
 
 def _connect(path):
     """Read-only: a mistyped path is an error, never a new empty file."""
     _need_pandas()
     try:
-        con = sqlite3.connect(read_only_uri(path), uri=True)
+        con = connect_to_read(path)
         app = con.execute("select value from simbatch_meta where key = 'application'").fetchone()
     except sqlite3.DatabaseError as e:
         raise ValueError(f"{path}: not a readable simbatch results database ({e})")
