@@ -110,6 +110,24 @@ r = sb("compare", f"--db={db}", str(r700), str(r500a))
 check("improvement: exit 0", r.returncode == 0, r.stdout + r.stderr)
 r = sb("compare", f"--db={db}", str(r700), str(r500a), "--exact")
 check("improvement with --exact: exit 1", r.returncode == 1 and "CHANGED" in r.stdout, r.stdout + r.stderr)
+r = sb("compare", f"--db={db}", str(r700), str(r500a), "--json")
+j = json.loads(r.stdout) if r.returncode == 0 else {}
+check("improvement: JSON changed is true (the CDF moved) without --exact, and not a regression",
+      j.get("changed") is True and j.get("regression") is False, j.get("changed"))
+r = sb("compare", f"--db={db}", str(r500a), str(r500b), "--json")
+check("identical: JSON changed false, no differing option",
+      json.loads(r.stdout).get("changed") is False and json.loads(r.stdout).get("differing_options") == [], r.stdout)
+
+# ---- the header names the options in which the two runs differ (issue 38) ----
+r = sb("compare", f"--db={db}", str(r500a), str(r700))
+check("text: 'differ in: rate 500 -> 700' and nothing else (not --db, --requests-out, effective.*)",
+      "\ndiffer in: rate 500 -> 700\n" in r.stdout, r.stdout[:400])
+r = sb("compare", f"--db={db}", str(r500a), str(r500b))
+check("text: the same options said so", "differ in: no option (the same configuration)" in r.stdout, r.stdout[:400])
+r = sb("compare", f"--db={db}", str(r500a), str(r700), "--json")
+check("JSON: differing_options lists rate with both values",
+      json.loads(r.stdout).get("differing_options") == [{"option": "rate", "base": "500", "cand": "700"}],
+      r.stdout[:300])
 
 # ---- selectors and a second database ----
 db2 = os.path.join(td, "other.db")

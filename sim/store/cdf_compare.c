@@ -92,6 +92,8 @@ int cdfc_compare(const double *base_ms, const double *cand_ms, const struct cdfc
 	cdfc_ks(base_ms, cand_ms, r);
 	r->ks_exceeded = r->ks_worse > lim->ks_tolerance;
 	r->regression |= r->ks_exceeded;
-	r->changed = lim->exact && r->ks > 0;
+	r->changed = r->ks > 0;        /* any point moved: KS counts every value that crossed another */
+	for (int i = 0; i < CDFC_NQUANTILES; i++)
+		r->changed |= r->quantiles[i].cand_ms != r->quantiles[i].base_ms;
 	return 0;
 }

@@ -56,7 +56,8 @@ struct cdfc_result {
 	double ks_at_ms;             /* a latency where the two-sided distance is reached */
 	int ks_exceeded;             /* ks_worse > ks_tolerance */
 	int regression;              /* the verdict: 1 = candidate worse beyond the limits */
-	int changed;                 /* exact mode: the CDFs differ at all (ks > 0) */
+	int changed;                 /* the CDFs differ at all (a quantile or the KS distance moved), in
+	                              * every mode; exact mode makes a change fail */
 };
 
 /* The value of quantile q (0 < q <= 1) of a stored CDF: the stored point

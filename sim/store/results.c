@@ -839,6 +839,31 @@ sql_fail:
 	return -1;
 }
 
+int results_each_option(struct results_db *db, int64_t run_id,
+                        void (*fn)(void *ctx, const char *key, const char *value), void *ctx,
+                        char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+	if (sqlite3_prepare_v2(db->db, "SELECT key, value FROM run_config WHERE run_id = ?1 ORDER BY key", -1, &st,
+	                       NULL) != SQLITE_OK)
+		goto sql_fail;
+	sqlite3_bind_int64(st, 1, run_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+		const char *value = (const char *)sqlite3_column_text(st, 1);
+		fn(ctx, key ? key : "", value ? value : "");
+	}
+	if (rc != SQLITE_DONE)
+		goto sql_fail;
+	sqlite3_finalize(st);
+	return 0;
+sql_fail:
+	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	sqlite3_finalize(st);
+	return -1;
+}
+
 const char *const results_token_metrics[RESULTS_TOKEN_METRICS] = { "ttft", "tpot", "itl" };
 
 int results_read_cdf(struct results_db *db, int64_t run_id, double *cdf_ms, char *err, size_t errlen)

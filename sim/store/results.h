@@ -114,6 +114,12 @@ int results_read_metric_cdf(struct results_db *db, int64_t run_id, const char *m
 int results_read_stat(struct results_db *db, int64_t run_id, const char *key, double *value, char *err,
                       size_t errlen);
 
+/* Calls fn(ctx, key, value) for each of run run_id's stored options (run_config), in key order:
+ * 0, or -1 with err. */
+int results_each_option(struct results_db *db, int64_t run_id,
+                        void (*fn)(void *ctx, const char *key, const char *value), void *ctx,
+                        char *err, size_t errlen);
+
 /* Opens an existing simbatch database for reading only (compare, plots): a
  * missing file, an empty one, another application's database or a newer
  * schema version is refused (an older one is read as it is) with one line in err; nothing is ever created
