@@ -297,6 +297,10 @@ for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")):
 prof = os.path.join(td, "prof.csv")
 r = sb("live", "--model=" + paths["t_s2s"], "--profile-out=" + prof, "--max-batch=8", "--profile-reps=3")
 check("--profile-out exits 0", r.returncode == 0, r.stderr)
+r = sb("live", "--model=" + paths["t_s2s"], "--profile-out=" + prof + "-with-load", "--rate=100", "--requests=20")
+check("--profile-out with a load (--rate): refused with one line naming it, no table written (issue 38)",
+      r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--rate" in r.stderr and
+      not os.path.exists(prof + "-with-load"), r.stderr)
 if r.returncode == 0:
     rows = [l for l in open(prof) if l.strip() and not l.startswith("#")]
     check("profile: header + 3 nodes x 4 batches", rows[0].strip() == "node,batch,latency_s" and len(rows) == 13,

@@ -47,7 +47,7 @@ static const struct opt_def live_own_opts[] = {
 	{ "issue-out", OPT_STR, NULL, 0, 0, 0, "write id,scheduled_s,issue_s,late_us per issued request" },
 	{ "profile-out", OPT_STR, NULL, 0, 0, 0,
 	  "time the kernels per node at batches 1, 2, 4, ... --max-batch into a node latency table (an LLM: "
-	  "its iterations, fitted into an llm_iter file), then exit" },
+	  "its iterations, fitted into an llm_iter file), then exit (a load's options, --rate and the like, are refused with it)" },
 	{ "profile-reps", OPT_UINT, "11", 1, 1000, 0, "timed calls per profiled point (their mean is kept)" },
 };
 
@@ -570,6 +570,13 @@ int live_profile_hw(const struct opt_set *o, const struct mdl_model *m, uint32_t
 	return rc;
 }
 
+/* Options of a served load, which --profile-out (time the kernels, then exit) never uses: given
+ * together, the load would silently not run, so they are refused. */
+static const char *const live_load_only[] = {
+	"policy", "rate", "requests", "duration", "trace", "sla", "db", "db-requests", "json",
+	"requests-out", "timeline-out", "issue-out", "outputs-out",
+};
+
 static int live_profile(const struct opt_set *o)
 {
 	char err[512] = "";
@@ -577,6 +584,13 @@ static int live_profile(const struct opt_set *o)
 	struct outfile of = { 0 };
 	int rc = CLI_BAD_INPUT;
 
+	for (size_t i = 0; i < sizeof live_load_only / sizeof live_load_only[0]; i++)
+		if (opt_given(o, live_load_only[i])) {
+			snprintf(err, sizeof err, "--profile-out only times the kernels and exits, so --%s would serve "
+			         "nothing: profile first, then serve with simbatch live --hw=THE_TABLE --%s=...",
+			         live_load_only[i], live_load_only[i]);
+			goto out;
+		}
 	if (mdl_load(opt_str(o, "model"), &m, err, sizeof err) != 0)
 		goto out;
 	if (outfile_open(&of, opt_str(o, "profile-out"), err, sizeof err) != 0)
