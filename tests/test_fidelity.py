@@ -103,6 +103,10 @@ r = subprocess.run([sys.executable, FIDELITY, f"--simbatch={SB}", "--model=lstm"
                     f"--work={td}/work", f"--csv={out_csv}"], capture_output=True, text=True, timeout=300)
 check("fidelity exits 0", r.returncode == 0, r.stderr[-400:])
 check("fidelity names the policy it skipped", "skipped: nosuch" in r.stdout, r.stdout[-400:])
+partial = os.path.join(td, "work", "points.csv")
+check("progress: the point count and time left, and the row kept in WORK/points.csv as it finished (issue 38)",
+      "point 1 of 1, about" in r.stderr and os.path.exists(partial) and
+      [row["policy"] for row in csv.DictReader(open(partial))] == ["serial"], r.stderr[-400:])
 rows = list(csv.DictReader(open(out_csv))) if os.path.exists(out_csv) else []
 check("one row, serial at 50%", len(rows) == 1 and rows[0]["policy"] == "serial" and float(rows[0]["load"]) == 0.5,
       rows)
