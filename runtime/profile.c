@@ -470,6 +470,9 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 			floor_s = v;
 			fprintf(f, "%s,%u,%.9g\n", m->nodes[node].name, b, v);
 		}
+		if (c->progress)
+			fprintf(c->progress, "profile: node %u of %u (%s) timed at %zu batches\n", node + 1, m->nnodes,
+			        m->nodes[node].name, c->nbatches);
 	}
 	rc = prof_flush(f, err, errlen);
 out:
@@ -605,9 +608,13 @@ int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t
 	for (uint32_t i = 0; i < maxb; i++)
 		mb[i] = (struct rt_iter_member){ .id = i, .input_len = 1, .output_len = out_len, .state = p.states[i] };
 	size_t n = prof_llm_plan(c, ctx, pts);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (prof_llm_time(c, &p, mb, &pts[i], err, errlen) != 0)
 			goto out;
+		if (c->progress)
+			fprintf(c->progress, "profile: iteration %zu of %zu timed (%u x %u tokens on %u)\n", i + 1, n,
+			        pts[i].members, pts[i].tokens, pts[i].context);
+	}
 	double coef[PROF_LLM_TERMS];
 	if (prof_llm_fit(pts, n, coef) != 0) {
 		snprintf(err, errlen, "cannot fit the iteration model to %zu timed points", n);

@@ -48,6 +48,7 @@ struct rt_profile_config {
 	uint32_t longest_input;          /* pass nodes: rows up to the largest batch times this many tokens */
 	uint32_t reps;                   /* timed calls per point */
 	uint32_t max_tokens;             /* LLM: the most tokens an iteration runs (prefill points up to it) */
+	FILE *progress;                  /* a line per node (per point, an LLM) timed; NULL: silent */
 };
 
 int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t errlen);

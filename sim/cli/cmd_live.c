@@ -497,9 +497,10 @@ out:
 /* Times the live kernels of model m on this machine at batches 1, 2, 4, ...
  * up to maxb and writes the node latency table to f. The device, GEMM kind,
  * seed and repetitions come from o where it has them (live's options), else
- * the defaults of live's table (cpu, packed, 1, 11). Returns 0, or -1 with err. */
+ * the defaults of live's table (cpu, packed, 1, 11); progress (or NULL) gets a line a node or
+ * iteration timed. Returns 0, or -1 with err. */
 static int live_profile_write(const struct opt_set *o, const struct mdl_model *m, uint32_t maxb, FILE *f,
-                              char *err, size_t errlen)
+                              FILE *progress, char *err, size_t errlen)
 {
 	struct trc_lengths *in = NULL, *out = NULL;
 	uint32_t batches[40], nb = 0;
@@ -534,6 +535,7 @@ static int live_profile_write(const struct opt_set *o, const struct mdl_model *m
 		.longest_input = in ? trc_lengths_max(in) : 0,
 		.output_len = m->uses_output_len ? (out_len ? out_len : 1) : 0,
 		.reps = opt_str(o, "profile-reps") ? (uint32_t)opt_uint(o, "profile-reps") : 11,
+		.progress = progress,
 	};
 	if (m->is_llm) {
 		/* prefills up to the token budget, within the context (rt_profile_llm) */
@@ -558,7 +560,7 @@ int live_profile_hw(const struct opt_set *o, const struct mdl_model *m, uint32_t
 		snprintf(err, errlen, "--hw=profile: cannot create a temporary file");
 		return -1;
 	}
-	int rc = live_profile_write(o, m, max_batch, f, err, errlen);
+	int rc = live_profile_write(o, m, max_batch, f, NULL, err, errlen);
 	if (rc == 0 && fflush(f) != 0) {
 		snprintf(err, errlen, "--hw=profile: error writing the temporary table");
 		rc = -1;
@@ -596,7 +598,7 @@ static int live_profile(const struct opt_set *o)
 	if (outfile_open(&of, opt_str(o, "profile-out"), err, sizeof err) != 0)
 		goto out;
 	uint32_t maxb = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : 64;
-	if (live_profile_write(o, m, maxb, of.f, err, sizeof err) != 0) {
+	if (live_profile_write(o, m, maxb, of.f, opt_flag(o, "quiet") ? NULL : stderr, err, sizeof err) != 0) {
 		rc = cli_status_of(err);
 		goto out;
 	}
