@@ -13,14 +13,19 @@ schema is docs/RESULTS.md). Nothing here writes to the database.
     s = sr.stats(db)                # the counters again, long: run_id, key, value
     # one series per policy and rate, joined on run_id:
     ttft.merge(runs[["run_id", "policy", "rate_rps"]], on="run_id")
+    # from a notebook, through the binary (build/simbatch unless simbatch= is given):
+    row = sr.simulate("study.db", model="gnmt", policy="graph", window=5, rate=500)
+    grid = sr.sweep("bench/lazybatching.sweep", "study.db")   # its runs, resumed if stopped
 
 Column names have no dashes: an option --max-batch is the column max_batch,
 a counter ttft_ms.p99 the column ttft_ms_p99. Run as a program it prints the
 runs table:  python3 scripts/simbatch_results.py DB  (a database it cannot
 read: one line and exit 2).
 """
+import json
 import os
 import sqlite3
+import subprocess
 import sys
 import urllib.parse
 
@@ -29,6 +34,7 @@ try:
 except ImportError:          # said when a function is called, in one line
     pd = None
 
+DEFAULT_SIMBATCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "simbatch")
 NO_PANDAS = ("pandas is missing: apt-get install python3-pandas (Debian's /usr/bin/python3 has it "
              "then), or pip install pandas for this python3")
 
@@ -177,6 +183,51 @@ def stats(path):
         return pd.read_sql_query("select run_id, key, value from run_stats order by run_id, key", con)
     finally:
         con.close()
+
+
+def _option_args(options):
+    """Keyword arguments as simbatch options: max_batch=64 -> --max-batch=64, a True flag -> --flag."""
+    args = []
+    for key, value in options.items():
+        name = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(name)
+        elif value is not False and value is not None:
+            args.append(f"{name}={value}")
+    return args
+
+
+def _simbatch(simbatch, args):
+    """Runs the binary; its one-line error (exit 2 bad input, 1 failure) as a ValueError/RuntimeError."""
+    r = subprocess.run([simbatch, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        lines = r.stderr.strip().splitlines()
+        message = lines[-1] if lines else f"exit status {r.returncode}"
+        raise (ValueError if r.returncode == 2 else RuntimeError)(message)
+    return r.stdout
+
+
+def simulate(db, simbatch=DEFAULT_SIMBATCH, **options):
+    """Runs one simulation through the binary, stores it in db, and returns its
+    row as runs() gives it (a one-row frame). Options are keyword arguments:
+    simulate(db, model="gnmt", policy="graph", window=5, rate=500). Bad
+    options raise ValueError with simbatch's one line."""
+    out = _simbatch(simbatch, ["run", f"--db={db}", "--json", *_option_args(options)])
+    run_id = json.loads(out)["run_id"]
+    df = runs(db)
+    return df[df.run_id == run_id].reset_index(drop=True)
+
+
+def sweep(path, db, simbatch=DEFAULT_SIMBATCH, jobs=None):
+    """Runs (or resumes) the sweep file at path into db through the binary and
+    returns its runs as runs() gives them (those whose sweep_name is the file's)."""
+    _simbatch(simbatch, ["sweep", path, f"--db={db}", "--quiet", *([f"--jobs={jobs}"] if jobs else [])])
+    name = os.path.basename(path)
+    name = name[:-len(".sweep")] if name.endswith(".sweep") and len(name) > len(".sweep") else name
+    df = runs(db)
+    if "sweep_name" not in df.columns:
+        return df.iloc[0:0]
+    return df[df.sweep_name == name].reset_index(drop=True)
 
 
 def main(argv):

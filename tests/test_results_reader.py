@@ -6,6 +6,7 @@ docs/RESULTS.md reproduces scripts/plot's latency-vs-rate data file.
 Needs python3-pandas (scripts/install-deps installs it); when this
 interpreter lacks pandas, the system's python3 runs the test instead.
 Usage: test_results_reader.py PATH/TO/simbatch PATH/TO/scripts"""
+import json
 import os
 import sqlite3
 import subprocess
@@ -135,6 +136,25 @@ sw = sr.runs(sweep_db) if r.returncode == 0 else None
 check("a sweep's runs: sweep_name from its file, sweep_variant the point's label",
       sw is not None and set(sw.sweep_name) == {"lazy-study"} and
       dict(zip(sw.policy, sw.sweep_variant)) == {"graph": "graph5", "lazy": "lazy"}, r.stderr)
+# a notebook's entry point: simulate() and sweep() through the binary return runs()' rows (issue 38)
+nb_db = os.path.join(td, "notebook.db")
+row = sr.simulate(nb_db, simbatch=SB, model="gnmt", policy="graph", window=5, rate=100, requests=200, seed=3)
+direct = subprocess.run([SB, "--model=gnmt", "--policy=graph", "--window=5", "--rate=100", "--requests=200",
+                         "--seed=3", "--no-db", "--json"], capture_output=True, text=True)
+want = json.loads(direct.stdout)
+check("simulate(): one row, its options as columns, the metrics of the same run made directly",
+      len(row) == 1 and row.loc[0, "window"] == 5 and row.loc[0, "seed"] == 3 and
+      all(abs(row.loc[0, col] - want["latency_ms"][key]) <= 1e-9 * want["latency_ms"][key]   # JSON: 10 digits
+          for col, key in (("mean_ms", "mean"), ("p99_ms", "p99"))),
+      (row.to_dict("records"), want.get("latency_ms")))
+try:
+    sr.simulate(nb_db, simbatch=SB, model="gnmt", policy="nosuch")
+    check("simulate() with a bad option raises", False)
+except ValueError as e:
+    check("simulate() with a bad option raises ValueError with simbatch's line", "unknown policy" in str(e), e)
+grid = sr.sweep(spec, nb_db, simbatch=SB)
+check("sweep(): the sweep's runs (two variants), beside the simulate() run in the same database",
+      sorted(grid.sweep_variant) == ["graph5", "lazy"] and len(sr.runs(nb_db)) == 3, grid.to_dict("records"))
 try:
     sr.runs(os.path.join(td, "absent.db"))
     check("a missing database is an error", False)
