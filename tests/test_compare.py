@@ -129,6 +129,43 @@ check("JSON: differing_options lists rate with both values",
       json.loads(r.stdout).get("differing_options") == [{"option": "rate", "base": "500", "cand": "700"}],
       r.stdout[:300])
 
+# ---- --by-seed: two configurations, the seed as the unit, against a hand computation (issue 38) ----
+sdb = os.path.join(td, "seeds.db")
+for rate in (500, 600):
+    for seed in (1, 2, 3):
+        run(sdb, rate, seed=seed)
+r = sb("compare", f"--db={sdb}", "--by-seed", "rate=500", "rate=600", "--json")
+j = json.loads(r.stdout) if r.stdout else {}
+T975_4 = 2.7764451051977987          # Student t, 97.5% quantile, 4 degrees of freedom (tables)
+ok = r.returncode in (0, 1) and j.get("baseline", {}).get("seeds") == [1, 2, 3] and j["candidate"]["runs"] == 3
+con = sqlite3.connect(sdb)
+for k, (name, q) in enumerate((("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999))):
+    per = {}
+    for rate in (500, 600):
+        ids = [i for (i,) in con.execute("select run_id from runs where rate_rps = ?", (rate,))]
+        per[rate] = [stored_cdf(sdb, i)[round(q * 1000) - 1] for i in ids]
+    mb, mc = sum(per[500]) / 3, sum(per[600]) / 3
+    vb = sum((x - mb) ** 2 for x in per[500]) / 2
+    vc = sum((x - mc) ** 2 for x in per[600]) / 2
+    half = T975_4 * ((2 * vb + 2 * vc) / 4 * (1 / 3 + 1 / 3)) ** 0.5
+    got = j["quantiles"][k] if ok else {}
+    ok = ok and got.get("name") == name and abs(got["diff_ms"] - (mc - mb)) <= 1e-9 * abs(mb) and \
+        abs(got["low_ms"] - (mc - mb - half)) <= 1e-9 * abs(mb) and abs(got["high_ms"] - (mc - mb + half)) <= 1e-9 * abs(mb) \
+        and got["worse"] == (mc - mb - half > 0.05 * mb)
+con.close()
+check("--by-seed: each side's per-run quantiles, their means and the pooled t-interval as computed by hand",
+      ok, r.stdout[:600] + r.stderr)
+check("--by-seed: exit 1 exactly when a quantile is worse", r.returncode == (1 if j.get("regression") else 0),
+      r.returncode)
+run(sdb, 500, seed=1)                  # the same seed again: one simulation twice
+r = sb("compare", f"--db={sdb}", "--by-seed", "rate=500", "rate=600")
+check("--by-seed: a repeated seed is refused (exit 2, one line)", r.returncode == 2 and "same seed" in r.stderr and
+      len(r.stderr.strip().splitlines()) == 1, r.stderr)
+r = sb("compare", f"--db={sdb}", "--by-seed", "rate=600,seed=1", "rate=600")
+check("--by-seed: a side of one run is refused", r.returncode == 2 and "at least two seeds" in r.stderr, r.stderr)
+r = sb("compare", f"--db={sdb}", "--by-seed", "--exact", "rate=600", "rate=600")
+check("--by-seed with --exact is refused", r.returncode == 2, r.stderr)
+
 # ---- selectors and a second database ----
 db2 = os.path.join(td, "other.db")
 run(db2, 700)

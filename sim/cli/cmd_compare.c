@@ -16,6 +16,7 @@
 #include "../../util/text.h"
 #include "../store/cdf_compare.h"
 #include "cli.h"
+#include "compare_seeds.h"
 #include "../../util/json.h"
 #include "../../util/lines.h"
 #include "options.h"
@@ -30,6 +31,8 @@ static const struct opt_def compare_opts[] = {
 	{ "exact", OPT_FLAG, NULL, 0, 0, 0, "any difference at all fails (exit 1): for deterministic CI runs" },
 	{ "metric", OPT_STR, "latency", 0, 0, 0, "the CDF judged: latency, or an LLM run's ttft, tpot or itl "
 	  "(a --baseline-cdf file is taken as that metric's)" },
+	{ "by-seed", OPT_FLAG, NULL, 0, 0, 0, "each selector names a configuration and every run it matches is a seed: "
+	  "the means of the runs' quantiles compared with a 95% t-interval (the seed, not the request, as the unit)" },
 	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object" },
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
 };
@@ -38,6 +41,7 @@ static const struct opt_def compare_opts[] = {
 static const char compare_usage[] =
 	"usage: simbatch compare [--db=PATH] [--baseline-db=PATH] BASE_RUN CAND_RUN [--tolerance=F] [--ks-tolerance=F]\n"
 	"       simbatch compare [--db=PATH] --baseline-cdf=FILE CAND_RUN ...\n"
+	"       simbatch compare --by-seed BASE_SELECTOR CAND_SELECTOR ...   (every matching run a seed)\n"
 	"A run is an id or a selector key=value[,key=value...] over its options (the newest match).\n"
 	"Exit status: 0 within tolerance, 1 regression (or, with --exact, any change), 2 bad input.";
 
@@ -409,6 +413,10 @@ int cmd_compare(int argc, char **argv)
 	if (results_open_readonly(db_path, &db, err, sizeof err) != 0)
 		goto fail;
 	if (csv) {
+		if (opt_flag(&o, "by-seed")) {
+			snprintf(err, sizeof err, "--by-seed compares runs of two configurations, not a --baseline-cdf");
+			goto fail;
+		}
 		if (compare_load_csv(csv, base, err, sizeof err) != 0)
 			goto fail;
 	} else {
@@ -420,6 +428,17 @@ int cmd_compare(int argc, char **argv)
 			bdb = base_db;
 		} else {
 			base_path = db_path;
+		}
+		if (opt_flag(&o, "by-seed")) {
+			if (opt_flag(&o, "exact")) {
+				snprintf(err, sizeof err, "--by-seed compares intervals; --exact compares one run with one run");
+				goto fail;
+			}
+			rc = compare_by_seed(bdb, base_path, o.positional[0], db, db_path, o.positional[1], metric,
+			                     opt_double(&o, "tolerance"), opt_flag(&o, "json"), err, sizeof err);
+			if (err[0])
+				goto fail;
+			goto done;
 		}
 		if (compare_load_run(bdb, base_path, o.positional[0], metric, base, err, sizeof err) != 0)
 			goto fail;
@@ -436,6 +455,7 @@ int cmd_compare(int argc, char **argv)
 	else
 		compare_print_text(metric, base, cand, &lim, &r);
 	rc = r.regression || (lim.exact && r.changed) ? CLI_FAILED : CLI_OK;
+done:
 	if (fflush(stdout) != 0) {
 		snprintf(err, sizeof err, "cannot write the report");
 		rc = CLI_FAILED;

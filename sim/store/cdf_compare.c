@@ -6,10 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const struct {
-	double q;
-	const char *name;
-} cdfc_points[CDFC_NQUANTILES] = {
+const struct cdfc_point cdfc_points[CDFC_NQUANTILES] = {
 	{ 0.5, "p50" }, { 0.9, "p90" }, { 0.99, "p99" }, { 0.999, "p99.9" },
 };
 

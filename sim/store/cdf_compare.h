@@ -34,6 +34,12 @@
 
 #define CDFC_NQUANTILES 4        /* p50, p90, p99, p99.9 */
 
+struct cdfc_point {
+	double q;                    /* 0.5, 0.9, 0.99, 0.999 */
+	const char *name;            /* "p50", ... */
+};
+extern const struct cdfc_point cdfc_points[CDFC_NQUANTILES];   /* the quantiles compared */
+
 struct cdfc_limits {
 	double tolerance;            /* allowed relative increase of a quantile, e.g. 0.05 */
 	double ks_tolerance;         /* allowed one-sided KS distance (candidate slower) */

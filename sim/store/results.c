@@ -1040,11 +1040,17 @@ static int selector_value_matches(const char *stored, const char *want)
 int results_find_run(struct results_db *db, const char *selector, int64_t *run_id, size_t *nmatch,
                      char *err, size_t errlen)
 {
+	return results_find_runs(db, selector, run_id, 1, nmatch, err, errlen);
+}
+
+int results_find_runs(struct results_db *db, const char *selector, int64_t *ids, size_t maxids, size_t *nmatch,
+                      char *err, size_t errlen)
+{
 	char buf[1024];
 	char *key[RESULTS_SELECTOR_TERMS], *val[RESULTS_SELECTOR_TERMS];
 	size_t nterms = 0;
 	sqlite3_stmt *runs = NULL, *cfg = NULL;
-	*run_id = 0;
+	ids[0] = 0;
 	*nmatch = 0;
 	if (strlen(selector) >= sizeof buf)
 		goto malformed;
@@ -1090,8 +1096,9 @@ int results_find_run(struct results_db *db, const char *selector, int64_t *run_i
 			}
 			sqlite3_reset(cfg);
 		}
-		if (all && (*nmatch)++ == 0)
-			*run_id = id;    /* rows come newest first */
+		if (all && *nmatch < maxids)
+			ids[*nmatch] = id;    /* rows come newest first */
+		*nmatch += all;
 	}
 	if (rc != SQLITE_DONE)
 		goto sql_fail;
@@ -1109,7 +1116,7 @@ sql_fail:
 	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
 	sqlite3_finalize(runs);
 	sqlite3_finalize(cfg);
-	*run_id = 0;
+	ids[0] = 0;
 	*nmatch = 0;
 	return -1;
 }

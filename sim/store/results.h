@@ -144,5 +144,9 @@ int results_read_run_info(struct results_db *db, int64_t run_id, struct results_
  * matched), or -1 with err when the selector is malformed or nothing matches. */
 int results_find_run(struct results_db *db, const char *selector, int64_t *run_id, size_t *nmatch,
                      char *err, size_t errlen);
+/* The same for every matching run: the ids of the first maxids of them, newest first, in ids;
+ * *nmatch says how many matched (more than maxids: the rest not listed). */
+int results_find_runs(struct results_db *db, const char *selector, int64_t *ids, size_t maxids, size_t *nmatch,
+                      char *err, size_t errlen);
 
 #endif
