@@ -36,6 +36,10 @@
  * 250 req/s). A late table instead drains undisturbed, and the InfQ then
  * starts together on the empty device, batched up to the max batch.
  *
+ * --no-preemption (not the paper's; an intervention that isolates what preemption costs) admits
+ * pending inputs onto an empty table only: a running batch is never preempted, and newcomers
+ * start together once it drains.
+ *
  * pol_word[0] holds a request's Algorithm 1 estimate, pol_word[1] the
  * single-input time of the nodes it ran (lazy only). */
 #include <stdio.h>
@@ -61,6 +65,7 @@ struct lazy_state {
 	struct slk_exact drain;          /* oracle */
 	uint64_t slack_rejections;       /* boundaries where the predictor held back pending inputs */
 	uint64_t lazy_admissions;        /* inputs admitted onto a non-empty table */
+	int no_preemption;               /* --no-preemption: admit onto an empty table only (an intervention) */
 };
 
 static void lazy_fini(struct pol_state *st)
@@ -90,6 +95,7 @@ static int lazy_setup(struct lazy_state *s, const struct pol_env *env, int exact
 	s->sla_ns = env->sla_ns;
 	s->max_batch = env->max_batch;
 	s->exact = exact;
+	s->no_preemption = env->no_preemption;
 	if (!exact && env->model->uses_output_len && env->dec_timesteps == 0) {
 		snprintf(err, errlen, "%s: dec_timesteps is 0; the caller sets it from --coverage of the profiled output lengths",
 		         name);
@@ -192,6 +198,8 @@ static uint32_t lazy_admissible(struct lazy_state *s, const struct batch_table *
 	uint32_t kmax = s->infq.len < room ? (uint32_t)s->infq.len : room;
 	if (!kmax || !bt->nmembers)
 		return kmax;
+	if (s->no_preemption)
+		return 0;       /* newcomers wait for the table to drain, then start together */
 	uint32_t n = bt->nmembers, k = 0;
 	int64_t oldest_ns = INT64_MAX;
 	for (uint32_t i = 0; i < n; i++)
@@ -277,7 +285,7 @@ static uint64_t lazy_run_max(struct lazy_state *s, const struct batch_table *bt,
 {
 	/* inputs pending with room: only lazy alone on its device looks ahead
 	 * (lazy_rejecting_run); another device could take the InfQ's head */
-	int pending = s->infq.len && bt_room(bt);
+	int pending = !s->no_preemption && s->infq.len && bt_room(bt);
 	if (s->model->is_tree || (pending && (s->ntables > 1 || task->run_until_ns <= now_ns)))
 		return 1;
 	const struct mdl_model *m = s->model;
@@ -473,7 +481,7 @@ static int lazy_next_task(struct pol_state *st, uint32_t device, int64_t now_ns,
 	if (!bt_issue(bt, s->max_batch, task))
 		return 0;
 	task->run_max = lazy_run_max(s, bt, task, now_ns);
-	s->rejecting[device] = s->infq.len && bt_room(bt);
+	s->rejecting[device] = !s->no_preemption && s->infq.len && bt_room(bt);
 	return 1;
 }
 

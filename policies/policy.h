@@ -169,6 +169,7 @@ struct pol_env {
 	uint32_t bucket_width;           /* --bucket-width (0 = no bucketing) */
 	uint32_t max_tasks;              /* --max-tasks (cellular MaxTasksToSubmit) */
 	double coverage;                 /* --coverage (lazy dec_timesteps) */
+	int no_preemption;               /* --no-preemption (lazy, oracle): newcomers start only on an idle device */
 	uint32_t dec_timesteps;          /* decoder steps lazy's Algorithm 1 assumes: the caller sets it to the
 	                                  * --coverage quantile of a profiled output-length sample kept apart
 	                                  * from the run's traffic (sim/cmd_run.c); 0 for a model with no decoder */

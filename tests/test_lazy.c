@@ -338,6 +338,51 @@ static void test_fig10_oracle(void **state)
 	check_fig10(&oracle_policy_ops);
 }
 
+/* Fig. 10's arrivals with --no-preemption: Req2 (3.5) and Req3 (4.5) arrive while Req1 runs and
+ * wait for it; Req1 runs its eight nodes alone, 2..10, and the two then start together and run
+ * A..H as one batch, 10..18. No preemption, no merge, the stack never deeper than one. */
+static void check_fig10_no_preemption(const struct pol_ops *p)
+{
+	struct mdl_model m = fig10_model();
+	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
+	double arr[3] = { 0.002, 0.0035, 0.0045 };
+	uint32_t zero[3] = { 0 };
+	struct trc_trace t = { .n = 3, .arrival_s = arr, .input_len = zero, .output_len = zero };
+	shim_reset(p, 3);
+	struct eng_config c = trace_config(&shim_ops, &m, &hw.base, &t, 1000000 * MS);
+	c.env.no_preemption = 1;
+	struct drv_result r;
+	char err[256];
+	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
+	shim_check_all_done(&r, p->name);
+	assert_int_equal(shim.nlog, 16);
+	for (size_t i = 0; i < 16; i++) {
+		int second = i >= 8;
+		assert_int_equal(shim.log[i].start_ns, (int64_t)(2 + i) * MS);
+		assert_int_equal(shim.log[i].node_type, i % 8);
+		assert_int_equal(shim.log[i].nreq, second ? 2 : 1);
+		assert_int_equal(shim.log[i].ids[0], second ? 1 : 0);
+		if (second)
+			assert_int_equal(shim.log[i].ids[1], 2);
+	}
+	assert_int_equal(llround(r.rows[0].finish_s * 1e3), 10);
+	assert_int_equal(llround(r.rows[1].finish_s * 1e3), 18);
+	assert_int_equal(llround(r.rows[2].finish_s * 1e3), 18);
+	assert_int_equal(stat_of(&r, "preemptions"), 0);
+	assert_int_equal(stat_of(&r, "merges"), 0);
+	assert_int_equal(stat_of(&r, "slack_rejections"), 0);
+	assert_int_equal(stat_of(&r, "max_stack_depth"), 1);
+	drv_result_free(&r);
+	shim_reset(NULL, 0);
+}
+
+static void test_fig10_no_preemption(void **state)
+{
+	(void)state;
+	check_fig10_no_preemption(&lazy_policy_ops);
+	check_fig10_no_preemption(&oracle_policy_ops);
+}
+
 /* ---- Eq. 1 worked example ---- */
 
 struct owned_latency {
@@ -1104,6 +1149,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fig10_lazy),
 		cmocka_unit_test(test_fig10_oracle),
+		cmocka_unit_test(test_fig10_no_preemption),
 		cmocka_unit_test(test_eq1_worked_example),
 		cmocka_unit_test(test_eq2_boundary_lazy),
 		cmocka_unit_test(test_exact_boundary_oracle),

@@ -59,6 +59,8 @@ static const struct opt_def run_opts[] = {
 	{ "bucket-width", OPT_UINT, "0", 0, 1e9, 0, "graph batching length bucket width (0 = no buckets)" },
 	{ "max-tasks", OPT_UINT, "5", 1, 1e6, 0, "tasks in flight per worker (policies that use it)" },
 	{ "coverage", OPT_DOUBLE, "0.9", 0, 1, 1, "fraction of output lengths the slack predictor covers" },
+	{ "no-preemption", OPT_FLAG, NULL, 0, 0, 0, "lazy, oracle: never preempt a running batch; newcomers start "
+	  "together once the device's table drains (an intervention, not the paper's policy)" },
 	{ "profile-len", OPT_STR, NULL, 0, 0, 0, "output lengths the slack predictor is profiled on (default: the model's; drawn apart from the traffic)" },
 	{ "topup-threshold", OPT_DOUBLE, "0.5", 0, 1, 0, "top up when at least this fraction of the batch is free" },
 	{ "max-batch-decoder", OPT_UINT, "0", 0, 65536, 0, "largest batch of decoder cells (cellular, topup; 0 = the max batch)" },
@@ -397,6 +399,12 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	c->env.bucket_width = (uint32_t)opt_uint(o, "bucket-width");
 	c->env.max_tasks = (uint32_t)opt_uint(o, "max-tasks");
 	c->env.coverage = opt_double(o, "coverage");
+	c->env.no_preemption = opt_flag(o, "no-preemption");
+	if (c->env.no_preemption && strcmp(pol->name, "lazy") != 0 && strcmp(pol->name, "oracle") != 0) {
+		snprintf(err, errlen, "--no-preemption applies to lazy and oracle; policy %s does not preempt that way",
+		         pol->name);
+		return -1;
+	}
 	const char *prof = opt_str(o, "profile-len");
 	if ((j->model->uses_output_len && pol->uses_dec_timesteps) || prof) {
 		/* 30,000 draws: only for a policy that reads the result (a given --profile-len is checked even when unused) */
