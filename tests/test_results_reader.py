@@ -119,7 +119,14 @@ if r.returncode == 0:
               list(long.columns) == ["run_id", "metric", "quantile", "value_ms"] and
               list(zip(long["quantile"], long["value_ms"])) == stored and set(long.run_id) == {1} and
               set(long.metric) == {metric})
+    # RESULTS.md's join: every run's TTFT CDF with its policy and rate, the median read off it
     llm = sr.runs(llm_db)
+    ttft = sr.cdfs(llm_db, "ttft").merge(llm[["run_id", "policy", "rate_rps"]], on="run_id")
+    med = ttft[ttft["quantile"] == 0.5].groupby(["policy", "rate_rps"]).value_ms.mean()
+    stored_med = lcon.execute("select value_ms from run_token_cdf where run_id = 1 and metric = 'ttft' "
+                              "and quantile = 0.5").fetchone()[0]
+    check("the documented join: the median TTFT per policy and rate is the stored 0.5 quantile",
+          len(med) == 1 and med[("continuous", 200.0)] == stored_med, med)
     ttft = lcon.execute("select value from run_stats where run_id = 1 and key = 'ttft_ms.p99'").fetchone()[0]
     check("an LLM run's TTFT p99 is a column of runs()", llm.loc[0, "ttft_ms_p99"] == ttft)
     q = sr.requests(llm_db, 1)
