@@ -282,6 +282,22 @@ static struct eng_config trace_config(const struct pol_ops *p, const struct mdl_
 
 /* ---- LazyBatching Fig. 10 through the engine ---- */
 
+/* Fig. 10's three arrivals through policy p (behind the checking shim), into r. */
+static void run_fig10(const struct pol_ops *p, int no_preemption, struct drv_result *r)
+{
+	struct mdl_model m = fig10_model();
+	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
+	double arr[3] = { 0.002, 0.0035, 0.0045 };
+	uint32_t zero[3] = { 0 };
+	struct trc_trace t = { .n = 3, .arrival_s = arr, .input_len = zero, .output_len = zero };
+	shim_reset(p, 3);
+	struct eng_config c = trace_config(&shim_ops, &m, &hw.base, &t, 1000000 * MS);
+	c.env.no_preemption = no_preemption;
+	char err[256];
+	assert_int_equal(eng_run(&c, r, err, sizeof err), 0);
+	shim_check_all_done(r, p->name);
+}
+
 /* Node latency 1 ms at any batch. Req1 (id 0) arrives at t=2 (the figure's
  * first push; its earlier wait only shifts the picture), Req2 (id 1) at 3.5
  * while Req1 runs B, Req3 (id 2) at 4.5 while Req2 runs A. Every task of the
@@ -291,17 +307,8 @@ static struct eng_config trace_config(const struct pol_ops *p, const struct mdl_
  * (t=6, t=7). The SLA of 1000 s makes the predictor approve everything. */
 static void check_fig10(const struct pol_ops *p)
 {
-	struct mdl_model m = fig10_model();
-	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
-	double arr[3] = { 0.002, 0.0035, 0.0045 };
-	uint32_t zero[3] = { 0 };
-	struct trc_trace t = { .n = 3, .arrival_s = arr, .input_len = zero, .output_len = zero };
-	shim_reset(p, 3);
-	struct eng_config c = trace_config(&shim_ops, &m, &hw.base, &t, 1000000 * MS);
 	struct drv_result r;
-	char err[256];
-	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
-	shim_check_all_done(&r, p->name);
+	run_fig10(p, 0, &r);
 	static const struct { int64_t start_ms; uint32_t node; uint32_t n; uint64_t ids[3]; } want[] = {
 		{ 2, 0, 1, { 0 } }, { 3, 1, 1, { 0 } }, { 4, 0, 1, { 1 } }, { 5, 0, 1, { 2 } },
 		{ 6, 1, 2, { 1, 2 } }, { 7, 2, 3, { 0, 1, 2 } }, { 8, 3, 3, { 0, 1, 2 } }, { 9, 4, 3, { 0, 1, 2 } },
@@ -343,18 +350,8 @@ static void test_fig10_oracle(void **state)
  * A..H as one batch, 10..18. No preemption, no merge, the stack never deeper than one. */
 static void check_fig10_no_preemption(const struct pol_ops *p)
 {
-	struct mdl_model m = fig10_model();
-	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
-	double arr[3] = { 0.002, 0.0035, 0.0045 };
-	uint32_t zero[3] = { 0 };
-	struct trc_trace t = { .n = 3, .arrival_s = arr, .input_len = zero, .output_len = zero };
-	shim_reset(p, 3);
-	struct eng_config c = trace_config(&shim_ops, &m, &hw.base, &t, 1000000 * MS);
-	c.env.no_preemption = 1;
 	struct drv_result r;
-	char err[256];
-	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
-	shim_check_all_done(&r, p->name);
+	run_fig10(p, 1, &r);
 	assert_int_equal(shim.nlog, 16);
 	for (size_t i = 0; i < 16; i++) {
 		int second = i >= 8;

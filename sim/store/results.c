@@ -285,6 +285,24 @@ fail:
 	return DB_ERROR;
 }
 
+/* classify with the refusals every opener shares: another application's file (for a reader, an
+ * empty one too) or another schema version sets err and gives DB_ERROR. */
+static enum db_kind classify_usable(struct results_db *r, const char *path, int writer, char **version, char *err,
+                                    size_t errlen)
+{
+	enum db_kind kind = classify(r, version, err, errlen);
+	if (kind == DB_FOREIGN || (kind == DB_EMPTY && !writer)) {
+		set_err(err, errlen, "'%s' is not a simbatch results database", path);
+		return DB_ERROR;
+	}
+	if (kind == DB_OTHER_VERSION) {
+		set_err(err, errlen, "results database '%s' has schema version %s; this simbatch %s version %d", path,
+		        *version, writer ? "writes" : "reads", RESULTS_SCHEMA_VERSION);
+		return DB_ERROR;
+	}
+	return kind;
+}
+
 static int create_schema(struct results_db *r)
 {
 	sqlite3_stmt *st = NULL;
@@ -428,15 +446,10 @@ int results_check(const char *path, char *err, size_t errlen)
 		goto done;
 	}
 	sqlite3_busy_timeout(r.db, RESULTS_BUSY_TIMEOUT_MS);
-	switch (classify(&r, &version, err, errlen)) {
+	switch (classify_usable(&r, path, 1, &version, err, errlen)) {
 	case DB_ERROR:
-		goto done;
 	case DB_FOREIGN:
-		set_err(err, errlen, "'%s' is not a simbatch results database", path);
-		goto done;
 	case DB_OTHER_VERSION:
-		set_err(err, errlen, "results database '%s' has schema version %s; this simbatch writes version %d",
-		        path, version, RESULTS_SCHEMA_VERSION);
 		goto done;
 	case DB_EMPTY:
 		break;
@@ -481,22 +494,9 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	/* other simbatch processes (sweeps) may hold the write lock for a moment */
 	sqlite3_busy_timeout(r->db, RESULTS_BUSY_TIMEOUT_MS);
 
-	enum db_kind kind = classify(r, &version, err, errlen);
-	switch (kind) {
-	case DB_ERROR:
+	enum db_kind kind = classify_usable(r, path, 1, &version, err, errlen);
+	if (kind == DB_ERROR)
 		goto fail;
-	case DB_FOREIGN:
-		set_err(err, errlen, "'%s' is not a simbatch results database", path);
-		goto fail;
-	case DB_OTHER_VERSION:
-		set_err(err, errlen, "results database '%s' has schema version %s; this simbatch writes version %d",
-		        path, version, RESULTS_SCHEMA_VERSION);
-		goto fail;
-	case DB_EMPTY:
-	case DB_OURS:
-	case DB_OLDER:
-		break;
-	}
 	/* SQLite silently opens a file it may not write read-only, and then even
 	 * BEGIN IMMEDIATE succeeds: ask directly */
 	if (sqlite3_db_readonly(r->db, "main") == 1) {
@@ -958,22 +958,8 @@ int results_open_readonly(const char *path, struct results_db **out, char *err, 
 		goto fail;
 	}
 	sqlite3_busy_timeout(r->db, RESULTS_BUSY_TIMEOUT_MS);
-	switch (classify(r, &version, err, errlen)) {
-	case DB_ERROR:
+	if (classify_usable(r, path, 0, &version, err, errlen) == DB_ERROR)
 		goto fail;
-	case DB_EMPTY:
-	case DB_FOREIGN:
-		set_err(err, errlen, "'%s' is not a simbatch results database", path);
-		goto fail;
-	case DB_OTHER_VERSION:
-		set_err(err, errlen, "results database '%s' has schema version %s; this simbatch reads version %d",
-		        path, version, RESULTS_SCHEMA_VERSION);
-		goto fail;
-	case DB_OLDER:
-		break;
-	case DB_OURS:
-		break;
-	}
 	*out = r;
 	return 0;
 fail:
