@@ -72,7 +72,7 @@ int gemmp_create(const struct op_profile *p, const char *leave_out, struct gemmp
 			gc->log_kn = gc->log_k + gc->log_n;
 			gc->n = c->n;
 			for (size_t r = 0; r < c->n; r++) {
-				double s = c->ms[r * OPP_COUNT + opp_gemms[op]] * 1e-3;
+				double s = c->ms[r * OPP_COUNT + opp_gemms[op]] * OPP_S_PER_MS;
 				gc->log_m[r] = log(c->tokens[r]);
 				gc->log_t[r] = log(s);
 				if (s < g->floor_s)
@@ -146,7 +146,9 @@ double gemmp_seconds(const struct gemmp *g, double m, double k, double n, unsign
 	double sum_w = 0, sum = 0;
 	for (size_t j = 0; j < nbest; j++) {
 		const struct gemmp_curve *c = &g->curves[best[j]];
-		double w = 1.0 / (dist[j] + 1e-3);   /* an exact shape all but decides */
+		/* inverse distance; the 1e-3 (log units: a 0.1% change of K or N) only keeps an exact match
+		 * finite, so it weighs about 1000x a curve one log unit away: a measured shape all but decides */
+		double w = 1.0 / (dist[j] + 1e-3);
 		sum += w * (gemmp_curve_log_t(c, lm) + lk + ln - c->log_kn);
 		sum_w += w;
 	}
@@ -213,7 +215,7 @@ int gemmp_leave_one_model_out(const struct op_profile *p, struct gemmp_error *ou
 				double k, nn;
 				opp_gemm_dims(&c->shape, c->tp, opp_gemms[op], &k, &nn);
 				for (size_t r = 0; r < c->n; r++) {
-					double meas = c->ms[r * OPP_COUNT + opp_gemms[op]] * 1e-3;
+					double meas = c->ms[r * OPP_COUNT + opp_gemms[op]] * OPP_S_PER_MS;
 					errs[n] = fabs(gemmp_seconds(g, c->tokens[r], k, nn, NULL) / meas - 1);
 					pooled[used++] = errs[n++];
 				}

@@ -46,7 +46,7 @@ static double gpu_layer_ops_s(const struct gpu_measured *g, double t, int *extra
 	for (int op = OPP_INPUT_NORM; op < OPP_COUNT; op++)
 		if (!gpu_excluded(g, (unsigned)op))
 			ms += opp_curve_ms(g->info.curve, (enum opp_op)op, t, extrapolated);
-	return ms * 1e-3;
+	return ms * OPP_S_PER_MS;
 }
 
 static double gpu_allreduce_s(const struct gpu_measured *g, double t, int *extrapolated)
@@ -54,7 +54,9 @@ static double gpu_allreduce_s(const struct gpu_measured *g, double t, int *extra
 	if (g->info.tp == 1 || gpu_excluded(g, OPP_TERM_ALLREDUCE))
 		return 0;
 	double bytes = t * g->base.model->llm.hidden * g->base.model->llm.elem_bytes;
-	return 2 * opp_allreduce_ms(g->ar, g->info.tp, bytes, extrapolated) * 1e-3;
+	/* two all-reduces of the activations a layer, after attention and after the MLP: Megatron-LM's
+	 * tensor parallelism (Shoeybi et al., 2019, Sec. 3), as vLLM and Vidur split a layer */
+	return 2 * opp_allreduce_ms(g->ar, g->info.tp, bytes, extrapolated) * OPP_S_PER_MS;
 }
 
 void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
@@ -67,6 +69,8 @@ void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32
 	memset(out, 0, sizeof *out);
 	for (uint32_t i = 0; i < n; i++) {
 		total += tokens[i];
+		/* causal attention of a prompt chunk of T tokens after C cached ones: token j (1..T) attends
+		 * to C + j keys, T C + T (T + 1) / 2 query-key pairs in all */
 		if (tokens[i] > 1)
 			pairs += (double)tokens[i] * context[i] + (double)tokens[i] * (tokens[i] + 1) / 2.0;
 		else
@@ -81,7 +85,7 @@ void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32
 		int ignored = 0;
 		out->layers_s = gpu_layer_ops_s(g, (double)total, &ignored) * g->layers;
 		out->allreduce_s = gpu_allreduce_s(g, (double)total, &ignored) * g->layers;
-		out->emb_s = gpu_excluded(g, OPP_EMB) ? 0 : opp_curve_ms(c, OPP_EMB, (double)total, &ignored) * 1e-3;
+		out->emb_s = gpu_excluded(g, OPP_EMB) ? 0 : opp_curve_ms(c, OPP_EMB, (double)total, &ignored) * OPP_S_PER_MS;
 	}
 	if (!gpu_excluded(g, OPP_TERM_ATTN_PREFILL))
 		out->prefill_attn_s = pairs * g->pair_flops / g->prof->gemm_flops_s * g->layers;
@@ -90,7 +94,7 @@ void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32
 		                     g->layers;
 	if (emitting && !gpu_excluded(g, OPP_TERM_LM_HEAD)) {
 		int ignored = 0;
-		out->head_s = opp_curve_ms(c, OPP_MLP_UP, emitting, &ignored) * 1e-3 * g->head_per_up;
+		out->head_s = opp_curve_ms(c, OPP_MLP_UP, emitting, &ignored) * OPP_S_PER_MS * g->head_per_up;
 	}
 }
 
@@ -209,7 +213,7 @@ static int gpu_fill_cache(struct gpu_measured *g)
 		int ignored = 0;
 		g->op_s[t] = gpu_layer_ops_s(g, t, &ignored);
 		g->ar_s[t] = gpu_allreduce_s(g, t, &ignored);
-		g->emb_s[t] = gpu_excluded(g, OPP_EMB) ? 0 : opp_curve_ms(c, OPP_EMB, t, &ignored) * 1e-3;
+		g->emb_s[t] = gpu_excluded(g, OPP_EMB) ? 0 : opp_curve_ms(c, OPP_EMB, t, &ignored) * OPP_S_PER_MS;
 	}
 	return 0;
 }
@@ -419,7 +423,7 @@ static int gpu_predict_elementwise(const struct op_profile *p, struct caltab *t,
 		if (c->tp != 1 || caltab_find_shape(t, CALTAB_ELEMENTWISE, c->shape.hidden, 0, 0, &count) >= 0)
 			continue;
 		for (size_t r = 0; r < c->n; r++) {
-			double s = c->ms[r * OPP_COUNT + OPP_ADD] * 1e-3;
+			double s = c->ms[r * OPP_COUNT + OPP_ADD] * OPP_S_PER_MS;
 			struct caltab_row row = { .op = CALTAB_ELEMENTWISE, .m_per_sample = c->shape.hidden,
 			                          .batch = (uint32_t)c->tokens[r], .latency_s = s, .measured_s = s };
 			if (caltab_add_row(t, &row, err, errlen) != 0)

@@ -281,13 +281,13 @@ static void opp_derive(struct op_profile *p)
 			opp_gemm_dims(&c->shape, 1, opp_gemms[g], &k, &n);
 			if (c->tokens[0] == 1 && k * n > most_weight) {
 				most_weight = k * n;
-				p->stream_bytes_s = 2.0 * k * n / (c->ms[opp_gemms[g]] * 1e-3);
+				p->stream_bytes_s = 2.0 * k * n / (c->ms[opp_gemms[g]] * OPP_S_PER_MS);
 			}
 			size_t last = c->n - 1;
 			double flops = 2.0 * c->tokens[last] * k * n;
 			if (flops > most_flops) {
 				most_flops = flops;
-				p->gemm_flops_s = flops / (c->ms[last * OPP_COUNT + opp_gemms[g]] * 1e-3);
+				p->gemm_flops_s = flops / (c->ms[last * OPP_COUNT + opp_gemms[g]] * OPP_S_PER_MS);
 			}
 		}
 	}

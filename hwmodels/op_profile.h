@@ -42,6 +42,7 @@
 
 #define OPP_KIND_LINE "# simbatch llm operator profile"
 #define OPP_ALLREDUCE_KIND_LINE "# simbatch all-reduce profile"
+#define OPP_S_PER_MS 1e-3   /* a unit: the profiles hold milliseconds (Vidur's time columns, converted as measured) */
 
 enum opp_op {
 	OPP_EMB, OPP_INPUT_NORM, OPP_QKV, OPP_ROPE, OPP_ATTN_OUT, OPP_POST_NORM,
