@@ -218,16 +218,21 @@ def simulate(db, simbatch=DEFAULT_SIMBATCH, **options):
     return df[df.run_id == run_id].reset_index(drop=True)
 
 
+def sweep_name(path):
+    """The name a sweep stores with its runs (--sweep-name): its file's, without the directory
+    and .sweep; a bare name is itself."""
+    name = os.path.basename(path)
+    return name[:-len(".sweep")] if name.endswith(".sweep") and len(name) > len(".sweep") else name
+
+
 def sweep(path, db, simbatch=DEFAULT_SIMBATCH, jobs=None):
     """Runs (or resumes) the sweep file at path into db through the binary and
     returns its runs as runs() gives them (those whose sweep_name is the file's)."""
     _simbatch(simbatch, ["sweep", path, f"--db={db}", "--quiet", *([f"--jobs={jobs}"] if jobs else [])])
-    name = os.path.basename(path)
-    name = name[:-len(".sweep")] if name.endswith(".sweep") and len(name) > len(".sweep") else name
     df = runs(db)
     if "sweep_name" not in df.columns:
         return df.iloc[0:0]
-    return df[df.sweep_name == name].reset_index(drop=True)
+    return df[df.sweep_name == sweep_name(path)].reset_index(drop=True)
 
 
 def main(argv):
