@@ -234,23 +234,25 @@ static int cel_init(struct pol_state *st, const struct pol_env *env, char *err, 
 {
 	struct cel_state *c = (struct cel_state *)st;
 	const struct mdl_model *m = env->model;
-	if (env->max_tasks < 1) {
-		snprintf(err, errlen, "cellular: --max-tasks must be at least 1");
-		return -1;
-	}
+	uint32_t min_batch = (uint32_t)opt_uint(env->params, "min-batch");
+	uint32_t max_batch_decoder = (uint32_t)opt_uint(env->params, "max-batch-decoder");
 	if (env->workers > CEL_MAX_WORKERS) {
 		snprintf(err, errlen, "cellular: at most %u workers", CEL_MAX_WORKERS);
 		return -1;
 	}
-	if (env->max_batch_decoder > env->max_batch) {
+	if (min_batch > env->max_batch) {
+		snprintf(err, errlen, "--min-batch=%u exceeds the max batch %u", min_batch, env->max_batch);
+		return -1;
+	}
+	if (max_batch_decoder > env->max_batch) {
 		snprintf(err, errlen, "cellular: --max-batch-decoder=%u exceeds --max-batch=%u",
-		         env->max_batch_decoder, env->max_batch);
+		         max_batch_decoder, env->max_batch);
 		return -1;
 	}
 	c->model = m;
 	c->nsegs = m->nsegments;
-	c->min_batch = env->min_batch;
-	c->max_tasks = env->max_tasks;
+	c->min_batch = min_batch;
+	c->max_tasks = (uint32_t)opt_uint(env->params, "max-tasks");
 	c->workers = env->workers;
 	c->queues = calloc(c->nsegs, sizeof *c->queues);
 	c->bsize_max = calloc(c->nsegs, sizeof *c->bsize_max);
@@ -262,8 +264,8 @@ static int cel_init(struct pol_state *st, const struct pol_env *env, char *err, 
 		return -1;
 	}
 	for (uint32_t s = 0; s < c->nsegs; s++)
-		c->bsize_max[s] = m->segments[s].kind == MDL_DECODER && env->max_batch_decoder
-		                  ? env->max_batch_decoder : env->max_batch;
+		c->bsize_max[s] = m->segments[s].kind == MDL_DECODER && max_batch_decoder ? max_batch_decoder
+		                  : env->max_batch;
 	for (uint32_t d = 0; d < c->workers; d++)
 		c->devs[d].members = c->member_pool + (size_t)d * env->max_batch;
 	return 0;
@@ -422,12 +424,20 @@ static size_t cel_stats(const struct pol_state *st, struct pol_stat *out, size_t
 	return n;
 }
 
+static const struct opt_def cel_params[] = {
+	POL_PARAM_MAX_BATCH_DECODER,
+	{ "min-batch", OPT_UINT, "1", 1, 65536, 0, "smallest batch a Batch call launches past its first cell "
+	  "(Algorithm 1, line 16)" },
+	{ "max-tasks", OPT_UINT, "5", 1, 1e6, 0, "tasks in flight per worker (MaxTasksToSubmit)" },
+};
+
 const struct pol_ops cellular_policy_ops = {
 	.name = "cellular",
-	.help = "cellular batching (BatchMaker): per-cell batches that requests join and leave, "
-	        "--max-batch, --max-batch-decoder, --min-batch, --max-tasks",
+	.help = "cellular batching (BatchMaker): per-cell batches that requests join and leave",
 	.state_size = sizeof(struct cel_state),
 	.default_max_batch = 512,
+	.params = cel_params,
+	.nparams = sizeof cel_params / sizeof cel_params[0],
 	.init = cel_init,
 	.fini = cel_fini,
 	.on_arrival = cel_on_arrival,

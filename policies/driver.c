@@ -46,6 +46,11 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 		snprintf(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
+	/* the policy reads its knobs from a set over its own table: every default unless the caller gave one */
+	if (!c->env.params) {
+		opt_defaults(&d->default_params, c->policy->params, c->policy->nparams);
+		d->c.env.params = &d->default_params;
+	}
 	if (c->policy->init(d->st, &d->c.env, err, errlen) != 0) {
 		free(d->st);
 		d->st = NULL;

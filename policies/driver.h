@@ -106,6 +106,7 @@ struct drv_task_shape {
 
 struct pol_driver {
 	struct drv_config c;
+	struct opt_set default_params;            /* the policy's knobs at their defaults, when the caller gave none */
 	struct pol_state *st;
 	struct metrics *metrics;
 	uint64_t arrived, completed, measured, tasks, task_members, graph_tasks, graph_members;

@@ -10,6 +10,7 @@
  *    of length in ((i-1)W, iW], served round-robin (BatchMaker Sec. 7.1).
  * The bucketed length is the input length, or the output length for a model
  * with no encoder; a model with neither uses one bucket. */
+#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include "fifo.h"
@@ -36,13 +37,9 @@ static int graph_init(struct pol_state *st, const struct pol_env *env, char *err
 		         "(use cellular or serial)", env->model->name);
 		return -1;
 	}
-	if (env->window_ns < 0) {
-		snprintf(err, errlen, "graph: the batching window must be >= 0");
-		return -1;
-	}
 	g->max_batch = env->max_batch;
-	g->window_ns = env->window_ns;
-	g->bucket_width = env->bucket_width;
+	g->window_ns = llround(opt_double(env->params, "window") * 1e6);
+	g->bucket_width = (uint32_t)opt_uint(env->params, "bucket-width");
 	g->length_is_input = env->model->uses_input_len || !env->model->uses_output_len;
 	g->nbuckets = 1;
 	g->buckets = calloc(1, sizeof *g->buckets);
@@ -126,11 +123,18 @@ static int graph_next_task(struct pol_state *st, uint32_t device, int64_t now_ns
 	return 0;
 }
 
+static const struct opt_def graph_params[] = {
+	POL_PARAM_WINDOW,
+	{ "bucket-width", OPT_UINT, "0", 0, 1e9, 0, "graph batching length bucket width (0 = no buckets)" },
+};
+
 const struct pol_ops graph_policy_ops = {
 	.name = "graph",
-	.help = "graph batching: whole graphs padded to the longest, --max-batch, --window, --bucket-width",
+	.help = "graph batching: whole graphs padded to the longest (bucketed by length, in a time window)",
 	.state_size = sizeof(struct graph_state),
 	.default_max_batch = 64,
+	.params = graph_params,
+	.nparams = sizeof graph_params / sizeof graph_params[0],
 	.init = graph_init,
 	.fini = graph_fini,
 	.on_arrival = graph_on_arrival,

@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "batch_table.h"
+#include "dec_profile.h"
 #include "fifo.h"
 #include "policy.h"
 #include "slack.h"
@@ -95,11 +96,16 @@ static int lazy_setup(struct lazy_state *s, const struct pol_env *env, int exact
 	s->sla_ns = env->sla_ns;
 	s->max_batch = env->max_batch;
 	s->exact = exact;
-	s->no_preemption = env->no_preemption;
-	if (!exact && env->model->uses_output_len && env->dec_timesteps == 0) {
-		snprintf(err, errlen, "%s: dec_timesteps is 0; the caller sets it from --coverage of the profiled output lengths",
-		         name);
-		return -1;
+	s->no_preemption = opt_flag(env->params, "no-preemption");
+	/* lazy profiles output lengths only for a model that has them, or to check a --profile-len given */
+	const char *prof = exact ? NULL : opt_str(env->params, "profile-len");
+	uint32_t dec_timesteps = 0;
+	if (!exact && (env->model->uses_output_len || prof)) {
+		if (dec_profile_timesteps(prof ? prof : env->model->output_len_spec, opt_double(env->params, "coverage"),
+		                          &dec_timesteps, err, errlen) != 0)
+			return -1;
+		if (!env->model->uses_output_len)
+			dec_timesteps = 0;
 	}
 	s->ntables = env->workers ? env->workers : 1;
 	s->tables = calloc(s->ntables, sizeof *s->tables);
@@ -114,7 +120,7 @@ static int lazy_setup(struct lazy_state *s, const struct pol_env *env, int exact
 			goto oom;
 		s->tables[i].unit_cells = !env->model->is_tree;
 	}
-	if (slk_init(&s->slk, env->model, &env->lat, env->dec_timesteps, err, errlen) != 0)
+	if (slk_init(&s->slk, env->model, &env->lat, dec_timesteps, err, errlen) != 0)
 		goto fail;
 	if (exact && slk_exact_init(&s->drain, env->model, &env->lat, env->max_batch, err, errlen) != 0)
 		goto fail;
@@ -523,12 +529,23 @@ static size_t lazy_stats(const struct pol_state *st, struct pol_stat *out, size_
 	return n;
 }
 
+static const struct opt_def lazy_params[] = {
+	{ "coverage", OPT_DOUBLE, "0.9", 0, 1, 1, "fraction of profiled output lengths the slack predictor covers "
+	  "(dec_timesteps, Sec. IV-C)" },
+	{ "profile-len", OPT_STR, NULL, 0, 0, 0, "output lengths the slack predictor is profiled on (default: the "
+	  "model's; drawn apart from the traffic)" },
+	POL_PARAM_NO_PREEMPTION,
+};
+
+static const struct opt_def oracle_params[] = { POL_PARAM_NO_PREEMPTION };
+
 const struct pol_ops lazy_policy_ops = {
 	.name = "lazy",
-	.help = "LazyBatching: node-level batching on a BatchTable stack, slack-checked (Eq. 2, --coverage), --max-batch",
+	.help = "LazyBatching: node-level batching on a BatchTable stack, slack-checked (Eq. 2)",
 	.state_size = sizeof(struct lazy_state),
 	.default_max_batch = 64,
-	.uses_dec_timesteps = 1,
+	.params = lazy_params,
+	.nparams = sizeof lazy_params / sizeof lazy_params[0],
 	.init = lazy_init,
 	.fini = lazy_fini,
 	.on_arrival = lazy_on_arrival,
@@ -541,9 +558,11 @@ const struct pol_ops lazy_policy_ops = {
 /* The same scheduler with an exact predictor: LazyBatching's upper bound. */
 const struct pol_ops oracle_policy_ops = {
 	.name = "oracle",
-	.help = "LazyBatching with exact batched latencies and true output lengths (upper bound), --max-batch",
+	.help = "LazyBatching with exact batched latencies and true output lengths (upper bound)",
 	.state_size = sizeof(struct lazy_state),
 	.default_max_batch = 64,
+	.params = oracle_params,
+	.nparams = sizeof oracle_params / sizeof oracle_params[0],
 	.init = oracle_init,
 	.fini = lazy_fini,
 	.on_arrival = lazy_on_arrival,

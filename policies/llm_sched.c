@@ -43,6 +43,7 @@
  * and the requests running on it; the waiting queue is shared, so an idle
  * device takes the next request (a preempted one may resume on another,
  * as it is recomputed anyway). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "fifo.h"
@@ -91,7 +92,7 @@ static void llm_fini(struct pol_state *st)
 static int llm_setup(struct llm_state *s, const struct pol_env *env, int chunked, int slo, char *err, size_t errlen)
 {
 	const char *name = s->is_static ? "static" : slo ? "slo" : chunked ? "chunked" : "continuous";
-	s->window_ns = env->window_ns;
+	s->window_ns = s->is_static ? llround(opt_double(env->params, "window") * 1e6) : 0;
 	if (slo && !env->lat.iter_ns) {
 		snprintf(err, errlen, "slo: no iteration estimates from the caller");
 		return -1;
@@ -421,13 +422,17 @@ const struct pol_ops continuous_policy_ops = {
 	.stats = llm_stats,
 };
 
+static const struct opt_def static_params[] = { POL_PARAM_WINDOW };
+
 const struct pol_ops static_policy_ops = {
 	.name = "static",
-	.help = "LLM static batching: whole requests batched until the batch ends, padded to the longest, --window",
+	.help = "LLM static batching: whole requests batched until the batch ends, padded to the longest",
 	.state_size = sizeof(struct llm_state),
 	.default_max_batch = 256,
 	.serves_llm = 1,
 	.pads_prompts = 1,
+	.params = static_params,
+	.nparams = sizeof static_params / sizeof static_params[0],
 	.init = static_init,
 	.fini = llm_fini,
 	.on_arrival = llm_on_arrival,

@@ -60,6 +60,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../models/model.h"
+#include "../util/options.h"
 
 struct pol_request {
 	uint64_t id;                 /* 0-based, in arrival order */
@@ -159,23 +160,16 @@ struct pol_latency {
 	void *iter_ctx;
 };
 
-/* Every knob of every policy; a policy reads the ones it documents. */
+/* What every policy is told: the model, the devices, the batch limit, the
+ * deadline, the latency estimates, and for LLMs the KV geometry and SLO
+ * targets. A policy's own knobs are in params (pol_ops.params). */
 struct pol_env {
 	const struct mdl_model *model;   /* not owned */
 	uint32_t workers;                /* devices */
 	uint32_t max_batch;              /* --max-batch */
-	uint32_t min_batch;              /* --min-batch */
-	int64_t window_ns;               /* --window (graph batching time window) */
-	uint32_t bucket_width;           /* --bucket-width (0 = no bucketing) */
-	uint32_t max_tasks;              /* --max-tasks (cellular MaxTasksToSubmit) */
-	double coverage;                 /* --coverage (lazy dec_timesteps) */
-	int no_preemption;               /* --no-preemption (lazy, oracle): newcomers start only on an idle device */
-	uint32_t dec_timesteps;          /* decoder steps lazy's Algorithm 1 assumes: the caller sets it to the
-	                                  * --coverage quantile of a profiled output-length sample kept apart
-	                                  * from the run's traffic (sim/cmd_run.c); 0 for a model with no decoder */
-	double topup_threshold;          /* --topup-threshold */
-	uint32_t max_batch_decoder;      /* --max-batch-decoder: cellular/topup batch limit for decoder cells (0 = max_batch) */
 	int64_t sla_ns;                  /* --sla */
+	const struct opt_set *params;    /* the policy's own parameters, each given or its default (NULL: every
+	                                  * default; the driver fills it); not owned */
 	/* LLM models (ITER tasks; DESIGN.md section 3b) */
 	uint32_t max_batched_tokens;     /* --max-batched-tokens: tokens one iteration may run */
 	uint32_t block_size;             /* --block-size: tokens a KV cache block holds */
@@ -200,7 +194,12 @@ struct pol_ops {
 	size_t state_size;           /* bytes of private state */
 	uint32_t default_max_batch;  /* used when --max-batch is not given (LLM policies: --max-seqs) */
 	uint32_t serves_llm;         /* 1: LLM models, by ITER tasks; 0: node-level models */
-	uint32_t uses_dec_timesteps; /* 1: reads env->dec_timesteps (the caller profiles output lengths only then) */
+	/* The policy's own knobs (name, type, default, bounds, help): the command
+	 * line, --help, sweeps and the stored configuration take them from here;
+	 * init reads them from env->params. A knob two policies declare is
+	 * declared alike (registry.c checks). */
+	const struct opt_def *params;
+	size_t nparams;
 	uint32_t default_batched_tokens; /* LLM: --max-batched-tokens when not given; 0: the larger of the
 	                              * model's context and 2048 (vLLM's default without chunked prefill) */
 	uint32_t pads_prompts;       /* LLM: 1 when an iteration may run max_batch prompts padded to the longest
@@ -221,9 +220,22 @@ struct pol_ops {
 	size_t (*stats)(const struct pol_state *st, struct pol_stat *out, size_t max);
 };
 
+/* Knobs more than one policy declares, written once so they stay alike. */
+#define POL_PARAM_WINDOW { "window", OPT_DOUBLE, "0", 0, 1e9, 0, "batching time window in ms: a batch below the " \
+	"max batch waits until its oldest request has waited this long" }
+#define POL_PARAM_MAX_BATCH_DECODER { "max-batch-decoder", OPT_UINT, "0", 0, 65536, 0, "largest batch of decoder " \
+	"cells (0 = the max batch)" }
+#define POL_PARAM_NO_PREEMPTION { "no-preemption", OPT_FLAG, NULL, 0, 0, 0, "never preempt a running batch; " \
+	"newcomers start together once the device's table drains (an intervention, not the paper's policy)" }
+
 /* The registry, in `simbatch list policies` order; lookup by name. */
 const struct pol_ops *const *pol_registry(size_t *count);
 const struct pol_ops *pol_find(const char *name);
+/* Every policy's knobs once, in registry order, for an option table; each
+ * one's help names the policies that take it. */
+const struct opt_def *pol_param_union(size_t *count);
+/* Whether policy p declares knob name. */
+int pol_takes_param(const struct pol_ops *p, const char *name);
 
 /* Node type at a request's next position (the caller keeps it current). */
 static inline uint32_t pol_req_node(const struct pol_request *r) { return r->node_type_cache; }

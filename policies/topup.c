@@ -110,21 +110,18 @@ static int tu_init(struct pol_state *st, const struct pol_env *env, char *err, s
 		         "one decoder segment at the end), which top-up batching needs (Amun Sec. 6.1)", m->name);
 		return -1;
 	}
-	if (!(env->topup_threshold >= 0 && env->topup_threshold <= 1)) {
-		snprintf(err, errlen, "topup: --topup-threshold must be in [0, 1]");
-		return -1;
-	}
-	if (env->max_batch_decoder > env->max_batch) {
-		snprintf(err, errlen, "topup: --max-batch-decoder=%u exceeds --max-batch=%u",
-		         env->max_batch_decoder, env->max_batch);
+	uint32_t max_batch_decoder = (uint32_t)opt_uint(env->params, "max-batch-decoder");
+	if (max_batch_decoder > env->max_batch) {
+		snprintf(err, errlen, "topup: --max-batch-decoder=%u exceeds --max-batch=%u", max_batch_decoder,
+		         env->max_batch);
 		return -1;
 	}
 	s->model = m;
 	s->dec_seg = dec_seg;
 	s->dec_first = m->segments[dec_seg].first_node;
 	s->enc_max = env->max_batch;
-	s->dec_max = env->max_batch_decoder ? env->max_batch_decoder : env->max_batch;
-	s->threshold = env->topup_threshold;
+	s->dec_max = max_batch_decoder ? max_batch_decoder : env->max_batch;
+	s->threshold = opt_double(env->params, "topup-threshold");
 	s->workers = env->workers;
 	s->devs = calloc(s->workers, sizeof *s->devs);
 	s->pool = calloc((size_t)s->workers * (s->enc_max + s->dec_max), sizeof *s->pool);
@@ -264,12 +261,19 @@ static size_t tu_stats(const struct pol_state *st, struct pol_stat *out, size_t 
 	return n;
 }
 
+static const struct opt_def tu_params[] = {
+	{ "topup-threshold", OPT_DOUBLE, "0.5", 0, 1, 0, "top up when at least this fraction of the batch is free "
+	  "(1 = mini-batching)" },
+	POL_PARAM_MAX_BATCH_DECODER,
+};
+
 const struct pol_ops topup_policy_ops = {
 	.name = "topup",
-	.help = "top-up batching (Amun): a running decoder batch refilled from encoded sentences, "
-	        "--topup-threshold (1 = mini-batching), --max-batch, --max-batch-decoder",
+	.help = "top-up batching (Amun): a running decoder batch refilled from encoded sentences",
 	.state_size = sizeof(struct tu_state),
 	.default_max_batch = 128,
+	.params = tu_params,
+	.nparams = sizeof tu_params / sizeof tu_params[0],
 	.init = tu_init,
 	.fini = tu_fini,
 	.on_arrival = tu_on_arrival,

@@ -54,7 +54,7 @@ static int pchk_init(struct pol_state *st, const struct pol_env *env, char *err,
 {
 	pchk.model = env->model;
 	pchk.max_batch = env->max_batch;
-	pchk.max_batch_decoder = env->max_batch_decoder;
+	pchk.max_batch_decoder = (uint32_t)opt_uint(env->params, "max-batch-decoder");   /* 0 where not a knob */
 	return pchk.inner->init(st, env, err, errlen);
 }
 

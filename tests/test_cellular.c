@@ -24,6 +24,9 @@
 #include "sim/engine/engine.h"
 #include "fixed_hw.h"
 #include "policy_check.h"
+#include "policy_knobs.h"
+
+static struct test_knobs knobs;   /* the policy's knobs of the test running */
 
 extern const struct pol_ops cellular_policy_ops;
 extern const struct pol_ops graph_policy_ops;
@@ -59,8 +62,8 @@ static struct eng_config trace_config(const struct pol_ops *p, const struct mdl_
 	struct eng_config c = { .policy = p, .model = m, .hw = hw, .workers = 1, .trace = t, .seed = 1,
 	                        .sla_ns = 100000000, .keep_request_rows = 1 };
 	c.env.max_batch = 4;
-	c.env.min_batch = 1;
-	c.env.max_tasks = 1;
+	c.env.params = test_knobs(&knobs, p);
+	test_knob_if_taken(&knobs, "max-tasks", "1");
 	return c;
 }
 
@@ -131,7 +134,7 @@ static void fig5_run(const struct pol_ops *p, uint32_t max_tasks, const double *
 	assert_int_equal(hw_open(path, &m, &hw, err, sizeof err), 0);
 	struct trc_trace t = { .n = 8, .arrival_s = fig5_arrival_s, .input_len = fig5_len, .output_len = fig5_zero };
 	struct eng_config c = trace_config(p, &m, hw, &t);
-	c.env.max_tasks = max_tasks;
+	test_knob_if_taken(&knobs, "max-tasks", "%u", max_tasks);
 	run_expect_finish(c, want_ms, 8, NULL);
 	hw_close(hw);
 	unlink(path);
@@ -230,7 +233,7 @@ static void test_seq2seq_priority_and_bsizes(void **state)
 	uint32_t in[4] = { 1, 1, 1, 2 }, out[4] = { 2, 2, 1, 1 };
 	struct trc_trace t = { .n = 4, .arrival_s = arr, .input_len = in, .output_len = out };
 	struct eng_config c = trace_config(&cellular_policy_ops, &m, &hw.base, &t);
-	c.env.max_batch_decoder = 2;
+	test_knob(&knobs, "max-batch-decoder", "2");
 	const double want[4] = { 3, 3, 4, 6 };
 	run_expect_finish(c, want, 4, NULL);
 }
@@ -255,7 +258,7 @@ static void test_pinning_two_workers(void **state)
 	struct eng_config c = trace_config(&cellular_policy_ops, &m, &hw.base, &t);
 	c.workers = 2;
 	c.env.max_batch = 2;
-	c.env.max_tasks = 5;
+	test_knob(&knobs, "max-tasks", "5");
 	const double want[4] = { 1, 1, 3, 2 };
 	run_expect_finish(c, want, 4, NULL);
 	assert_int_equal(pchk.first_dev[2], 1);
@@ -278,10 +281,10 @@ static void test_min_batch_ends_batch(void **state)
 	uint32_t len[3] = { 1, 1, 3 }, zero[3] = { 0 };
 	struct trc_trace t = { .n = 3, .arrival_s = arr, .input_len = len, .output_len = zero };
 	struct eng_config c = trace_config(&cellular_policy_ops, &m, &hw.base, &t);
-	c.env.max_tasks = 5;
+	test_knob(&knobs, "max-tasks", "5");
 	const double want[3] = { 1, 1, 3 };
 	for (uint32_t minb = 1; minb <= 3; minb += 2) {
-		c.env.min_batch = minb;
+		test_knob(&knobs, "min-batch", "%u", minb);
 		struct drv_result r;
 		run_expect_finish(c, want, 3, &r);
 		double schedules = -1;
@@ -316,10 +319,9 @@ static int check_random_run(const struct pol_ops *p, const char *name, uint32_t 
 	                        .seed = seed, .input_len = in, .output_len = out, .sla_ns = 100000000,
 	                        .keep_request_rows = 1 };
 	c.env.max_batch = 64;
-	c.env.max_batch_decoder = 32;
-	c.env.min_batch = 1;
-	c.env.max_tasks = max_tasks;
-	c.env.topup_threshold = 0.5;
+	c.env.params = test_knobs(&knobs, p);
+	test_knob_if_taken(&knobs, "max-batch-decoder", "32");
+	test_knob_if_taken(&knobs, "max-tasks", "%u", max_tasks);
 	struct drv_result r;
 	int rc = eng_run(&c, &r, err, sizeof err);
 	int ran = rc == 0;
@@ -383,8 +385,8 @@ static void test_determinism(void **state)
 	                        .rate_rps = 20000, .arrival_cv = 1, .requests = 20000, .seed = 5,
 	                        .input_len = len, .output_len = len, .sla_ns = 100000000 };
 	c.env.max_batch = 64;
-	c.env.min_batch = 1;
-	c.env.max_tasks = 5;
+	c.env.params = test_knobs(&knobs, &cellular_policy_ops);
+	test_knob(&knobs, "max-tasks", "5");
 	struct drv_result a, b, d;
 	assert_int_equal(eng_run(&c, &a, err, sizeof err), 0);
 	assert_int_equal(eng_run(&c, &b, err, sizeof err), 0);
@@ -418,7 +420,7 @@ static void test_refusals(void **state)
 	assert_non_null(strstr(err, "tree"));
 	struct mdl_model e = hand_model("encdec", MDL_ENCODER, MDL_DECODER);
 	c = trace_config(&cellular_policy_ops, &e, &hw.base, &t);
-	c.env.max_batch_decoder = 5;
+	test_knob(&knobs, "max-batch-decoder", "5");
 	err[0] = 0;
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), -1);
 	assert_non_null(strstr(err, "max-batch-decoder"));

@@ -491,5 +491,43 @@ check("model-info of a measured GPU: profile, tp and leave-out errors",
       mi.get("gpu_profile", {}).get("tp") == 8 and "layer" in mi["gpu_profile"]["leave_out"]
       and mi["gpu_profile"]["prefill_parts_ms"]["allreduce"] > 0, r.stderr)
 
+# ---- a policy's knobs are its own (issue 33): listed, helped, refused elsewhere, stored ----
+listed = {}
+for line in sb("list", "policies").stdout.splitlines():
+    knobs = line.split("(knobs: ")[1].rstrip(")").split() if "(knobs: " in line else []
+    listed[line.split()[0]] = [k.lstrip("-") for k in knobs]
+check("the graph, cellular and lazy knobs listed", listed.get("graph") == ["window", "bucket-width"] and
+      set(listed.get("cellular", [])) == {"min-batch", "max-tasks", "max-batch-decoder"} and
+      set(listed.get("lazy", [])) == {"coverage", "profile-len", "no-preemption"} and listed.get("serial") == [], listed)
+for pol, knobs in listed.items():
+    r = sb("--policy=" + pol, "--help")
+    helped = [l.split()[0].lstrip("-").split("=")[0] for l in r.stdout.splitlines() if l.startswith("  --")]
+    check(f"--policy={pol} --help lists its knobs, and only them", r.returncode == 0 and helped == knobs,
+          f"{helped} vs {knobs}: {r.stderr}")
+full = sb("--help").stdout
+for knob in {k for ks in listed.values() for k in ks}:
+    takers = [p for p, ks in listed.items() if knob in ks]
+    lines = [l for l in full.splitlines() if l.startswith(f"  --{knob}=") or l.startswith(f"  --{knob} ")]
+    check(f"simbatch --help lists --{knob} once, naming {', '.join(takers)}",
+          len(lines) == 1 and f"[{', '.join(takers)}]" in lines[0], lines)
+r = sb("--help", "--policy=no-such")
+check("--help of an unknown policy: exit 2", r.returncode == 2 and "unknown policy" in r.stderr, r.stderr)
+kdb = os.path.join(td, "knobs.db")
+r = sb("--policy=lazy", "--model=gnmt", "--window=5", "--requests=50", f"--db={kdb}")
+check("a knob the policy does not take: exit 2, one line naming it, the policy and its knobs, nothing stored",
+      r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--window" in r.stderr and "lazy" in r.stderr
+      and "--coverage" in r.stderr and run_count(kdb) == 0, r.stderr)
+r = sb("--policy=serial", "--model=gnmt", "--no-preemption", "--requests=50", f"--db={kdb}")
+check("a policy with no knobs refuses one", r.returncode == 2 and "no knobs of its own" in r.stderr, r.stderr)
+r = sb("--policy=lazy", "--model=gnmt", "--coverage=0", "--requests=50", f"--db={kdb}")
+check("a knob's bounds come from its policy's table", r.returncode == 2 and "--coverage=0" in r.stderr, r.stderr)
+sb("--policy=lazy", "--model=gnmt", "--requests=50", f"--db={kdb}", "--quiet")
+sb("--policy=graph", "--model=gnmt", "--window=5", "--requests=50", f"--db={kdb}", "--quiet")
+con = sqlite3.connect(kdb)
+cfg = {(rid, k): v for rid, k, v in con.execute("select run_id, key, value from run_config")}
+con.close()
+check("every knob is stored with every run, given or its default", cfg.get((1, "window")) == "0" and
+      cfg.get((1, "coverage")) == "0.9" and cfg.get((2, "window")) == "5" and cfg.get((2, "coverage")) == "0.9", cfg)
+
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -18,6 +18,7 @@
 #include "sim/engine/engine.h"
 #include "sim/engine/latency.h"
 #include "fixed_hw.h"
+#include "policy_knobs.h"
 
 
 /* ---- one-node models ---- */
@@ -44,7 +45,6 @@ static struct eng_config base_config(const struct pol_ops *p, const struct mdl_m
 	struct eng_config c = { .policy = p, .model = m, .hw = hw, .workers = 1, .rate_rps = 100,
 	                        .arrival_cv = 1, .requests = 1000, .seed = 1, .sla_ns = 100000000 };
 	c.env.max_batch = p->default_max_batch;
-	c.env.min_batch = 1;
 	return c;
 }
 
@@ -123,8 +123,10 @@ static void run_trace(uint32_t max_batch, double window_ms, uint32_t bucket_widt
 	c.trace = &t;
 	c.requests = 0;
 	c.env.max_batch = max_batch;
-	c.env.window_ns = llround(window_ms * 1e6);
-	c.env.bucket_width = bucket_width;
+	struct test_knobs k;
+	c.env.params = test_knobs(&k, &graph_policy_ops);
+	test_knob(&k, "window", "%.17g", window_ms);
+	test_knob(&k, "bucket-width", "%u", bucket_width);
 	c.keep_request_rows = 1;
 	struct drv_result r;
 	char err[256];
@@ -245,7 +247,9 @@ static void test_determinism(void **state)
 	struct eng_config c = base_config(&graph_policy_ops, &m, &hw.base);
 	c.rate_rps = 2000;
 	c.requests = 20000;
-	c.env.window_ns = 2000000;
+	struct test_knobs k;
+	c.env.params = test_knobs(&k, &graph_policy_ops);
+	test_knob(&k, "window", "2");
 	c.input_len = c.output_len = len;
 	struct drv_result r1, r2, r3;
 	assert_int_equal(eng_run(&c, &r1, err, sizeof err), 0);

@@ -241,7 +241,7 @@ EDGES = [  # (policy, model, options): min and max of each numeric option of `ru
     ("serial", "resnet50", ["--seed=18000000000000000000"]),
     ("serial", "resnet50", ["--arrival-cv=100"]), ("serial", "resnet50", ["--arrival-cv=1e-300"]),
     ("graph", "gnmt", ["--window=1e9"]), ("graph", "gnmt", ["--bucket-width=1000000000"]),
-    ("graph", "gnmt", ["--max-batch=65536", "--min-batch=65536"]),
+    ("graph", "gnmt", ["--max-batch=65536"]), ("cellular", "lstm", ["--max-batch=65536", "--min-batch=65536"]),
     ("cellular", "lstm", ["--max-tasks=1000000"]), ("cellular", "seq2seq", ["--max-batch-decoder=65536"]),
     ("lazy", "gnmt", ["--coverage=1"]), ("lazy", "gnmt", ["--coverage=1e-300"]),
     ("topup", "seq2seq", ["--topup-threshold=0"]), ("topup", "seq2seq", ["--topup-threshold=1"]),

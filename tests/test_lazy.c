@@ -27,6 +27,9 @@
 #include "sim/engine/engine.h"
 #include "result_stats.h"
 #include "fixed_hw.h"
+#include "policy_knobs.h"
+
+static struct test_knobs knobs;   /* the policy's knobs of the run being set up */
 #include "policies/slack.h"
 
 extern const struct pol_ops lazy_policy_ops;
@@ -273,10 +276,9 @@ static struct eng_config trace_config(const struct pol_ops *p, const struct mdl_
 	struct eng_config c = { .policy = p, .model = m, .hw = hw, .workers = 1, .trace = t, .seed = 1,
 	                        .sla_ns = sla_ns, .keep_request_rows = 1 };
 	c.env.max_batch = p->default_max_batch;
-	c.env.min_batch = 1;
 	c.env.sla_ns = sla_ns;
-	c.env.coverage = 0.9;
-	c.env.dec_timesteps = m->uses_output_len ? 4 : 0;
+	c.env.params = test_knobs(&knobs, p);
+	test_knob_if_taken(&knobs, "profile-len", "fixed:4");    /* dec_timesteps 4 (0 for a model with no decoder) */
 	return c;
 }
 
@@ -292,7 +294,8 @@ static void run_fig10(const struct pol_ops *p, int no_preemption, struct drv_res
 	struct trc_trace t = { .n = 3, .arrival_s = arr, .input_len = zero, .output_len = zero };
 	shim_reset(p, 3);
 	struct eng_config c = trace_config(&shim_ops, &m, &hw.base, &t, 1000000 * MS);
-	c.env.no_preemption = no_preemption;
+	if (no_preemption)
+		test_knob(&knobs, "no-preemption", "1");
 	char err[256];
 	assert_int_equal(eng_run(&c, r, err, sizeof err), 0);
 	shim_check_all_done(r, p->name);
@@ -533,7 +536,10 @@ static void test_algorithm1_transformer(void **state)
 	slk_fini(&t);
 	eng_latency_destroy(o.l);
 
-	/* lazy needs dec_timesteps for a model with a decoder */
+	/* lazy profiles its dec_timesteps: the --coverage quantile of --profile-len's lengths (Sec. IV-C).
+	 * Uniform 1..10 at 0.85: P(<= 8) = 0.8 < 0.85 <= P(<= 9) = 0.9, so 9; among 30,000 draws the count
+	 * at or below 8 is 24,000 give or take 69 (one sigma), far from the 25,500 that would flip it. */
+	struct test_knobs k;
 	struct eng_config c = { .policy = &lazy_policy_ops, .model = m, .hw = hw, .workers = 1, .rate_rps = 10,
 	                        .arrival_cv = 1, .requests = 1, .seed = 1, .sla_ns = 100 * MS };
 	struct trc_lengths *len;
@@ -541,13 +547,24 @@ static void test_algorithm1_transformer(void **state)
 	c.input_len = c.output_len = len;
 	c.env.max_batch = 64;
 	c.env.sla_ns = 100 * MS;
+	c.env.params = test_knobs(&k, &lazy_policy_ops);
 	struct drv_result r;
+	const struct { const char *profile, *coverage; uint32_t want; } cases[] = {
+		{ "fixed:3", "0.9", 3 }, { "uniform:1:10", "0.85", 9 }, { "uniform:1:10", "1", 10 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		c.env.params = test_knobs(&k, &lazy_policy_ops);
+		test_knob(&k, "profile-len", "%s", cases[i].profile);
+		test_knob(&k, "coverage", "%s", cases[i].coverage);
+		assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
+		assert_int_equal(stat_of(&r, "dec_timesteps"), cases[i].want);
+		drv_result_free(&r);
+	}
+	/* a profile with no output length of 1 or more is refused, naming the knob */
+	c.env.params = test_knobs(&k, &lazy_policy_ops);
+	test_knob(&k, "profile-len", "fixed:0");
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), -1);
-	assert_non_null(strstr(err, "dec_timesteps"));
-	c.env.dec_timesteps = 3;
-	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
-	assert_int_equal(stat_of(&r, "dec_timesteps"), 3);
-	drv_result_free(&r);
+	assert_non_null(strstr(err, "--profile-len"));
 	trc_lengths_free(len);
 	hw_close(hw);
 	mdl_free(m);
@@ -623,7 +640,7 @@ static void test_pass_node_timeline(void **state)
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		struct eng_config c = trace_config(want[i].p, m, &hw.base, &t, 1000 * MS);
-		c.env.dec_timesteps = 1;
+		test_knob_if_taken(&knobs, "profile-len", "fixed:1");
 		struct drv_result r;
 		if (eng_run(&c, &r, err, sizeof err) != 0)
 			fail_msg("%s: %s", want[i].p->name, err);
@@ -690,12 +707,7 @@ static void check_policy_on_model(const struct pol_ops *p, const struct mdl_mode
 	                        .rate_rps = 2.0 * workers / alone_s, .arrival_cv = 1, .requests = n, .seed = 11,
 	                        .input_len = in, .output_len = out, .sla_ns = 100 * MS, .keep_request_rows = 1 };
 	c.env.max_batch = p->default_max_batch;
-	c.env.min_batch = 1;
-	c.env.max_tasks = 5;
-	c.env.coverage = 0.9;
-	c.env.dec_timesteps = m->uses_output_len ? trc_lengths_quantile(out, 0.9) : 0;
-	c.env.topup_threshold = 0.5;
-	c.env.sla_ns = c.sla_ns;
+	c.env.sla_ns = c.sla_ns;     /* every knob its default: lazy profiles the model's output lengths */
 	/* A policy may refuse a model it does not serve (top-up batching needs an
 	 * encoder-decoder model): ask its init first, and skip with its reason. */
 	struct pol_env env = c.env;
@@ -935,10 +947,7 @@ static void run_with_runs(const struct pol_ops *p, const struct mdl_model *m, st
 	                        .arrival_cv = 1, .requests = n, .seed = 5, .input_len = in, .output_len = out,
 	                        .sla_ns = sla_ns, .keep_request_rows = 1 };
 	c.env.max_batch = p->default_max_batch;
-	c.env.min_batch = 1;
-	c.env.coverage = 0.9;
-	c.env.dec_timesteps = m->uses_output_len ? trc_lengths_quantile(out, 0.9) : 0;
-	c.env.sla_ns = c.sla_ns;
+	c.env.sla_ns = c.sla_ns;     /* every knob its default */
 	shim_reset(p, n);
 	c.node_by_node = !runs;
 	int rc = eng_run(&c, r, err, sizeof err);
@@ -1089,6 +1098,8 @@ static void test_cut_runs_at_shared_instants(void **state)
 					uint64_t runs[2];
 					for (int by_runs = 0; by_runs < 2; by_runs++) {
 						shim_reset(pols[p], N);
+						c.env.params = test_knobs(&knobs, pols[p]);   /* shim_ops was another's at trace_config */
+						test_knob_if_taken(&knobs, "profile-len", "fixed:4");
 						c.node_by_node = !by_runs;
 						int rc = eng_run(&c, &r[by_runs], err, sizeof err);
 						if (rc != 0)
@@ -1126,7 +1137,7 @@ static void test_determinism(void **state)
 		c.requests = 5000;
 		c.keep_request_rows = 0;
 		c.input_len = c.output_len = len;
-		c.env.dec_timesteps = 18;
+		test_knob_if_taken(&knobs, "profile-len", "fixed:18");
 		struct drv_result r1, r2;
 		assert_int_equal(eng_run(&c, &r1, err, sizeof err), 0);
 		assert_int_equal(eng_run(&c, &r2, err, sizeof err), 0);

@@ -134,7 +134,12 @@ bursty_trace(trace, 0.001, 9, 9)
 
 policies = [line.split()[0] for line in sb("list", "policies").stdout.splitlines() if line.strip()]
 check("policies listed", "serial" in policies and "graph" in policies, policies)
-COMMON = ["--trace=" + trace, "--max-batch=8", "--window=0.5", "--no-db", "--json", "--seed=3"]
+COMMON = ["--trace=" + trace, "--max-batch=8", "--no-db", "--json", "--seed=3"]
+
+
+def knobs(pol):
+    """--window=0.5 for a policy that takes a batching window (its --help lists it), nothing for another."""
+    return ["--window=0.5"] if "--window=V" in sb("--policy=" + pol, "--help").stdout else []
 
 # ---- every model family x every policy: completes, outputs equal served alone ----
 for name in MODELS:
@@ -150,7 +155,8 @@ for name in MODELS:
         if pol == "serial":
             continue
         out_path = os.path.join(td, f"{name}-{pol}.out")
-        r = sb("live", "--model=" + paths[name], "--policy=" + pol, "--outputs-out=" + out_path, *est, *COMMON)
+        r = sb("live", "--model=" + paths[name], "--policy=" + pol, "--outputs-out=" + out_path, *est, *COMMON,
+               *knobs(pol))
         if r.returncode == 2 and pol in r.stderr and "model" in r.stderr:
             print(f"ok   {name} {pol}: refused by the policy ({r.stderr.strip()[:100]})")
             continue

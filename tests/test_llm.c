@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include "sim/engine/engine.h"
 #include "result_stats.h"
+#include "policy_knobs.h"
 #include "hwmodels/llm_cost.h"
 
 #define MS 1000000LL
@@ -173,9 +174,12 @@ static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_
 	wrap_reset(p);
 	struct eng_config c = { .policy = &wrap_ops, .model = m, .hw = &hw.base, .workers = run_workers, .trace = &t, .seed = 1,
 	                        .sla_ns = 1000 * MS, .keep_request_rows = 1 };
-	c.env = (struct pol_env){ .max_batch = 4, .min_batch = 1, .max_batched_tokens = budget, .block_size = 4,
-	                          .sla_ns = 1000 * MS, .tpot_slo_ns = run_tpot_slo_ns, .window_ns = run_window_ns,
-	                          .ttft_slo_ns = run_ttft_slo_ns };
+	static struct test_knobs knobs;
+	c.env = (struct pol_env){ .max_batch = 4, .max_batched_tokens = budget, .block_size = 4, .sla_ns = 1000 * MS,
+	                          .tpot_slo_ns = run_tpot_slo_ns, .ttft_slo_ns = run_ttft_slo_ns,
+	                          .params = test_knobs(&knobs, p) };
+	if (run_window_ns)
+		test_knob(&knobs, "window", "%.17g", run_window_ns * 1e-6);
 	char err[256];
 	if (eng_run(&c, r, err, sizeof err) != 0)
 		fail_msg("%s: %s", p->name, err);

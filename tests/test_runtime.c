@@ -36,6 +36,9 @@
 #include "runtime/kernels.h"
 #include "runtime/live.h"
 #include "policy_check.h"
+#include "policy_knobs.h"
+
+static struct test_knobs knobs;   /* the policy's knobs of the live run being set up */
 
 /* ---- helpers ---- */
 
@@ -687,12 +690,14 @@ static struct live_config live_cfg(const struct pol_ops *p, const struct mdl_mod
 		.input_len = s->in, .output_len = s->out, .seed = 3, .device = "cpu", .gemm = RT_GEMM_PACKED,
 		.max_queue = 1000, .keep_outputs = 1,
 	};
-	c.env = (struct pol_env){ .model = m, .workers = workers, .max_batch = 6, .min_batch = 1, .window_ns = 300000,
-	                          .bucket_width = 0, .max_tasks = 2, .coverage = 0.9, .dec_timesteps = 4,
-	                          .topup_threshold = 0.5, .sla_ns = 50000000,
+	c.env = (struct pol_env){ .model = m, .workers = workers, .max_batch = 6, .sla_ns = 50000000,
+	                          .params = test_knobs(&knobs, p),
 	                          .lat = { .ctx = (void *)m, .node_ns = lat_node, .graph_ns = lat_graph,
 	                                   .pass_part = lat_pass_part, .member_part = lat_member_part,
 	                                   .pass_single_ns = lat_pass_single, .task_node_ns = lat_task_node } };
+	test_knob_if_taken(&knobs, "window", "0.3");
+	test_knob_if_taken(&knobs, "max-tasks", "2");
+	test_knob_if_taken(&knobs, "profile-len", "fixed:4");   /* dec_timesteps 4 */
 	return c;
 }
 

@@ -17,6 +17,9 @@
 #include "result_stats.h"
 #include "fixed_hw.h"
 #include "policy_check.h"
+#include "policy_knobs.h"
+
+static struct test_knobs knobs;   /* top-up's knobs of the test running */
 
 extern const struct pol_ops topup_policy_ops;
 
@@ -50,9 +53,8 @@ static void run_trace(const struct trc_trace *t, uint32_t max_batch, double thre
 	struct eng_config c = { .policy = pchk_wrap(&topup_policy_ops, t->n), .model = &m, .hw = &hw.base,
 	                        .workers = 1, .trace = t, .seed = 1, .sla_ns = 100000000, .keep_request_rows = 1 };
 	c.env.max_batch = max_batch;
-	c.env.min_batch = 1;
-	c.env.max_tasks = 1;
-	c.env.topup_threshold = threshold;
+	c.env.params = test_knobs(&knobs, &topup_policy_ops);
+	test_knob(&knobs, "topup-threshold", "%.17g", threshold);
 	char err[256] = "";
 	int rc = eng_run(&c, out, err, sizeof err);
 	if (rc != 0)
@@ -183,8 +185,8 @@ static void test_share_is_time(void **state)
 	struct eng_config c = { .policy = pchk_wrap(&topup_policy_ops, 3), .model = &m, .hw = hw, .workers = 1,
 	                        .trace = &t, .seed = 1, .sla_ns = 100000000, .keep_request_rows = 1 };
 	c.env.max_batch = 4;
-	c.env.min_batch = 1;
-	c.env.topup_threshold = 1;
+	c.env.params = test_knobs(&knobs, &topup_policy_ops);
+	test_knob(&knobs, "topup-threshold", "1");
 	struct drv_result r;
 	assert_int_equal(eng_run(&c, &r, err, sizeof err), 0);
 	assert_int_equal(pchk_verdict(r.issued), 0);
@@ -229,10 +231,9 @@ static void test_contract_every_model(void **state)
 			                        .arrival_cv = 1, .requests = n, .seed = 21 + (uint64_t)k, .input_len = in,
 			                        .output_len = out, .sla_ns = 100000000, .keep_request_rows = 1 };
 			c.env.max_batch = 64;
-			c.env.max_batch_decoder = 32;
-			c.env.min_batch = 1;
-			c.env.max_tasks = 5;
-			c.env.topup_threshold = thresholds[k];
+			c.env.params = test_knobs(&knobs, &topup_policy_ops);
+			test_knob(&knobs, "max-batch-decoder", "32");
+			test_knob(&knobs, "topup-threshold", "%.17g", thresholds[k]);
 			struct drv_result r;
 			err[0] = 0;
 			int rc = eng_run(&c, &r, err, sizeof err);
@@ -277,8 +278,7 @@ static void test_determinism(void **state)
 	                        .rate_rps = 5000, .arrival_cv = 1, .requests = 20000, .seed = 5,
 	                        .input_len = len, .output_len = len, .sla_ns = 100000000 };
 	c.env.max_batch = 64;
-	c.env.min_batch = 1;
-	c.env.topup_threshold = 0.5;
+	c.env.params = test_knobs(&knobs, &topup_policy_ops);
 	struct drv_result a, b;
 	assert_int_equal(eng_run(&c, &a, err, sizeof err), 0);
 	assert_int_equal(eng_run(&c, &b, err, sizeof err), 0);

@@ -62,7 +62,7 @@
 #include "../../hwmodels/gpu_measured.h"
 #include "../../hwmodels/llm_cost.h"
 #include "../engine/engine.h"
-#include "options.h"
+#include "../../util/options.h"
 #include "procpool.h"
 
 #define CAP_QUANTILE 0.99

@@ -19,7 +19,7 @@
 #include "compare_seeds.h"
 #include "../../util/json.h"
 #include "../../util/lines.h"
-#include "options.h"
+#include "../../util/options.h"
 #include "../store/results.h"
 
 static const struct opt_def compare_opts[] = {

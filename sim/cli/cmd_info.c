@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "../../hwmodels/llm_cost.h"
 #include "../../util/json.h"
-#include "options.h"
+#include "../../util/options.h"
 #include "../../hwmodels/hwmodel.h"
 #include "../../hwmodels/gpu_measured.h"
 #include "info_gpu.h"
@@ -44,8 +44,12 @@ int cmd_list(int argc, char **argv)
 	if (strcmp(what, "policies") == 0) {
 		size_t n;
 		const struct pol_ops *const *reg = pol_registry(&n);
-		for (size_t i = 0; i < n; i++)
-			printf("%-10s %s\n", reg[i]->name, reg[i]->help);
+		for (size_t i = 0; i < n; i++) {
+			printf("%-10s %s", reg[i]->name, reg[i]->help);
+			for (size_t k = 0; k < reg[i]->nparams; k++)
+				printf("%s--%s", k ? " " : " (knobs: ", reg[i]->params[k].name);
+			printf("%s\n", reg[i]->nparams ? ")" : "");
+		}
 		return CLI_OK;
 	}
 	if (strcmp(what, "models") == 0) {

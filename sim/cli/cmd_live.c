@@ -29,7 +29,7 @@
 #include "cli.h"
 #include "../engine/engine.h"
 #include "../engine/latency.h"
-#include "options.h"
+#include "../../util/options.h"
 #include "../engine/timeline.h"
 #include "../../runtime/kernels.h"
 #include "../../runtime/live.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "options.h"
+#include "../../util/options.h"
 #include "../store/results_merge.h"
 
 static const struct opt_def merge_opts[] = {

@@ -15,7 +15,7 @@
 #include "../../hwmodels/gpu_measured.h"
 #include "../../hwmodels/llm_cost.h"
 #include "../engine/engine.h"
-#include "options.h"
+#include "../../util/options.h"
 #include "report.h"
 #include "../store/results.h"
 #include "../engine/timeline.h"
@@ -27,7 +27,8 @@
 #define RUN_DEFAULT_LLM_HW "gpu-h100"         /* DESIGN.md 3c: an LLM runs on a measured GPU unless told */
 
 
-static const struct opt_def run_opts[] = {
+/* run's own options: these, ... */
+static const struct opt_def run_opts_head[] = {
 	{ "policy", OPT_STR, RUN_DEFAULT_POLICY, 0, 0, 0, "batching policy (simbatch list policies; an LLM's default: "
 	  RUN_DEFAULT_LLM_POLICY ")" },
 	{ "rate", OPT_DOUBLE, "1000", 0, 1e12, 1, "mean arrival rate, requests per second" },
@@ -54,16 +55,10 @@ static const struct opt_def run_opts[] = {
 	{ "input-len", OPT_STR, NULL, 0, 0, 0, "input length distribution (default: the model's)" },
 	{ "output-len", OPT_STR, NULL, 0, 0, 0, "output length distribution (default: the model's)" },
 	{ "max-batch", OPT_UINT, NULL, 1, 65536, 0, "largest batch (default: the policy's)" },
-	{ "min-batch", OPT_UINT, "1", 1, 65536, 0, "smallest batch a policy launches (policies that use it)" },
-	{ "window", OPT_DOUBLE, "0", 0, 1e9, 0, "graph batching time window in ms" },
-	{ "bucket-width", OPT_UINT, "0", 0, 1e9, 0, "graph batching length bucket width (0 = no buckets)" },
-	{ "max-tasks", OPT_UINT, "5", 1, 1e6, 0, "tasks in flight per worker (policies that use it)" },
-	{ "coverage", OPT_DOUBLE, "0.9", 0, 1, 1, "fraction of output lengths the slack predictor covers" },
-	{ "no-preemption", OPT_FLAG, NULL, 0, 0, 0, "lazy, oracle: never preempt a running batch; newcomers start "
-	  "together once the device's table drains (an intervention, not the paper's policy)" },
-	{ "profile-len", OPT_STR, NULL, 0, 0, 0, "output lengths the slack predictor is profiled on (default: the model's; drawn apart from the traffic)" },
-	{ "topup-threshold", OPT_DOUBLE, "0.5", 0, 1, 0, "top up when at least this fraction of the batch is free" },
-	{ "max-batch-decoder", OPT_UINT, "0", 0, 65536, 0, "largest batch of decoder cells (cellular, topup; 0 = the max batch)" },
+};
+
+/* ... the policies' knobs (pol_param_union) come here, then: */
+static const struct opt_def run_opts_tail[] = {
 	{ "max-batched-tokens", OPT_UINT, NULL, 1, 1e7, 0, "LLM: tokens one iteration may run (default: continuous the "
 	  "larger of the context and 2048, as vLLM; chunked 512; slo 2048; static pads whole prompts, unbounded)" },
 	{ "max-seqs", OPT_UINT, NULL, 1, 65536, 0, "LLM: requests one iteration may run (default 256, as vLLM)" },
@@ -88,12 +83,30 @@ static const struct opt_def run_opts[] = {
 	  "that they change no result (slower; stored with the run)" },
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
 };
-#define RUN_NOPTS (sizeof run_opts / sizeof run_opts[0])
 
+/* The whole table, built once: run's options and every policy's knobs (a
+ * knob is an option of every run, stored with its default, so that stored
+ * runs compare option by option whatever their policy). */
 const struct opt_def *cmd_run_options(size_t *n)
 {
-	*n = RUN_NOPTS;
-	return run_opts;
+	static struct opt_def all[OPT_MAX];
+	static size_t nall;
+	if (!nall) {
+		size_t nknobs;
+		const struct opt_def *knobs = pol_param_union(&nknobs);
+		size_t nhead = sizeof run_opts_head / sizeof run_opts_head[0];
+		size_t ntail = sizeof run_opts_tail / sizeof run_opts_tail[0];
+		if (nhead + nknobs + ntail > OPT_MAX) {
+			fprintf(stderr, "simbatch: run has more than %d options (util/options.h OPT_MAX)\n", OPT_MAX);
+			abort();
+		}
+		memcpy(all, run_opts_head, sizeof run_opts_head);
+		memcpy(all + nhead, knobs, nknobs * sizeof *knobs);
+		memcpy(all + nhead + nknobs, run_opts_tail, sizeof run_opts_tail);
+		nall = nhead + nknobs + ntail;
+	}
+	*n = nall;
+	return all;
 }
 
 static const char run_usage[] =
@@ -102,6 +115,7 @@ static const char run_usage[] =
 
 struct run_job {             /* a prepared run; released by run_job_free */
 	struct opt_set o;
+	struct opt_set pol_params;   /* the policy's own knobs, from o (c.env.params points here) */
 	struct eng_config c;
 	struct mdl_model *model;
 	struct hw_model *hw;
@@ -163,71 +177,6 @@ static int run_lengths(const struct opt_set *o, const char *opt, const char *mod
 	return 0;
 }
 
-/* LazyBatching's dec_timesteps (Sec. IV-C): the --coverage quantile of a
- * profile of output lengths, standing in for the training set the paper
- * characterizes (30000 WMT sentence pairs, Fig. 11). The profile is
- * RUN_PROFILE_DRAWS draws from --profile-len (default: the model's own
- * distribution) by a generator with a fixed seed of its own: a sample kept
- * apart from the traffic, and the same for every --seed, as a deployment
- * profiles once. The result is the smallest L that at least a coverage
- * fraction of the draws do not exceed. */
-#define RUN_PROFILE_DRAWS 30000
-#define RUN_PROFILE_SEED 30000u
-
-static int run_dec_timesteps(const char *spec, double coverage, uint32_t *out, char *err, size_t errlen)
-{
-	struct trc_lengths *d = NULL;
-	char why[400];
-	*out = 0;
-	if (trc_lengths_parse(spec, &d, why, sizeof why) != 0) {
-		snprintf(err, errlen, "--profile-len: %s", why);
-		return -1;
-	}
-	gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
-	uint32_t *v = malloc(RUN_PROFILE_DRAWS * sizeof *v);
-	if (!g || !v) {
-		snprintf(err, errlen, "out of memory profiling output lengths");
-		goto done;
-	}
-	gsl_rng_set(g, RUN_PROFILE_SEED);
-	uint32_t hist_max = 0;
-	for (size_t i = 0; i < RUN_PROFILE_DRAWS; i++) {
-		v[i] = trc_lengths_draw(d, g);
-		if (v[i] > hist_max)
-			hist_max = v[i];
-	}
-	/* counting select: the k-th smallest draw, k = ceil(coverage * N) */
-	size_t k = (size_t)ceil(coverage * RUN_PROFILE_DRAWS - 1e-9);
-	if (k < 1)
-		k = 1;
-	if (k > RUN_PROFILE_DRAWS)
-		k = RUN_PROFILE_DRAWS;
-	size_t *count = calloc((size_t)hist_max + 1, sizeof *count);
-	if (!count) {
-		snprintf(err, errlen, "out of memory profiling output lengths");
-		goto done;
-	}
-	for (size_t i = 0; i < RUN_PROFILE_DRAWS; i++)
-		count[v[i]]++;
-	size_t seen = 0;
-	for (uint32_t L = 0; L <= hist_max; L++) {
-		seen += count[L];
-		if (seen >= k) {
-			*out = L;
-			break;
-		}
-	}
-	free(count);
-	if (*out == 0)
-		snprintf(err, errlen, "--profile-len=%s: the profile needs output lengths of at least 1", spec);
-done:
-	free(v);
-	if (g)
-		gsl_rng_free(g);
-	trc_lengths_free(d);
-	return *out ? 0 : -1;
-}
-
 static int run_write_requests(FILE *f, const struct drv_result *res)
 {
 	/* an LLM run adds when each request's first token came (TTFT and TPOT follow from the row) */
@@ -248,6 +197,51 @@ void run_extra_free(struct run_extra *x)
 	free(x->json);
 	free(x->text);
 	x->json = x->text = NULL;
+}
+
+/* The policy's knobs from the command line. A knob is an option of every
+ * run (cmd_run_options), but one given to a policy that does not declare it
+ * is refused: a run does what its options say. */
+static int run_policy_params(struct run_job *j, const struct pol_ops *pol, char *err, size_t errlen)
+{
+	size_t n;
+	const struct opt_def *knobs = pol_param_union(&n);
+	opt_defaults(&j->pol_params, pol->params, pol->nparams);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = knobs[i].name;
+		if (!opt_given(&j->o, name))
+			continue;
+		if (!pol_takes_param(pol, name)) {
+			size_t used = (size_t)snprintf(err, errlen, "--%s does not apply to policy %s (", name, pol->name);
+			for (size_t k = 0; k < pol->nparams && used < errlen; k++)
+				used += (size_t)snprintf(err + used, errlen - used, "%s--%s", k ? ", " : "its knobs: ",
+				                         pol->params[k].name);
+			if (used < errlen)
+				snprintf(err + used, errlen - used, "%s; simbatch --policy=%s --help)",
+				         pol->nparams ? "" : "it has no knobs of its own", pol->name);
+			return -1;
+		}
+		if (opt_put(&j->pol_params, name, opt_str(&j->o, name), err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* `simbatch --policy=P --help`: what P is and the knobs it takes. */
+static void run_policy_help(FILE *f, const struct pol_ops *pol)
+{
+	char head[640], budget[96] = "";
+	if (pol->serves_llm)
+		snprintf(budget, sizeof budget, pol->pads_prompts ? "; it pads whole prompts, beyond --max-batched-tokens"
+		         : pol->default_batched_tokens ? "; default --max-batched-tokens: %u"
+		         : "; default --max-batched-tokens: the larger of the model's context and 2048", pol->default_batched_tokens);
+	snprintf(head, sizeof head, "policy %s: %s\ndefault --max-batch%s: %u%s. The options every policy shares: "
+	         "simbatch --help.", pol->name, pol->help, pol->serves_llm ? " (--max-seqs)" : "", pol->default_max_batch,
+	         budget);
+	if (pol->nparams)
+		opt_print_help(f, head, pol->params, pol->nparams);
+	else
+		fprintf(f, "%s\n\nno knobs of its own\n", head);
 }
 
 /* The model, the hardware, and the requests' lengths or trace. */
@@ -394,27 +388,7 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	c->trace = j->trace;
 	c->sla_ns = llround(opt_double(o, "sla") * 1e6);
 	c->env.max_batch = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : pol->default_max_batch;
-	c->env.min_batch = (uint32_t)opt_uint(o, "min-batch");
-	c->env.window_ns = llround(opt_double(o, "window") * 1e6);
-	c->env.bucket_width = (uint32_t)opt_uint(o, "bucket-width");
-	c->env.max_tasks = (uint32_t)opt_uint(o, "max-tasks");
-	c->env.coverage = opt_double(o, "coverage");
-	c->env.no_preemption = opt_flag(o, "no-preemption");
-	if (c->env.no_preemption && strcmp(pol->name, "lazy") != 0 && strcmp(pol->name, "oracle") != 0) {
-		snprintf(err, errlen, "--no-preemption applies to lazy and oracle; policy %s does not preempt that way",
-		         pol->name);
-		return -1;
-	}
-	const char *prof = opt_str(o, "profile-len");
-	if ((j->model->uses_output_len && pol->uses_dec_timesteps) || prof) {
-		/* 30,000 draws: only for a policy that reads the result (a given --profile-len is checked even when unused) */
-		uint32_t dec = 0;
-		if (run_dec_timesteps(prof ? prof : j->model->output_len_spec, c->env.coverage, &dec, err, errlen) != 0)
-			return -1;
-		c->env.dec_timesteps = j->model->uses_output_len ? dec : 0;
-	}
-	c->env.topup_threshold = opt_double(o, "topup-threshold");
-	c->env.max_batch_decoder = (uint32_t)opt_uint(o, "max-batch-decoder");
+	c->env.params = &j->pol_params;
 	c->env.sla_ns = c->sla_ns;
 	if (j->model->is_llm) {
 		const struct mdl_llm *l = &j->model->llm;
@@ -453,10 +427,6 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 static int run_check_config(const struct run_job *j, char *err, size_t errlen)
 {
 	const struct eng_config *c = &j->c;
-	if (c->env.min_batch > c->env.max_batch) {
-		snprintf(err, errlen, "--min-batch=%u exceeds the max batch %u", c->env.min_batch, c->env.max_batch);
-		return -1;
-	}
 	uint32_t hw_limit = hw_max_batch(j->hw);
 	if (hw_limit && c->env.max_batch > hw_limit) {
 		snprintf(err, errlen, "hardware %s has latencies up to batch %u, but the max batch is %u: lower --max-batch",
@@ -573,6 +543,16 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 	}
 	if (opt_parse(&j->o, opts, nopts, argc, argv, 0, err, sizeof err) != 0)
 		goto fail;
+	if (opt_flag(&j->o, "help") && opt_given(&j->o, "policy")) {
+		const struct pol_ops *pol = pol_find(opt_str(&j->o, "policy"));
+		if (!pol) {
+			cli_unknown_policy(opt_str(&j->o, "policy"), err, sizeof err);
+			goto fail;
+		}
+		run_policy_help(stdout, pol);
+		run_job_free(j);
+		return CLI_OK;
+	}
 	if (opt_flag(&j->o, "help")) {
 		opt_print_help(stdout, usage, opts, nopts);
 		run_job_free(j);
@@ -593,7 +573,7 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 	}
 	/* an LLM's refusals (weights or a request the KV cache cannot hold, a budget below a prompt) come from
 	 * its policy's set-up: asked before any output or the database is opened, which they must leave alone */
-	if (run_load_inputs(j, pol, err, sizeof err) != 0 || run_build_config(j, pol, err, sizeof err) != 0 ||
+	if (run_policy_params(j, pol, err, sizeof err) != 0 || run_load_inputs(j, pol, err, sizeof err) != 0 || run_build_config(j, pol, err, sizeof err) != 0 ||
 	    run_check_config(j, err, sizeof err) != 0 ||
 	    (j->model->is_llm && run_check_policy(&j->c, err, sizeof err) != 0) ||
 	    run_open_outputs(j, err, sizeof err) != 0)
@@ -731,7 +711,9 @@ fail:
 int cmd_run(int argc, char **argv)
 {
 	struct run_job *j;
-	int rc = run_job_prepare(argc, argv, run_opts, RUN_NOPTS, run_usage, &j);
+	size_t nopts;
+	const struct opt_def *opts = cmd_run_options(&nopts);
+	int rc = run_job_prepare(argc, argv, opts, nopts, run_usage, &j);
 	char err[512] = "";
 	if (rc != CLI_OK || !j || opt_flag(&j->o, "dry-run")) {
 		/* a dry run (sweeps check every configuration this way before running

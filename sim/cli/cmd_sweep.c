@@ -20,7 +20,7 @@
 #include "../../util/text.h"
 #include "../store/aggregate.h"
 #include "cli.h"
-#include "options.h"
+#include "../../util/options.h"
 #include "procpool.h"
 #include "../store/results.h"
 #include "../store/sweep_db.h"

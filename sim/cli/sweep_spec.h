@@ -25,7 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "options.h"
+#include "../../util/options.h"
 
 struct sweep_opt {            /* one run option, canonical name (no "--") */
 	char *name;

@@ -18,7 +18,7 @@
 #include "../../hwmodels/npu_config.h"
 #include "../../models/model.h"
 #include "../../sim/cli/cli.h"
-#include "../../sim/cli/options.h"
+#include "../../util/options.h"
 #include "../../sim/cli/sweep_spec.h"
 #include "../../traces/workload.h"
 

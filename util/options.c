@@ -1,14 +1,14 @@
-/* sim/cli/options.c: parses --key=value arguments against a parameter table
+/* util/options.c: parses --key=value arguments against a parameter table
  * (see options.h). getopt_long does the scanning; the table does the rest. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include "options.h"
-#include "../../util/text.h"
+#include "text.h"
 
 static int opt_index(const struct opt_set *s, const char *name)
 {
-	for (size_t i = 0; i < s->ndefs; i++)
+	for (size_t i = 0; s && i < s->ndefs; i++)
 		if (strcmp(s->defs[i].name, name) == 0)
 			return (int)i;
 	return -1;
@@ -16,7 +16,7 @@ static int opt_index(const struct opt_set *s, const char *name)
 
 static int opt_check(const struct opt_def *d, const char *v, char *err, size_t errlen)
 {
-	double x;
+	double x = 0;
 	uint64_t u;
 	switch (d->type) {
 	case OPT_STR:
@@ -125,6 +125,38 @@ int opt_parse(struct opt_set *s, const struct opt_def *defs, size_t ndefs,
 		s->positional[s->npositional++] = argv[i];
 	}
 	return 0;
+}
+
+void opt_defaults(struct opt_set *s, const struct opt_def *defs, size_t ndefs)
+{
+	memset(s, 0, sizeof *s);
+	s->defs = defs;
+	s->ndefs = ndefs < OPT_MAX ? ndefs : OPT_MAX;
+	for (size_t i = 0; i < s->ndefs; i++)
+		s->values[i] = defs[i].defval;
+}
+
+int opt_put(struct opt_set *s, const char *name, const char *value, char *err, size_t errlen)
+{
+	int i = opt_index(s, name);
+	if (i < 0) {
+		snprintf(err, errlen, "unknown option '--%s'", name);
+		return -1;
+	}
+	const char *v = s->defs[i].type == OPT_FLAG ? "1" : value;
+	if (opt_check(&s->defs[i], v, err, errlen) != 0)
+		return -1;
+	s->values[i] = v;
+	s->given[i] = 1;
+	return 0;
+}
+
+const struct opt_def *opt_find(const struct opt_def *defs, size_t ndefs, const char *name)
+{
+	for (size_t i = 0; i < ndefs; i++)
+		if (strcmp(defs[i].name, name) == 0)
+			return &defs[i];
+	return NULL;
 }
 
 void opt_set_default(struct opt_set *s, const char *name, const char *value)

@@ -1,4 +1,4 @@
-/* sim/cli/options.h: command-line parameters as one table per subcommand: every
+/* util/options.h: command-line parameters as one table per subcommand: every
  * parameter has a name, type, default, bounds and help text, is checked on
  * input, and can be listed back (for --help and for the results database, so
  * every stored result says how it was made).
@@ -28,7 +28,7 @@ struct opt_def {
 	const char *help;
 };
 
-#define OPT_MAX 64
+#define OPT_MAX 96
 
 struct opt_set {
 	const struct opt_def *defs;     /* not owned */
@@ -50,5 +50,13 @@ int opt_given(const struct opt_set *s, const char *name);
  * value (not copied) replaces the parameter's default when it was not given. */
 void opt_set_default(struct opt_set *s, const char *name, const char *value);
 void opt_print_help(FILE *f, const char *usage, const struct opt_def *defs, size_t ndefs);
+/* A set over defs holding every default and nothing given: what a table of
+ * parameters means before any is set (a policy's own, say). */
+void opt_defaults(struct opt_set *s, const struct opt_def *defs, size_t ndefs);
+/* Sets name to value (not copied) as if given, checked like a parsed value:
+ * 0, or -1 with one line in err (an unknown name, a value out of bounds). */
+int opt_put(struct opt_set *s, const char *name, const char *value, char *err, size_t errlen);
+/* The definition of name in defs, or NULL. */
+const struct opt_def *opt_find(const struct opt_def *defs, size_t ndefs, const char *name);
 
 #endif
