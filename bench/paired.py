@@ -38,6 +38,10 @@ WORKLOADS = {
     "lazy-gnmt-w16": ["--policy=lazy", "--model=gnmt", "--workers=16", "--rate=4800", "--requests=1000000"],
     # overload, where the oracle decides at most boundaries (the figure set's costliest runs)
     "oracle-overload": ["--policy=oracle", "--model=transformer", "--rate=1500", "--requests=100000"],
+    # an LLM policy on real traffic: the Azure conversation trace (2023) replayed 3x faster on the measured H100
+    "continuous-azure": ["--policy=continuous", "--model=llama2-7b", "--over-context=drop", "--trace-speedup=3",
+                         "--requests=19366", "--trace=" + os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                         "..", "shared", "data", "azure-llm-2023", "AzureLLMInferenceTrace_conv.csv")],
 }
 
 

@@ -157,12 +157,12 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
                                 int64_t *wake_ns, struct drv_task_shape *shape, char *err, size_t errlen);
 
 /* The simulator runs a started NODE task as a run of n nodes, 1 < n <=
- * t->run_max (policy.h "Runs"): sets run_len and counts the nodes after the
+ * t->run_max (policy.h, "Optional capability: runs"): sets run_len and counts the nodes after the
  * first as the tasks they are, so every counter reads as if the run had been
  * n tasks. The live runtime never calls it. */
 static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint64_t n);
 
-/* The policy's boundary_waits (policy.h "Runs"), for a policy that has one. */
+/* The policy's boundary_waits (policy.h, "Optional capability: runs"), for a policy that has one. */
 static inline int drv_boundary_waits(const struct pol_driver *d, uint32_t device)
 {
 	return d->c.policy->boundary_waits(d->st, device);

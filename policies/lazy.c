@@ -275,7 +275,7 @@ static uint64_t lazy_steps_to(const struct mdl_model *m, uint32_t k, uint32_t be
 	return k + 1 >= below ? 1 : below - k;
 }
 
-/* How many nodes the issued task may run as one (policy.h "Runs"). When no
+/* How many nodes the issued task may run as one (policy.h, "Optional capability: runs"). When no
  * pending input could be admitted at the boundaries it skips: the InfQ is
  * empty (until the next arrival, which ends the run) or the table is full
  * (until a member completes, which ends the run too); or, for lazy on one

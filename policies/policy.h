@@ -33,26 +33,12 @@
  *    contexts.
  *  - A policy may return a task while another of its tasks runs on another
  *    device, but never one that includes a request already in flight.
- *  - Runs (a simulation's shortcut; bench/README.md "Runs"). A NODE task may
- *    set run_max > 1: a promise that, until the next arrival or a wake-up it
- *    asked for, the decisions at this device's next run_max - 1 node
- *    boundaries would each continue the same task one node further, whatever
- *    other devices do, and that those boundaries would change nothing the
- *    policy gives another device. Every member then stays inside its current
- *    segment span for run_max nodes (pol_req_span_left), so all run the same
- *    node types (mdl_run_type) and none completes before the last; a tree
- *    model's tasks are single nodes. The caller runs run_len nodes, 1 <=
- *    run_len <= run_max, ending at the first boundary at or after the next
- *    arrival or wake-up; on_task_done sees run_len. A policy with
- *    boundary_waits promises more: an arrival matters to a run only through
- *    it, so on several devices the caller ends a run at its first boundary
- *    at which boundary_waits holds, at an arrival's instant, or at a
- *    wake-up, and a run whose boundaries the inputs never wait for goes on
- *    past arrivals another device takes. The live runtime, which cannot
- *    see the next arrival, always runs one node: the same decisions, node
- *    by node.
  *  - Latency estimates come from the caller through pol_env (filled from a
  *    hardware model or a calibration); a policy imports no hardware model.
+ *  - A policy's own knobs are declared in pol_ops.params and read in init
+ *    from env->params; nothing else in pol_env is one policy's.
+ * A policy may also offer runs, an optional capability of the simulator's
+ * (below pol_ops); a policy that never sets run_max never needs to read it.
  */
 #ifndef SB_POLICY_H
 #define SB_POLICY_H
@@ -211,7 +197,7 @@ struct pol_ops {
 	void (*on_task_done)(struct pol_state *st, const struct pol_task *t, int64_t now_ns);
 	int (*next_task)(struct pol_state *st, uint32_t device, int64_t now_ns,
 	                 struct pol_task *task, int64_t *wake_ns);
-	/* optional (Runs, above): 1 when a decision at the device's next node
+	/* optional (runs, the capability below): 1 when a decision at the device's next node
 	 * boundary would weigh inputs pending now. It may turn 1 only at an
 	 * arrival, and 0 only in next_task or at the device's own task's end. */
 	int (*boundary_waits)(const struct pol_state *st, uint32_t device);
@@ -219,6 +205,27 @@ struct pol_ops {
 	 * returns how many; called once after the run */
 	size_t (*stats)(const struct pol_state *st, struct pol_stat *out, size_t max);
 };
+
+/* Optional capability: runs (a simulation's shortcut; bench/README.md
+ * "Runs"; sim/engine/runs.[ch]). A NODE task may set run_max > 1: a promise
+ * that, until the next arrival or a wake-up it asked for, the decisions at this device's next run_max - 1 node
+ * boundaries would each continue the same task one node further, whatever
+ * other devices do, and that those boundaries would change nothing the
+ * policy gives another device. Every member then stays inside its current
+ * segment span for run_max nodes (pol_req_span_left), so all run the same
+ * node types (mdl_run_type) and none completes before the last; a tree
+ * model's tasks are single nodes. The caller runs run_len nodes, 1 <=
+ * run_len <= run_max, ending at the first boundary at or after the next
+ * arrival or wake-up; on_task_done sees run_len. A policy with
+ * boundary_waits promises more: an arrival matters to a run only through
+ * it, so on several devices the caller ends a run at its first boundary
+ * at which boundary_waits holds, at an arrival's instant, or at a
+ * wake-up, and a run whose boundaries the inputs never wait for goes on
+ * past arrivals another device takes. The live runtime, which cannot
+ * see the next arrival, always runs one node: the same decisions, node
+ * by node.
+ * --node-by-node turns runs off (every node its own task), to check that a
+ * policy's runs change no result; the run stores it. */
 
 /* Knobs more than one policy declares, written once so they stay alike. */
 #define POL_PARAM_WINDOW { "window", OPT_DOUBLE, "0", 0, 1e9, 0, "batching time window in ms: a batch below the " \
@@ -280,7 +287,7 @@ static inline uint32_t pol_req_decoder_step(const struct mdl_model *m, const str
 	return r->output_len - (uint32_t)((left + nn - 1) / nn) + 1;
 }
 
-/* Nodes left in the segment span holding the next node (policy.h "Runs"). */
+/* Nodes left in the segment span holding the next node (policy.h, "Optional capability: runs"). */
 static inline uint64_t pol_req_span_left(const struct pol_request *r) { return r->span_end_cache - r->next_node; }
 
 /* The caller's part of the contract, shared by the simulator (sim/engine.c)

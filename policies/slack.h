@@ -55,7 +55,7 @@ int64_t slk_single_exec_ns(const struct slk_table *t, uint32_t enc_timesteps);
 int64_t slk_node_single_ns(const struct slk_table *t, uint32_t node_type, uint32_t cells, uint32_t input_len);
 
 /* NodeLatency summed over a run of n nodes from node type node_type
- * (policy.h "Runs"; not for trees) by a request of input_len tokens (which
+ * (policy.h, "Optional capability: runs"; not for trees) by a request of input_len tokens (which
  * prices pass nodes), as the unsigned sum of the n nodes one by one would
  * give it. */
 uint64_t slk_run_single_ns(const struct slk_table *t, uint32_t node_type, uint64_t n, uint32_t input_len);
@@ -110,7 +110,7 @@ void slk_exact_fini(struct slk_exact *x);
 /* The drain time in ns, or -1 on allocation failure. */
 int64_t slk_exact_drain_ns(struct slk_exact *x, struct pol_request *const *reqs, uint32_t n);
 
-/* The drain time kept up to date along a run (policy.h "Runs"; no tree
+/* The drain time kept up to date along a run (policy.h, "Optional capability: runs"; no tree
  * model): walk_begin is slk_exact_drain_ns keeping every type's remaining
  * counts sorted; walk_step tells it that one request whose remaining runs
  * of type t were v (>= 1) ran one of them, and returns how the drain time

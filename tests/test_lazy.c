@@ -1057,7 +1057,7 @@ static void test_runs_change_nothing(void **state)
 	assert_true(stepped >= 1);
 }
 
-/* Cut runs where arrivals meet boundaries (policy.h "Runs": on several
+/* Cut runs where arrivals meet boundaries (policy.h, "Optional capability: runs": on several
  * devices an arrival ends only the runs whose boundaries wait for it). Every
  * node costs 1 ms (then 1 ms more per extra member: boundaries on a whole
  * millisecond either way) and requests arrive on whole milliseconds, two in
