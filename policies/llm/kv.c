@@ -1,0 +1,185 @@
+/* policies/llm/kv.c: the LLM policies' toolkit (kv.h): KV cache, running
+ * sets, preemption by recompute, the iteration builder. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "kv.h"
+
+void llm_sched_fini(struct pol_state *st)
+{
+	struct llm_sched *s = (struct llm_sched *)st;
+	for (uint32_t i = 0; s->devs && i < s->ndevs; i++)
+		free(s->devs[i].running);
+	free(s->devs);
+	s->devs = NULL;
+}
+
+int llm_sched_init(struct llm_sched *s, const struct pol_env *env, const char *name, const struct llm_hooks *h,
+                   char *err, size_t errlen)
+{
+	s->hooks = h;
+	s->ttft_slo_ns = env->ttft_slo_ns;
+	s->tpot_slo_ns = env->tpot_slo_ns;
+	s->lat = env->lat;
+	if (env->kv_blocks == 0 || env->block_size == 0 || env->max_batched_tokens == 0) {
+		snprintf(err, errlen, "%s: no KV cache to serve from (blocks %llu of %u tokens, %u tokens an iteration)", name,
+		         (unsigned long long)env->kv_blocks, env->block_size, env->max_batched_tokens);
+		return -1;
+	}
+	/* a whole prefill, its recompute after a preemption included, must fit one iteration */
+	if (!h->chunked && !h->build && env->longest_request_tokens > env->max_batched_tokens) {
+		snprintf(err, errlen, "%s: --max-batched-tokens=%u cannot hold the prefill of a request of %llu tokens "
+		         "(a recompute prefills its prompt and output so far): raise it, or chunk prompts with --policy=chunked",
+		         name, env->max_batched_tokens, (unsigned long long)env->longest_request_tokens);
+		return -1;
+	}
+	s->max_seqs = env->max_batch;
+	s->max_tokens = env->max_batched_tokens;
+	s->block_size = env->block_size;
+	s->kv_blocks = env->kv_blocks;
+	s->ndevs = env->workers ? env->workers : 1;
+	s->devs = calloc(s->ndevs, sizeof *s->devs);
+	for (uint32_t i = 0; s->devs && i < s->ndevs; i++) {
+		s->devs[i].free_blocks = env->kv_blocks;
+		s->devs[i].running = calloc(s->max_seqs, sizeof *s->devs[i].running);
+		if (!s->devs[i].running)
+			break;
+	}
+	if (!s->devs || !s->devs[s->ndevs - 1].running) {
+		llm_sched_fini((struct pol_state *)s);
+		snprintf(err, errlen, "%s: out of memory", name);
+		return -1;
+	}
+	return 0;
+}
+
+void llm_sched_on_arrival(struct pol_state *st, struct pol_request *r, int64_t now_ns)
+{
+	(void)now_ns;
+	r->pol_word[0] = r->pol_word[1] = 0;
+	pol_fifo_push(&((struct llm_sched *)st)->waiting, r);
+}
+
+/* Frees a finished or preempted request's blocks and takes it off the running list. */
+static void llm_release(struct llm_device *d, uint32_t i)
+{
+	struct pol_request *r = d->running[i];
+	d->free_blocks += r->pol_word[1];
+	r->pol_word[0] = r->pol_word[1] = 0;
+	for (uint32_t j = i + 1; j < d->nrunning; j++)
+		d->running[j - 1] = d->running[j];
+	d->nrunning--;
+}
+
+void llm_sched_on_task_done(struct pol_state *st, const struct pol_task *t, int64_t now_ns)
+{
+	(void)now_ns;
+	struct llm_sched *s = (struct llm_sched *)st;
+	struct llm_device *d = &s->devs[t->device];
+	for (uint32_t i = 0; i < t->nreq; i++)
+		t->reqs[i]->pol_word[0] += t->tokens[i];
+	for (uint32_t i = d->nrunning; i-- > 0;)
+		if (pol_req_done(d->running[i]))
+			llm_release(d, i);
+	if (s->hooks->after_task)
+		s->hooks->after_task(s, d);
+}
+
+/* Adds r to the task with tokens new tokens, taking the blocks they need. */
+static void llm_schedule(const struct llm_sched *s, struct llm_device *d, struct pol_task *t, struct pol_request *r,
+                         uint32_t tokens)
+{
+	uint64_t want = llm_blocks_for(s, r->pol_word[0] + tokens) - r->pol_word[1];
+	d->free_blocks -= want;
+	r->pol_word[1] += want;
+	t->reqs[t->nreq] = r;
+	t->tokens[t->nreq] = tokens;
+	t->context[t->nreq] = (uint32_t)r->pol_word[0];
+	t->nreq++;
+}
+
+int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, struct pol_task *t, int64_t *wake_ns)
+{
+	struct llm_sched *s = (struct llm_sched *)st;
+	const struct llm_hooks *h = s->hooks;
+	struct llm_device *d = &s->devs[device];
+	if (h->build) {
+		int got = h->build(s, d, now_ns, t, wake_ns);
+		t->kv_blocks_held = s->kv_blocks - d->free_blocks;
+		return got;
+	}
+	uint32_t budget = s->max_tokens;
+	int preempted = 0;
+	t->kind = POL_TASK_ITER;
+	t->nreq = 0;
+	/* 1. the running requests, in admission order (decodes_first: decodes, then prompts being chunked) */
+	for (int pass = h->decodes_first ? 0 : 1; pass < 2; pass++)
+	for (uint32_t i = 0; i < d->nrunning && budget > 0;) {
+		struct pol_request *r = d->running[i];
+		uint64_t need = pol_llm_target(r) - r->pol_word[0];
+		if (h->decodes_first && (pass == 0) != (need == 1)) {
+			i++;
+			continue;
+		}
+		if (!h->chunked && need > budget)
+			break;
+		uint32_t tokens = need < budget ? (uint32_t)need : budget;
+		/* pass 1 holds every running request, or (decodes_first) the prompts: a decode's one token is not cut */
+		if (h->chunk_limit && pass == 1 && (tokens = h->chunk_limit(s, t, r, tokens)) == 0)
+			break;
+		uint64_t want = llm_blocks_for(s, r->pol_word[0] + tokens) - r->pol_word[1];
+		if (h->decodes_first && pass == 1 && want > d->free_blocks)
+			break;                  /* a prompt's chunk waits: it never preempts decodes already planned */
+		while (want > d->free_blocks && d->nrunning > i) {
+			/* the request admitted last gives its blocks back and waits again, to be recomputed */
+			struct pol_request *victim = d->running[d->nrunning - 1];
+			llm_release(d, d->nrunning - 1);
+			pol_fifo_push_front(&s->waiting, victim);
+			s->preemptions++;
+			preempted = 1;
+		}
+		if (d->nrunning <= i)
+			break;                  /* r itself was preempted: nothing after it runs either */
+		llm_schedule(s, d, t, r, tokens);
+		budget -= tokens;
+		i++;
+	}
+	/* 2. waiting requests, when nothing had to give way */
+	while (!preempted && s->waiting.head && d->nrunning < s->max_seqs && budget > 0) {
+		struct pol_request *prev = NULL, *r = h->admit_next ? h->admit_next(s, now_ns, &prev) : s->waiting.head;
+		uint64_t need = pol_llm_target(r);      /* nothing cached while waiting */
+		if (!h->chunked && need > budget)
+			break;
+		uint32_t tokens = need < budget ? (uint32_t)need : budget;
+		if (h->chunk_limit && (tokens = h->chunk_limit(s, t, r, tokens)) == 0)
+			break;
+		if (llm_blocks_for(s, tokens) > d->free_blocks)
+			break;
+		pol_fifo_unlink(&s->waiting, prev, r);
+		d->running[d->nrunning++] = r;
+		llm_schedule(s, d, t, r, tokens);
+		budget -= tokens;
+	}
+	llm_note_peak(s, d);
+	t->kv_blocks_held = s->kv_blocks - d->free_blocks;
+	return t->nreq > 0;
+}
+
+size_t llm_sched_stats(const struct pol_state *st, struct pol_stat *out, size_t max)
+{
+	const struct llm_sched *s = (const struct llm_sched *)st;
+	uint64_t peak = 0;                       /* the fullest device's */
+	for (uint32_t i = 0; i < s->ndevs; i++)
+		if (s->devs[i].peak_blocks > peak)
+			peak = s->devs[i].peak_blocks;
+	struct pol_stat all[] = {
+		{ "preemptions", (double)s->preemptions },
+		{ "kv_peak_fraction", (double)peak / (double)s->kv_blocks },
+		{ "kv_blocks", (double)s->kv_blocks },
+	};
+	size_t n = sizeof all / sizeof all[0];
+	if (n > max)
+		n = max;
+	for (size_t i = 0; i < n; i++)
+		out[i] = all[i];
+	return n;
+}
