@@ -47,16 +47,6 @@ void run_estimates_free(struct run_estimates *est);
  * sweeps' checks and live use it before anything runs. */
 int run_check_policy(const struct eng_config *c, char *err, size_t errlen);
 
-/* --hw=profile (live's default, and accepted by run): times the live
- * runtime's kernels of model m on this machine up to max_batch, as
- * `live --profile-out` does, and opens that table as the hardware model,
- * labelled "profile". Options come from o where it has them (live's --device,
- * --gemm, --profile-reps). 0, or -1 with err. */
-struct mdl_model;
-struct hw_model;
-struct opt_set;
-int live_profile_hw(const struct opt_set *o, const struct mdl_model *m, uint32_t max_batch, struct hw_model **out,
-                    char *err, size_t errlen);
 int cmd_list(int argc, char **argv);
 int cmd_model_info(int argc, char **argv);
 int cmd_hw_info(int argc, char **argv);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "kernel_profile.h"
 #include "../../hwmodels/gpu_measured.h"
 #include "../../hwmodels/llm_cost.h"
 #include "../engine/engine.h"
