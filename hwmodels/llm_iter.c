@@ -36,20 +36,6 @@ int llm_iter_sniff(const char *path, char *err, size_t errlen)
 	return txt_sniff_lines(path, li_judge, NULL, err, errlen);
 }
 
-static int li_fail(char *err, size_t errlen, const char *path, unsigned long line, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static int li_fail(char *err, size_t errlen, const char *path, unsigned long line, const char *fmt, ...)
-{
-	char msg[320];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	snprintf(err, errlen, "%s:%lu: %s", path, line, msg);
-	return -1;
-}
-
 /* One setting into r (the model's name into name). */
 static int li_setting(const char *path, unsigned long line, const char *key, const char *value, unsigned long *seen,
                       double *val, char *name, size_t namelen, char *err, size_t errlen)
@@ -58,22 +44,22 @@ static int li_setting(const char *path, unsigned long line, const char *key, con
 		if (strcmp(key, li_keys[k]) != 0)
 			continue;
 		if (seen[k])
-			return li_fail(err, errlen, path, line, "key '%s' given twice (first on line %lu)", key, seen[k]);
+			return lines_fail(err, errlen, path, line, "key '%s' given twice (first on line %lu)", key, seen[k]);
 		seen[k] = line;
 		if (k == LI_MODEL) {
 			if (*value == '\0' || strlen(value) >= namelen)
-				return li_fail(err, errlen, path, line, "key 'model': expected a model name");
+				return lines_fail(err, errlen, path, line, "key 'model': expected a model name");
 			snprintf(name, namelen, "%s", value);
 			return 0;
 		}
 		double v;
 		if (txt_parse_double(value, &v) != 0 || !isfinite(v) || v < 0 || (k == LI_MEM && v <= 0))
-			return li_fail(err, errlen, path, line, "key '%s': expected a %s number, got '%s'", key,
+			return lines_fail(err, errlen, path, line, "key '%s': expected a %s number, got '%s'", key,
 			               k == LI_MEM ? "positive" : "non-negative", value);
 		val[k] = v;
 		return 0;
 	}
-	return li_fail(err, errlen, path, line, "unknown key '%s' (known: kind, model, fixed_us, token_us, emit_us, "
+	return lines_fail(err, errlen, path, line, "unknown key '%s' (known: kind, model, fixed_us, token_us, emit_us, "
 	               "pair_ns, mem_capacity_gb)", key);
 }
 
@@ -93,12 +79,12 @@ static int li_load(const char *path, struct llm_iter_hw *r, char *name, size_t n
 		if (kind == 0)
 			continue;
 		if (kind < 0) {
-			li_fail(err, errlen, path, rd.lineno, "expected KEY = VALUE");
+			lines_fail(err, errlen, path, rd.lineno, "expected KEY = VALUE");
 			goto out;
 		}
 		if (strcmp(key, "kind") == 0) {
 			if (kind_line || strcmp(value, LLM_ITER_KIND) != 0) {
-				li_fail(err, errlen, path, rd.lineno, kind_line ? "key 'kind' given twice" :
+				lines_fail(err, errlen, path, rd.lineno, kind_line ? "key 'kind' given twice" :
 				        "key 'kind': expected " LLM_ITER_KIND);
 				goto out;
 			}
@@ -112,7 +98,7 @@ static int li_load(const char *path, struct llm_iter_hw *r, char *name, size_t n
 		goto out;
 	for (int k = 0; k < LI_NKEYS; k++)
 		if (!seen[k]) {
-			li_fail(err, errlen, path, rd.lineno, "key '%s' is missing (an llm_iter file sets every key)",
+			lines_fail(err, errlen, path, rd.lineno, "key '%s' is missing (an llm_iter file sets every key)",
 			        li_keys[k]);
 			goto out;
 		}

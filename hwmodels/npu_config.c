@@ -74,13 +74,10 @@ struct npu_parser {
 __attribute__((format(printf, 2, 3)))
 static int npu_cfg_fail(struct npu_parser *p, const char *fmt, ...)
 {
-	int n = snprintf(p->err, p->errlen, "%s:%lu: ", p->path, p->line);
-	if (n >= 0 && (size_t)n < p->errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	lines_vfail(p->err, p->errlen, p->path, p->line, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 

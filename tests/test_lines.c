@@ -94,6 +94,22 @@ static void test_size_limit(void **state)
 	pclose(p);
 }
 
+/* The one error form of a file: PATH:LINE: message, PATH: message for line 0,
+ * cut short (terminated) when err is small, nothing written when it has no room. */
+static void test_fail_format(void **state)
+{
+	(void)state;
+	char err[64];
+	assert_int_equal(lines_fail(err, sizeof err, "a.csv", 3, "bad %s %d", "x", 7), -1);
+	assert_string_equal(err, "a.csv:3: bad x 7");
+	lines_fail(err, sizeof err, "a.csv", 0, "empty");
+	assert_string_equal(err, "a.csv: empty");
+	char small[8];
+	lines_fail(small, sizeof small, "long-name.csv", 12, "whatever");
+	assert_string_equal(small, "long-na");
+	assert_int_equal(lines_fail(NULL, 0, "a", 1, "x"), -1);
+}
+
 int main(void)
 {
 	int fd = mkstemp(tmp_path);
@@ -104,6 +120,7 @@ int main(void)
 		cmocka_unit_test(test_line_length_edge),
 		cmocka_unit_test(test_last_line_and_nul),
 		cmocka_unit_test(test_size_limit),
+		cmocka_unit_test(test_fail_format),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	unlink(tmp_path);

@@ -98,3 +98,22 @@ void lines_close(struct lines_reader *r)
 	r->buf = NULL;
 	r->cap = 0;
 }
+
+int lines_vfail(char *err, size_t errlen, const char *path, unsigned long line, const char *fmt, va_list ap)
+{
+	if (!err || errlen == 0)
+		return -1;
+	int n = line ? snprintf(err, errlen, "%s:%lu: ", path, line) : snprintf(err, errlen, "%s: ", path);
+	if (n >= 0 && (size_t)n < errlen)
+		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	return -1;
+}
+
+int lines_fail(char *err, size_t errlen, const char *path, unsigned long line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	lines_vfail(err, errlen, path, line, fmt, ap);
+	va_end(ap);
+	return -1;
+}

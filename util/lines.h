@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 /* No format of ours needs a line near this long: the longest legitimate lines
@@ -44,5 +45,13 @@ struct lines_reader {
 int lines_open(struct lines_reader *r, const char *path, uint64_t max_bytes, char *err, size_t errlen);
 int lines_next(struct lines_reader *r, char **line, size_t *len, char *err, size_t errlen);
 void lines_close(struct lines_reader *r);
+
+/* The one form of a file's error: "PATH:LINE: message" into err (line 0:
+ * "PATH: message", for the file as a whole). Returns -1, for
+ * `return lines_fail(...)`. */
+int lines_fail(char *err, size_t errlen, const char *path, unsigned long line, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+int lines_vfail(char *err, size_t errlen, const char *path, unsigned long line, const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
 
 #endif

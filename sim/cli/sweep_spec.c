@@ -35,12 +35,8 @@ struct sp_ctx {
 static int sp_fail(struct sp_ctx *c, unsigned line, const char *fmt, ...)
 {
 	va_list ap;
-	int n = line ? snprintf(c->err, c->errlen, "%s:%u: ", c->path, line)
-	             : snprintf(c->err, c->errlen, "%s: ", c->path);
-	if (n < 0 || (size_t)n >= c->errlen)
-		return -1;
 	va_start(ap, fmt);
-	vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+	lines_vfail(c->err, c->errlen, c->path, line, fmt, ap);
 	va_end(ap);
 	return -1;
 }

@@ -13,6 +13,7 @@
  * negative; cast back to uint64 to recover them.
  */
 #include "results.h"
+#include "results_db.h"
 #include "../../util/sqlite_read.h"
 
 #include <errno.h>
@@ -126,10 +127,6 @@ static const char sql_insert_metrics[] =
 	"INSERT INTO run_metrics(run_id, count, mean_ms, p50_ms, p90_ms, p95_ms, p99_ms, p999_ms,"
 	" max_ms, min_ms, queue_mean_ms, queue_p99_ms, sla_violation_rate)"
 	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
-/* A CDF's 1000 rows go in RESULTS_CDF_ROWS at a time, one statement with
- * that many rows (cdf_insert_sql): a statement a row spent as much again on
- * running the statement as on the row (1.0 against 0.53 ms a CDF, bench/README.md). */
-#define RESULTS_CDF_ROWS 100
 _Static_assert(METRICS_CDF_POINTS % RESULTS_CDF_ROWS == 0, "a CDF is whole statements");
 static const char sql_insert_cdf_head[] = "INSERT INTO run_cdf(run_id, quantile, latency_ms) VALUES";
 static const char sql_insert_token_cdf_head[] = "INSERT INTO run_token_cdf(run_id, metric, quantile, value_ms) VALUES";
@@ -155,25 +152,7 @@ static const char sql_insert_request[] =
 	"INSERT INTO run_requests(run_id, id, arrival_s, start_s, finish_s, input_len, output_len, first_token_s)"
 	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 
-#define RESULTS_BUSY_TIMEOUT_MS 10000  /* how long to wait for another writer's lock */
 #define RESULTS_RETRY_MS 10             /* poll step where SQLite will not wait itself */
-
-struct results_db {
-	sqlite3 *db;                  /* owned connection */
-	char *path;                   /* owned copy, for messages */
-	sqlite3_stmt *ins_run;        /* owned prepared statements, reused for every run */
-	sqlite3_stmt *ins_config;
-	sqlite3_stmt *ins_metrics;
-	sqlite3_stmt *ins_cdf;
-	sqlite3_stmt *ins_token_cdf;
-	sqlite3_stmt *ins_request;
-	sqlite3_stmt *ins_stat;
-	int version;                  /* schema version: older ones are read as they are (no runs.saturated
-	                                 before 2, no run_token_cdf before 3) and upgraded when written */
-	int keepable;                 /* opened by results_open, its file known: may be kept open */
-	dev_t dev;                    /* the file it opened, to know it again */
-	ino_t ino;
-};
 
 /* A process that stores run after run into one database (a sweep's worker,
  * results_keep_open) keeps the last one open between runs: opening, checking
@@ -192,7 +171,7 @@ enum db_kind {
 	DB_ERROR,                     /* could not tell (I/O error, locked, ...) */
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+void results_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
 	if (!err || errlen == 0)
 		return;
@@ -279,9 +258,9 @@ fail:
 	free(t);
 	/* a WAL file in a read-only directory fails even to read (no -shm file) */
 	if ((rc & 0xff) == SQLITE_READONLY)
-		set_err(err, errlen, "results database '%s' is not writable: %s", r->path, sqlite3_errmsg(r->db));
+		results_set_err(err, errlen, "results database '%s' is not writable: %s", r->path, sqlite3_errmsg(r->db));
 	else
-		set_err(err, errlen, "cannot read results database '%s': %s", r->path, sqlite3_errmsg(r->db));
+		results_set_err(err, errlen, "cannot read results database '%s': %s", r->path, sqlite3_errmsg(r->db));
 	return DB_ERROR;
 }
 
@@ -292,11 +271,11 @@ static enum db_kind classify_usable(struct results_db *r, const char *path, int 
 {
 	enum db_kind kind = classify(r, version, err, errlen);
 	if (kind == DB_FOREIGN || (kind == DB_EMPTY && !writer)) {
-		set_err(err, errlen, "'%s' is not a simbatch results database", path);
+		results_set_err(err, errlen, "'%s' is not a simbatch results database", path);
 		return DB_ERROR;
 	}
 	if (kind == DB_OTHER_VERSION) {
-		set_err(err, errlen, "results database '%s' has schema version %s; this simbatch %s version %d", path,
+		results_set_err(err, errlen, "results database '%s' has schema version %s; this simbatch %s version %d", path,
 		        *version, writer ? "writes" : "reads", RESULTS_SCHEMA_VERSION);
 		return DB_ERROR;
 	}
@@ -335,7 +314,7 @@ static int exec_retry_busy(sqlite3 *db, const char *sql)
 	}
 }
 
-static void rollback(sqlite3 *db)
+void results_rollback(sqlite3 *db)
 {
 	if (!sqlite3_get_autocommit(db))
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -387,7 +366,7 @@ static int results_check_path(const char *path, char *err, size_t errlen)
 	struct stat st;
 	if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
 		return 0;
-	set_err(err, errlen, "results database '%s' is not a regular file (%s)", path,
+	results_set_err(err, errlen, "results database '%s' is not a regular file (%s)", path,
 	        S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device"
 	        : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISBLK(st.st_mode) ? "a block device" : "a socket");
 	return -1;
@@ -412,7 +391,7 @@ static int results_damaged(struct results_db *r, char *err, size_t errlen)
 	if (sqlite3_prepare_v2(r->db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(st, 0), "ok") != 0) {
 		const unsigned char *why = st ? sqlite3_column_text(st, 0) : NULL;
-		set_err(err, errlen, "results database '%s' is damaged (database disk image is malformed: %s)", r->path,
+		results_set_err(err, errlen, "results database '%s' is damaged (database disk image is malformed: %s)", r->path,
 		        why ? (const char *)why : sqlite3_errmsg(r->db));
 		for (char *c = err; *c; c++)      /* quick_check's report spans lines: one line */
 			if (*c == '\n')
@@ -435,14 +414,14 @@ int results_check(const char *path, char *err, size_t errlen)
 		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
 		if (access(dir, W_OK) == 0)
 			return 0;
-		set_err(err, errlen, "cannot create results database '%s': %s", path,
+		results_set_err(err, errlen, "cannot create results database '%s': %s", path,
 		        errno == ENOENT ? "no such directory" : strerror(errno));
 		return -1;
 	}
 	struct results_db r = { .path = (char *)path };
 	int rc = -1;
 	if (sqlite_open_read(path, &r.db) != SQLITE_OK) {
-		set_err(err, errlen, "cannot open results database '%s': %s", path, sqlite3_errmsg(r.db));
+		results_set_err(err, errlen, "cannot open results database '%s': %s", path, sqlite3_errmsg(r.db));
 		goto done;
 	}
 	sqlite3_busy_timeout(r.db, RESULTS_BUSY_TIMEOUT_MS);
@@ -460,7 +439,7 @@ int results_check(const char *path, char *err, size_t errlen)
 		break;
 	}
 	if (access(path, W_OK) != 0) {
-		set_err(err, errlen, "results database '%s' is not writable: %s", path, strerror(errno));
+		results_set_err(err, errlen, "results database '%s' is not writable: %s", path, strerror(errno));
 		goto done;
 	}
 	rc = 0;
@@ -480,14 +459,14 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		return -1;
 	struct results_db *r = calloc(1, sizeof(*r));
 	if (!r || !(r->path = strdup(path))) {
-		set_err(err, errlen, "cannot open results database '%s': out of memory", path);
+		results_set_err(err, errlen, "cannot open results database '%s': out of memory", path);
 		goto fail;
 	}
 	/* NOMUTEX: one thread uses a connection (the run's), so SQLite need not
 	 * lock one around every call: a sixth of storing a run */
 	int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		set_err(err, errlen, "cannot open results database '%s': %s", path,
+		results_set_err(err, errlen, "cannot open results database '%s': %s", path,
 		        r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
 		goto fail;
 	}
@@ -500,7 +479,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	/* SQLite silently opens a file it may not write read-only, and then even
 	 * BEGIN IMMEDIATE succeeds: ask directly */
 	if (sqlite3_db_readonly(r->db, "main") == 1) {
-		set_err(err, errlen, "results database '%s' is not writable: %s", path,
+		results_set_err(err, errlen, "results database '%s' is not writable: %s", path,
 		        sqlite3_errstr(SQLITE_READONLY));
 		goto fail;
 	}
@@ -522,11 +501,11 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 			kind = DB_OURS;
 		}
 		if (kind != DB_OURS) {
-			rollback(r->db);
+			results_rollback(r->db);
 			if (kind == DB_FOREIGN)
-				set_err(err, errlen, "'%s' is not a simbatch results database", path);
+				results_set_err(err, errlen, "'%s' is not a simbatch results database", path);
 			else if (kind == DB_OTHER_VERSION)
-				set_err(err, errlen, "results database '%s' has schema version %s; this simbatch writes version %d",
+				results_set_err(err, errlen, "results database '%s' has schema version %s; this simbatch writes version %d",
 				        path, version, RESULTS_SCHEMA_VERSION);
 			goto fail;
 		}
@@ -536,7 +515,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		/* another process may have upgraded it since: look again under the lock */
 		kind = classify(r, &version, err, errlen);
 		if (kind == DB_ERROR) {
-			rollback(r->db);
+			results_rollback(r->db);
 			goto fail;
 		}
 		int upgrade = kind == DB_OLDER;
@@ -549,13 +528,13 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		if (sqlite3_exec(r->db, "UPDATE simbatch_meta SET value = value WHERE key = 'application'",
 		                 NULL, NULL, NULL) != SQLITE_OK)
 			goto not_writable;
-		rollback(r->db);
+		results_rollback(r->db);
 	}
 	/* In WAL mode NORMAL keeps the database consistent after a crash and only
 	 * risks the last commits on power loss, and saves an fsync per run, which
 	 * dominates the cost of a short run in a sweep. */
 	if (sqlite3_exec(r->db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK) {
-		set_err(err, errlen, "cannot configure results database '%s': %s", path, sqlite3_errmsg(r->db));
+		results_set_err(err, errlen, "cannot configure results database '%s': %s", path, sqlite3_errmsg(r->db));
 		goto fail;
 	}
 	r->version = RESULTS_SCHEMA_VERSION;   /* created, upgraded or found so */
@@ -565,7 +544,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	r->ino = st.st_ino;
 	if (!(cdf_sql = cdf_insert_sql(sql_insert_cdf_head, 0, 2)) ||
 	    !(token_cdf_sql = cdf_insert_sql(sql_insert_token_cdf_head, 1, 3))) {
-		set_err(err, errlen, "cannot open results database '%s': out of memory", path);
+		results_set_err(err, errlen, "cannot open results database '%s': out of memory", path);
 		goto fail;
 	}
 	/* preparing every insert now also checks the tables have the columns we write */
@@ -576,7 +555,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	    sqlite3_prepare_v2(r->db, token_cdf_sql, -1, &r->ins_token_cdf, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_request, -1, &r->ins_request, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_stat, -1, &r->ins_stat, NULL) != SQLITE_OK) {
-		set_err(err, errlen, "results database '%s' does not match schema version %d: %s", path,
+		results_set_err(err, errlen, "results database '%s' does not match schema version %d: %s", path,
 		        RESULTS_SCHEMA_VERSION, sqlite3_errmsg(r->db));
 		goto fail;
 	}
@@ -586,8 +565,8 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	return 0;
 
 not_writable:
-	set_err(err, errlen, "results database '%s' is not writable: %s", path, sqlite3_errmsg(r->db));
-	rollback(r->db);
+	results_set_err(err, errlen, "results database '%s' is not writable: %s", path, sqlite3_errmsg(r->db));
+	results_rollback(r->db);
 fail:
 	free(version);
 	free(cdf_sql);
@@ -619,323 +598,6 @@ void results_remove(const char *path)
 			unlink(p);
 }
 
-/* Steps an INSERT and resets it for the next row; 0 or -1 with err. */
-static int step_insert(struct results_db *r, sqlite3_stmt *st, char *err, size_t errlen)
-{
-	int rc = sqlite3_step(st);
-	if (rc != SQLITE_DONE) {
-		set_err(err, errlen, "cannot write run to results database '%s': %s", r->path,
-		        sqlite3_errmsg(r->db));
-		sqlite3_reset(st);
-		sqlite3_clear_bindings(st);
-		return -1;
-	}
-	sqlite3_reset(st);
-	return 0;
-}
-
-/* Stores one CDF with the statement cdf_insert_sql made (its first shared
- * parameters bound), RESULTS_CDF_ROWS quantiles a step. */
-static int insert_cdf(struct results_db *r, sqlite3_stmt *st, int first_param, const double *cdf_ms,
-                      char *err, size_t errlen)
-{
-	/* non-decreasing by construction (metrics.c); a CDF that is not is a bug, never stored */
-	for (int i = 1; i < METRICS_CDF_POINTS; i++)
-		if (!(cdf_ms[i] >= cdf_ms[i - 1])) {
-			set_err(err, errlen, "a CDF decreases at point %d (%.17g after %.17g ms): not stored (a bug of "
-			        "simbatch's; please report it)", i, cdf_ms[i], cdf_ms[i - 1]);
-			return -1;
-		}
-	for (int i = 0; i < METRICS_CDF_POINTS; i += RESULTS_CDF_ROWS) {
-		for (int k = 0; k < RESULTS_CDF_ROWS; k++) {
-			sqlite3_bind_double(st, first_param + 2 * k, (double)(i + k + 1) / METRICS_CDF_POINTS);
-			sqlite3_bind_double(st, first_param + 2 * k + 1, cdf_ms[i + k]);
-		}
-		if (step_insert(r, st, err, errlen) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static void bind_u64(sqlite3_stmt *st, int i, uint64_t v)
-{
-	sqlite3_bind_int64(st, i, (sqlite3_int64)v);
-}
-
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
-
-/* Inside the write transaction: 1 with *run_id when a run already has the
- * run's once_key value, 0 when none has, -1 with err. */
-static int find_once(struct results_db *db, const struct results_run *run, int64_t *run_id,
-                     char *err, size_t errlen)
-{
-	const char *value = NULL;
-	for (size_t i = 0; i < run->nconfig; i++)
-		if (strcmp(run->config[i].key, run->once_key) == 0)
-			value = run->config[i].value;
-	if (!value)
-		return 0;
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db->db, "SELECT run_id FROM run_config WHERE key = ?1 AND value = ?2 LIMIT 1",
-	                            -1, &st, NULL);
-	if (rc == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, run->once_key, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
-		rc = sqlite3_step(st);
-	}
-	if (rc == SQLITE_ROW)
-		*run_id = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-		return rc == SQLITE_ROW;
-	set_err(err, errlen, "cannot write run to results database '%s': %s", db->path, sqlite3_errmsg(db->db));
-	return -1;
-}
-
-int results_write_run(struct results_db *db, const struct results_run *run, int64_t *run_id,
-                      char *err, size_t errlen)
-{
-	*run_id = 0;
-	if (!run->summary) {
-		set_err(err, errlen, "cannot write run to results database '%s': run has no metrics summary",
-		        db->path);
-		return -1;
-	}
-	if (sqlite3_exec(db->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-		set_err(err, errlen, "cannot write run to results database '%s': %s", db->path,
-		        sqlite3_errmsg(db->db));
-		return -1;
-	}
-	if (run->once_key) {
-		int found = find_once(db, run, run_id, err, errlen);
-		if (found != 0) {
-			rollback(db->db);
-			return found;
-		}
-	}
-
-	sqlite3_stmt *st = db->ins_run;
-	bind_text(st, 1, run->code_version);
-	sqlite3_bind_int(st, 2, run->live);
-	bind_text(st, 3, run->policy);
-	bind_text(st, 4, run->model);
-	bind_text(st, 5, run->hw);
-	sqlite3_bind_double(st, 6, run->rate_rps);
-	bind_u64(st, 7, run->seed);
-	sqlite3_bind_double(st, 8, run->sla_ms);
-	bind_u64(st, 9, run->requests);
-	bind_u64(st, 10, run->completed);
-	sqlite3_bind_double(st, 11, run->throughput_rps);
-	sqlite3_bind_double(st, 12, run->mean_batch);
-	bind_u64(st, 13, run->events);
-	sqlite3_bind_double(st, 14, run->wall_s);
-	bind_text(st, 15, run->summary_json);
-	sqlite3_bind_int(st, 16, run->saturated);
-	if (step_insert(db, st, err, errlen) < 0)
-		goto fail;
-	sqlite3_clear_bindings(st);
-	sqlite3_int64 id = sqlite3_last_insert_rowid(db->db);
-
-	st = db->ins_config;
-	for (size_t i = 0; i < run->nconfig; i++) {
-		sqlite3_bind_int64(st, 1, id);
-		bind_text(st, 2, run->config[i].key);
-		bind_text(st, 3, run->config[i].value);
-		if (step_insert(db, st, err, errlen) < 0)
-			goto fail;
-	}
-	sqlite3_clear_bindings(st);
-
-	const struct metrics_summary *s = run->summary;
-	st = db->ins_metrics;
-	sqlite3_bind_int64(st, 1, id);
-	bind_u64(st, 2, s->count);
-	const double mv[] = {s->mean_ms, s->p50_ms, s->p90_ms, s->p95_ms, s->p99_ms, s->p999_ms,
-	                     s->max_ms, s->min_ms, s->queue_mean_ms, s->queue_p99_ms, s->sla_violation_rate};
-	for (int i = 0; i < (int)(sizeof(mv) / sizeof(mv[0])); i++)
-		sqlite3_bind_double(st, 3 + i, mv[i]);
-	if (step_insert(db, st, err, errlen) < 0)
-		goto fail;
-
-	st = db->ins_cdf;
-	sqlite3_bind_int64(st, 1, id);
-	if (insert_cdf(db, st, 2, s->cdf_ms, err, errlen) < 0)
-		goto fail;
-
-	st = db->ins_token_cdf;
-	sqlite3_bind_int64(st, 1, id);
-	for (int m = 0; m < RESULTS_TOKEN_METRICS; m++) {
-		if (!run->token_cdf_ms[m])
-			continue;
-		sqlite3_bind_text(st, 2, results_token_metrics[m], -1, SQLITE_STATIC);
-		if (insert_cdf(db, st, 3, run->token_cdf_ms[m], err, errlen) < 0)
-			goto fail;
-	}
-
-	st = db->ins_stat;
-	sqlite3_bind_int64(st, 1, id);
-	for (size_t i = 0; i < run->nstats; i++) {
-		bind_text(st, 2, run->stats[i].key);
-		sqlite3_bind_double(st, 3, run->stats[i].value);
-		if (step_insert(db, st, err, errlen) < 0)
-			goto fail;
-	}
-
-	st = db->ins_request;
-	sqlite3_bind_int64(st, 1, id);
-	for (size_t i = 0; i < run->nrequest_rows; i++) {
-		const struct drv_request_row *q = &run->request_rows[i];
-		bind_u64(st, 2, q->id);
-		sqlite3_bind_double(st, 3, q->arrival_s);
-		sqlite3_bind_double(st, 4, q->start_s);
-		sqlite3_bind_double(st, 5, q->finish_s);
-		sqlite3_bind_int64(st, 6, q->input_len);
-		sqlite3_bind_int64(st, 7, q->output_len);
-		if (q->first_token_s >= 0)
-			sqlite3_bind_double(st, 8, q->first_token_s);
-		else
-			sqlite3_bind_null(st, 8);
-		if (step_insert(db, st, err, errlen) < 0)
-			goto fail;
-	}
-
-	if (sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		set_err(err, errlen, "cannot write run to results database '%s': %s", db->path,
-		        sqlite3_errmsg(db->db));
-		goto fail;
-	}
-	*run_id = id;
-	return 0;
-fail:
-	rollback(db->db);
-	return -1;
-}
-
-int results_read_stat(struct results_db *db, int64_t run_id, const char *key, double *value, char *err,
-                      size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db->db, "SELECT value FROM run_stats WHERE run_id = ?1 AND key = ?2", -1, &st, NULL) !=
-	    SQLITE_OK)
-		goto sql_fail;
-	sqlite3_bind_int64(st, 1, run_id);
-	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		goto sql_fail;
-	if (rc == SQLITE_ROW)
-		*value = sqlite3_column_double(st, 0);
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW;
-sql_fail:
-	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
-	sqlite3_finalize(st);
-	return -1;
-}
-
-int results_each_option(struct results_db *db, int64_t run_id,
-                        void (*fn)(void *ctx, const char *key, const char *value), void *ctx,
-                        char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	int rc;
-	if (sqlite3_prepare_v2(db->db, "SELECT key, value FROM run_config WHERE run_id = ?1 ORDER BY key", -1, &st,
-	                       NULL) != SQLITE_OK)
-		goto sql_fail;
-	sqlite3_bind_int64(st, 1, run_id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *key = (const char *)sqlite3_column_text(st, 0);
-		const char *value = (const char *)sqlite3_column_text(st, 1);
-		fn(ctx, key ? key : "", value ? value : "");
-	}
-	if (rc != SQLITE_DONE)
-		goto sql_fail;
-	sqlite3_finalize(st);
-	return 0;
-sql_fail:
-	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
-	sqlite3_finalize(st);
-	return -1;
-}
-
-const char *const results_token_metrics[RESULTS_TOKEN_METRICS] = { "ttft", "tpot", "itl" };
-
-int results_read_cdf(struct results_db *db, int64_t run_id, double *cdf_ms, char *err, size_t errlen)
-{
-	return results_read_metric_cdf(db, run_id, "latency", cdf_ms, err, errlen);
-}
-
-int results_read_metric_cdf(struct results_db *db, int64_t run_id, const char *metric, double *cdf_ms,
-                            char *err, size_t errlen)
-{
-	double v[METRICS_CDF_POINTS];
-	sqlite3_stmt *st = NULL;
-	int n = 0, malformed = 0, latency = strcmp(metric, "latency") == 0;
-	if (!latency && db->version < 3) {
-		set_err(err, errlen, "run %lld in %s has no %s CDF (stored before schema version 3)", (long long)run_id,
-		        db->path, metric);
-		return -1;
-	}
-	int rc = sqlite3_prepare_v2(db->db, latency
-	                            ? "SELECT quantile, latency_ms FROM run_cdf WHERE run_id = ?1 ORDER BY quantile"
-	                            : "SELECT quantile, value_ms FROM run_token_cdf WHERE run_id = ?1 AND metric = ?2"
-	                              " ORDER BY quantile", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		goto sql_fail;
-	sqlite3_bind_int64(st, 1, run_id);
-	if (!latency)
-		sqlite3_bind_text(st, 2, metric, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		double q = sqlite3_column_double(st, 0);
-		if (n >= METRICS_CDF_POINTS || fabs(q - (double)(n + 1) / METRICS_CDF_POINTS) > 1e-12) {
-			malformed = 1;
-			break;
-		}
-		v[n++] = sqlite3_column_double(st, 1);
-	}
-	if (!malformed && rc != SQLITE_DONE)
-		goto sql_fail;
-	sqlite3_finalize(st);
-	st = NULL;
-	if (n == 0 && !malformed) {
-		/* no CDF rows: tell a missing run from a damaged one */
-		rc = sqlite3_prepare_v2(db->db, "SELECT 1 FROM runs WHERE run_id = ?1", -1, &st, NULL);
-		if (rc != SQLITE_OK)
-			goto sql_fail;
-		sqlite3_bind_int64(st, 1, run_id);
-		rc = sqlite3_step(st);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			goto sql_fail;
-		sqlite3_finalize(st);
-		if (rc == SQLITE_DONE) {
-			set_err(err, errlen, "no run %lld in %s", (long long)run_id, db->path);
-			return -1;
-		}
-		if (!latency) {
-			set_err(err, errlen, "run %lld in %s has no %s CDF (not an LLM run%s)", (long long)run_id, db->path,
-			        metric, strcmp(metric, "ttft") ? ", or no request of two or more tokens" : "");
-			return -1;
-		}
-	}
-	if (malformed || n != METRICS_CDF_POINTS) {
-		set_err(err, errlen, "run %lld in %s has a malformed %s CDF (%d points, expected %d)",
-		        (long long)run_id, db->path, metric, n, METRICS_CDF_POINTS);
-		return -1;
-	}
-	memcpy(cdf_ms, v, sizeof(v));
-	return 0;
-sql_fail:
-	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
-	sqlite3_finalize(st);
-	return -1;
-}
-
 /* ---- reading: compare and plots open a database without changing it ---- */
 
 int results_open_readonly(const char *path, struct results_db **out, char *err, size_t errlen)
@@ -946,13 +608,13 @@ int results_open_readonly(const char *path, struct results_db **out, char *err, 
 		return -1;
 	struct results_db *r = calloc(1, sizeof(*r));
 	if (!r || !(r->path = strdup(path))) {
-		set_err(err, errlen, "cannot open results database '%s': out of memory", path);
+		results_set_err(err, errlen, "cannot open results database '%s': out of memory", path);
 		goto fail;
 	}
 	/* never SQLITE_OPEN_CREATE: a mistyped path must not leave an empty database behind */
 	int rc = sqlite_open_read(path, &r->db);
 	if (rc != SQLITE_OK) {
-		set_err(err, errlen, "cannot open results database '%s': %s", path,
+		results_set_err(err, errlen, "cannot open results database '%s': %s", path,
 		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable"
 		        : r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
 		goto fail;
@@ -968,141 +630,3 @@ fail:
 	return -1;
 }
 
-static void copy_column(sqlite3_stmt *st, int col, char *dst, size_t len)
-{
-	const unsigned char *v = sqlite3_column_text(st, col);
-	snprintf(dst, len, "%s", v ? (const char *)v : "");
-}
-
-int results_read_run_info(struct results_db *db, int64_t run_id, struct results_run_info *out,
-                          char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	*out = (struct results_run_info){ 0 };
-	if (sqlite3_prepare_v2(db->db, db->version < 2 ? "SELECT policy, model, hw, rate_rps, seed, sla_ms, completed, live,"
-	                       " NULL FROM runs WHERE run_id = ?1" : "SELECT policy, model, hw, rate_rps, seed, sla_ms,"
-	                       " completed, live, saturated FROM runs WHERE run_id = ?1", -1, &st, NULL) != SQLITE_OK)
-		goto sql_fail;
-	sqlite3_bind_int64(st, 1, run_id);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE) {
-		sqlite3_finalize(st);
-		set_err(err, errlen, "no run %lld in %s", (long long)run_id, db->path);
-		return -1;
-	}
-	if (rc != SQLITE_ROW)
-		goto sql_fail;
-	out->run_id = run_id;
-	copy_column(st, 0, out->policy, sizeof out->policy);
-	copy_column(st, 1, out->model, sizeof out->model);
-	copy_column(st, 2, out->hw, sizeof out->hw);
-	out->rate_rps = sqlite3_column_double(st, 3);
-	out->seed = (uint64_t)sqlite3_column_int64(st, 4);
-	out->sla_ms = sqlite3_column_double(st, 5);
-	out->completed = (uint64_t)sqlite3_column_int64(st, 6);
-	out->live = sqlite3_column_int(st, 7);
-	out->saturated = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 8);
-	sqlite3_finalize(st);
-	return 0;
-sql_fail:
-	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
-	sqlite3_finalize(st);
-	return -1;
-}
-
-/* A stored option value matches a selector value when the texts are equal or
- * both are whole numbers of equal value ("rate=500" finds "500.0"). */
-static int selector_value_matches(const char *stored, const char *want)
-{
-	if (strcmp(stored, want) == 0)
-		return 1;
-	char *e1, *e2;
-	double a = strtod(stored, &e1), b = strtod(want, &e2);
-	return *stored && *want && !*e1 && !*e2 && a == b;
-}
-
-#define RESULTS_SELECTOR_TERMS 16
-
-int results_find_run(struct results_db *db, const char *selector, int64_t *run_id, size_t *nmatch,
-                     char *err, size_t errlen)
-{
-	return results_find_runs(db, selector, run_id, 1, nmatch, err, errlen);
-}
-
-int results_find_runs(struct results_db *db, const char *selector, int64_t *ids, size_t maxids, size_t *nmatch,
-                      char *err, size_t errlen)
-{
-	char buf[1024];
-	char *key[RESULTS_SELECTOR_TERMS], *val[RESULTS_SELECTOR_TERMS];
-	size_t nterms = 0;
-	sqlite3_stmt *runs = NULL, *cfg = NULL;
-	ids[0] = 0;
-	*nmatch = 0;
-	if (strlen(selector) >= sizeof buf)
-		goto malformed;
-	strcpy(buf, selector);
-	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(t, '=');
-		if (!eq || eq == t || !eq[1] || nterms == RESULTS_SELECTOR_TERMS)
-			goto malformed;
-		*eq = '\0';
-		key[nterms] = t;
-		val[nterms++] = eq + 1;
-	}
-	if (nterms == 0)
-		goto malformed;
-	if (sqlite3_prepare_v2(db->db, db->version < 2 ? "SELECT run_id, live, NULL FROM runs ORDER BY run_id DESC"
-	                       : "SELECT run_id, live, saturated FROM runs ORDER BY run_id DESC", -1, &runs, NULL)
-	    != SQLITE_OK ||
-	    sqlite3_prepare_v2(db->db, "SELECT value FROM run_config WHERE run_id = ?1 AND key = ?2", -1, &cfg,
-	                       NULL) != SQLITE_OK)
-		goto sql_fail;
-	int rc;
-	while ((rc = sqlite3_step(runs)) == SQLITE_ROW) {
-		sqlite3_int64 id = sqlite3_column_int64(runs, 0);
-		int all = 1;
-		for (size_t i = 0; i < nterms && all; i++) {
-			/* live and saturated are columns of the run, not options */
-			int col = strcmp(key[i], "live") == 0 ? 1 : strcmp(key[i], "saturated") == 0 ? 2 : 0;
-			if (col) {
-				const unsigned char *v = sqlite3_column_text(runs, col);
-				all = v && selector_value_matches((const char *)v, val[i]);
-				continue;
-			}
-			sqlite3_bind_int64(cfg, 1, id);
-			sqlite3_bind_text(cfg, 2, key[i], -1, SQLITE_STATIC);
-			int crc = sqlite3_step(cfg);
-			if (crc == SQLITE_ROW) {
-				const unsigned char *v = sqlite3_column_text(cfg, 0);
-				all = v && selector_value_matches((const char *)v, val[i]);
-			} else if (crc == SQLITE_DONE) {
-				all = 0;
-			} else {
-				goto sql_fail;
-			}
-			sqlite3_reset(cfg);
-		}
-		if (all && *nmatch < maxids)
-			ids[*nmatch] = id;    /* rows come newest first */
-		*nmatch += all;
-	}
-	if (rc != SQLITE_DONE)
-		goto sql_fail;
-	sqlite3_finalize(runs);
-	sqlite3_finalize(cfg);
-	if (*nmatch == 0) {
-		set_err(err, errlen, "no run in %s matches '%s'", db->path, selector);
-		return -1;
-	}
-	return 0;
-malformed:
-	set_err(err, errlen, "run selector '%s': expected a run id or key=value[,key=value...]", selector);
-	return -1;
-sql_fail:
-	set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
-	sqlite3_finalize(runs);
-	sqlite3_finalize(cfg);
-	ids[0] = 0;
-	*nmatch = 0;
-	return -1;
-}

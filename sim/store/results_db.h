@@ -1,0 +1,40 @@
+/* sim/store/results_db.h: the results database's connection, shared by
+ * its files (results.c: schema, opening, checking, closing; results_write.c:
+ * storing a run; results_read.c: reading runs back). Private to sim/store. */
+#ifndef SB_RESULTS_DB_H
+#define SB_RESULTS_DB_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <sqlite3.h>
+
+/* A CDF's 1000 rows go in RESULTS_CDF_ROWS at a time, one statement with
+ * that many rows (cdf_insert_sql): a statement a row spent as much again on
+ * running the statement as on the row (1.0 against 0.53 ms a CDF, bench/README.md). */
+#define RESULTS_CDF_ROWS 100
+#define RESULTS_BUSY_TIMEOUT_MS 10000  /* how long to wait for another writer's lock */
+
+struct results_db {
+	sqlite3 *db;                  /* owned connection */
+	char *path;                   /* owned copy, for messages */
+	sqlite3_stmt *ins_run;        /* owned prepared statements, reused for every run */
+	sqlite3_stmt *ins_config;
+	sqlite3_stmt *ins_metrics;
+	sqlite3_stmt *ins_cdf;
+	sqlite3_stmt *ins_token_cdf;
+	sqlite3_stmt *ins_request;
+	sqlite3_stmt *ins_stat;
+	int version;                  /* schema version: older ones are read as they are (no runs.saturated
+	                                 before 2, no run_token_cdf before 3) and upgraded when written */
+	int keepable;                 /* opened by results_open, its file known: may be kept open */
+	dev_t dev;                    /* the file it opened, to know it again */
+	ino_t ino;
+};
+
+/* One line into err, printf-style (nothing when err is NULL or empty). */
+__attribute__((format(printf, 3, 4)))
+void results_set_err(char *err, size_t errlen, const char *fmt, ...);
+/* Rolls back the transaction open on db, if any. */
+void results_rollback(sqlite3 *db);
+
+#endif
