@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 
 #include <gsl/gsl_fit.h>
-#include <gsl/gsl_interp.h>
+#include "batch_curve.h"
 
 #ifndef SB_CALIB_TABLES_DIR
 #define SB_CALIB_TABLES_DIR "calib/tables"
@@ -31,11 +31,7 @@
 struct calhw_curve {
 	enum caltab_op op;
 	uint64_t m, k, n;          /* the shape */
-	uint32_t npoints;
-	double *batch;             /* strictly increasing measured batches */
-	double *latency_s;         /* as in the table */
-	double *log_b, *log_t;     /* the interpolation knots */
-	gsl_interp *interp;        /* NULL when npoints == 1 */
+	struct batch_curve bc;     /* its measured batches, on log-log axes */
 };
 
 struct calhw_term {
@@ -154,12 +150,7 @@ out:
 
 static void calhw_curve_free(struct calhw_curve *c)
 {
-	if (c->interp)
-		gsl_interp_free(c->interp);
-	free(c->batch);
-	free(c->latency_s);
-	free(c->log_b);
-	free(c->log_t);
+	bc_free(&c->bc);
 }
 
 /* Builds a curve from n sorted rows of one shape (validated: distinct
@@ -171,54 +162,28 @@ static int calhw_curve_build(struct calhw_curve *c, const struct caltab_row *row
 	c->m = rows[0].m_per_sample;
 	c->k = rows[0].k;
 	c->n = rows[0].n;
-	c->batch = malloc(n * sizeof *c->batch);
-	c->latency_s = malloc(n * sizeof *c->latency_s);
-	c->log_b = malloc(n * sizeof *c->log_b);
-	c->log_t = malloc(n * sizeof *c->log_t);
-	if (!c->batch || !c->latency_s || !c->log_b || !c->log_t)
+	if (bc_alloc(&c->bc, n, 1) != 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		c->batch[i] = rows[i].batch;
-		c->latency_s[i] = rows[i].latency_s;
-		c->log_b[i] = log(c->batch[i]);
-		c->log_t[i] = log(c->latency_s[i]);
+		c->bc.batch[i] = rows[i].batch;
+		c->bc.latency_s[i] = rows[i].latency_s;
 	}
-	c->npoints = (uint32_t)n;
-	if (n >= 2) {
-		c->interp = gsl_interp_alloc(n == 2 ? gsl_interp_linear : gsl_interp_steffen, n);
-		if (!c->interp || gsl_interp_init(c->interp, c->log_b, c->log_t, n) != 0)
-			return -1;
-	}
-	return 0;
+	return bc_fit(&c->bc);
 }
 
 static int calhw_curve_eval(const struct calhw_curve *c, const char *source, uint32_t batch, double *out,
                             char *err, size_t errlen)
 {
-	double b = batch;
-	size_t lo = 0, hi = c->npoints;
+	const struct batch_curve *bc = &c->bc;
 	char shape[128];
 
-	if (b < c->batch[0] || b > c->batch[c->npoints - 1]) {
+	if (batch < bc->batch[0] || batch > bc->batch[bc->npoints - 1]) {
 		calhw_shape_text(c->op, c->m, c->k, c->n, shape, sizeof shape);
 		snprintf(err, errlen, "%s: %s has no latency for batch %u (measured batches %.0f to %.0f)", source, shape,
-		         batch, c->batch[0], c->batch[c->npoints - 1]);
+		         batch, bc->batch[0], bc->batch[bc->npoints - 1]);
 		return -1;
 	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (c->batch[mid] < b)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (c->batch[lo] == b)
-		*out = c->latency_s[lo];
-	else
-		/* NULL accelerator: no mutable state, so the model stays read-only
-		 * as hwmodel.h requires; b lies strictly inside the knots here. */
-		*out = exp(gsl_interp_eval(c->interp, c->log_b, c->log_t, log(b), NULL));
+	*out = bc_eval(bc, batch);
 	return 0;
 }
 
@@ -277,7 +242,7 @@ static int calhw_bind_model(struct calhw_hw *h, const struct mdl_model *m, char 
 			/* sSTEPS runs of the same GEMM inside one node execution */
 			cn->terms[cn->nterms].count = gm->count * mdl_gemm_steps(gm);
 			cn->nterms++;
-			uint32_t last = (uint32_t)h->curves[c].batch[h->curves[c].npoints - 1];
+			uint32_t last = (uint32_t)h->curves[c].bc.batch[h->curves[c].bc.npoints - 1];
 			if (h->max_batch == 0 || last < h->max_batch)
 				h->max_batch = last;
 		}

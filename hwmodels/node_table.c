@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_interp.h>
+#include "batch_curve.h"
 
 #define HWTABLE_STAR UINT32_MAX   /* node id of `*` rows; sorts after every real node */
 
@@ -49,10 +49,7 @@ struct hwtable_row {
 };
 
 struct hwtable_curve {
-	uint32_t npoints;
-	double *batch;          /* strictly increasing */
-	double *latency_s;
-	gsl_interp *interp;     /* NULL when npoints == 1 */
+	struct batch_curve bc;  /* the node's listed batches, on linear axes */
 };
 
 struct hwtable_hw {
@@ -257,34 +254,22 @@ static int hwtable_check_duplicates(const char *path, const struct mdl_model *m,
 
 static void hwtable_curve_free(struct hwtable_curve *c)
 {
-	if (c->interp)
-		gsl_interp_free(c->interp);
-	free(c->batch);
-	free(c->latency_s);
+	bc_free(&c->bc);
 }
 
 /* Builds one curve from n rows of one node, sorted by batch, no repeats. */
 static int hwtable_curve_build(struct hwtable_curve *c, const struct hwtable_row *rows, size_t n)
 {
-	memset(c, 0, sizeof *c);
-	c->batch = malloc(n * sizeof *c->batch);
-	c->latency_s = malloc(n * sizeof *c->latency_s);
-	if (!c->batch || !c->latency_s)
+	if (bc_alloc(&c->bc, n, 0) != 0)
 		goto fail;
 	for (size_t i = 0; i < n; i++) {
-		c->batch[i] = rows[i].batch;
-		c->latency_s[i] = rows[i].latency_s;
+		c->bc.batch[i] = rows[i].batch;
+		c->bc.latency_s[i] = rows[i].latency_s;
 	}
-	c->npoints = (uint32_t)n;
-	if (n >= 2) {
-		c->interp = gsl_interp_alloc(n == 2 ? gsl_interp_linear : gsl_interp_steffen, n);
-		if (!c->interp || gsl_interp_init(c->interp, c->batch, c->latency_s, n))
-			goto fail;
-	}
-	return 0;
+	if (bc_fit(&c->bc) == 0)
+		return 0;
 fail:
 	hwtable_curve_free(c);
-	memset(c, 0, sizeof *c);
 	return -1;
 }
 
@@ -386,9 +371,7 @@ static int hwtable_node_cost(const struct hw_model *hw, uint32_t node_type, uint
 {
 	const struct hwtable_hw *t = (const struct hwtable_hw *)hw;
 	const struct hwtable_curve *c;
-	double b = batch;
 	uint32_t first, last;
-	size_t lo, hi;
 
 	memset(out, 0, sizeof *out);
 	if (node_type >= t->ncurves) {
@@ -397,8 +380,8 @@ static int hwtable_node_cost(const struct hw_model *hw, uint32_t node_type, uint
 		return -1;
 	}
 	c = &t->curves[node_type];
-	first = (uint32_t)c->batch[0];
-	last = (uint32_t)c->batch[c->npoints - 1];
+	first = (uint32_t)c->bc.batch[0];
+	last = (uint32_t)c->bc.batch[c->bc.npoints - 1];
 	const char *unit = mdl_is_pass(hw->model, node_type) ? "tokens" : "batch";
 	if (batch > last) {
 		snprintf(err, errlen, "%s: node %s has no latency for %s %u (largest listed is %u)",
@@ -411,25 +394,7 @@ static int hwtable_node_cost(const struct hw_model *hw, uint32_t node_type, uint
 		return -1;
 	}
 
-	/* A listed point is answered exactly: at the last knot the cubic would be
-	 * evaluated from the left and could differ in the last bits. */
-	lo = 0;
-	hi = c->npoints;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (c->batch[mid] < b)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (c->batch[lo] == b)
-		out->seconds = c->latency_s[lo];
-	else
-		/* NULL accelerator: GSL then searches without mutable state, so the
-		 * model stays read-only as the hwmodel.h contract requires. A single
-		 * point never gets here: its only batch is matched above. */
-		out->seconds = gsl_interp_eval(c->interp, c->batch, c->latency_s, b, NULL);
+	out->seconds = bc_eval(&c->bc, batch);
 	out->compute_seconds = 0;
 	out->memory_seconds = 0;
 	out->bound = HW_COMPUTE_BOUND;
