@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include <cblas.h>
+#include "../util/options.h"
 #include <gsl/gsl_errno.h>
 
 #define CC_WHY_ENV "SIMBATCH_CALIB_CORETYPE_WHY"  /* carries the choice's reason across the re-exec */
@@ -56,44 +57,52 @@ struct cc_args {
 	int cold_start;                     /* measure the cold-start field (cc_cold_start) */
 };
 
+/* calib-cpu's options (util/options.h: bounds checked on input, listed by --help). */
+static const struct opt_def cc_opts[] = {
+	{ "model", OPT_LIST, NULL, 0, 0, 0, "models, names or .model files, comma-separated (default "
+	  CALPLAN_DEFAULT_MODELS ")" },
+	{ "batches", OPT_STR, CALPLAN_DEFAULT_BATCHES, 0, 0, 0, "batch sizes, increasing" },
+	{ "max-batch", OPT_UINT, NULL, 1, 65536, 0, "drop listed batches above B" },
+	{ "hidden", OPT_UINT, "1024", 1, 1 << 20, 0, "hidden size of the LSTM cell whose element-wise work is timed" },
+	{ "warmup", OPT_UINT, "2", 0, 1000, 0, "untimed calls per point" },
+	{ "reps", OPT_UINT, "5", 1, 10000, 0, "timed samples per point, at least" },
+	{ "max-reps", OPT_UINT, "41", 1, 10000, 0, "timed samples per point, at most" },
+	{ "min-time", OPT_DOUBLE, "0.2", 0, 3600, 0, "keep timing a point until S seconds were timed" },
+	{ "rounds", OPT_UINT, "3", 1, 100, 0, "spread each shape's samples over R interleaved rounds" },
+	{ "max-gflop", OPT_DOUBLE, "160", 0, 1e6, 1, "skip points whose one call exceeds G GFLOP" },
+	{ "max-mib", OPT_DOUBLE, "2048", 0, 1e7, 1, "skip points whose operands exceed M MiB" },
+	{ "coretype", OPT_STR, NULL, 0, 0, 0, "OpenBLAS kernel set (OPENBLAS_CORETYPE), e.g. SkylakeX, Haswell; "
+	  "'library' leaves it to OpenBLAS; default: from the CPU's flags" },
+	{ "threads", OPT_UINT, "1", 1, 256, 0, "BLAS threads" },
+	{ "m1-kernel", OPT_STR, "gemv", 0, 0, 0, "gemv or gemm: what runs a product with M = 1" },
+	{ "clock", OPT_STR, NULL, 0, 0, 0, "cpu: the thread's CPU time, so time preempted by other jobs does not count "
+	  "(default with one thread); wall: CLOCK_MONOTONIC (needed for more)" },
+	{ "cold-start", OPT_STR, "on", 0, 0, 0, "on: also measure what the largest weight costs to refill after the "
+	  "thread slept 0.5 to 200 ms (the table's cold-start field); off: skip it" },
+	{ "statistic", OPT_STR, "median", 0, 0, 0, "median: a point's typical time; mean: what a serving loop pays on "
+	  "average, the larger where the machine's speed wanders" },
+	{ "out", OPT_STR, CC_DEFAULT_OUT, 0, 0, 0, "CSV table" },
+	{ "db", OPT_STR, CC_DEFAULT_DB, 0, 0, 0, "SQLite copy" },
+	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "skip the SQLite copy" },
+	{ "dry-run", OPT_FLAG, NULL, 0, 0, 0, "print the plan (points, GFLOP) and exit" },
+	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "no progress lines" },
+	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
+};
+#define CC_NOPTS (sizeof cc_opts / sizeof cc_opts[0])
+
 static void cc_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: simbatch calibrate --device=cpu [options]     (or: calib-cpu [options])\n"
-	        "Times the GEMMs and element-wise work of the models' nodes with OpenBLAS over batch sizes and\n"
-	        "writes a calibration table (CSV + SQLite) for --hw=FILE; calib/tables/cpu.csv is --hw=cpu.\n"
-	        "  --model=M[,M...]   models (names or .model files; repeatable)\n"
-	        "                     (default " CALPLAN_DEFAULT_MODELS ")\n"
-	        "  --batches=LIST     batch sizes, increasing (default " CALPLAN_DEFAULT_BATCHES ")\n"
-	        "  --max-batch=B      drop listed batches above B\n"
-	        "  --hidden=H         hidden size of the LSTM cell whose element-wise work is timed (default 1024)\n"
-	        "  --warmup=N         untimed calls per point (default 2)\n"
-	        "  --reps=N           timed samples per point, at least (default 5)\n"
-	        "  --max-reps=N       timed samples per point, at most (default 41)\n"
-	        "  --min-time=S       keep timing a point until S seconds were timed (default 0.2)\n"
-	        "  --rounds=R         spread each shape's samples over R interleaved rounds (default 3)\n"
-	        "  --max-gflop=G      skip points whose one call exceeds G GFLOP (default 160)\n"
-	        "  --max-mib=M        skip points whose operands exceed M MiB (default 2048)\n"
-	        "  --coretype=NAME    OpenBLAS kernel set (OPENBLAS_CORETYPE), e.g. SkylakeX, Haswell;\n"
-	        "                     'library' leaves it to OpenBLAS; default: from the CPU's flags\n"
-	        "  --threads=N        BLAS threads (default 1)\n"
-	        "  --m1-kernel=K      gemv (default) or gemm: what runs a product with M = 1\n"
-	        "  --clock=C          cpu: the thread's CPU time, so time preempted by other jobs does not\n"
-	        "                     count (default with one thread); wall: CLOCK_MONOTONIC (needed for > 1)\n"
-	        "  --cold-start=on    also measure what the largest weight costs to refill after the thread\n"
-	        "                     slept 0.5 to 200 ms (the table's cold-start field; off: skip it)\n"
-	        "  --statistic=S      median (default): a point's typical time; mean: what a serving loop pays\n"
-	        "                     on average, the larger where the machine's speed wanders\n"
-	        "  --out=FILE         CSV table (default " CC_DEFAULT_OUT ")\n"
-	        "  --db=FILE          SQLite copy (default " CC_DEFAULT_DB ")   --no-db  skip it\n"
-	        "  --dry-run          print the plan (points, GFLOP) and exit\n"
-	        "  --quiet            no progress lines\n");
+	opt_print_help(f, "usage: simbatch calibrate --device=cpu [options]     (or: calib-cpu [options])\n"
+	               "Times the GEMMs and element-wise work of the models' nodes with OpenBLAS over batch sizes and\n"
+	               "writes a calibration table (CSV + SQLite) for --hw=FILE; calib/tables/cpu.csv is --hw=cpu.",
+	               cc_opts, CC_NOPTS);
 }
 
 /* A two-way option: *out = 1 for yes, 0 for no, else an error. */
-static int cc_pick(const char *name, const char *text, const char *yes, const char *no, int *out, char *err,
+static int cc_pick(const struct opt_set *o, const char *name, const char *yes, const char *no, int *out, char *err,
                    size_t errlen)
 {
+	const char *text = opt_str(o, name);
 	if (strcmp(text, yes) != 0 && strcmp(text, no) != 0) {
 		snprintf(err, errlen, "--%s=%s: expected %s or %s", name, text, yes, no);
 		return -1;
@@ -102,137 +111,64 @@ static int cc_pick(const char *name, const char *text, const char *yes, const ch
 	return 0;
 }
 
-static int cc_uint(const char *name, const char *text, uint64_t lo, uint64_t hi, uint32_t *out, char *err,
-                   size_t errlen)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = (text[0] >= '0' && text[0] <= '9') ? strtoull(text, &end, 10) : 0;
-	if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
-		snprintf(err, errlen, "--%s=%s: expected an integer in %llu..%llu", name, text, (unsigned long long)lo,
-		         (unsigned long long)hi);
-		return -1;
-	}
-	*out = (uint32_t)v;
-	return 0;
-}
-
-static int cc_double(const char *name, const char *text, double lo, double hi, double *out, char *err,
-                     size_t errlen)
-{
-	char *end;
-	double v = strtod(text, &end);
-
-	if (text[0] == '\0' || *end != '\0' || !(v > lo) || v > hi) {
-		snprintf(err, errlen, "--%s=%s: expected a number above %g, at most %g", name, text, lo, hi);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 static int cc_parse(int argc, char **argv, struct cc_args *a, char *err, size_t errlen)
 {
-	enum { O_MODEL = 1, O_BATCHES, O_MAXB, O_HIDDEN, O_WARMUP, O_REPS, O_MAXREPS, O_MINTIME, O_GFLOP, O_MIB,
-	       O_CORE, O_THREADS, O_M1, O_OUT, O_DB, O_NODB, O_DRY, O_QUIET, O_HELP, O_CLOCK, O_ROUNDS, O_STAT, O_COLD };
-	static const struct option opts[] = {
-		{ "model", required_argument, NULL, O_MODEL }, { "batches", required_argument, NULL, O_BATCHES },
-		{ "max-batch", required_argument, NULL, O_MAXB }, { "hidden", required_argument, NULL, O_HIDDEN },
-		{ "warmup", required_argument, NULL, O_WARMUP }, { "reps", required_argument, NULL, O_REPS },
-		{ "max-reps", required_argument, NULL, O_MAXREPS }, { "min-time", required_argument, NULL, O_MINTIME },
-		{ "max-gflop", required_argument, NULL, O_GFLOP }, { "max-mib", required_argument, NULL, O_MIB },
-		{ "coretype", required_argument, NULL, O_CORE }, { "threads", required_argument, NULL, O_THREADS },
-		{ "m1-kernel", required_argument, NULL, O_M1 }, { "out", required_argument, NULL, O_OUT },
-		{ "db", required_argument, NULL, O_DB }, { "no-db", no_argument, NULL, O_NODB },
-		{ "dry-run", no_argument, NULL, O_DRY }, { "quiet", no_argument, NULL, O_QUIET },
-		{ "help", no_argument, NULL, O_HELP }, { "clock", required_argument, NULL, O_CLOCK },
-		{ "rounds", required_argument, NULL, O_ROUNDS }, { "statistic", required_argument, NULL, O_STAT },
-		{ "cold-start", required_argument, NULL, O_COLD },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c, rc = 0;
-
+	struct opt_set o;
 	memset(a, 0, sizeof *a);
-	a->batches = CALPLAN_DEFAULT_BATCHES;
-	a->max_batch = UINT32_MAX;
-	a->hidden = 1024;
-	a->bench = (struct calbench_opts){ .warmup = 2, .min_reps = 5, .max_reps = 41, .min_time_s = 0.2,
-	                                   .m1_gemv = 1 };
-	a->max_gflop = 160;
-	a->max_mib = 2048;
-	a->threads = 1;
-	a->rounds = 3;
-	a->cold_start = 1;
-	a->out = CC_DEFAULT_OUT;
-	a->db = CC_DEFAULT_DB;
-	opterr = 0;
-	optind = 1;
-	while (rc == 0 && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case O_MODEL: rc = calplan_models_add(&a->models, optarg, err, errlen); break;
-		case O_BATCHES: a->batches = optarg; break;
-		case O_MAXB: rc = cc_uint("max-batch", optarg, 1, 65536, &a->max_batch, err, errlen); break;
-		case O_HIDDEN: rc = cc_uint("hidden", optarg, 1, 1 << 20, &a->hidden, err, errlen); break;
-		case O_WARMUP: rc = cc_uint("warmup", optarg, 0, 1000, &a->bench.warmup, err, errlen); break;
-		case O_REPS: rc = cc_uint("reps", optarg, 1, 10000, &a->bench.min_reps, err, errlen); break;
-		case O_MAXREPS: rc = cc_uint("max-reps", optarg, 1, 10000, &a->bench.max_reps, err, errlen); break;
-		case O_MINTIME: rc = cc_double("min-time", optarg, -1e-300, 3600, &a->bench.min_time_s, err, errlen); break;
-		case O_GFLOP: rc = cc_double("max-gflop", optarg, 0, 1e6, &a->max_gflop, err, errlen); break;
-		case O_MIB: rc = cc_double("max-mib", optarg, 0, 1e7, &a->max_mib, err, errlen); break;
-		case O_CORE: a->coretype = optarg; break;
-		case O_THREADS: rc = cc_uint("threads", optarg, 1, 256, &a->threads, err, errlen); break;
-		case O_M1: rc = cc_pick("m1-kernel", optarg, "gemv", "gemm", &a->bench.m1_gemv, err, errlen); break;
-		case O_CLOCK:
-			rc = cc_pick("clock", optarg, "cpu", "wall", &a->bench.thread_cpu_clock, err, errlen);
-			a->clock_given = 1;
-			break;
-		case O_ROUNDS: rc = cc_uint("rounds", optarg, 1, 100, &a->rounds, err, errlen); break;
-		case O_COLD: rc = cc_pick("cold-start", optarg, "on", "off", &a->cold_start, err, errlen); break;
-		case O_STAT:
-			rc = cc_pick("statistic", optarg, "median", "mean", &a->bench.mean, err, errlen);
-			a->bench.mean = !a->bench.mean;
-			break;
-		case O_OUT: a->out = optarg; break;
-		case O_DB: a->db = optarg; break;
-		case O_NODB: a->no_db = 1; break;
-		case O_DRY: a->dry_run = 1; break;
-		case O_QUIET: a->quiet = 1; break;
-		case O_HELP: a->help = 1; break;
-		default:
-			snprintf(err, errlen, "unknown or malformed option '%s' (options are --key=value; see --help)",
-			         argv[optind - 1]);
-			rc = -1;
-		}
-	}
-	if (rc == 0 && optind < argc) {
-		snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
-		rc = -1;
-	}
-	if (rc == 0 && a->bench.max_reps < a->bench.min_reps) {
+	if (opt_parse(&o, cc_opts, CC_NOPTS, argc, argv, 0, err, errlen) != 0)
+		return -1;
+	a->help = opt_flag(&o, "help");
+	for (size_t i = 0; i < opt_list_count(&o, "model"); i++)
+		if (calplan_models_add(&a->models, opt_list_at(&o, "model", i), err, errlen) != 0)
+			return -1;
+	a->batches = opt_str(&o, "batches");
+	a->max_batch = opt_given(&o, "max-batch") ? (uint32_t)opt_uint(&o, "max-batch") : UINT32_MAX;
+	a->hidden = (uint32_t)opt_uint(&o, "hidden");
+	a->bench = (struct calbench_opts){ .warmup = (uint32_t)opt_uint(&o, "warmup"),
+	                                   .min_reps = (uint32_t)opt_uint(&o, "reps"),
+	                                   .max_reps = (uint32_t)opt_uint(&o, "max-reps"),
+	                                   .min_time_s = opt_double(&o, "min-time") };
+	a->max_gflop = opt_double(&o, "max-gflop");
+	a->max_mib = opt_double(&o, "max-mib");
+	a->coretype = opt_str(&o, "coretype");
+	a->threads = (uint32_t)opt_uint(&o, "threads");
+	a->rounds = (uint32_t)opt_uint(&o, "rounds");
+	a->out = opt_str(&o, "out");
+	a->db = opt_str(&o, "db");
+	a->no_db = opt_flag(&o, "no-db");
+	a->dry_run = opt_flag(&o, "dry-run");
+	a->quiet = opt_flag(&o, "quiet");
+	a->clock_given = opt_given(&o, "clock");
+	int median = 1;
+	if (cc_pick(&o, "m1-kernel", "gemv", "gemm", &a->bench.m1_gemv, err, errlen) != 0 ||
+	    (a->clock_given && cc_pick(&o, "clock", "cpu", "wall", &a->bench.thread_cpu_clock, err, errlen) != 0) ||
+	    cc_pick(&o, "cold-start", "on", "off", &a->cold_start, err, errlen) != 0 ||
+	    cc_pick(&o, "statistic", "median", "mean", &median, err, errlen) != 0)
+		return -1;
+	a->bench.mean = !median;
+	if (a->bench.max_reps < a->bench.min_reps) {
 		snprintf(err, errlen, "--max-reps=%u is below --reps=%u", a->bench.max_reps, a->bench.min_reps);
-		rc = -1;
+		return -1;
 	}
-	if (rc == 0 && a->rounds > a->bench.max_reps) {
+	if (a->rounds > a->bench.max_reps) {
 		snprintf(err, errlen, "--rounds=%u exceeds --max-reps=%u (one sample per round at least)", a->rounds,
 		         a->bench.max_reps);
-		rc = -1;
+		return -1;
 	}
-	if (rc == 0 && !a->clock_given)
+	if (!a->clock_given)
 		a->bench.thread_cpu_clock = a->threads == 1;
-	if (rc == 0 && a->bench.thread_cpu_clock && a->threads > 1) {
+	if (a->bench.thread_cpu_clock && a->threads > 1) {
 		snprintf(err, errlen, "--clock=cpu times the calling thread only: with --threads=%u use --clock=wall",
 		         a->threads);
-		rc = -1;
+		return -1;
 	}
-	if (rc == 0 && a->coretype && (!*a->coretype || strlen(a->coretype) > 32)) {
+	if (a->coretype && (!*a->coretype || strlen(a->coretype) > 32)) {
 		snprintf(err, errlen, "--coretype='%s': expected an OpenBLAS core name or 'library'", a->coretype);
-		rc = -1;
+		return -1;
 	}
-	if (rc == 0 && a->models.n == 0)
-		rc = calplan_models_add(&a->models, CALPLAN_DEFAULT_MODELS, err, errlen);
-	return rc;
+	if (a->models.n == 0)
+		return calplan_models_add(&a->models, CALPLAN_DEFAULT_MODELS, err, errlen);
+	return 0;
 }
 
 static void cc_free_args(struct cc_args *a)

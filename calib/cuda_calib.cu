@@ -41,6 +41,7 @@ extern "C" {
 #include "../hwmodels/caltab.h"
 #include "../util/outfile.h"
 #include "../models/model.h"
+#include "../util/options.h"
 }
 
 #define CU_DEFAULT_OUT "results/calib-gpu.csv"
@@ -59,107 +60,72 @@ struct cu_args {
 	int no_db, quiet, help;
 };
 
+/* calib-cuda's options (util/options.h: bounds checked on input, listed by --help). */
+static const struct opt_def cu_opts[] = {
+	{ "model", OPT_LIST, NULL, 0, 0, 0, "models, comma-separated (default " CALPLAN_DEFAULT_MODELS ")" },
+	{ "batches", OPT_STR, CALPLAN_DEFAULT_BATCHES, 0, 0, 0, "batch sizes, increasing" },
+	{ "max-batch", OPT_UINT, "65536", 1, 65536, 0, "drop listed batches above B" },
+	{ "precision", OPT_STR, "fp16", 0, 0, 0, "fp16 | bf16 (tensor cores, cublasGemmEx) | fp32 (cublasSgemm)" },
+	{ "hidden", OPT_UINT, "1024", 1, 1 << 20, 0, "hidden size of the LSTM/GRU cell kernels" },
+	{ "warmup", OPT_UINT, "3", 0, 1000, 0, "untimed calls per point" },
+	{ "reps", OPT_UINT, "11", 1, 100000, 0, "timed samples per point, at least" },
+	{ "max-reps", OPT_UINT, "101", 1, 100000, 0, "timed samples per point, at most" },
+	{ "min-time", OPT_DOUBLE, "0.05", 0, 3600, 0, "keep timing a point until S seconds were timed" },
+	{ "max-gflop", OPT_DOUBLE, "4000", 0, 1e9, 0, "skip points above G GFLOP per call" },
+	{ "max-mib", OPT_DOUBLE, "16384", 0, 1e9, 0, "skip points above M MiB of operands" },
+	{ "gpu", OPT_UINT, "0", 0, 1024, 0, "CUDA device index" },
+	{ "name", OPT_STR, NULL, 0, 0, 0, "device name in the table: gpu-NAME (default from the GPU's name)" },
+	{ "out", OPT_STR, CU_DEFAULT_OUT, 0, 0, 0, "CSV table" },
+	{ "db", OPT_STR, CU_DEFAULT_DB, 0, 0, 0, "SQLite copy" },
+	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "skip the SQLite copy" },
+	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "no progress lines" },
+	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
+};
+#define CU_NOPTS (sizeof cu_opts / sizeof cu_opts[0])
+
 static void cu_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: simbatch calibrate --device=gpu [options]     (or: calib-cuda [options])\n"
-	        "Times the GEMMs of the models' nodes with cuBLAS and the element-wise kernels of an LSTM and a\n"
-	        "GRU cell over batch sizes on one GPU; writes a calibration table (CSV + SQLite). Commit it as\n"
-	        "calib/tables/gpu-NAME.csv for --hw=gpu-NAME.\n"
-	        "  --model=M[,M...]   models (default " CALPLAN_DEFAULT_MODELS ")\n"
-	        "  --batches=LIST     batch sizes (default " CALPLAN_DEFAULT_BATCHES ")\n"
-	        "  --max-batch=B      drop listed batches above B\n"
-	        "  --precision=P      fp16 (default) | bf16 (tensor cores, cublasGemmEx) | fp32 (cublasSgemm)\n"
-	        "  --hidden=H         hidden size of the LSTM/GRU cell kernels (default 1024)\n"
-	        "  --warmup=N --reps=N --max-reps=N --min-time=S   as calib-cpu (defaults 3, 11, 101, 0.05)\n"
-	        "  --max-gflop=G      skip points above G GFLOP per call (default 4000)\n"
-	        "  --max-mib=M        skip points above M MiB of operands (default 16384)\n"
-	        "  --gpu=I            CUDA device index (default 0)\n"
-	        "  --name=NAME        device name in the table: gpu-NAME (default from the GPU's name)\n"
-	        "  --out=FILE         CSV (default " CU_DEFAULT_OUT ")  --db=FILE (default " CU_DEFAULT_DB ")  --no-db\n"
-	        "  --quiet\n");
+	opt_print_help(f, "usage: simbatch calibrate --device=gpu [options]     (or: calib-cuda [options])\n"
+	               "Times the GEMMs of the models' nodes with cuBLAS and the element-wise kernels of an LSTM and a\n"
+	               "GRU cell over batch sizes on one GPU; writes a calibration table (CSV + SQLite). Commit it as\n"
+	               "calib/tables/gpu-NAME.csv for --hw=gpu-NAME.", cu_opts, CU_NOPTS);
 }
 
 static int cu_parse(int argc, char **argv, cu_args *a, char *err, size_t errlen)
 {
+	struct opt_set o;
 	memset(a, 0, sizeof *a);
-	a->batches = CALPLAN_DEFAULT_BATCHES;
-	a->out = CU_DEFAULT_OUT;
-	a->db = CU_DEFAULT_DB;
-	a->max_batch = 65536;
-	a->hidden = 1024;
-	a->warmup = 3;
-	a->min_reps = 11;
-	a->max_reps = 101;
-	a->min_time_s = 0.05;
-	a->max_gflop = 4000;
-	a->max_mib = 16384;
-	a->precision = CU_FP16;
-	for (int i = 1; i < argc; i++) {
-		char key[32];
-		const char *v;
-		int rc = 0;
-
-		if (cu_option(argv[i], key, &v, err, errlen) != 0)
+	if (opt_parse(&o, cu_opts, CU_NOPTS, argc, argv, 0, err, errlen) != 0)
+		return -1;
+	for (size_t i = 0; i < opt_list_count(&o, "model"); i++)
+		if (calplan_models_add(&a->models, opt_list_at(&o, "model", i), err, errlen) != 0)
 			return -1;
-		if (!v && (strcmp(key, "no-db") == 0 || strcmp(key, "quiet") == 0 || strcmp(key, "help") == 0)) {
-			if (key[0] == 'n')
-				a->no_db = 1;
-			else if (key[0] == 'q')
-				a->quiet = 1;
-			else
-				a->help = 1;
-			continue;
-		}
-		if (!v) {
-			snprintf(err, errlen, "--%s needs a value (--%s=...)", key, key);
-			return -1;
-		}
-		if (strcmp(key, "model") == 0)
-			rc = calplan_models_add(&a->models, v, err, errlen);
-		else if (strcmp(key, "batches") == 0)
-			a->batches = v;
-		else if (strcmp(key, "max-batch") == 0)
-			rc = cu_uint(key, v, 1, 65536, &a->max_batch, err, errlen);
-		else if (strcmp(key, "hidden") == 0)
-			rc = cu_uint(key, v, 1, 1u << 20, &a->hidden, err, errlen);
-		else if (strcmp(key, "warmup") == 0)
-			rc = cu_uint(key, v, 0, 1000, &a->warmup, err, errlen);
-		else if (strcmp(key, "reps") == 0)
-			rc = cu_uint(key, v, 1, 100000, &a->min_reps, err, errlen);
-		else if (strcmp(key, "max-reps") == 0)
-			rc = cu_uint(key, v, 1, 100000, &a->max_reps, err, errlen);
-		else if (strcmp(key, "min-time") == 0)
-			rc = cu_double(key, v, &a->min_time_s, err, errlen);
-		else if (strcmp(key, "max-gflop") == 0)
-			rc = cu_double(key, v, &a->max_gflop, err, errlen);
-		else if (strcmp(key, "max-mib") == 0)
-			rc = cu_double(key, v, &a->max_mib, err, errlen);
-		else if (strcmp(key, "gpu") == 0)
-			rc = cu_uint(key, v, 0, 1024, &a->device, err, errlen);
-		else if (strcmp(key, "name") == 0)
-			a->name = v;
-		else if (strcmp(key, "out") == 0)
-			a->out = v;
-		else if (strcmp(key, "db") == 0)
-			a->db = v;
-		else if (strcmp(key, "precision") == 0) {
-			if (strcmp(v, "fp32") == 0)
-				a->precision = CU_FP32;
-			else if (strcmp(v, "fp16") == 0)
-				a->precision = CU_FP16;
-			else if (strcmp(v, "bf16") == 0)
-				a->precision = CU_BF16;
-			else {
-				snprintf(err, errlen, "--precision=%s: expected fp16, bf16 or fp32", v);
-				rc = -1;
-			}
-		} else {
-			snprintf(err, errlen, "unknown option '--%s' (see --help)", key);
-			rc = -1;
-		}
-		if (rc != 0)
-			return -1;
+	a->batches = opt_str(&o, "batches");
+	a->name = opt_str(&o, "name");
+	a->out = opt_str(&o, "out");
+	a->db = opt_str(&o, "db");
+	a->max_batch = (unsigned)opt_uint(&o, "max-batch");
+	a->hidden = (unsigned)opt_uint(&o, "hidden");
+	a->warmup = (unsigned)opt_uint(&o, "warmup");
+	a->min_reps = (unsigned)opt_uint(&o, "reps");
+	a->max_reps = (unsigned)opt_uint(&o, "max-reps");
+	a->device = (unsigned)opt_uint(&o, "gpu");
+	a->min_time_s = opt_double(&o, "min-time");
+	a->max_gflop = opt_double(&o, "max-gflop");
+	a->max_mib = opt_double(&o, "max-mib");
+	a->no_db = opt_flag(&o, "no-db");
+	a->quiet = opt_flag(&o, "quiet");
+	a->help = opt_flag(&o, "help");
+	const char *prec = opt_str(&o, "precision");
+	if (strcmp(prec, "fp32") == 0)
+		a->precision = CU_FP32;
+	else if (strcmp(prec, "fp16") == 0)
+		a->precision = CU_FP16;
+	else if (strcmp(prec, "bf16") == 0)
+		a->precision = CU_BF16;
+	else {
+		snprintf(err, errlen, "--precision=%s: expected fp16, bf16 or fp32", prec);
+		return -1;
 	}
 	if (a->max_reps < a->min_reps) {
 		snprintf(err, errlen, "--max-reps=%u is below --reps=%u", a->max_reps, a->min_reps);

@@ -45,50 +45,6 @@ static inline int cu_fail_blas(cublasStatus_t s, const char *what, char *err, si
 	return 1;
 }
 
-static inline int cu_uint(const char *name, const char *v, unsigned lo, unsigned hi, unsigned *out, char *err,
-                          size_t errlen)
-{
-	char *end;
-	unsigned long x = (v[0] >= '0' && v[0] <= '9') ? strtoul(v, &end, 10) : 0;
-
-	if (v[0] < '0' || v[0] > '9' || *end != '\0' || x < lo || x > hi) {
-		snprintf(err, errlen, "--%s=%s: expected an integer in %u..%u", name, v, lo, hi);
-		return -1;
-	}
-	*out = (unsigned)x;
-	return 0;
-}
-
-static inline int cu_double(const char *name, const char *v, double *out, char *err, size_t errlen)
-{
-	char *end;
-	double x = strtod(v, &end);
-
-	if (v[0] == '\0' || *end != '\0' || !(x >= 0) || !std::isfinite(x)) {
-		snprintf(err, errlen, "--%s=%s: expected a number >= 0", name, v);
-		return -1;
-	}
-	*out = x;
-	return 0;
-}
-
-/* One "--key=value" or "--flag" argument: the key into key[32], *value
- * after the '=' (NULL for a flag). 0, or -1 with err. */
-static inline int cu_option(const char *arg, char key[32], const char **value, char *err, size_t errlen)
-{
-	const char *eq = strchr(arg, '=');
-	size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
-
-	*value = eq ? eq + 1 : NULL;
-	if (strncmp(arg, "--", 2) != 0 || klen - 2 >= 32) {
-		snprintf(err, errlen, "unexpected argument '%s' (options are --key=value; see --help)", arg);
-		return -1;
-	}
-	memcpy(key, arg + 2, klen - 2);
-	key[klen - 2] = '\0';
-	return 0;
-}
-
 /* "NVIDIA H100 80GB HBM3" -> "h100-80gb-hbm3": lower case, blanks to '-',
  * other characters dropped, the vendor word dropped. */
 static inline void cu_device_name(const char *prop_name, char *out, size_t len)

@@ -37,6 +37,7 @@
 extern "C" {
 #include "../hwmodels/op_profile.h"
 #include "../models/model.h"
+#include "../util/options.h"
 #include "../util/outfile.h"
 #include "plan.h"
 }
@@ -58,72 +59,50 @@ struct ops_args {
 	int quiet, help;
 };
 
+/* calib-cuda-ops's options (util/options.h: bounds checked on input, listed by --help). */
+static const struct opt_def ops_opts[] = {
+	{ "model", OPT_LIST, NULL, 0, 0, 0, "LLMs with 2-byte elements, comma-separated (default " OPS_DEFAULT_MODEL ")" },
+	{ "tokens", OPT_STR, OPS_DEFAULT_TOKENS, 0, 0, 0, "token counts, increasing" },
+	{ "warmup", OPT_UINT, "3", 0, 1000, 0, "untimed calls per point" },
+	{ "reps", OPT_UINT, "11", 1, 100000, 0, "timed samples per point, at least" },
+	{ "max-reps", OPT_UINT, "101", 1, 100000, 0, "timed samples per point, at most" },
+	{ "min-time", OPT_DOUBLE, "0.05", 0, 3600, 0, "keep timing a point until S seconds were timed" },
+	{ "gpu", OPT_UINT, "0", 0, 1023, 0, "CUDA device index" },
+	{ "name", OPT_STR, NULL, 0, 0, 0, "the GPU's name in the profile (default from the GPU's name)" },
+	{ "mem-gb", OPT_DOUBLE, NULL, 0, 1e6, 1, "its memory in GB (default: what the GPU reports)" },
+	{ "out", OPT_STR, OPS_DEFAULT_OUT, 0, 0, 0, "the profile" },
+	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "no progress lines" },
+	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
+};
+#define OPS_NOPTS (sizeof ops_opts / sizeof ops_opts[0])
+
 static void ops_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: simbatch calibrate --device=gpu --ops [options]     (or: calib-cuda-ops [options])\n"
-	        "Times every operator of one layer of each LLM (QKV, output, gate/up and down projections with cuBLAS;\n"
-	        "RMS norms, rotary embedding, activation, residual add, embedding) at each token count on one GPU and\n"
-	        "writes an operator profile (hwmodels/op_profile.h). Commit it as calib/tables/ops-NAME.csv for\n"
-	        "--hw=gpu-NAME, or pass it as --hw=FILE.\n"
-	        "  --model=M[,M...]   LLMs with 2-byte elements (default " OPS_DEFAULT_MODEL ")\n"
-	        "  --tokens=LIST      token counts, increasing (default " OPS_DEFAULT_TOKENS ")\n"
-	        "  --warmup=N --reps=N --max-reps=N --min-time=S   (defaults 3, 11, 101, 0.05)\n"
-	        "  --gpu=I            CUDA device index (default 0)\n"
-	        "  --name=NAME        the GPU's name in the profile (default from the GPU's name)\n"
-	        "  --mem-gb=GB        its memory (default: what the GPU reports)\n"
-	        "  --out=FILE         the profile (default " OPS_DEFAULT_OUT ")\n"
-	        "  --quiet\n");
+	opt_print_help(f, "usage: simbatch calibrate --device=gpu --ops [options]     (or: calib-cuda-ops [options])\n"
+	               "Times every operator of one layer of each LLM (QKV, output, gate/up and down projections with\n"
+	               "cuBLAS; RMS norms, rotary embedding, activation, residual add, embedding) at each token count on\n"
+	               "one GPU and writes an operator profile (hwmodels/op_profile.h). Commit it as\n"
+	               "calib/tables/ops-NAME.csv for --hw=gpu-NAME, or pass it as --hw=FILE.", ops_opts, OPS_NOPTS);
 }
 
 static int ops_parse(int argc, char **argv, ops_args *a, char *err, size_t errlen)
 {
+	struct opt_set o;
 	memset(a, 0, sizeof *a);
-	a->tokens = OPS_DEFAULT_TOKENS;
-	a->out = OPS_DEFAULT_OUT;
-	a->tm = cu_timing{ 3, 11, 101, 0.05 };
-	for (int i = 1; i < argc; i++) {
-		char key[32];
-		const char *v;
-		int rc = 0;
-
-		if (cu_option(argv[i], key, &v, err, errlen) != 0)
+	if (opt_parse(&o, ops_opts, OPS_NOPTS, argc, argv, 0, err, errlen) != 0)
+		return -1;
+	for (size_t i = 0; i < opt_list_count(&o, "model"); i++)
+		if (calplan_models_add(&a->models, opt_list_at(&o, "model", i), err, errlen) != 0)
 			return -1;
-		if (!v && (strcmp(key, "quiet") == 0 || strcmp(key, "help") == 0)) {
-			*(key[0] == 'q' ? &a->quiet : &a->help) = 1;
-			continue;
-		}
-		if (!v) {
-			snprintf(err, errlen, "--%s needs a value (--%s=...)", key, key);
-			return -1;
-		}
-		if (strcmp(key, "model") == 0)
-			rc = calplan_models_add(&a->models, v, err, errlen);
-		else if (strcmp(key, "tokens") == 0)
-			a->tokens = v;
-		else if (strcmp(key, "warmup") == 0)
-			rc = cu_uint(key, v, 0, 1000, &a->tm.warmup, err, errlen);
-		else if (strcmp(key, "reps") == 0)
-			rc = cu_uint(key, v, 1, 100000, &a->tm.min_reps, err, errlen);
-		else if (strcmp(key, "max-reps") == 0)
-			rc = cu_uint(key, v, 1, 100000, &a->tm.max_reps, err, errlen);
-		else if (strcmp(key, "min-time") == 0)
-			rc = cu_double(key, v, &a->tm.min_time_s, err, errlen);
-		else if (strcmp(key, "gpu") == 0)
-			rc = cu_uint(key, v, 0, 1023, &a->device, err, errlen);
-		else if (strcmp(key, "mem-gb") == 0)
-			rc = cu_double(key, v, &a->mem_gb, err, errlen);
-		else if (strcmp(key, "name") == 0)
-			a->name = v;
-		else if (strcmp(key, "out") == 0)
-			a->out = v;
-		else {
-			snprintf(err, errlen, "unknown option --%s (see --help)", key);
-			return -1;
-		}
-		if (rc != 0)
-			return -1;
-	}
+	a->tokens = opt_str(&o, "tokens");
+	a->name = opt_str(&o, "name");
+	a->out = opt_str(&o, "out");
+	a->device = (unsigned)opt_uint(&o, "gpu");
+	a->mem_gb = opt_double(&o, "mem-gb");
+	a->tm = cu_timing{ (unsigned)opt_uint(&o, "warmup"), (unsigned)opt_uint(&o, "reps"),
+	                   (unsigned)opt_uint(&o, "max-reps"), opt_double(&o, "min-time") };
+	a->quiet = opt_flag(&o, "quiet");
+	a->help = opt_flag(&o, "help");
 	if (a->tm.max_reps < a->tm.min_reps) {
 		snprintf(err, errlen, "--max-reps=%u is below --reps=%u", a->tm.max_reps, a->tm.min_reps);
 		return -1;

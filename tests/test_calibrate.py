@@ -144,7 +144,7 @@ for args, needle in [(["calibrate"], "needs --device"), (["calibrate", "--device
                      (["calibrate", "--device=cpu", "--batches=4,2"], "--batches"),
                      (["calibrate", "--device=cpu", "--reps=0"], "--reps=0"),
                      (["calibrate", "--device=cpu", "--reps=1", "--max-reps=2"], "--rounds=3 exceeds --max-reps=2"),
-                     (["calibrate", "--device=cpu", "--bogus=1"], "unknown or malformed option"),
+                     (["calibrate", "--device=cpu", "--bogus=1"], "unknown option"),
                      (["calibrate", "--device=cpu", "--statistic=mode"], "--statistic=mode: expected median or mean"),
                      (["calibrate", "--device=cpu", "--model=nosuchmodel"], "unknown model 'nosuchmodel'")]:
     r = sb(*args)

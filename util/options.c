@@ -6,6 +6,8 @@
 #include "options.h"
 #include "text.h"
 
+_Static_assert(OPT_MAX <= 256, "opt_set.list_of holds an index");
+
 static int opt_index(const struct opt_set *s, const char *name)
 {
 	for (size_t i = 0; s && i < s->ndefs; i++)
@@ -20,6 +22,7 @@ static int opt_check(const struct opt_def *d, const char *v, char *err, size_t e
 	uint64_t u;
 	switch (d->type) {
 	case OPT_STR:
+	case OPT_LIST:
 		if (!*v) {
 			snprintf(err, errlen, "--%s needs a value", d->name);
 			return -1;
@@ -107,13 +110,21 @@ int opt_parse(struct opt_set *s, const struct opt_def *defs, size_t ndefs,
 		size_t i = (size_t)(c - 256);
 		if (opt_exact_form(argv, optind, &defs[i], err, errlen) != 0)
 			return -1;
-		if (s->given[i]) {
+		if (s->given[i] && defs[i].type != OPT_LIST) {
 			snprintf(err, errlen, "--%s given twice", defs[i].name);
 			return -1;
 		}
 		const char *v = defs[i].type == OPT_FLAG ? "1" : optarg;
 		if (opt_check(&defs[i], v, err, errlen) != 0)
 			return -1;
+		if (defs[i].type == OPT_LIST) {
+			if (s->nlist == OPT_LIST_MAX) {
+				snprintf(err, errlen, "--%s: more than %d values of repeatable options", defs[i].name, OPT_LIST_MAX);
+				return -1;
+			}
+			s->list[s->nlist] = v;
+			s->list_of[s->nlist++] = (uint8_t)i;
+		}
 		s->values[i] = v;
 		s->given[i] = 1;
 	}
@@ -201,13 +212,31 @@ int opt_given(const struct opt_set *s, const char *name)
 	return opt_flag(s, name);
 }
 
+size_t opt_list_count(const struct opt_set *s, const char *name)
+{
+	int k = opt_index(s, name);
+	size_t n = 0;
+	for (size_t j = 0; k >= 0 && j < s->nlist; j++)
+		n += s->list_of[j] == (uint8_t)k;
+	return n;
+}
+
+const char *opt_list_at(const struct opt_set *s, const char *name, size_t i)
+{
+	int k = opt_index(s, name);
+	for (size_t j = 0; k >= 0 && j < s->nlist; j++)
+		if (s->list_of[j] == (uint8_t)k && i-- == 0)
+			return s->list[j];
+	return NULL;
+}
+
 void opt_print_help(FILE *f, const char *usage, const struct opt_def *defs, size_t ndefs)
 {
 	fprintf(f, "%s\n\noptions:\n", usage);
 	for (size_t i = 0; i < ndefs; i++) {
 		char left[64];
 		snprintf(left, sizeof left, "--%s%s", defs[i].name, defs[i].type == OPT_FLAG ? "" : "=V");
-		fprintf(f, "  %-22s %s", left, defs[i].help);
+		fprintf(f, "  %-22s %s%s", left, defs[i].help, defs[i].type == OPT_LIST ? " (repeatable)" : "");
 		if (defs[i].defval)
 			fprintf(f, " (default %s", defs[i].defval);
 		/* the bounds opt_check enforces, so a reader knows them before trying */

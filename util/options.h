@@ -17,7 +17,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum opt_type { OPT_STR, OPT_UINT, OPT_DOUBLE, OPT_FLAG };
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum opt_type { OPT_STR, OPT_UINT, OPT_DOUBLE, OPT_FLAG, OPT_LIST };   /* OPT_LIST: a text that may be given again */
 
 struct opt_def {
 	const char *name;       /* without the leading "--" */
@@ -29,6 +33,7 @@ struct opt_def {
 };
 
 #define OPT_MAX 96
+#define OPT_LIST_MAX 32   /* values of OPT_LIST options, all together */
 
 struct opt_set {
 	const struct opt_def *defs;     /* not owned */
@@ -37,6 +42,9 @@ struct opt_set {
 	int given[OPT_MAX];
 	const char *positional[8];      /* non-option words, in order */
 	size_t npositional;
+	const char *list[OPT_LIST_MAX]; /* OPT_LIST values, in order given; not owned */
+	uint8_t list_of[OPT_LIST_MAX];  /* the index in defs each belongs to */
+	size_t nlist;
 };
 
 int opt_parse(struct opt_set *s, const struct opt_def *defs, size_t ndefs,
@@ -46,6 +54,10 @@ uint64_t opt_uint(const struct opt_set *s, const char *name);
 double opt_double(const struct opt_set *s, const char *name);
 int opt_flag(const struct opt_set *s, const char *name);
 int opt_given(const struct opt_set *s, const char *name);
+/* An OPT_LIST option's values: how many were given, and the i-th (an
+ * option given once is one; its value is also opt_str's, the last given). */
+size_t opt_list_count(const struct opt_set *s, const char *name);
+const char *opt_list_at(const struct opt_set *s, const char *name, size_t i);
 /* A default that depends on another option (the policy on the model's kind):
  * value (not copied) replaces the parameter's default when it was not given. */
 void opt_set_default(struct opt_set *s, const char *name, const char *value);
@@ -58,5 +70,9 @@ void opt_defaults(struct opt_set *s, const struct opt_def *defs, size_t ndefs);
 int opt_put(struct opt_set *s, const char *name, const char *value, char *err, size_t errlen);
 /* The definition of name in defs, or NULL. */
 const struct opt_def *opt_find(const struct opt_def *defs, size_t ndefs, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
