@@ -14,6 +14,7 @@
  * Exit status: 0 done, 1 failure (I/O, memory, BLAS), 2 bad option.
  */
 #include "../util/outfile.h"
+#include "../util/errkind.h"
 #include "../kernels/fpu.h"
 #include "cpu_bench.h"
 #include "../kernels/cpu_select.h"
@@ -216,12 +217,12 @@ static int cc_kernels(const struct cc_args *a, const struct calsel_cpu *cpu, cha
 	}
 	if ((*want ? setenv("OPENBLAS_CORETYPE", *want, 1) : unsetenv("OPENBLAS_CORETYPE")) != 0 ||
 	    setenv(CC_WHY_ENV, why, 1) != 0) {
-		snprintf(err, errlen, "cannot set the environment: %s", strerror(errno));
+		snprintf(err, errlen, "cannot set the environment: %s", err_strerror(errno));
 		return -1;
 	}
 	fflush(NULL);
 	execv("/proc/self/exe", argv);
-	snprintf(err, errlen, "cannot re-execute /proc/self/exe with OPENBLAS_CORETYPE set: %s", strerror(errno));
+	snprintf(err, errlen, "cannot re-execute /proc/self/exe with OPENBLAS_CORETYPE set: %s", err_strerror(errno));
 	return -1;
 }
 
@@ -350,7 +351,7 @@ static int cc_measure(const struct cc_args *a, const struct calplan *p, struct c
 	int rc = -1;
 
 	if (!samples || !count) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < p->nshapes; i++) {
@@ -485,7 +486,7 @@ int main(int argc, char **argv)
 		        gflop);
 	getloadavg(&load0, 1);
 	if (caltab_create(&t) != 0) {
-		snprintf(err, sizeof err, "out of memory");
+		err_memory(err, sizeof err, "out of memory");
 		goto fail;
 	}
 	if (cc_measure(&a, plan, t, err, sizeof err) != 0 || (a.cold_start && cc_cold_start(&a, plan, t, err, sizeof err) != 0))

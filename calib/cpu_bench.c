@@ -1,6 +1,7 @@
 /* calib/cpu_bench.c: the CPU microbenchmarks behind a calibration table (see
  * cpu_bench.h). */
 #include "cpu_bench.h"
+#include "../util/errkind.h"
 
 #include <errno.h>
 #include <math.h>
@@ -124,7 +125,7 @@ int calbench_buffers_create(const struct calplan_shape *s, uint32_t max_batch, s
 	*out = b;
 	return 0;
 oom:
-	snprintf(err, errlen, "out of memory for the operands of one calibration point");
+	err_memory(err, errlen, "out of memory for the operands of one calibration point");
 	calbench_buffers_destroy(b);
 	return -1;
 }
@@ -209,7 +210,7 @@ int calbench_time(const struct calplan_shape *s, struct calbench_buffers *buf, u
 		return -1;
 	}
 	if (!(t = malloc(o->max_reps * sizeof *t))) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	if (calbench_collect(s, buf, batch, o, o->warmup, o->min_reps, o->min_time_s, o->max_reps, t, &n, err,
@@ -232,7 +233,7 @@ int calbench_cold_extra(const struct calplan_shape *s, struct calbench_buffers *
 	double *d = malloc((reps ? reps : 1) * sizeof *d);
 
 	if (!d) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	for (uint32_t r = 0; r < reps; r++) {

@@ -1,5 +1,6 @@
 /* calib/plan.c: the measurement plan (see plan.h). */
 #include "plan.h"
+#include "../util/errkind.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@ int calplan_create(struct calplan **out, char *err, size_t errlen)
 
 	*out = NULL;
 	if (!p) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	p->max_gflop = 160;
@@ -46,7 +47,7 @@ int calplan_set_batches(struct calplan *p, const char *list, char *err, size_t e
 	for (const char *c = list; *c; c++)
 		n += *c == ',';
 	if (!(b = malloc(n * sizeof *b))) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	while (k < n) {
@@ -89,7 +90,7 @@ static int calplan_add(struct calplan *p, enum caltab_op op, uint64_t m, uint64_
 		}
 	}
 	if (!(grown = realloc(p->shapes, (p->nshapes + 1) * sizeof *grown))) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	p->shapes = grown;

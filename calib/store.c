@@ -1,5 +1,6 @@
 /* calib/store.c: writes calibration tables into SQLite (see store.h). */
 #include "store.h"
+#include "../util/errkind.h"
 #include "../util/sqlite_read.h"
 
 #include <errno.h>
@@ -37,7 +38,7 @@ static const char calstore_schema_sql[] =
 
 static int calstore_fail(sqlite3 *db, const char *path, const char *what, char *err, size_t errlen)
 {
-	snprintf(err, errlen, "calibration database '%s': %s: %s", path, what, db ? sqlite3_errmsg(db) : "no memory");
+	snprintf(err, errlen, "calibration database '%s': %s: %s", path, what, db ? err_sqlite_msg(db) : "no memory");
 	return -1;
 }
 
@@ -52,7 +53,7 @@ int calstore_check(const char *db_path, char *err, size_t errlen)
 		if (errno == ENOENT && access(dir, W_OK) == 0)
 			return 0;
 		snprintf(err, errlen, "calibration database '%s': cannot be created: %s", db_path,
-		         errno == ENOENT ? "its directory is missing or not writable" : strerror(errno));
+		         errno == ENOENT ? "its directory is missing or not writable" : err_strerror(errno));
 		return -1;
 	}
 	if (!S_ISREG(st.st_mode) || access(db_path, W_OK) != 0) {

@@ -13,6 +13,7 @@
  * are answered with the stored number itself, bit for bit.
  */
 #include "calibrated.h"
+#include "../util/errkind.h"
 
 #include <errno.h>
 #include <math.h>
@@ -96,7 +97,7 @@ int calhw_fit_elementwise(const struct caltab *t, struct calhw_ew_fit *fit, char
 	y = malloc(n * sizeof *y);
 	w = malloc(n * sizeof *w);
 	if (!x || !y || !w) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < t->nrows; i++) {
@@ -219,7 +220,7 @@ static int calhw_bind_model(struct calhw_hw *h, const struct mdl_model *m, char 
 
 	h->nnodes = m->nnodes;
 	if (m->nnodes && !(h->nodes = calloc(m->nnodes, sizeof *h->nodes))) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	for (uint32_t t = 0; t < m->nnodes; t++) {
@@ -338,7 +339,7 @@ int calhw_create(const struct caltab *t, const struct mdl_model *m, const char *
 	*out = &h->base;
 	return 0;
 oom:
-	snprintf(err, errlen, "out of memory");
+	err_memory(err, errlen, "out of memory");
 fail:
 	calhw_close(h ? &h->base : NULL);
 	return -1;
@@ -395,7 +396,7 @@ static int calhw_open_named(const char *name, const struct mdl_model *m, struct 
 	}
 	if (stat(path, &st) != 0) {
 		if (errno != ENOENT && errno != ENOTDIR) {
-			snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+			snprintf(err, errlen, "%s: cannot read: %s", path, err_strerror(errno));
 			return -1;
 		}
 		if (calhw_is_gpu_name(name))

@@ -4,6 +4,7 @@
  * to the cell that is wrong.
  */
 #include "../util/lines.h"
+#include "../util/errkind.h"
 #include "../util/outfile.h"
 #include "../util/text.h"
 #include "caltab.h"
@@ -134,7 +135,7 @@ static int caltab_put_field(struct caltab *t, const char *key, const char *value
 	t->nfields++;
 	return 0;
 oom:
-	snprintf(err, errlen, "out of memory");
+	err_memory(err, errlen, "out of memory");
 	return -1;
 }
 
@@ -177,7 +178,7 @@ int caltab_add_row(struct caltab *t, const struct caltab_row *row, char *err, si
 		struct caltab_row *grown = realloc(t->rows, want * sizeof *grown);
 
 		if (!grown) {
-			snprintf(err, errlen, "out of memory");
+			err_memory(err, errlen, "out of memory");
 			return -1;
 		}
 		t->rows = grown;
@@ -623,7 +624,7 @@ int caltab_read(const char *path, struct caltab **out, char *err, size_t errlen)
 	*out = t;
 	return 0;
 oom:
-	snprintf(err, errlen, "%s: out of memory", path);
+	err_memory(err, errlen, "%s: out of memory", path);
 fail:
 	lines_close(&rd);
 	caltab_destroy(t);
@@ -657,7 +658,7 @@ int caltab_write(struct caltab *t, FILE *f, const char *name, char *err, size_t 
 		        r->batch, r->latency_s, r->measured_s, r->reps);
 	}
 	if (fflush(f) != 0 || ferror(f)) {
-		snprintf(err, errlen, "%s: write error: %s", name, strerror(errno));
+		err_io(err, errlen, "%s: write error: %s", name, err_strerror(errno));
 		return -1;
 	}
 	return 0;

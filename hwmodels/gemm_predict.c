@@ -1,6 +1,7 @@
 /* hwmodels/gemm_predict.c: any GEMM's time on a GPU from the GEMMs its
  * operator profile measured (see gemm_predict.h for the method). */
 #include "gemm_predict.h"
+#include "../util/errkind.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -93,7 +94,7 @@ int gemmp_create(const struct op_profile *p, const char *leave_out, struct gemmp
 	return 0;
 oom:
 	gemmp_free(g);
-	snprintf(err, errlen, "out of memory");
+	err_memory(err, errlen, "out of memory");
 	return -1;
 }
 
@@ -190,7 +191,7 @@ int gemmp_leave_one_model_out(const struct op_profile *p, struct gemmp_error *ou
 	if (!errs || !pooled) {
 		free(errs);
 		free(pooled);
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	for (size_t i = 0; i < p->ncurves; i++) {

@@ -1,6 +1,7 @@
 /* hwmodels/gpu_measured.c: an LLM iteration priced from a GPU's measured
  * operator profile (see gpu_measured.h for what is priced and why). */
 #include "gpu_measured.h"
+#include "../util/errkind.h"
 
 #include <errno.h>
 #include <math.h>
@@ -243,7 +244,7 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 	}
 	struct gpu_measured *g = calloc(1, sizeof *g);
 	if (!g) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	g->base.ops = ops;
@@ -279,7 +280,7 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 		}
 		if (stat(ar_path, &st) != 0) {
 			snprintf(err, errlen, "--tp=%u on %s needs a measured all-reduce, and %s %s", tp, arg, ar_path,
-			         errno == ENOENT ? "does not exist (none was measured for this GPU)" : strerror(errno));
+			         errno == ENOENT ? "does not exist (none was measured for this GPU)" : err_strerror(errno));
 			goto fail;
 		}
 		if (opp_allreduce_load(ar_path, &g->ar, err, errlen) != 0)
@@ -311,7 +312,7 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 	g->dev = (struct hw_device){ .mem_bytes = usable * tp, .mem_bw_bytes_s = p->stream_bytes_s * tp,
 	                             .peak_flops = p->gemm_flops_s * tp };
 	if (gpu_fill_cache(g) != 0) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		goto fail;
 	}
 	*out = &g->base;
@@ -441,7 +442,7 @@ static int gpu_open_predicted(const char *arg, const char *ops_path, const struc
 	struct gemmp *pred = NULL;
 	*out = NULL;
 	if (!g) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	g->base.ops = &gpu_predicted_ops;
@@ -451,7 +452,7 @@ static int gpu_open_predicted(const char *arg, const char *ops_path, const struc
 		goto fail;
 	g->info.profile = g->prof;
 	if (caltab_create(&t) != 0) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		goto fail;
 	}
 	if (caltab_set_fieldf(t, "device", err, errlen, "gpu-%s (GEMMs predicted from %s)", g->prof->gpu, ops_path) != 0 ||

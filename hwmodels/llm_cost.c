@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "llm_cost.h"
+#include "../util/errkind.h"
 
 struct llm_cost {
 	const struct hw_model *hw;      /* not owned */
@@ -70,7 +71,7 @@ int llm_cost_create(const struct hw_model *hw, const struct mdl_model *m, uint32
 	return 0;
 oom:
 	llm_cost_destroy(c);
-	snprintf(err, errlen, "out of memory for the LLM cost table");
+	err_memory(err, errlen, "out of memory for the LLM cost table");
 	return -1;
 }
 

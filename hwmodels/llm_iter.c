@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../util/lines.h"
+#include "../util/errkind.h"
 #include "../util/text.h"
 #include "llm_iter.h"
 
@@ -117,7 +118,7 @@ static int li_open(const char *arg, const struct mdl_model *m, struct hw_model *
 	struct llm_iter_hw *r = calloc(1, sizeof *r);
 	*out = NULL;
 	if (!r) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	if (li_load(arg, r, name, sizeof name, err, errlen) != 0)

@@ -28,6 +28,7 @@
  * queries are range-checked before any GSL call.
  */
 #include "../util/lines.h"
+#include "../util/errkind.h"
 #include "../util/text.h"
 #include "node_table.h"
 
@@ -202,7 +203,7 @@ static int hwtable_read(const char *path, const struct mdl_model *m, struct hwta
 			struct hwtable_row *grown = realloc(*rows, want * sizeof **rows);
 
 			if (!grown) {
-				snprintf(err, errlen, "%s: out of memory", path);
+				err_memory(err, errlen, "%s: out of memory", path);
 				goto out;
 			}
 			*rows = grown;
@@ -320,7 +321,7 @@ static int hwtable_open(const char *path, const struct mdl_model *m, struct hw_m
 	t = calloc(1, sizeof *t);
 	if (!t || !(t->path = strdup(path)) ||
 	    (m->nnodes && !(t->curves = calloc(m->nnodes, sizeof *t->curves)))) {
-		snprintf(err, errlen, "%s: out of memory", path);
+		err_memory(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}
 	t->base.ops = &hwtable_ops;
@@ -349,7 +350,7 @@ static int hwtable_open(const char *path, const struct mdl_model *m, struct hw_m
 			goto fail;
 		}
 		if (hwtable_curve_build(&t->curves[node], rows + first, n)) {
-			snprintf(err, errlen, "%s: out of memory", path);
+			err_memory(err, errlen, "%s: out of memory", path);
 			goto fail;
 		}
 		/* a pass node's batch counts tokens: the members' bound is the others' */

@@ -84,6 +84,7 @@
  * the two and at most their sum.
  */
 #include "npu_systolic.h"
+#include "../util/errkind.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -577,7 +578,7 @@ int npu_hw_create(const struct npu_config *c, const char *label, const struct md
 		return -1;
 	hw = calloc(1, sizeof *hw);
 	if (!hw) {
-		snprintf(err, errlen, "npu: out of memory");
+		err_memory(err, errlen, "npu: out of memory");
 		return -1;
 	}
 	hw->base.ops = &npu_hw_ops;

@@ -3,6 +3,7 @@
  * reported once, as "FILE:LINE:COLUMN (NAME): problem".
  */
 #include "op_profile.h"
+#include "../util/errkind.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -88,8 +89,7 @@ static int opp_fail_col(const struct opp_parse *ps, size_t col, const char *what
 
 static int opp_fail(const struct opp_parse *ps, const char *what)
 {
-	snprintf(ps->err, ps->errlen, "%s:%lu: %s", ps->path, ps->line, what);
-	return -1;
+	return lines_fail(ps->err, ps->errlen, ps->path, ps->line, "%s", what);
 }
 
 /* "# KEY = VALUE" settings and "# leave_out OP = A% B% N" lines before the header. */
@@ -231,8 +231,10 @@ static int opp_row(struct op_profile *p, char *line, const struct opp_parse *ps,
 				return opp_fail_col(ps, COL_TP, "rows of one shape and tp must stand together; this shape and tp "
 				                    "came earlier", f[COL_TP]);
 		struct opp_curve *nc = realloc(p->curves, (p->ncurves + 1) * sizeof *nc);
-		if (!nc)
+		if (!nc) {
+			err_kind_mark(ERR_MEMORY);
 			return opp_fail(ps, "out of memory");
+		}
 		p->curves = nc;
 		c = &p->curves[p->ncurves++];
 		memset(c, 0, sizeof *c);
@@ -252,8 +254,10 @@ static int opp_row(struct op_profile *p, char *line, const struct opp_parse *ps,
 			return opp_fail_col(ps, COL_FIRST_OP + OPP_POST_NORM, "is '-' in some rows of this shape and tp and "
 			                    "a time in others:", f[COL_FIRST_OP + OPP_POST_NORM]);
 	}
-	if (opp_curve_push(c, tokens, ms, cap) != 0)
+	if (opp_curve_push(c, tokens, ms, cap) != 0) {
+		err_kind_mark(ERR_MEMORY);
 		return opp_fail(ps, "out of memory");
+	}
 	return 0;
 }
 
@@ -303,7 +307,7 @@ int opp_load(const char *path, struct op_profile **out, char *err, size_t errlen
 	*out = NULL;
 	struct op_profile *p = calloc(1, sizeof *p);
 	if (!p) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	snprintf(p->path, sizeof p->path, "%s", path);
@@ -421,7 +425,7 @@ int opp_allreduce_load(const char *path, struct opp_allreduce **out, char *err, 
 	*out = NULL;
 	struct opp_allreduce *a = calloc(1, sizeof *a);
 	if (!a) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	snprintf(a->path, sizeof a->path, "%s", path);
@@ -477,7 +481,7 @@ int opp_allreduce_load(const char *path, struct opp_allreduce **out, char *err, 
 				a->bytes = b;
 			double *m = b ? realloc(a->ms, cap * sizeof *m) : NULL;
 			if (!m) {
-				snprintf(err, errlen, "out of memory");
+				err_memory(err, errlen, "out of memory");
 				goto fail_rd;
 			}
 			a->ms = m;

@@ -4,6 +4,7 @@
  * named models lives here and nowhere else.
  */
 #include "hwmodel.h"
+#include "../util/errkind.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -109,7 +110,7 @@ int hw_open_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct h
 		if (errno == ENOENT || errno == ENOTDIR)
 			hw_unknown(arg, err, errlen);
 		else
-			snprintf(err, errlen, "%s: cannot read: %s", arg, strerror(errno));
+			snprintf(err, errlen, "%s: cannot read: %s", arg, err_strerror(errno));
 		return -1;
 	}
 	/* the file is read twice (sniff, then parse), which a pipe cannot do */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "roofline.h"
+#include "../util/errkind.h"
 
 struct roofline_hw {
 	struct hw_model base;
@@ -109,7 +110,7 @@ static int roofline_open(const char *arg, const struct mdl_model *m, struct hw_m
 {
 	struct roofline_hw *r = calloc(1, sizeof *r);
 	if (!r) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	r->base.ops = &roofline_h100_ops;

@@ -15,6 +15,7 @@
 #endif
 
 #include "../util/lines.h"
+#include "../util/errkind.h"
 #include "model.h"
 #include "parse.h"
 #include "../util/text.h"
@@ -321,6 +322,7 @@ static int mdl_parse_finish(struct mdl_parser *p)
 	m->segments = calloc(nseg, sizeof *m->segments);
 	if (!m->segments) {
 		p->line = last_line;
+		err_kind_mark(ERR_MEMORY);
 		return mdl_parse_fail(p, "out of memory");
 	}
 	uint32_t s = 0;
@@ -358,7 +360,7 @@ int mdl_load_named(const char *path, const char *expect_name, struct mdl_model *
 	};
 	m = calloc(1, sizeof *m);
 	if (!m) {
-		snprintf(err, errlen, "%s: out of memory", path);
+		err_memory(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}
 	p.m = m;

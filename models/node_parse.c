@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "parse.h"
+#include "../util/errkind.h"
 #include "../util/text.h"
 
 /* value is "M,K,N" followed by optional ",xCOUNT" and ",sSTEPS" in either
@@ -275,8 +276,10 @@ int mdl_parse_node(struct mdl_parser *p, char *rest)
 	if (m->nnodes == p->cap_nodes) {
 		uint32_t cap = p->cap_nodes ? p->cap_nodes * 2 : 16;
 		struct mdl_node *nodes = realloc(m->nodes, (size_t)cap * sizeof *nodes);
-		if (!nodes)
+		if (!nodes) {
+			err_kind_mark(ERR_MEMORY);
 			return mdl_parse_fail(p, "out of memory");
+		}
 		m->nodes = nodes;
 		p->cap_nodes = cap;
 	}

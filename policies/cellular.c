@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "policy.h"
+#include "../util/errkind.h"
 
 /* Per-request bookkeeping, kept in the fields the policy owns:
  *   pol_next     next request in its cell-type queue
@@ -259,7 +260,7 @@ static int cel_init(struct pol_state *st, const struct pol_env *env, char *err, 
 	c->devs = calloc(c->workers, sizeof *c->devs);
 	c->member_pool = calloc((size_t)c->workers * env->max_batch, sizeof *c->member_pool);
 	if (!c->queues || !c->bsize_max || !c->devs || !c->member_pool) {
-		snprintf(err, errlen, "cellular: out of memory");
+		err_memory(err, errlen, "cellular: out of memory");
 		cel_fini(st);  /* the caller does not call fini after a failed init */
 		return -1;
 	}

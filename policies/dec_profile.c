@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <gsl/gsl_rng.h>
 #include "dec_profile.h"
+#include "../util/errkind.h"
 #include "../traces/workload.h"
 
 /* LazyBatching's dec_timesteps (Sec. IV-C): the --coverage quantile of a
@@ -30,7 +31,7 @@ int dec_profile_timesteps(const char *spec, double coverage, uint32_t *out, char
 	gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
 	uint32_t *v = malloc(DEC_PROFILE_DRAWS * sizeof *v);
 	if (!g || !v) {
-		snprintf(err, errlen, "out of memory profiling output lengths");
+		err_memory(err, errlen, "out of memory profiling output lengths");
 		goto done;
 	}
 	gsl_rng_set(g, DEC_PROFILE_SEED);
@@ -48,7 +49,7 @@ int dec_profile_timesteps(const char *spec, double coverage, uint32_t *out, char
 		k = DEC_PROFILE_DRAWS;
 	size_t *count = calloc((size_t)hist_max + 1, sizeof *count);
 	if (!count) {
-		snprintf(err, errlen, "out of memory profiling output lengths");
+		err_memory(err, errlen, "out of memory profiling output lengths");
 		goto done;
 	}
 	for (size_t i = 0; i < DEC_PROFILE_DRAWS; i++)

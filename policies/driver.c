@@ -1,5 +1,6 @@
 /* policies/driver.c: drives one policy through a run (driver.h). */
 #include "driver.h"
+#include "../util/errkind.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -37,13 +38,13 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 		d->tpot = metrics_create(expect);
 		d->itl = calloc(1, sizeof *d->itl);
 		if (!d->ttft || !d->tpot || !d->itl) {
-			snprintf(err, errlen, "out of memory setting up the run");
+			err_memory(err, errlen, "out of memory setting up the run");
 			goto fail;
 		}
 	}
 	d->st = calloc(1, c->policy->state_size ? c->policy->state_size : 1);
 	if (!d->metrics || !d->node_tasks || !d->node_cells || !d->run_tasks_step || !d->run_cells_step || !d->st) {
-		snprintf(err, errlen, "out of memory setting up the run");
+		err_memory(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
 	/* the policy reads its knobs from a set over its own table: every default unless the caller gave one */
@@ -104,7 +105,7 @@ int drv_broken(const struct pol_driver *d, char *err, size_t errlen, const char 
 
 int drv_out_of_memory(char *err, size_t errlen, const char *what)
 {
-	snprintf(err, errlen, "out of memory %s", what);
+	err_memory(err, errlen, "out of memory %s", what);
 	return -1;
 }
 
@@ -238,7 +239,7 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 	return 0;
 oom:
 	drv_result_free(res);
-	snprintf(err, errlen, "out of memory for the run's result");
+	err_memory(err, errlen, "out of memory for the run's result");
 	return -1;
 }
 

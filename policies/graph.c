@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include "fifo.h"
+#include "../util/errkind.h"
 #include "policy.h"
 
 struct graph_state {
@@ -44,7 +45,7 @@ static int graph_init(struct pol_state *st, const struct pol_env *env, char *err
 	g->nbuckets = 1;
 	g->buckets = calloc(1, sizeof *g->buckets);
 	if (!g->buckets) {
-		snprintf(err, errlen, "graph: out of memory");
+		err_memory(err, errlen, "graph: out of memory");
 		return -1;
 	}
 	return 0;

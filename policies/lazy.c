@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "batch_table.h"
+#include "../util/errkind.h"
 #include "dec_profile.h"
 #include "fifo.h"
 #include "policy.h"
@@ -126,7 +127,7 @@ static int lazy_setup(struct lazy_state *s, const struct pol_env *env, int exact
 		goto fail;
 	return 0;
 oom:
-	snprintf(err, errlen, "%s: out of memory", name);
+	err_memory(err, errlen, "%s: out of memory", name);
 fail:
 	lazy_fini((struct pol_state *)s);
 	return -1;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "slack.h"
+#include "../util/errkind.h"
 #include "../util/ns_math.h"
 #include "../util/sort_small.h"
 
@@ -20,7 +21,7 @@ int slk_init(struct slk_table *t, const struct mdl_model *m, const struct pol_la
 	t->segment_ns = calloc(m->nsegments ? m->nsegments : 1, sizeof *t->segment_ns);
 	if (!t->node_ns || !t->pass_types || !t->before_ns || !t->segment_ns) {
 		slk_fini(t);
-		snprintf(err, errlen, "slack predictor: out of memory");
+		err_memory(err, errlen, "slack predictor: out of memory");
 		return -1;
 	}
 	/* Profile once (the paper's NodeLatency lookup table), then Algorithm 1
@@ -163,7 +164,7 @@ int slk_exact_init(struct slk_exact *x, const struct mdl_model *m, const struct 
 	return 0;
 oom:
 	slk_exact_fini(x);
-	snprintf(err, errlen, "oracle: out of memory");
+	err_memory(err, errlen, "oracle: out of memory");
 	return -1;
 }
 

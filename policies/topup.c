@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "fifo.h"
+#include "../util/errkind.h"
 #include "policy.h"
 
 struct tu_dev {
@@ -126,7 +127,7 @@ static int tu_init(struct pol_state *st, const struct pol_env *env, char *err, s
 	s->devs = calloc(s->workers, sizeof *s->devs);
 	s->pool = calloc((size_t)s->workers * (s->enc_max + s->dec_max), sizeof *s->pool);
 	if (!s->devs || !s->pool) {
-		snprintf(err, errlen, "topup: out of memory");
+		err_memory(err, errlen, "topup: out of memory");
 		tu_fini(st);  /* the caller does not call fini after a failed init */
 		return -1;
 	}

@@ -11,6 +11,7 @@
  * alone and batched agree to rounding (about 1e-7 relative), not bit for
  * bit. */
 #include "backend.h"
+#include "../util/errkind.h"
 
 #include <float.h>
 #include <math.h>
@@ -56,7 +57,7 @@ static int cpu_open(const struct rt_backend_cfg *cfg, struct rt_dev **out, char 
 	*out = NULL;
 	struct rt_dev *d = calloc(1, sizeof *d);
 	if (!d) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	d->cfg = *cfg;
@@ -128,7 +129,7 @@ static int cpu_weight_create(struct rt_dev *d, uint32_t k, uint32_t n, const flo
 	return 0;
 oom:
 	free(x);
-	snprintf(err, errlen, "out of memory for a %u x %u weight matrix", k, n);
+	err_memory(err, errlen, "out of memory for a %u x %u weight matrix", k, n);
 	return -1;
 }
 
@@ -152,7 +153,7 @@ static int cpu_stream_create(struct rt_dev *d, uint32_t worker, uint32_t max_row
 		s->scratch = cpu_alloc(d, rt_gemm_scratch_floats(max_rows, max_k) * sizeof(float));
 	if (!s || !s->scratch) {
 		free(s);
-		snprintf(err, errlen, "out of memory for a worker's scratch");
+		err_memory(err, errlen, "out of memory for a worker's scratch");
 		return -1;
 	}
 	s->dev = d;

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "../util/errkind.h"
 
 #define LLM_MAX_LAYERS 256
 #define LLM_MAX_WEIGHT_BYTES (4ull << 30)   /* fp32 weights in host memory: llm-tiny takes 0.2 MB */
@@ -106,7 +107,7 @@ static int llm_match(const struct mdl_model *m, char *why, size_t len)
 {
 	struct rt_model *km = malloc(sizeof *km);
 	if (!km) {
-		snprintf(why, len, "out of memory");
+		err_memory(why, len, "out of memory");
 		return 0;
 	}
 	int ok = llm_shape(m, km, why, len);
@@ -154,7 +155,7 @@ static int llm_positions(struct rt_model *km, char *err, size_t errlen)
 	km->pos = km->h.be->alloc(km->h.dev, n * sizeof(float));
 	if (!pos || !km->pos) {
 		free(pos);
-		snprintf(err, errlen, "out of memory for the position table");
+		err_memory(err, errlen, "out of memory for the position table");
 		return -1;
 	}
 	for (uint32_t p = 0; p < km->l.context; p++)
@@ -321,7 +322,7 @@ static int llm_work_create(const struct rt_model *km, uint32_t rows, uint32_t pa
 	return 0;
 oom:
 	llm_work_destroy(km, w);
-	snprintf(err, errlen, "out of memory for a worker's batch buffers (%u rows)", rows);
+	err_memory(err, errlen, "out of memory for a worker's batch buffers (%u rows)", rows);
 	return -1;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "../util/errkind.h"
 
 #define MLP_MAX_LAYERS 64
 #define MLP_TAG_INPUT (1ull << 40)
@@ -129,7 +130,7 @@ static int mlp_state_init(const struct rt_model *km, void *state, uint64_t id, u
 	size_t bytes = mlp_state_bytes(km, input_len, output_len);
 	float *host = calloc(1, bytes);
 	if (!host) {
-		snprintf(err, errlen, "out of memory for a request's state");
+		err_memory(err, errlen, "out of memory for a request's state");
 		return -1;
 	}
 	rt_rand_fill(host, km->k[0], 1.0f, km->h.seed, MLP_TAG_INPUT + id);
@@ -166,7 +167,7 @@ static int mlp_work_create(const struct rt_model *km, uint32_t rows, uint32_t pa
 	}
 	if (!w || !w->x || !w->y || !w->src || !w->dst) {
 		mlp_work_destroy(km, w);
-		snprintf(err, errlen, "out of memory for a worker's batch buffers (%u rows)", rows);
+		err_memory(err, errlen, "out of memory for a worker's batch buffers (%u rows)", rows);
 		return -1;
 	}
 	*work = w;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "../util/errkind.h"
 
 #define RNN_INPUT_VOCAB 4096   /* source tokens: the model files give no input vocabulary; a lookup
                                 * copies E floats whatever the table's size */
@@ -307,7 +308,7 @@ static int rnn_work_create(const struct rt_model *km, uint32_t rows, uint32_t pa
 	return 0;
 oom:
 	rnn_work_destroy(km, w);
-	snprintf(err, errlen, "out of memory for a worker's batch buffers (%u rows)", rows);
+	err_memory(err, errlen, "out of memory for a worker's batch buffers (%u rows)", rows);
 	return -1;
 }
 

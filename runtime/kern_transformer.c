@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "../util/errkind.h"
 
 #define TF_MAX_POS 4096
 #define TF_MAX_LAYERS 64
@@ -170,7 +171,7 @@ static int tf_match(const struct mdl_model *m, char *why, size_t len)
 {
 	struct rt_model *km = malloc(sizeof *km);
 	if (!km) {
-		snprintf(why, len, "out of memory");
+		err_memory(why, len, "out of memory");
 		return 0;
 	}
 	int ok = tf_shape(m, km, why, len);
@@ -265,7 +266,7 @@ static int tf_create(const struct mdl_model *m, const struct rt_backend_ops *be,
 	km->pos = be->alloc(dev, (size_t)TF_MAX_POS * d * sizeof(float));
 	if (!pos || !km->pos) {
 		free(pos);
-		snprintf(err, errlen, "out of memory for the position table");
+		err_memory(err, errlen, "out of memory for the position table");
 		goto fail;
 	}
 	for (uint32_t p = 0; p < TF_MAX_POS; p++)
@@ -397,7 +398,7 @@ static int tf_work_create(const struct rt_model *km, uint32_t members, uint32_t 
 	return 0;
 oom:
 	tf_work_destroy(km, w);
-	snprintf(err, errlen, "out of memory for a worker's batch buffers (%u members, %u pass rows)", members,
+	err_memory(err, errlen, "out of memory for a worker's batch buffers (%u members, %u pass rows)", members,
 	         pass_rows);
 	return -1;
 }

@@ -2,6 +2,7 @@
  * and tables, buffers, and the unrolled position helper (their list, in the
  * order they are tried, is kern_registry.c). */
 #include "kernels.h"
+#include "../util/errkind.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,7 @@ int rt_kern_weight(const struct rt_backend_ops *be, struct rt_dev *dev, uint32_t
 	*out = NULL;
 	float *host = malloc((size_t)k * n * sizeof(float));
 	if (!host) {
-		snprintf(err, errlen, "out of memory for a %u x %u weight matrix", k, n);
+		err_memory(err, errlen, "out of memory for a %u x %u weight matrix", k, n);
 		return -1;
 	}
 	rt_rand_fill(host, (size_t)k * n, scale, seed, tag);
@@ -77,7 +78,7 @@ float *rt_kern_table(const struct rt_backend_ops *be, struct rt_dev *dev, size_t
 	float *host = malloc(n * sizeof(float));
 	float *d = be->alloc(dev, n * sizeof(float));
 	if (!host || !d) {
-		snprintf(err, errlen, "out of memory for a table of %zu floats", n);
+		err_memory(err, errlen, "out of memory for a table of %zu floats", n);
 		goto fail;
 	}
 	rt_rand_fill(host, n, scale, seed, tag);
@@ -100,7 +101,7 @@ int rt_kern_token_state(const struct rt_backend_ops *be, struct rt_dev *dev, voi
 {
 	unsigned char *host = calloc(1, bytes);
 	if (!host) {
-		snprintf(err, errlen, "out of memory for a request's state");
+		err_memory(err, errlen, "out of memory for a request's state");
 		return -1;
 	}
 	int32_t *tok = (int32_t *)(host + tok_off);
@@ -126,7 +127,7 @@ struct rt_model *rt_kern_model_new(size_t size, const struct mdl_model *m, const
 	char why[200];
 	struct rt_model *km = calloc(1, size);
 	if (!km) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return NULL;
 	}
 	if (!shape(m, km, why, sizeof why)) {

@@ -7,6 +7,7 @@
  * reads only the snapshot of its task's members made at dispatch, and owns
  * the members' device state while they are in flight. */
 #include "../kernels/fpu.h"
+#include "../util/errkind.h"
 #include "live.h"
 
 #include <errno.h>
@@ -149,7 +150,7 @@ static int live_complete(struct live *L, struct live_worker *w, int64_t now, cha
 	res->move_ns += w->move_ns;
 	res->events++;
 	if (c->keep_tasks && live_log_task(L, t) != 0) {
-		snprintf(err, errlen, "out of memory for the task log");
+		err_memory(err, errlen, "out of memory for the task log");
 		return -1;
 	}
 	if (drv_task_done(&L->drv, t, now, err, errlen) < 0)
@@ -323,7 +324,7 @@ static int live_schedule(struct live *L, char *err, size_t errlen)
 	struct live_result *res = L->res;
 	struct live_sched S = { .wake_ns = INT64_MAX, .done = calloc(L->c->workers, sizeof *S.done) };
 	if (!S.done) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	pthread_mutex_lock(&L->mu);
@@ -493,7 +494,7 @@ static int live_setup(struct live *L, char *err, size_t errlen)
 	}
 	return 0;
 oom:
-	snprintf(err, errlen, "out of memory setting up the live run");
+	err_memory(err, errlen, "out of memory setting up the live run");
 	return -1;
 }
 
@@ -511,7 +512,7 @@ int live_run(const struct live_config *c, struct live_result *res, char *err, si
 	res->n = c->n;
 	res->reqs = calloc(c->n ? c->n : 1, sizeof *res->reqs);
 	if (!res->reqs) {
-		snprintf(err, errlen, "out of memory setting up the live run");
+		err_memory(err, errlen, "out of memory setting up the live run");
 		goto fail;
 	}
 	for (uint64_t i = 0; i < c->n; i++)

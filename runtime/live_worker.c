@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include "../kernels/fpu.h"
+#include "../util/errkind.h"
 #include "live_state.h"
 
 /* A whole-graph task padded to the longest member (graph batching): every
@@ -114,7 +115,7 @@ static int live_run_job(struct live *L, struct live_worker *w, char *err, size_t
 			rec->tokens = malloc(((size_t)mb->output_len + 1) * sizeof(int32_t));
 			rec->values = malloc((size_t)info.output_floats * sizeof(float));
 			if (!rec->tokens || !rec->values) {
-				snprintf(err, errlen, "out of memory for request %llu's outputs", (unsigned long long)r->pr.id);
+				err_memory(err, errlen, "out of memory for request %llu's outputs", (unsigned long long)r->pr.id);
 				return -1;
 			}
 			struct rt_outputs o = { .tokens = rec->tokens, .values = rec->values };

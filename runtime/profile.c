@@ -1,5 +1,6 @@
 /* runtime/profile.c: the node-by-node timing of profile.h. */
 #include "profile.h"
+#include "../util/errkind.h"
 
 #include <gsl/gsl_multifit.h>
 #include <math.h>
@@ -241,7 +242,7 @@ static double prof_mean_call(struct prof_session *p, const struct prof_call *c, 
 static int prof_flush(FILE *f, char *err, size_t errlen)
 {
 	if (fflush(f) != 0 || ferror(f)) {
-		snprintf(err, errlen, "error writing the profile");
+		err_io(err, errlen, "error writing the profile");
 		return -1;
 	}
 	return 0;
@@ -298,7 +299,7 @@ static int prof_open(struct prof_session *p, const struct rt_profile_config *c, 
 	if (strcmp(c->device, "cpu") == 0 && (p->llc_bytes = prof_llc_bytes()) > 0) {
 		p->evict_bytes = 2 * p->llc_bytes;
 		if (!(p->evict = calloc(1, p->evict_bytes))) {
-			snprintf(err, errlen, "out of memory");
+			err_memory(err, errlen, "out of memory");
 			goto fail;
 		}
 	}
@@ -307,7 +308,7 @@ static int prof_open(struct prof_session *p, const struct rt_profile_config *c, 
 	    p->kops->work_create(p->km, rows, pass_rows, &p->work, err, errlen) != 0)
 		goto fail;
 	if (!(p->states = calloc(nstates, sizeof *p->states))) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		goto fail;
 	}
 	p->nstates = nstates;
@@ -378,7 +379,7 @@ static int prof_pass_node(struct prof_session *p, const struct rt_profile_config
 		struct rt_member *own = calloc(n, sizeof *own);
 		void *rest_state = NULL;
 		if (!own) {
-			snprintf(err, errlen, "out of memory");
+			err_memory(err, errlen, "out of memory");
 			return -1;
 		}
 		for (uint32_t i = 0; i < whole; i++)
@@ -424,7 +425,7 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 	int rc = -1;
 
 	if (!mb) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	uint32_t pass_rows = rt_pass_rows(m, maxb, c->longest_input);
@@ -598,7 +599,7 @@ int rt_profile_llm(const struct rt_profile_config *c, FILE *f, char *err, size_t
 	int rc = -1;
 
 	if (!mb) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	if (prof_open(&p, c, 1, rows, 0, maxb, 1, out_len, err, errlen) != 0) {

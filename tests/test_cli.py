@@ -491,6 +491,13 @@ check("model-info of a measured GPU: profile, tp and leave-out errors",
       mi.get("gpu_profile", {}).get("tp") == 8 and "layer" in mi["gpu_profile"]["leave_out"]
       and mi["gpu_profile"]["prefill_parts_ms"]["allreduce"] > 0, r.stderr)
 
+# ---- the exit status comes from the failure's kind, not from words in the message (issue 33) ----
+for args in (["--model=out of memory"], ["--trace=" + os.path.join(td, "read error.csv")],
+             ["--input-len=file:" + os.path.join(td, "error writing")]):
+    r = sb(*args, "--requests=10", "--no-db")
+    check(f"bad input whose message holds a machine phrase still exits 2: {args[0]}",
+          r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, f"exit {r.returncode}: {r.stderr}")
+
 # ---- a policy's knobs are its own (issue 33): listed, helped, refused elsewhere, stored ----
 listed = {}
 for line in sb("list", "policies").stdout.splitlines():

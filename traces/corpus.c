@@ -4,6 +4,7 @@
  * UTF-8 decoder only so far as telling letters from punctuation needs.
  */
 #include "corpus.h"
+#include "../util/errkind.h"
 #include "workload.h"
 
 #include <stdlib.h>
@@ -51,7 +52,7 @@ int trc_corpus_create(uint32_t max_words, trc_sentence_fn on_sentence, void *ctx
 	return 0;
 oom:
 	trc_corpus_destroy(c);
-	snprintf(err, errlen, "out of memory for a histogram of %u lengths", max_words);
+	err_memory(err, errlen, "out of memory for a histogram of %u lengths", max_words);
 	return -1;
 }
 

@@ -9,6 +9,7 @@
  * corpus without sentences.
  */
 #include "corpus.h"
+#include "../util/errkind.h"
 #include "../util/text.h"
 #include "workload.h"
 #include "../util/outfile.h"
@@ -87,7 +88,7 @@ int main(int argc, char **argv)
 	}
 	in = strcmp(in_path, "-") == 0 ? stdin : fopen(in_path, "rb");
 	if (!in) {
-		fprintf(stderr, "corpus-lengths: cannot open corpus '%s': %s\n", in_path, strerror(errno));
+		fprintf(stderr, "corpus-lengths: cannot open corpus '%s': %s\n", in_path, err_strerror(errno));
 		goto done;
 	}
 	char buf[1 << 16];
@@ -101,7 +102,7 @@ int main(int argc, char **argv)
 		trc_corpus_feed(c, buf, n);
 	}
 	if (ferror(in)) {
-		fprintf(stderr, "corpus-lengths: read error on '%s': %s\n", in_path, strerror(errno));
+		fprintf(stderr, "corpus-lengths: read error on '%s': %s\n", in_path, err_strerror(errno));
 		goto done;
 	}
 	trc_corpus_finish(c);
@@ -122,8 +123,8 @@ int main(int argc, char **argv)
 	out = NULL;
 	if (werr || (out_path && outfile_commit(&of, err, sizeof err) != 0)) {
 		if (werr)
-			snprintf(err, sizeof err, "write error on '%s': %s", out_path ? out_path : "standard output",
-			         strerror(errno));
+			err_io(err, sizeof err, "write error on '%s': %s", out_path ? out_path : "standard output",
+			         err_strerror(errno));
 		outfile_abort(&of);
 		fprintf(stderr, "corpus-lengths: %s\n", err);
 		status = 1;

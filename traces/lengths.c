@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L   /* getline */
 #endif
 #include "workload.h"
+#include "../util/errkind.h"
 #include "../util/lines.h"
 #include "../util/text.h"
 
@@ -169,7 +170,7 @@ static int trc_lengths_parse_lognormal(struct trc_lengths *d, const char *spec, 
 oom:
 	free(w);
 	free(v);
-	snprintf(err, errlen, "bad length spec '%s': out of memory building the table", spec);
+	err_memory(err, errlen, "bad length spec '%s': out of memory building the table", spec);
 	return -1;
 }
 
@@ -229,7 +230,7 @@ static int trc_lengths_read_rows(const char *path, struct trc_len_row **rows, si
 			size_t ncap = cap ? 2 * cap : 64;
 			struct trc_len_row *nrow = realloc(row, ncap * sizeof *nrow);
 			if (!nrow) {
-				snprintf(err, errlen, "%s: out of memory", path);
+				err_memory(err, errlen, "%s: out of memory", path);
 				goto fail;
 			}
 			row = nrow;
@@ -298,7 +299,7 @@ static int trc_lengths_load_file(struct trc_lengths *d, const char *path, char *
 	free(w);
 	return 0;
 oom:
-	snprintf(err, errlen, "%s: out of memory", path);
+	err_memory(err, errlen, "%s: out of memory", path);
 fail:
 	free(row);
 	free(v);
@@ -319,7 +320,7 @@ int trc_lengths_parse(const char *spec, struct trc_lengths **out, char *err, siz
 	d = calloc(1, sizeof *d);
 	copy = strdup(spec);
 	if (!d || !copy) {
-		snprintf(err, errlen, "bad length spec '%s': out of memory", spec);
+		err_memory(err, errlen, "bad length spec '%s': out of memory", spec);
 		goto fail;
 	}
 

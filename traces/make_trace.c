@@ -12,6 +12,7 @@
  * Exit status: 0 done, 1 write error, 2 bad option.
  */
 #include "../util/outfile.h"
+#include "../util/errkind.h"
 #include "../util/rng.h"
 #include "../util/text.h"
 #include "workload.h"
@@ -204,7 +205,7 @@ int main(int argc, char **argv)
 		goto done;
 	status = 1;
 	if (!a.out_path && (fflush(out) != 0 || ferror(out))) {
-		fprintf(stderr, "make-trace: write error on standard output: %s\n", strerror(errno));
+		fprintf(stderr, "make-trace: write error on standard output: %s\n", err_strerror(errno));
 		goto done;
 	}
 	if (a.out_path && outfile_commit(&of, err, sizeof err) != 0) {

@@ -1,5 +1,6 @@
 /* traces/source.c: the run's request stream (source.h). */
 #include "source.h"
+#include "../util/errkind.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +19,7 @@ int trc_source_init(struct trc_source *s, const struct trc_source_config *c, cha
 	s->gaps_used = TRC_GAP_BLOCK;            /* none drawn yet */
 	if (!s->rng_arrivals || !s->rng_lengths) {
 		trc_source_fini(s);
-		snprintf(err, errlen, "out of memory for the random streams");
+		err_memory(err, errlen, "out of memory for the random streams");
 		return -1;
 	}
 	return 0;

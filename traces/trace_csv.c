@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L   /* getline */
 #endif
 #include "workload.h"
+#include "../util/errkind.h"
 #include "../util/lines.h"
 #include "../util/text.h"
 
@@ -257,7 +258,7 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 	*out = t;
 	return 0;
 oom:
-	snprintf(err, errlen, "%s: out of memory after %lu lines", path, lineno);
+	err_memory(err, errlen, "%s: out of memory after %lu lines", path, lineno);
 fail:
 	lines_close(&rd);
 	trc_trace_free(t);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "lines.h"
+#include "errkind.h"
 
 int lines_open(struct lines_reader *r, const char *path, uint64_t max_bytes, char *err, size_t errlen)
 {
@@ -12,7 +13,7 @@ int lines_open(struct lines_reader *r, const char *path, uint64_t max_bytes, cha
 	r->path = path;
 	r->max_bytes = max_bytes;
 	if (!(r->f = fopen(path, "r"))) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s: cannot open: %s", path, err_strerror(errno));
 		return -1;
 	}
 	struct stat st;
@@ -69,7 +70,7 @@ int lines_next(struct lines_reader *r, char **line, size_t *len, char *err, size
 			return -1;
 		}
 		if (lines_grow(r, n + 2) != 0) {
-			snprintf(err, errlen, "%s: out of memory reading line %lu", r->path, lineno);
+			err_memory(err, errlen, "%s: out of memory reading line %lu", r->path, lineno);
 			return -1;
 		}
 		r->buf[n++] = (char)c;
@@ -77,7 +78,7 @@ int lines_next(struct lines_reader *r, char **line, size_t *len, char *err, size
 			break;
 	}
 	if (ferror(r->f)) {
-		snprintf(err, errlen, "%s: read error: %s", r->path, strerror(errno));
+		err_io(err, errlen, "%s: read error: %s", r->path, err_strerror(errno));
 		return -1;
 	}
 	if (n == 0)

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "outfile.h"
+#include "errkind.h"
 
 /* "dir/.name.XXXXXX" for "dir/name" */
 static char *outfile_tmp_name(const char *path)
@@ -62,7 +63,7 @@ static int outfile_target(const char *path, char **target, int *kind, char *err,
 		t = next;
 	}
 	if (!t) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	if (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
@@ -76,7 +77,7 @@ static int outfile_target(const char *path, char **target, int *kind, char *err,
 	free(t);
 	return -1;
 io:
-	snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+	snprintf(err, errlen, "cannot write '%s': %s", path, err_strerror(errno));
 	free(t);
 	return -1;
 }
@@ -91,18 +92,18 @@ int outfile_open(struct outfile *o, const char *path, char *err, size_t errlen)
 	o->path = target;
 	if (kind == 1) {          /* a device or FIFO: written in place, never renamed over */
 		if (!(o->f = fopen(target, "w"))) {
-			snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+			snprintf(err, errlen, "cannot write '%s': %s", path, err_strerror(errno));
 			goto fail;
 		}
 		return 0;
 	}
 	if (!(o->tmp = outfile_tmp_name(target))) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		goto fail;
 	}
 	int fd = mkstemp(o->tmp);
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot write '%s': %s", path, err_strerror(errno));
 		free(o->tmp);
 		o->tmp = NULL;
 		goto fail;
@@ -110,7 +111,7 @@ int outfile_open(struct outfile *o, const char *path, char *err, size_t errlen)
 	mode_t mask = umask(0);
 	umask(mask);
 	if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
-		snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot write '%s': %s", path, err_strerror(errno));
 		close(fd);
 		goto fail;
 	}
@@ -128,12 +129,12 @@ int outfile_commit(struct outfile *o, char *err, size_t errlen)
 	bad |= fclose(o->f) != 0;
 	o->f = NULL;
 	if (bad) {
-		snprintf(err, errlen, "error writing '%s': %s", o->path, strerror(errno));
+		err_io(err, errlen, "error writing '%s': %s", o->path, err_strerror(errno));
 		outfile_abort(o);
 		return -1;
 	}
 	if (o->tmp && rename(o->tmp, o->path) != 0) {
-		snprintf(err, errlen, "cannot replace '%s': %s", o->path, strerror(errno));
+		snprintf(err, errlen, "cannot replace '%s': %s", o->path, err_strerror(errno));
 		outfile_abort(o);
 		return -1;
 	}
@@ -163,7 +164,7 @@ int outfile_check(const char *path, char *err, size_t errlen)
 	if (kind == 1) {          /* opening a FIFO would wait for its reader, and closing it end the reader's input */
 		int ok = access(target, W_OK) == 0;
 		if (!ok)
-			snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+			snprintf(err, errlen, "cannot write '%s': %s", path, err_strerror(errno));
 		free(target);
 		return ok ? 0 : -1;
 	}

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "kv.h"
+#include "../../util/errkind.h"
 
 void llm_sched_fini(struct pol_state *st)
 {
@@ -46,7 +47,7 @@ int llm_sched_init(struct llm_sched *s, const struct pol_env *env, const char *n
 	}
 	if (!s->devs || !s->devs[s->ndevs - 1].running) {
 		llm_sched_fini((struct pol_state *)s);
-		snprintf(err, errlen, "%s: out of memory", name);
+		err_memory(err, errlen, "%s: out of memory", name);
 		return -1;
 	}
 	return 0;

@@ -17,15 +17,15 @@ enum cli_exit {
 	CLI_BAD_INPUT = 2,    /* an option, file or name was wrong */
 };
 
-/* The exit code for a failure described by err, where one error path carries
- * both kinds: CLI_FAILED when the machine failed (out of memory, a read or
- * write error, a full disk), CLI_BAD_INPUT otherwise. Every such message of
- * simbatch's says so with one of the phrases cli_status_of looks for. */
-int cli_status_of(const char *err);
+/* The exit code of a failure, where one error path carries both kinds: from
+ * the kind marked beside its message (util/errkind.h), CLI_FAILED when the
+ * machine failed (out of memory, a read or write, a full disk, a file another
+ * writer holds), CLI_BAD_INPUT otherwise. */
+int cli_exit_status(void);
 /* The exit status of a failure found late (storing a run, merging): the
- * machine's (CLI_FAILED) unless the message says a database is damaged or
- * foreign, which is the input's (CLI_BAD_INPUT). */
-int cli_status_of_failure(const char *err);
+ * machine's (CLI_FAILED) unless it was marked the input's (a damaged or
+ * foreign database). */
+int cli_exit_status_late(void);
 
 int cmd_run(int argc, char **argv);
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "../../util/errkind.h"
 
 #define CAL_MAX_ARGS 256
 
@@ -101,6 +102,6 @@ int cmd_calibrate(int argc, char **argv)
 		fprintf(stderr, "simbatch: GPU calibration was not built: %s is missing (meson found no nvcc and cuBLAS; "
 		        "-Dcuda=enabled makes that an error)\n", path);
 	else
-		fprintf(stderr, "simbatch: cannot run %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "simbatch: cannot run %s: %s\n", path, err_strerror(errno));
 	return CLI_FAILED;
 }

@@ -57,6 +57,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "../../util/errkind.h"
 #include "../../util/json.h"
 #include "../../util/metrics.h"
 #include "../../hwmodels/gpu_measured.h"
@@ -186,7 +187,7 @@ static int cap_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 	/* one seed string per job slot would do; jobs are started one after another, so each gets its own copy */
 	char *seed = malloc(48);
 	if (!seed) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	snprintf(seed, 48, "--seed=%llu", (unsigned long long)s->next_seed++);
@@ -334,7 +335,7 @@ static double cap_llm_estimate(const struct mdl_model *m, const struct hw_model 
 	uint32_t *tokens = calloc(batch, sizeof *tokens), *context = calloc(batch, sizeof *context);
 	double est = -1;
 	if (!tokens || !context) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		goto done;
 	}
 	for (uint32_t i = 0; i < batch; i++) {
@@ -617,7 +618,7 @@ int cmd_capacity(int argc, char **argv)
 	int nown = 0, nrun = 0, rc = CLI_BAD_INPUT;
 	struct cap_search *s = calloc(1, sizeof *s);
 	if (!own || !run || !s) {
-		snprintf(err, sizeof err, "out of memory");
+		err_memory(err, sizeof err, "out of memory");
 		rc = CLI_FAILED;
 		goto fail;
 	}

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../util/text.h"
+#include "../../util/errkind.h"
 #include "../store/cdf_compare.h"
 #include "cli.h"
 #include "compare_seeds.h"
@@ -405,7 +406,7 @@ int cmd_compare(int argc, char **argv)
 	base = calloc(1, sizeof *base);
 	cand = calloc(1, sizeof *cand);
 	if (!base || !cand) {
-		snprintf(err, sizeof err, "out of memory");
+		err_memory(err, sizeof err, "out of memory");
 		rc = CLI_FAILED;
 		goto fail;
 	}

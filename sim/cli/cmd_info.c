@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../util/text.h"
+#include "../../util/errkind.h"
 #include "cli.h"
 #include "../../hwmodels/llm_cost.h"
 #include "../../util/json.h"
@@ -263,7 +264,7 @@ static int info_llm(const struct mdl_model *m, const struct hw_model *hw, uint32
 	uint32_t *tokens = calloc(batch, sizeof *tokens), *context = calloc(batch, sizeof *context);
 	int rc = -1;
 	if (!tokens || !context) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		goto done;
 	}
 	if (llm_cost_create(hw, m, 0, &c, err, errlen) != 0)
@@ -374,7 +375,7 @@ int cmd_model_info(int argc, char **argv)
 	costs = calloc(m->nnodes, sizeof *costs);
 	terms = npu ? calloc((size_t)m->nnodes * MDL_MAX_GEMMS, sizeof *terms) : NULL;
 	if (!costs || (npu && !terms)) {
-		snprintf(err, sizeof err, "out of memory");
+		err_memory(err, sizeof err, "out of memory");
 		rc = CLI_FAILED;
 		goto fail;
 	}
@@ -648,7 +649,7 @@ static int info_sweep(const struct opt_set *o, const struct mdl_model *m, const 
 	rc = 0;
 	goto done;
 oom:
-	snprintf(err, errlen, "out of memory");
+	err_memory(err, errlen, "out of memory");
 	rc = -2;
 done:
 	for (uint32_t t = 0; nodes && t < m->nnodes; t++) {

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 #include "../../util/outfile.h"
+#include "../../util/errkind.h"
 #include "cli.h"
 #include "kernel_profile.h"
 #include "../engine/engine.h"
@@ -232,7 +233,7 @@ static int live_make_schedule(const struct eng_config *c, struct live_schedule *
 		if (!drv_runnable(m, q.id, q.input_len, q.output_len, err, errlen))
 			rc = CLI_BAD_INPUT;
 		else if (live_schedule_push(s, q.arrival_ns, q.input_len, q.output_len) != 0) {
-			snprintf(err, errlen, "out of memory for the issue schedule");
+			err_memory(err, errlen, "out of memory for the issue schedule");
 			rc = CLI_FAILED;
 		}
 	}
@@ -423,7 +424,7 @@ static int live_extra(const struct opt_set *o, const struct live_result *lr, str
 	x->exit_code = lr->partial ? 128 + (int)live_stop_flag : CLI_OK;
 	return 0;
 oom:
-	snprintf(err, errlen, "out of memory");
+	err_memory(err, errlen, "out of memory");
 	return -1;
 }
 
@@ -459,7 +460,7 @@ static int live_serve(const struct opt_set *o, const struct eng_config *c, struc
 	if (live_extra(o, &lr, x, err, errlen) != 0)
 		goto out;
 	if (c->timeline && live_write_timeline(c->timeline, &lr, c->env.max_batch) != 0) {
-		snprintf(err, errlen, "error writing the timeline");
+		err_io(err, errlen, "error writing the timeline");
 		goto out;
 	}
 	if (opt_str(o, "outputs-out") && live_write_outputs(opt_str(o, "outputs-out"), &lr, err, errlen) != 0)
@@ -507,7 +508,7 @@ static int live_profile(const struct opt_set *o)
 		goto out;
 	uint32_t maxb = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : 64;
 	if (live_profile_write(o, m, maxb, of.f, opt_flag(o, "quiet") ? NULL : stderr, err, sizeof err) != 0) {
-		rc = cli_status_of(err);
+		rc = cli_exit_status();
 		goto out;
 	}
 	rc = CLI_FAILED;

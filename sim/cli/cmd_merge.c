@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "../../util/errkind.h"
 #include "../../util/options.h"
 #include "../store/results_merge.h"
 
@@ -30,7 +31,7 @@ int cmd_merge(int argc, char **argv)
 	const char **paths = calloc((size_t)argc + 1, sizeof *paths);
 	int nopts = 0, npaths = 0, rc = CLI_BAD_INPUT;
 	if (!opts || !paths) {
-		snprintf(err, sizeof err, "out of memory");
+		err_memory(err, sizeof err, "out of memory");
 		rc = CLI_FAILED;
 		goto fail;
 	}
@@ -57,7 +58,7 @@ int cmd_merge(int argc, char **argv)
 	int mrc = rmerge_merge(paths[0], paths + 1, (size_t)npaths - 1, &st, err, sizeof err);
 	if (mrc != 0) {
 		/* creating OUT on a full disk is the machine's failure, not the input's */
-		rc = mrc == RMERGE_BAD_INPUT ? cli_status_of(err) : cli_status_of_failure(err);
+		rc = mrc == RMERGE_BAD_INPUT ? cli_exit_status() : cli_exit_status_late();
 		goto fail;
 	}
 	if (!opt_flag(&o, "quiet"))

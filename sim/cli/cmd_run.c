@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "../../util/errkind.h"
 #include "kernel_profile.h"
 #include "../../hwmodels/gpu_measured.h"
 #include "../../hwmodels/llm_cost.h"
@@ -584,7 +585,7 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
 	run_job_free(j);
-	return cli_status_of(err);
+	return cli_exit_status();
 }
 
 /* One row in the database: the run, its configuration, its statistics. */
@@ -668,7 +669,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 	/* the files are written, then the run stored, then the files renamed into
 	 * place: a run that fails before the end changes no file of the user's */
 	if (j->requests_out.f && run_write_requests(j->requests_out.f, res) != 0) {
-		snprintf(err, sizeof err, "error writing --requests-out '%s'", opt_str(o, "requests-out"));
+		err_io(err, sizeof err, "error writing --requests-out '%s'", opt_str(o, "requests-out"));
 		goto fail;
 	}
 	if (!opt_flag(o, "no-db")) {
@@ -691,7 +692,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 	if (opt_flag(o, "json")) {
 		char *full = report_json(&rep, 1);
 		if (!full) {
-			snprintf(err, sizeof err, "out of memory");
+			err_memory(err, sizeof err, "out of memory");
 			goto fail;
 		}
 		printf("%s\n", full);
@@ -706,7 +707,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
 	free(json);
-	return cli_status_of_failure(err);
+	return cli_exit_status_late();
 }
 
 int cmd_run(int argc, char **argv)
@@ -721,7 +722,7 @@ int cmd_run(int argc, char **argv)
 		 * any) also asks the policy whether it takes the model */
 		if (rc == CLI_OK && j && run_check_policy(&j->c, err, sizeof err) != 0) {
 			fprintf(stderr, "simbatch: %s\n", err);
-			rc = cli_status_of(err);
+			rc = cli_exit_status();
 		}
 		run_job_free(j);
 		return rc;
@@ -735,7 +736,7 @@ int cmd_run(int argc, char **argv)
 	if (eng_run(&j->c, &res, err, sizeof err) != 0) {
 		fprintf(stderr, "simbatch: %s\n", err);
 		run_job_free(j);
-		return cli_status_of(err);
+		return cli_exit_status();
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	rc = run_job_report(j, 0, &res, &extra, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);

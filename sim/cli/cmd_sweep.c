@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "../../util/text.h"
+#include "../../util/errkind.h"
 #include "../store/aggregate.h"
 #include "cli.h"
 #include "../../util/options.h"
@@ -127,7 +128,7 @@ static int sweep_make_parent(const char *path, struct sweep_made_dirs *made, cha
 					made->top_len = (size_t)(p - dir);
 			} else if (errno != EEXIST) {
 				snprintf(err, errlen, "cannot create directory '%.900s' for the results database: %s", dir,
-				         strerror(errno));
+				         err_strerror(errno));
 				*p = c;
 				return -1;
 			}
@@ -279,7 +280,7 @@ static int sweep_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 	while (r->next < r->ntodo) {
 		struct sweep_job *j = sweep_job_make(r, r->todo[r->next++]);
 		if (!j) {
-			snprintf(err, errlen, "out of memory");
+			err_memory(err, errlen, "out of memory");
 			return -1;
 		}
 		if (!r->checking) {
@@ -397,7 +398,7 @@ static long sweep_list_todo(struct sweep_run *r, uint64_t part_i, uint64_t part_
 	const struct sweep_spec *spec = r->spec;
 	size_t inpart = 0;
 	if (!(r->todo = malloc((spec->npoints ? spec->npoints : 1) * sizeof *r->todo))) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	for (size_t i = 0; i < spec->npoints; i++) {
@@ -406,7 +407,7 @@ static long sweep_list_todo(struct sweep_run *r, uint64_t part_i, uint64_t part_
 		inpart++;
 		struct sweep_point p;
 		if (sweep_point_make(spec, i, &p) != 0) {
-			snprintf(err, errlen, "out of memory");
+			err_memory(err, errlen, "out of memory");
 			return -1;
 		}
 		int has = r->db ? sweep_db_has_point(r->db, p.key, err, errlen) : 0;   /* no database yet: none stored */
@@ -459,7 +460,7 @@ static int sweep_check_configs(struct sweep_run *r, unsigned jobs, char *err, si
 	size_t *points = r->todo;
 	if (!(r->todo = malloc((ntodo ? ntodo : 1) * sizeof *r->todo))) {
 		r->todo = points;
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	for (size_t i = 0; i < ntodo; i++)
@@ -494,7 +495,7 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	}
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (len <= 0) {
-		snprintf(err, sizeof err, "cannot find the simbatch binary (/proc/self/exe): %s", strerror(errno));
+		snprintf(err, sizeof err, "cannot find the simbatch binary (/proc/self/exe): %s", err_strerror(errno));
 		rc = CLI_FAILED;
 		goto fail;
 	}
@@ -507,7 +508,7 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	db_created = access(r.db_path, F_OK) != 0;
 	/* a new database's directories are made (and checked) only once the configurations pass */
 	if (!db_created && results_check(r.db_path, err, sizeof err) != 0) {
-		rc = cli_status_of(err);
+		rc = cli_exit_status();
 		goto fail;
 	}
 	if (!db_created && sweep_db_open(r.db_path, 1, &r.db, err, sizeof err) != 0)
@@ -530,7 +531,7 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	if (sweep_make_parent(r.db_path, &made, err, sizeof err) != 0)
 		goto fail;
 	if (results_open(r.db_path, &rdb, err, sizeof err) != 0) {
-		rc = cli_status_of(err);
+		rc = cli_exit_status();
 		goto fail;
 	}
 	results_close(rdb);

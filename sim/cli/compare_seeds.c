@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "../../util/json.h"
+#include "../../util/errkind.h"
 #include "../store/aggregate.h"
 #include "../store/cdf_compare.h"
 #include "../store/results.h"
@@ -121,14 +122,14 @@ int compare_by_seed(struct results_db *bdb, const char *bpath, const char *bsel,
 	struct seed_side *b = calloc(1, sizeof *b), *c = calloc(1, sizeof *c);
 	int rc = CLI_BAD_INPUT, worse = 0;
 	if (!b || !c) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		rc = CLI_FAILED;
 		goto out;
 	}
 	*b = (struct seed_side){ .name = "baseline:", .selector = bsel, .path = bpath };
 	*c = (struct seed_side){ .name = "candidate:", .selector = csel, .path = cpath };
 	if (seeds_load(bdb, b, metric, err, errlen) != 0 || seeds_load(cdb, c, metric, err, errlen) != 0) {
-		rc = cli_status_of(err);
+		rc = cli_exit_status();
 		goto out;
 	}
 	if (json) {

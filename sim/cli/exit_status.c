@@ -1,21 +1,16 @@
-/* sim/cli/exit_status.c: which exit code a failure message means (cli.h). */
-#include <string.h>
+/* sim/cli/exit_status.c: the exit status of a failure, from the kind its
+ * finder marked beside the message (util/errkind.h), never from the text. */
 #include "cli.h"
+#include "../../util/errkind.h"
 
-int cli_status_of(const char *err)
+int cli_exit_status(void)
 {
-	static const char *const machine[] = {
-		"out of memory", "error writing", "write error", "read error", "disk is full", "disk I/O error",
-		"No space left", "Input/output error",
-	};
-	for (size_t i = 0; i < sizeof machine / sizeof machine[0]; i++)
-		if (strstr(err, machine[i]))
-			return CLI_FAILED;
-	return CLI_BAD_INPUT;
+	enum err_kind k = err_kind();
+	return k == ERR_MEMORY || k == ERR_IO ? CLI_FAILED : CLI_BAD_INPUT;
 }
 
-int cli_status_of_failure(const char *err)
+int cli_exit_status_late(void)
 {
 	/* a damaged or foreign database is the input's fault, though found late, while storing */
-	return strstr(err, "malformed") || strstr(err, "not a database") ? CLI_BAD_INPUT : CLI_FAILED;
+	return err_kind() == ERR_INPUT ? CLI_BAD_INPUT : CLI_FAILED;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "kernel_profile.h"
+#include "../../util/errkind.h"
 #include "../../hwmodels/hwmodel.h"
 #include "../../runtime/kernels.h"
 #include "../../runtime/profile.h"
@@ -87,7 +88,7 @@ int live_profile_hw(const struct opt_set *o, const struct mdl_model *m, uint32_t
 	}
 	int rc = live_profile_write(o, m, max_batch, f, NULL, err, errlen);
 	if (rc == 0 && fflush(f) != 0) {
-		snprintf(err, errlen, "--hw=profile: error writing the temporary table");
+		err_io(err, errlen, "--hw=profile: error writing the temporary table");
 		rc = -1;
 	}
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fileno(f));

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "procpool.h"
 #include "../store/results.h"
+#include "../../util/errkind.h"
 
 struct cli_command {
 	const char *name;
@@ -37,6 +38,7 @@ static void main_usage(FILE *f)
  * worker (procpool.h) calls it once per run. */
 static int simbatch_main(int argc, char **argv)
 {
+	err_kind_reset();             /* a failure's kind is this command's (a worker runs many) */
 	if (argc >= 2 && argv[1][0] != '-') {
 		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 			if (strcmp(argv[1], commands[i].name) == 0)

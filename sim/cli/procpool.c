@@ -1,5 +1,6 @@
 /* sim/cli/procpool.c: a small process pool on posix_spawn and poll (procpool.h). */
 #include "procpool.h"
+#include "../../util/errkind.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,7 +118,7 @@ static int pp_spawn(const struct pp_config *cfg, char *const *argv, int capture_
 	c->buf[1].max = PP_STDERR_MAX;
 	return 0;
 fail:
-	snprintf(err, errlen, "cannot start %s: %s", cfg->exe, strerror(rc));
+	snprintf(err, errlen, "cannot start %s: %s", cfg->exe, err_strerror(rc));
 	if (fa_ok)
 		posix_spawn_file_actions_destroy(&fa);
 	if (attr_ok)
@@ -256,7 +257,7 @@ int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 	int more = 1, stopping = 0, failed = 0;
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
 	if (!kids || !pfd) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		free(kids);
 		free(pfd);
 		return -1;
@@ -323,7 +324,7 @@ int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 				if (kids[i].pid > 0 && kids[i].fd[k] >= 0)
 					pfd[n++] = (struct pollfd){ .fd = kids[i].fd[k], .events = POLLIN };
 		if (n > 0 && poll(pfd, n, tick_ms) < 0 && errno != EINTR) {
-			snprintf(err, errlen, "poll: %s", strerror(errno));
+			snprintf(err, errlen, "poll: %s", err_strerror(errno));
 			failed = 1;     /* keep reaping: never leave children behind */
 		}
 		for (unsigned i = 0; i < jobs; i++) {
@@ -414,7 +415,7 @@ int pp_worker_serve(int (*entry)(int argc, char **argv))
 	int null_fd = open("/dev/null", O_RDONLY);
 	FILE *in = jobs_fd >= 0 ? fdopen(jobs_fd, "r") : NULL;
 	if (!in || null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) {
-		fprintf(stderr, "simbatch: worker: cannot set up its input: %s\n", strerror(errno));
+		fprintf(stderr, "simbatch: worker: cannot set up its input: %s\n", err_strerror(errno));
 		return 2;
 	}
 	close(null_fd);

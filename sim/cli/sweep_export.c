@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../../util/text.h"
+#include "../../util/errkind.h"
 #include "../store/aggregate.h"
 #include "cli.h"
 #include "../../util/options.h"
@@ -64,7 +65,7 @@ int sweep_export(const struct sweep_spec *spec, const struct opt_set *o)
 	}
 	/* absolute, so jobs run from any directory (or host with the same paths) */
 	if (!realpath(spec->path, file)) {
-		snprintf(err, sizeof err, "%s: %s", spec->path, strerror(errno));
+		snprintf(err, sizeof err, "%s: %s", spec->path, err_strerror(errno));
 		goto bad;
 	}
 	if (slurm) {

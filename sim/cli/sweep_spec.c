@@ -4,6 +4,7 @@
 #include "../../util/text.h"
 #include "sweep_spec.h"
 #include "../../util/lines.h"
+#include "../../util/errkind.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -43,6 +44,7 @@ static int sp_fail(struct sp_ctx *c, unsigned line, const char *fmt, ...)
 
 static int sp_oom(struct sp_ctx *c, unsigned line)
 {
+	err_kind_mark(ERR_MEMORY);
 	return sp_fail(c, line, "out of memory");
 }
 

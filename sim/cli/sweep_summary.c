@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../../util/text.h"
+#include "../../util/errkind.h"
 #include "../store/aggregate.h"
 #include "cli.h"
 #include "../../util/options.h"
@@ -192,7 +193,7 @@ int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
 	m[nm] = sweep_metric_find("saturated");
 	rc = CLI_FAILED;
 	if (!(vals = malloc((nm + 1) * spec->nseeds * sizeof *vals)) || !(row = malloc((nm + 1) * sizeof *row))) {
-		snprintf(err, sizeof err, "out of memory");
+		err_memory(err, sizeof err, "out of memory");
 		goto fail;
 	}
 	sweep_summary_header(spec, m, nm, csv);
@@ -201,7 +202,7 @@ int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
 		struct sweep_point p;
 		for (size_t s = 0; s < spec->nseeds; s++) {
 			if (sweep_point_make(spec, c * spec->nseeds + s, &p) != 0) {
-				snprintf(err, sizeof err, "out of memory");
+				err_memory(err, sizeof err, "out of memory");
 				goto fail;
 			}
 			int got = sweep_db_point_metrics(db, p.key, m, nm + 1, row, err, sizeof err);
@@ -223,7 +224,7 @@ int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
 		sweep_point_free(&p);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		snprintf(err, sizeof err, "error writing the summary");
+		err_io(err, sizeof err, "error writing the summary");
 		goto fail;
 	}
 	if (missing)

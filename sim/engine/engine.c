@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include "engine.h"
+#include "../../util/errkind.h"
 #include "engine_state.h"
 #include "runs.h"
 #include "clients.h"
@@ -111,7 +112,7 @@ static int eng_on_arrival(struct eng *e, const struct event *ev)
 {
 	struct pol_request *r = eng_req_alloc(e);
 	if (!r) {
-		snprintf(e->err, e->errlen, "out of memory for requests");
+		err_memory(e->err, e->errlen, "out of memory for requests");
 		return -1;
 	}
 	r->id = e->next.id;
@@ -219,14 +220,14 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	}
 	t->end_ns = now_ns + dur_ns;
 	if (e->timeline && timeline_task(e->timeline, t) != 0) {
-		snprintf(e->err, e->errlen, "error writing the timeline");
+		err_io(e->err, e->errlen, "error writing the timeline");
 		return -1;
 	}
 	if (e->c->workers == 1) {
 		e->done = (struct event){ .time_ns = t->end_ns, .key = shape->first_id, .kind = EV_TASK_DONE, .aux = dev };
 		e->done_pending = 1;
 	} else if (evq_add(e->q, t->end_ns, shape->first_id, EV_TASK_DONE, dev) != 0) {
-		snprintf(e->err, e->errlen, "out of memory in the event queue");
+		err_memory(e->err, e->errlen, "out of memory in the event queue");
 		return -1;
 	}
 	return 0;
@@ -256,7 +257,7 @@ static int eng_dispatch(struct eng *e, int64_t now_ns)
 	}
 	if (wake_ns != INT64_MAX && wake_ns > now_ns && wake_ns < e->wake_pending_ns) {
 		if (evq_add(e->q, wake_ns, 0, EV_WAKEUP, 0) != 0) {
-			snprintf(e->err, e->errlen, "out of memory in the event queue");
+			err_memory(e->err, e->errlen, "out of memory in the event queue");
 			return -1;
 		}
 		e->wake_pending_ns = wake_ns;
@@ -453,7 +454,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	if (trc_source_init(&e.source, &src, err, errlen) != 0)
 		goto fail;
 	if (c->concurrency && eng_clients_init(&e.clients, c->concurrency, c->think_ns, c->requests, &e.source) != 0) {
-		snprintf(err, errlen, "out of memory for the clients");
+		err_memory(err, errlen, "out of memory for the clients");
 		goto fail;
 	}
 	uint64_t expect = c->requests ? c->requests : (uint64_t)(c->rate_rps * c->duration_s * 1.05) + 16;
@@ -477,7 +478,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	e.started = calloc(c->workers, sizeof *e.started);
 	e.cut_at = calloc(c->workers, sizeof *e.cut_at);
 	if (!e.q || !e.devices || !e.started || !e.cut_at) {
-		snprintf(err, errlen, "out of memory setting up the run");
+		err_memory(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
 	e.idle = c->workers;
@@ -486,7 +487,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	e.runs = !c->timeline && !e.has_cold && !c->concurrency && !c->node_by_node;
 	e.cut_runs = e.runs && c->workers > 1 && c->policy->boundary_waits;
 	if (e.runs && !m->is_llm && eng_pass_table(&e) != 0) {
-		snprintf(err, errlen, "out of memory setting up the run");
+		err_memory(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
 	for (uint32_t i = 0; i < c->workers; i++) {
@@ -495,7 +496,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 			e.devices[i].task.tokens = calloc(c->env.max_batch, sizeof(uint32_t));
 			e.devices[i].task.context = calloc(c->env.max_batch, sizeof(uint32_t));
 			if (!e.devices[i].task.tokens || !e.devices[i].task.context) {
-				snprintf(err, errlen, "out of memory setting up the run");
+				err_memory(err, errlen, "out of memory setting up the run");
 				goto fail;
 			}
 		}
@@ -505,7 +506,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 			e.devices[i].walk = calloc(e.walk_len, sizeof(int64_t));
 		if (!e.devices[i].task.reqs || (e.has_cold && !e.devices[i].cold_owed_ns) ||
 		    (e.walk_len && !e.devices[i].walk)) {
-			snprintf(err, errlen, "out of memory setting up the run");
+			err_memory(err, errlen, "out of memory setting up the run");
 			goto fail;
 		}
 		/* nothing has run on a device yet: every node type owes the longest idle's refill */

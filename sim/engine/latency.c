@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "latency.h"
+#include "../../util/errkind.h"
 #include "../../util/ns_math.h"
 
 struct eng_latency {
@@ -95,7 +96,7 @@ static int lat_pass_tables(struct eng_latency *l, const struct hw_model *hw, uin
 	l->member_ns[t] = calloc((size_t)l->max_len + 1, sizeof *l->member_ns[t]);
 	l->single_ns[t] = calloc((size_t)l->max_len + 1, sizeof *l->single_ns[t]);
 	if (!l->pass_ns[t] || !l->member_ns[t] || !l->single_ns[t]) {
-		snprintf(err, errlen, "out of memory building the latency table");
+		err_memory(err, errlen, "out of memory building the latency table");
 		return -1;
 	}
 	struct hw_node_cost cost;
@@ -206,7 +207,7 @@ static int lat_step_tables(struct eng_latency *l, const struct hw_model *hw, uin
 	l->step_dp[t] = calloc((size_t)l->max_p + 1, sizeof *l->step_dp[t]);
 	l->step_ds[t] = calloc((size_t)l->max_s + 1, sizeof *l->step_ds[t]);
 	if (!l->step_base[t] || !l->step_dp[t] || !l->step_ds[t]) {
-		snprintf(err, errlen, "out of memory building the latency table");
+		err_memory(err, errlen, "out of memory building the latency table");
 		return -1;
 	}
 	struct mdl_node base;
@@ -315,7 +316,7 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 	}
 	return l;
 oom:
-	snprintf(err, errlen, "out of memory building the latency table");
+	err_memory(err, errlen, "out of memory building the latency table");
 fail:
 	eng_latency_destroy(l);
 	return NULL;

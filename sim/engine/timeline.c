@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "timeline.h"
+#include "../../util/errkind.h"
 #include "../../util/outfile.h"
 
 struct timeline {
@@ -19,7 +20,7 @@ int timeline_open(const char *path, const struct mdl_model *m, uint32_t workers,
 	*out = NULL;
 	struct timeline *t = calloc(1, sizeof *t);
 	if (!t) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	t->model = m;
@@ -73,7 +74,7 @@ int timeline_close(struct timeline *t, int keep, char *err, size_t errlen)
 		rc = outfile_commit(&t->out, err, errlen);
 	} else {
 		if (keep)
-			snprintf(err, errlen, "error writing --timeline-out '%s'", t->out.path);
+			err_io(err, errlen, "error writing --timeline-out '%s'", t->out.path);
 		rc = keep ? -1 : 0;
 		outfile_abort(&t->out);
 	}

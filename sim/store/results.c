@@ -13,6 +13,7 @@
  * negative; cast back to uint64 to recover them.
  */
 #include "results.h"
+#include "../../util/errkind.h"
 #include "results_db.h"
 #include "../../util/sqlite_read.h"
 
@@ -258,9 +259,9 @@ fail:
 	free(t);
 	/* a WAL file in a read-only directory fails even to read (no -shm file) */
 	if ((rc & 0xff) == SQLITE_READONLY)
-		results_set_err(err, errlen, "results database '%s' is not writable: %s", r->path, sqlite3_errmsg(r->db));
+		results_set_err(err, errlen, "results database '%s' is not writable: %s", r->path, err_sqlite_msg(r->db));
 	else
-		results_set_err(err, errlen, "cannot read results database '%s': %s", r->path, sqlite3_errmsg(r->db));
+		results_set_err(err, errlen, "cannot read results database '%s': %s", r->path, err_sqlite_msg(r->db));
 	return DB_ERROR;
 }
 
@@ -392,7 +393,7 @@ static int results_damaged(struct results_db *r, char *err, size_t errlen)
 	    sqlite3_step(st) != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(st, 0), "ok") != 0) {
 		const unsigned char *why = st ? sqlite3_column_text(st, 0) : NULL;
 		results_set_err(err, errlen, "results database '%s' is damaged (database disk image is malformed: %s)", r->path,
-		        why ? (const char *)why : sqlite3_errmsg(r->db));
+		        why ? (const char *)why : err_sqlite_msg(r->db));
 		for (char *c = err; *c; c++)      /* quick_check's report spans lines: one line */
 			if (*c == '\n')
 				*c = ' ';
@@ -415,13 +416,13 @@ int results_check(const char *path, char *err, size_t errlen)
 		if (access(dir, W_OK) == 0)
 			return 0;
 		results_set_err(err, errlen, "cannot create results database '%s': %s", path,
-		        errno == ENOENT ? "no such directory" : strerror(errno));
+		        errno == ENOENT ? "no such directory" : err_strerror(errno));
 		return -1;
 	}
 	struct results_db r = { .path = (char *)path };
 	int rc = -1;
 	if (sqlite_open_read(path, &r.db) != SQLITE_OK) {
-		results_set_err(err, errlen, "cannot open results database '%s': %s", path, sqlite3_errmsg(r.db));
+		results_set_err(err, errlen, "cannot open results database '%s': %s", path, err_sqlite_msg(r.db));
 		goto done;
 	}
 	sqlite3_busy_timeout(r.db, RESULTS_BUSY_TIMEOUT_MS);
@@ -439,7 +440,7 @@ int results_check(const char *path, char *err, size_t errlen)
 		break;
 	}
 	if (access(path, W_OK) != 0) {
-		results_set_err(err, errlen, "results database '%s' is not writable: %s", path, strerror(errno));
+		results_set_err(err, errlen, "results database '%s' is not writable: %s", path, err_strerror(errno));
 		goto done;
 	}
 	rc = 0;
@@ -459,7 +460,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		return -1;
 	struct results_db *r = calloc(1, sizeof(*r));
 	if (!r || !(r->path = strdup(path))) {
-		results_set_err(err, errlen, "cannot open results database '%s': out of memory", path);
+		err_memory(err, errlen, "cannot open results database '%s': out of memory", path);
 		goto fail;
 	}
 	/* NOMUTEX: one thread uses a connection (the run's), so SQLite need not
@@ -467,7 +468,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		results_set_err(err, errlen, "cannot open results database '%s': %s", path,
-		        r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
+		        r->db ? err_sqlite_msg(r->db) : err_sqlite_str(rc));
 		goto fail;
 	}
 	/* other simbatch processes (sweeps) may hold the write lock for a moment */
@@ -480,7 +481,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	 * BEGIN IMMEDIATE succeeds: ask directly */
 	if (sqlite3_db_readonly(r->db, "main") == 1) {
 		results_set_err(err, errlen, "results database '%s' is not writable: %s", path,
-		        sqlite3_errstr(SQLITE_READONLY));
+		        err_sqlite_str(SQLITE_READONLY));
 		goto fail;
 	}
 	/* the journal mode is a property of the file: set only once the file is known to be ours, and,
@@ -534,7 +535,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	 * risks the last commits on power loss, and saves an fsync per run, which
 	 * dominates the cost of a short run in a sweep. */
 	if (sqlite3_exec(r->db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK) {
-		results_set_err(err, errlen, "cannot configure results database '%s': %s", path, sqlite3_errmsg(r->db));
+		results_set_err(err, errlen, "cannot configure results database '%s': %s", path, err_sqlite_msg(r->db));
 		goto fail;
 	}
 	r->version = RESULTS_SCHEMA_VERSION;   /* created, upgraded or found so */
@@ -544,7 +545,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	r->ino = st.st_ino;
 	if (!(cdf_sql = cdf_insert_sql(sql_insert_cdf_head, 0, 2)) ||
 	    !(token_cdf_sql = cdf_insert_sql(sql_insert_token_cdf_head, 1, 3))) {
-		results_set_err(err, errlen, "cannot open results database '%s': out of memory", path);
+		err_memory(err, errlen, "cannot open results database '%s': out of memory", path);
 		goto fail;
 	}
 	/* preparing every insert now also checks the tables have the columns we write */
@@ -556,7 +557,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	    sqlite3_prepare_v2(r->db, sql_insert_request, -1, &r->ins_request, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_stat, -1, &r->ins_stat, NULL) != SQLITE_OK) {
 		results_set_err(err, errlen, "results database '%s' does not match schema version %d: %s", path,
-		        RESULTS_SCHEMA_VERSION, sqlite3_errmsg(r->db));
+		        RESULTS_SCHEMA_VERSION, err_sqlite_msg(r->db));
 		goto fail;
 	}
 	free(cdf_sql);
@@ -565,7 +566,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	return 0;
 
 not_writable:
-	results_set_err(err, errlen, "results database '%s' is not writable: %s", path, sqlite3_errmsg(r->db));
+	results_set_err(err, errlen, "results database '%s' is not writable: %s", path, err_sqlite_msg(r->db));
 	results_rollback(r->db);
 fail:
 	free(version);
@@ -608,7 +609,7 @@ int results_open_readonly(const char *path, struct results_db **out, char *err, 
 		return -1;
 	struct results_db *r = calloc(1, sizeof(*r));
 	if (!r || !(r->path = strdup(path))) {
-		results_set_err(err, errlen, "cannot open results database '%s': out of memory", path);
+		err_memory(err, errlen, "cannot open results database '%s': out of memory", path);
 		goto fail;
 	}
 	/* never SQLITE_OPEN_CREATE: a mistyped path must not leave an empty database behind */
@@ -616,7 +617,7 @@ int results_open_readonly(const char *path, struct results_db **out, char *err, 
 	if (rc != SQLITE_OK) {
 		results_set_err(err, errlen, "cannot open results database '%s': %s", path,
 		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable"
-		        : r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
+		        : r->db ? err_sqlite_msg(r->db) : err_sqlite_str(rc));
 		goto fail;
 	}
 	sqlite3_busy_timeout(r->db, RESULTS_BUSY_TIMEOUT_MS);

@@ -6,6 +6,7 @@
  * later is merged without touching this file. Identities of runs already
  * seen live in a TEMP table of OUT's connection (never in the file). */
 #include "results_merge.h"
+#include "../../util/errkind.h"
 #include "../../util/sqlite_read.h"
 
 #include <stdarg.h>
@@ -70,12 +71,12 @@ int rmerge_read_version(sqlite3 *db, const char *path, char *ver, size_t verlen,
 		/* no simbatch_meta table, or not an SQLite file at all */
 		int foreign = (rc & 0xff) == SQLITE_ERROR || (rc & 0xff) == SQLITE_NOTADB;
 		snprintf(err, errlen, foreign ? "'%s' is not a simbatch results database" : "cannot read '%s': %s", path,
-		         sqlite3_errmsg(db));
+		         err_sqlite_msg(db));
 		return foreign ? RMERGE_BAD_INPUT : -1;
 	}
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
-		snprintf(err, errlen, "cannot read '%s': %s", path, sqlite3_errmsg(db));
+		snprintf(err, errlen, "cannot read '%s': %s", path, err_sqlite_msg(db));
 		sqlite3_finalize(st);
 		return -1;
 	}
@@ -136,10 +137,10 @@ static int rm_schema(struct rmerge *m)
 	sqlite3_stmt *st = NULL;
 	snprintf(m->runs.name, sizeof m->runs.name, "runs");
 	if (rm_columns(m->out, "runs", "run_id", &m->runs) <= 0)
-		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
 	if (sqlite3_prepare_v2(m->out, "SELECT t.name, f.\"from\" FROM sqlite_schema t, pragma_foreign_key_list(t.name) f"
 	                       " WHERE t.type = 'table' AND f.\"table\" = 'runs' ORDER BY t.name", -1, &st, NULL) != SQLITE_OK)
-		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 0), *fk = (const char *)sqlite3_column_text(st, 1);
@@ -153,10 +154,10 @@ static int rm_schema(struct rmerge *m)
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
 	for (size_t i = 0; i < m->nchild; i++)
 		if (rm_columns(m->out, m->child[i].name, NULL, &m->child[i]) <= 0)
-			return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+			return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
 	return 0;
 }
 
@@ -178,7 +179,7 @@ static int rm_prepare_insert(struct rmerge *m, struct rmerge_table *t)
 		return rm_fail(m, -1, "'%s': schema too large to merge", m->out_path);
 	snprintf(sql + used, sizeof sql - used, ")");
 	if (sqlite3_prepare_v2(m->out, sql, -1, &t->ins, NULL) != SQLITE_OK)
-		return rm_fail(m, -1, "cannot prepare a merge into '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+		return rm_fail(m, -1, "cannot prepare a merge into '%s': %s", m->out_path, err_sqlite_msg(m->out));
 	return 0;
 }
 
@@ -189,7 +190,7 @@ static int rm_open_versioned(struct rmerge *m, const char *path, sqlite3 **db, c
 	int rc = sqlite_open_read(path, db);
 	if (rc != SQLITE_OK) {
 		rm_fail(m, RMERGE_BAD_INPUT, "cannot open shard '%s': %s", path,
-		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable" : sqlite3_errstr(rc));
+		        (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable" : err_sqlite_str(rc));
 		return RMERGE_BAD_INPUT;
 	}
 	sqlite3_busy_timeout(*db, RMERGE_BUSY_MS);
@@ -247,7 +248,7 @@ static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver
 	}
 	if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
 	                       -1, &st, NULL) != SQLITE_OK) {
-		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, err_sqlite_msg(db));
 		goto fail;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -265,7 +266,7 @@ static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver
 		}
 		struct rmerge_table theirs;
 		if (rm_columns(db, name, strcmp(name, "runs") == 0 ? "run_id" : NULL, &theirs) < 0) {
-			code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+			code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, err_sqlite_msg(db));
 			goto fail;
 		}
 		for (size_t c = 0; c < theirs.ncols; c++) {
@@ -280,7 +281,7 @@ static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver
 		}
 	}
 	if (rc != SQLITE_DONE) {
-		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, err_sqlite_msg(db));
 		goto fail;
 	}
 	sqlite3_finalize(st);
@@ -346,7 +347,7 @@ static int rm_src_init(struct rmerge *m, struct rm_src *s, sqlite3 *db, const ch
 	                       " FROM runs WHERE run_id = ?1", -1, &s->id_run, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "SELECT key, coalesce(value, '') FROM run_config WHERE run_id = ?1 ORDER BY key",
 	                       -1, &s->id_cfg, NULL) != SQLITE_OK) {
-		rm_fail(m, rm_read_code(db), "cannot read '%s': %s", path, sqlite3_errmsg(db));
+		rm_fail(m, rm_read_code(db), "cannot read '%s': %s", path, err_sqlite_msg(db));
 		rm_src_release(s);
 		return -1;
 	}
@@ -417,7 +418,7 @@ static int rm_prepare_select(struct rmerge *m, struct rm_src *s, struct rmerge_t
 	*st = NULL;
 	int n = rm_columns(s->db, t->name, is_runs ? "run_id" : NULL, &theirs);
 	if (n < 0)
-		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
+		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, err_sqlite_msg(s->db));
 	if (n == 0)
 		return 0;
 	used += (size_t)snprintf(sql, sizeof sql, "SELECT ");
@@ -438,7 +439,7 @@ static int rm_prepare_select(struct rmerge *m, struct rm_src *s, struct rmerge_t
 	rm_quote(q, sizeof q, is_runs ? "run_id" : t->fk);
 	snprintf(sql + used, sizeof sql - used, "%s = ?1", q);
 	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
-		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
+		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, err_sqlite_msg(s->db));
 	return 0;
 }
 
@@ -463,12 +464,12 @@ static int rm_copy_rows(struct rmerge *m, struct rm_src *s, struct rmerge_table 
 		sqlite3_clear_bindings(t->ins);
 		if (irc != SQLITE_DONE) {
 			sqlite3_reset(sel);
-			return rm_fail(m, -1, "cannot write to '%s': %s", m->out_path, sqlite3_errmsg(m->out));
+			return rm_fail(m, -1, "cannot write to '%s': %s", m->out_path, err_sqlite_msg(m->out));
 		}
 	}
 	sqlite3_reset(sel);
 	if (rc != SQLITE_DONE)
-		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, sqlite3_errmsg(s->db));
+		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, err_sqlite_msg(s->db));
 	return 0;
 }
 
@@ -486,7 +487,7 @@ static int rm_merge_shard(struct rmerge *m, sqlite3 *db, const char *path, struc
 		if ((code = rm_prepare_select(m, &s, &m->child[i], &s.sel[1 + i])) != 0)
 			goto done;
 	if (sqlite3_prepare_v2(db, "SELECT run_id FROM runs ORDER BY run_id", -1, &ids, NULL) != SQLITE_OK) {
-		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, err_sqlite_msg(db));
 		goto done;
 	}
 	while ((rc = sqlite3_step(ids)) == SQLITE_ROW) {
@@ -494,7 +495,7 @@ static int rm_merge_shard(struct rmerge *m, sqlite3 *db, const char *path, struc
 		stats->runs_read++;
 		int fresh = rm_mark_seen(m, &s, from);
 		if (fresh < 0) {
-			code = rm_fail(m, -1, "cannot compare runs of '%s' with '%s': %s", path, m->out_path, sqlite3_errmsg(m->out));
+			code = rm_fail(m, -1, "cannot compare runs of '%s' with '%s': %s", path, m->out_path, err_sqlite_msg(m->out));
 			goto done;
 		}
 		if (!fresh) {
@@ -510,7 +511,7 @@ static int rm_merge_shard(struct rmerge *m, sqlite3 *db, const char *path, struc
 		stats->runs_added++;
 	}
 	if (rc != SQLITE_DONE) {
-		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, sqlite3_errmsg(db));
+		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, err_sqlite_msg(db));
 		goto done;
 	}
 	code = 0;
@@ -558,7 +559,7 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 	}
 	results_close(rdb);
 	if (sqlite3_open_v2(out_path, &m.out, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		rm_fail(&m, -1, "cannot open '%s': %s", out_path, sqlite3_errmsg(m.out));
+		rm_fail(&m, -1, "cannot open '%s': %s", out_path, err_sqlite_msg(m.out));
 		goto done;
 	}
 	sqlite3_busy_timeout(m.out, RMERGE_BUSY_MS);
@@ -579,7 +580,7 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 	                 NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(m.out, "INSERT OR IGNORE INTO temp.rmerge_seen(ident) VALUES(?1)", -1, &m.seen,
 	                       NULL) != SQLITE_OK) {
-		rm_fail(&m, -1, "cannot prepare a merge into '%s': %s", out_path, sqlite3_errmsg(m.out));
+		rm_fail(&m, -1, "cannot prepare a merge into '%s': %s", out_path, err_sqlite_msg(m.out));
 		goto done;
 	}
 	if (rm_prepare_insert(&m, &m.runs) != 0)
@@ -588,7 +589,7 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 		if (rm_prepare_insert(&m, &m.child[i]) != 0)
 			goto done;
 	if (sqlite3_exec(m.out, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-		rm_fail(&m, -1, "cannot write to '%s': %s", out_path, sqlite3_errmsg(m.out));
+		rm_fail(&m, -1, "cannot write to '%s': %s", out_path, err_sqlite_msg(m.out));
 		goto done;
 	}
 	in_tx = 1;
@@ -605,7 +606,7 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 	sqlite3_finalize(ids);
 	rm_src_release(&self);
 	if (rc != SQLITE_DONE) {
-		rm_fail(&m, -1, "cannot read '%s': %s", out_path, sqlite3_errmsg(m.out));
+		rm_fail(&m, -1, "cannot read '%s': %s", out_path, err_sqlite_msg(m.out));
 		goto done;
 	}
 	for (size_t i = 0; i < nshards; i++) {
@@ -619,7 +620,7 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 		stats->shards++;
 	}
 	if (sqlite3_exec(m.out, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		code = rm_fail(&m, -1, "cannot write to '%s': %s", out_path, sqlite3_errmsg(m.out));
+		code = rm_fail(&m, -1, "cannot write to '%s': %s", out_path, err_sqlite_msg(m.out));
 		goto done;
 	}
 	in_tx = 0;

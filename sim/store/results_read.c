@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "results.h"
+#include "../../util/errkind.h"
 #include "results_db.h"
 
 int results_read_stat(struct results_db *db, int64_t run_id, const char *key, double *value, char *err,
@@ -25,7 +26,7 @@ int results_read_stat(struct results_db *db, int64_t run_id, const char *key, do
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW;
 sql_fail:
-	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
 	sqlite3_finalize(st);
 	return -1;
 }
@@ -50,7 +51,7 @@ int results_each_option(struct results_db *db, int64_t run_id,
 	sqlite3_finalize(st);
 	return 0;
 sql_fail:
-	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
 	sqlite3_finalize(st);
 	return -1;
 }
@@ -122,7 +123,7 @@ int results_read_metric_cdf(struct results_db *db, int64_t run_id, const char *m
 	memcpy(cdf_ms, v, sizeof(v));
 	return 0;
 sql_fail:
-	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
 	sqlite3_finalize(st);
 	return -1;
 }
@@ -164,7 +165,7 @@ int results_read_run_info(struct results_db *db, int64_t run_id, struct results_
 	sqlite3_finalize(st);
 	return 0;
 sql_fail:
-	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
 	sqlite3_finalize(st);
 	return -1;
 }
@@ -258,7 +259,7 @@ malformed:
 	results_set_err(err, errlen, "run selector '%s': expected a run id or key=value[,key=value...]", selector);
 	return -1;
 sql_fail:
-	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
 	sqlite3_finalize(runs);
 	sqlite3_finalize(cfg);
 	ids[0] = 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "results.h"
+#include "../../util/errkind.h"
 #include "results_db.h"
 
 /* Steps an INSERT and resets it for the next row; 0 or -1 with err. */
@@ -14,7 +15,7 @@ static int step_insert(struct results_db *r, sqlite3_stmt *st, char *err, size_t
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE) {
 		results_set_err(err, errlen, "cannot write run to results database '%s': %s", r->path,
-		        sqlite3_errmsg(r->db));
+		        err_sqlite_msg(r->db));
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);
 		return -1;
@@ -83,7 +84,7 @@ static int find_once(struct results_db *db, const struct results_run *run, int64
 	sqlite3_finalize(st);
 	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
 		return rc == SQLITE_ROW;
-	results_set_err(err, errlen, "cannot write run to results database '%s': %s", db->path, sqlite3_errmsg(db->db));
+	results_set_err(err, errlen, "cannot write run to results database '%s': %s", db->path, err_sqlite_msg(db->db));
 	return -1;
 }
 
@@ -98,7 +99,7 @@ int results_write_run(struct results_db *db, const struct results_run *run, int6
 	}
 	if (sqlite3_exec(db->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
 		results_set_err(err, errlen, "cannot write run to results database '%s': %s", db->path,
-		        sqlite3_errmsg(db->db));
+		        err_sqlite_msg(db->db));
 		return -1;
 	}
 	if (run->once_key) {
@@ -196,7 +197,7 @@ int results_write_run(struct results_db *db, const struct results_run *run, int6
 
 	if (sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		results_set_err(err, errlen, "cannot write run to results database '%s': %s", db->path,
-		        sqlite3_errmsg(db->db));
+		        err_sqlite_msg(db->db));
 		goto fail;
 	}
 	*run_id = id;

@@ -1,5 +1,6 @@
 /* sim/store/sweep_db.c: point lookups for sweeps (sweep_db.h). */
 #include "sweep_db.h"
+#include "../../util/errkind.h"
 #include "../../util/sqlite_read.h"
 
 #include <stdio.h>
@@ -83,7 +84,7 @@ int sweep_db_open(const char *path, int readonly, struct sweep_db **out, char *e
 	*out = NULL;
 	struct sweep_db *d = calloc(1, sizeof *d);
 	if (!d || !(d->path = strdup(path))) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		free(d);
 		return -1;
 	}
@@ -92,7 +93,7 @@ int sweep_db_open(const char *path, int readonly, struct sweep_db **out, char *e
 	if (rc != SQLITE_OK) {
 		snprintf(err, errlen, "cannot open results database '%s': %s", path,
 		         (rc & 0xff) == SQLITE_CANTOPEN ? "no such file, or not readable"
-		         : d->db ? sqlite3_errmsg(d->db) : sqlite3_errstr(rc));
+		         : d->db ? err_sqlite_msg(d->db) : err_sqlite_str(rc));
 		goto fail;
 	}
 	sqlite3_busy_timeout(d->db, SWEEP_DB_BUSY_MS);
@@ -108,12 +109,12 @@ int sweep_db_open(const char *path, int readonly, struct sweep_db **out, char *e
 	}
 	if (!readonly && sqlite3_exec(d->db, "CREATE INDEX IF NOT EXISTS run_config_key_value ON run_config(key, value)",
 	                              NULL, NULL, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "cannot index results database '%s': %s", path, sqlite3_errmsg(d->db));
+		snprintf(err, errlen, "cannot index results database '%s': %s", path, err_sqlite_msg(d->db));
 		goto fail;
 	}
 	if (sqlite3_prepare_v2(d->db, "SELECT 1 FROM run_config WHERE key = '" SWEEP_POINT_KEY "' AND value = ?1 LIMIT 1",
 	                       -1, &d->has, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "cannot read results database '%s': %s", path, sqlite3_errmsg(d->db));
+		snprintf(err, errlen, "cannot read results database '%s': %s", path, err_sqlite_msg(d->db));
 		goto fail;
 	}
 	sqlite3_stmt *probe = NULL;
@@ -135,7 +136,7 @@ int sweep_db_has_point(struct sweep_db *d, const char *key, char *err, size_t er
 		return 1;
 	if (rc == SQLITE_DONE)
 		return 0;
-	snprintf(err, errlen, "cannot read results database '%s': %s", d->path, sqlite3_errmsg(d->db));
+	snprintf(err, errlen, "cannot read results database '%s': %s", d->path, err_sqlite_msg(d->db));
 	return -1;
 }
 
@@ -150,7 +151,7 @@ int sweep_db_point_metrics(struct sweep_db *d, const char *key, const struct swe
 	sqlite3_stmt *st = NULL;
 	int rc, used;
 	if (!sql) {
-		snprintf(err, errlen, "out of memory");
+		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
 	used = snprintf(sql, len, "SELECT ");
@@ -177,7 +178,7 @@ int sweep_db_point_metrics(struct sweep_db *d, const char *key, const struct swe
 	sqlite3_finalize(st);
 	return 0;
 sql_fail:
-	snprintf(err, errlen, "cannot read results database '%s': %s", d->path, sqlite3_errmsg(d->db));
+	snprintf(err, errlen, "cannot read results database '%s': %s", d->path, err_sqlite_msg(d->db));
 	sqlite3_finalize(st);
 	return -1;
 }
