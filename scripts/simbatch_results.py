@@ -16,6 +16,7 @@ schema is docs/RESULTS.md). Nothing here writes to the database.
     # from a notebook, through the binary (build/simbatch unless simbatch= is given):
     row = sr.simulate("study.db", model="gnmt", policy="graph", window=5, rate=500)
     grid = sr.sweep("bench/lazybatching.sweep", "study.db")   # its runs, resumed if stopped
+    knobs = sr.policies()           # the registry: each policy's knobs, type, default, bounds
 
 Column names have no dashes: an option --max-batch is the column max_batch,
 a counter ttft_ms.p99 the column ttft_ms_p99. Run as a program it prints the
@@ -216,6 +217,23 @@ def simulate(db, simbatch=DEFAULT_SIMBATCH, **options):
     run_id = json.loads(out)["run_id"]
     df = runs(db)
     return df[df.run_id == run_id].reset_index(drop=True)
+
+
+def policies(simbatch=DEFAULT_SIMBATCH):
+    """The policy registry as the binary has it (simbatch list policies --json):
+    one row per policy and knob (policy, llm, default_max_batch, knob, type,
+    default, min, max, help; a policy without knobs has one row, knob None).
+    With runs(): which stored options are a run's policy's own, e.g.
+    knobs = sr.policies(); own = knobs[knobs.policy == "graph"].knob  ->  window, bucket-width
+    (as columns: window, bucket_width)."""
+    _need_pandas()
+    rows = []
+    for p in json.loads(_simbatch(simbatch, ["list", "policies", "--json"]))["policies"]:
+        base = {"policy": p["name"], "llm": p["llm"], "default_max_batch": p["default_max_batch"]}
+        for k in p["knobs"] or [None]:
+            rows.append({**base, "knob": k and k["name"], "type": k and k["type"], "default": k and k["default"],
+                         "min": k and k.get("min"), "max": k and k.get("max"), "help": k and k["help"]})
+    return pd.DataFrame(rows)
 
 
 def sweep_name(path):

@@ -194,6 +194,22 @@ for label, pts in series.items():
                                                                               want.p75, want.seeds]))
 check("the RESULTS.md example reproduces the figure's data", ok, (series, fig12))
 
+# ---- the registry as the reader sees it (issue 33): each policy's knobs, stored with every run ----
+knobs = sr.policies(simbatch=SB)
+listed = subprocess.run([SB, "list", "policies"], capture_output=True, text=True).stdout
+for line in listed.splitlines():
+    name = line.split()[0]
+    want = [k.lstrip("-") for k in line.split("(knobs: ")[1].rstrip(")").split()] if "(knobs: " in line else []
+    got = [k for k in knobs[knobs.policy == name].knob if k is not None]
+    check(f"policies(): {name}'s knobs as simbatch list policies names them", got == want, (got, want))
+frame = sr.runs(db)
+stored = set(frame.columns)
+every = {k.replace("-", "_") for k in knobs.knob if k is not None}
+with_default = {k.replace("-", "_") for k, d in zip(knobs.knob, knobs["default"]) if k is not None and d is not None}
+check("every knob with a default is a column of every run", with_default <= stored, sorted(with_default - stored))
+check("the knobs are options runs can store", every - stored <= {"profile_len", "no_preemption"},
+      sorted(every - stored))
+
 # ---- as a program: one line and exit 2 for anything it cannot read; --help ----
 reader_py = os.path.join(SCRIPTS, "simbatch_results.py")
 empty_db, bad_db, dir_db = (os.path.join(td, n) for n in ("empty.db", "bad.db", "dir.db"))

@@ -39,9 +39,55 @@ static void list_model_cb(const char *name, void *ctx)
 	printf("%s\n", name);
 }
 
+/* The registry as one JSON object, for readers (scripts/simbatch_results.py
+ * policies()): each policy, whether it serves LLMs, its default max batch,
+ * and its knobs with their type, default, bounds and help. */
+static void list_policies_json(void)
+{
+	static const char *const type_names[] = { "text", "integer", "number", "flag", "list" };
+	size_t n;
+	const struct pol_ops *const *reg = pol_registry(&n);
+	printf("{\"policies\":[");
+	for (size_t i = 0; i < n; i++) {
+		const struct pol_ops *p = reg[i];
+		printf("%s{\"name\":", i ? "," : "");
+		json_write_string(stdout, p->name);
+		printf(",\"help\":");
+		json_write_string(stdout, p->help);
+		printf(",\"llm\":%s,\"default_max_batch\":%u,\"knobs\":[", p->serves_llm ? "true" : "false",
+		       p->default_max_batch);
+		for (size_t k = 0; k < p->nparams; k++) {
+			const struct opt_def *d = &p->params[k];
+			printf("%s{\"name\":", k ? "," : "");
+			json_write_string(stdout, d->name);
+			printf(",\"type\":\"%s\",\"default\":", type_names[d->type]);
+			if (d->defval)
+				json_write_string(stdout, d->defval);
+			else
+				printf("null");
+			if (d->type == OPT_UINT || d->type == OPT_DOUBLE)
+				printf(",\"min\":%.17g,\"max\":%.17g,\"min_open\":%s", d->min, d->max,
+				       d->min_open ? "true" : "false");
+			printf(",\"help\":");
+			json_write_string(stdout, d->help);
+			printf("}");
+		}
+		printf("]}");
+	}
+	printf("]}\n");
+}
+
 int cmd_list(int argc, char **argv)
 {
 	const char *what = argc >= 2 ? argv[1] : "";
+	if (strcmp(what, "policies") == 0 && argc >= 3) {
+		if (argc > 3 || strcmp(argv[2], "--json") != 0) {
+			fprintf(stderr, "simbatch: usage: simbatch list policies [--json]\n");
+			return CLI_BAD_INPUT;
+		}
+		list_policies_json();
+		return CLI_OK;
+	}
 	if (strcmp(what, "policies") == 0) {
 		size_t n;
 		const struct pol_ops *const *reg = pol_registry(&n);
@@ -71,7 +117,7 @@ int cmd_list(int argc, char **argv)
 		return CLI_OK;
 	}
 	if (strcmp(what, "--help") == 0) {
-		printf("usage: simbatch list models | policies | hw\n");
+		printf("usage: simbatch list models | policies [--json] | hw\n");
 		return CLI_OK;
 	}
 	fprintf(stderr, "simbatch: usage: simbatch list models | policies | hw\n");
