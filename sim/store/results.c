@@ -373,6 +373,20 @@ static int results_check_path(const char *path, char *err, size_t errlen)
 	return -1;
 }
 
+/* A connection's record for path, checked first (results_check_path); NULL with err. */
+static struct results_db *results_new(const char *path, char *err, size_t errlen)
+{
+	if (results_check_path(path, err, errlen) != 0)
+		return NULL;
+	struct results_db *r = calloc(1, sizeof(*r));
+	if (!r || !(r->path = strdup(path))) {
+		err_memory(err, errlen, "cannot open results database '%s': out of memory", path);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
 /* 1 with err when a database not yet in WAL mode fails SQLite's quick check
  * (pages and indexes readable and consistent): switching it to WAL would
  * rewrite its header before any run could find the damage. A file already in
@@ -456,13 +470,9 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	*out = results_take_kept(path);
 	if (*out)
 		return 0;
-	if (results_check_path(path, err, errlen) != 0)
+	struct results_db *r = results_new(path, err, errlen);
+	if (!r)
 		return -1;
-	struct results_db *r = calloc(1, sizeof(*r));
-	if (!r || !(r->path = strdup(path))) {
-		err_memory(err, errlen, "cannot open results database '%s': out of memory", path);
-		goto fail;
-	}
 	/* NOMUTEX: one thread uses a connection (the run's), so SQLite need not
 	 * lock one around every call: a sixth of storing a run */
 	int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -605,13 +615,9 @@ int results_open_readonly(const char *path, struct results_db **out, char *err, 
 {
 	char *version = NULL;
 	*out = NULL;
-	if (results_check_path(path, err, errlen) != 0)
+	struct results_db *r = results_new(path, err, errlen);
+	if (!r)
 		return -1;
-	struct results_db *r = calloc(1, sizeof(*r));
-	if (!r || !(r->path = strdup(path))) {
-		err_memory(err, errlen, "cannot open results database '%s': out of memory", path);
-		goto fail;
-	}
 	/* never SQLITE_OPEN_CREATE: a mistyped path must not leave an empty database behind */
 	int rc = sqlite_open_read(path, &r->db);
 	if (rc != SQLITE_OK) {
