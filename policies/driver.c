@@ -52,6 +52,25 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 		opt_defaults(&d->default_params, c->policy->params, c->policy->nparams);
 		d->c.env.params = &d->default_params;
 	}
+	if (c->replicas > 1) {
+		/* a fleet: each replica its own policy state, behind the router (fleet.h); st stays unused */
+		if (!m->is_llm || !c->router) {
+			snprintf(err, errlen, "a fleet of replicas needs an LLM model and a router");
+			goto fail;
+		}
+		d->fleet = calloc(1, sizeof *d->fleet);
+		if (!d->fleet) {
+			err_memory(err, errlen, "out of memory setting up the run");
+			goto fail;
+		}
+		if (fleet_init(d->fleet, c->policy, c->router, c->replicas, c->router_refresh_ns, &d->c.env, err,
+		               errlen) != 0) {
+			free(d->fleet);
+			d->fleet = NULL;
+			goto fail;
+		}
+		return 0;
+	}
 	if (c->policy->init(d->st, &d->c.env, err, errlen) != 0) {
 		free(d->st);
 		d->st = NULL;
@@ -65,8 +84,12 @@ fail:
 
 void drv_fini(struct pol_driver *d)
 {
-	if (d->st && d->c.policy->fini)
+	if (d->fleet) {
+		fleet_fini(d->fleet);
+		free(d->fleet);
+	} else if (d->st && d->c.policy->fini) {
 		d->c.policy->fini(d->st);
+	}
 	free(d->st);
 	metrics_destroy(d->metrics);
 	metrics_destroy(d->ttft);
@@ -211,8 +234,17 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 			res->itl_cdf_ms[i] = fmin(res->itl_cdf_ms[i] * 1e-6, res->itl_max_ms);
 		res->itl_cdf_ms[METRICS_CDF_POINTS - 1] = res->itl_max_ms;
 	}
-	if (d->c.policy->stats)
+	if (d->fleet) {
+		res->npolicy_stats = fleet_stats(d->fleet, res->policy_stats, POL_MAX_STATS);
+		res->replicas = calloc(d->fleet->n, sizeof *res->replicas);
+		if (!res->replicas)
+			goto oom;
+		res->nreplicas = d->fleet->n;
+		res->router = d->c.router->name;
+		fleet_results(d->fleet, end->end_ns, res->replicas);
+	} else if (d->c.policy->stats) {
 		res->npolicy_stats = d->c.policy->stats(d->st, res->policy_stats, POL_MAX_STATS);
+	}
 	res->nnodes = m->nnodes;
 	res->node_tasks = calloc(m->nnodes ? m->nnodes : 1, sizeof *res->node_tasks);
 	res->node_cells = calloc(m->nnodes ? m->nnodes : 1, sizeof *res->node_cells);
@@ -245,6 +277,7 @@ oom:
 
 void drv_result_free(struct drv_result *res)
 {
+	free(res->replicas);
 	free(res->node_tasks);
 	free(res->node_cells);
 	free(res->rows);

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "policy.h"
+#include "fleet.h"
 #include "../util/metrics.h"
 
 struct drv_request_row {        /* one finished request (--requests-out, the database) */
@@ -80,6 +81,9 @@ struct drv_result {
 	uint64_t iter_tokens;       /* tokens the iterations ran */
 	double kv_mean_fraction;    /* the KV cache's occupancy averaged over the run's time, all devices (an idle
 	                               device holds none: a request holds blocks only while it runs) */
+	uint32_t nreplicas;         /* a fleet's run (--replicas > 1): each replica's share (owned), else 0 */
+	struct fleet_replica_result *replicas;
+	const char *router;         /* the fleet's router, by name (static) */
 };
 
 void drv_result_free(struct drv_result *res);
@@ -95,6 +99,9 @@ struct drv_config {
 	                                     * quantiles are selected, not sorted for (metrics_finish_summary) */
 	void (*release)(void *ctx, struct pol_request *r, int64_t finish_ns);   /* optional: a finished
 	                                    * request is the caller's again */
+	uint32_t replicas;                  /* > 1: a fleet of LLM replicas behind router, one device each (fleet.h) */
+	const struct router_ops *router;
+	int64_t router_refresh_ns;
 	void *release_ctx;
 };
 
@@ -107,6 +114,7 @@ struct drv_task_shape {
 struct pol_driver {
 	struct drv_config c;
 	struct opt_set default_params;            /* the policy's knobs at their defaults, when the caller gave none */
+	struct pol_fleet *fleet;                  /* a fleet's run: its replicas' states in place of st */
 	struct pol_state *st;
 	struct metrics *metrics;
 	uint64_t arrived, completed, measured, tasks, task_members, graph_tasks, graph_members;
@@ -236,7 +244,10 @@ static inline int drv_arrive(struct pol_driver *d, struct pol_request *r, int64_
 	d->arrived++;
 	if (d->ttft && (r->id == d->win_ids[0] || r->id == d->win_ids[1]))
 		d->win_ns[r->id == d->win_ids[1]] = now_ns;
-	d->c.policy->on_arrival(d->st, r, now_ns);
+	if (d->fleet)
+		fleet_arrive(d->fleet, r, now_ns);
+	else
+		d->c.policy->on_arrival(d->st, r, now_ns);
 	return 0;
 }
 
@@ -246,7 +257,8 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
 	t->nreq = 0;
 	t->run_max = 0;
 	t->pad_tokens = 0;
-	if (!d->c.policy->next_task(d->st, device, now_ns, t, wake_ns))
+	if (!(d->fleet ? fleet_next_task(d->fleet, device, now_ns, t, wake_ns)
+	                : d->c.policy->next_task(d->st, device, now_ns, t, wake_ns)))
 		return 0;
 	t->run_len = 1;
 	if (t->nreq < 1 || t->nreq > d->c.env.max_batch)
@@ -348,7 +360,10 @@ static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_
 	}
 	pol_task_advance(t, d->c.env.model);
 	d->busy_ns += t->end_ns - t->start_ns;
-	d->c.policy->on_task_done(d->st, t, now_ns);
+	if (d->fleet)
+		fleet_task_done(d->fleet, t, now_ns);
+	else
+		d->c.policy->on_task_done(d->st, t, now_ns);
 	int finished = 0;
 	for (uint32_t i = 0; (uint32_t)finished < t->finished && i < t->nreq; i++) {   /* most tasks finish no one */
 		struct pol_request *r = t->reqs[i];

@@ -59,6 +59,7 @@ struct pol_request {
 	int64_t first_token_ns;      /* LLM models: end of the iteration that produced its first token, -1 before */
 	int64_t last_token_ns;       /* LLM models: ... and its latest token */
 	uint32_t in_flight;          /* 1 while a task containing it runs */
+	uint32_t replica;            /* a fleet's run: the replica its router placed it on (fleet.h) */
 	uint32_t node_type_cache;    /* node type at next_node (kept by the caller) */
 	uint32_t cells_cache;        /* cells at next_node: 1, or a tree level's width (kept by the caller) */
 	uint64_t span_end_cache;     /* end of the segment span holding next_node (mdl_locate_span; kept by the caller) */

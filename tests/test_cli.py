@@ -491,6 +491,47 @@ check("model-info of a measured GPU: profile, tp and leave-out errors",
       mi.get("gpu_profile", {}).get("tp") == 8 and "layer" in mi["gpu_profile"]["leave_out"]
       and mi["gpu_profile"]["prefill_parts_ms"]["allreduce"] > 0, r.stderr)
 
+# ---- a fleet: replicas behind a router (issue 34) ----
+r = sb("list", "routers")
+routers = [l.split()[0] for l in r.stdout.splitlines()]
+check("list routers names round-robin, least-outstanding and least-kv",
+      routers == ["round-robin", "least-outstanding", "least-kv"], r.stdout)
+fdb = os.path.join(td, "fleet.db")
+r = sb("--model=llama2-7b", "--replicas=3", "--router=least-outstanding", "--router-refresh=50", "--rate=6",
+       "--requests=300", f"--db={fdb}", "--json")
+j = json.loads(r.stdout) if r.returncode == 0 else {}
+fleet = j.get("fleet", {})
+reps = fleet.get("replicas", [])
+check("a fleet's JSON: its router, refresh and each replica's share, the shares adding up",
+      fleet.get("router") == "least-outstanding" and fleet.get("router_refresh_ms") == 50 and len(reps) == 3 and
+      sum(p["routed"] for p in reps) == 300 and sum(p["completed"] for p in reps) == 300 and
+      all(0 < p["busy_fraction"] <= 1 and 0 <= p["kv_peak_fraction"] <= 1 for p in reps), r.stderr or fleet)
+if reps:
+    con = sqlite3.connect(fdb)
+    st = dict(con.execute("select key, value from run_stats where key like 'replica.%'").fetchall())
+    cfg = dict(con.execute("select key, value from run_config").fetchall())
+    con.close()
+    check("each replica's share stored (replica.K.NAME), and the fleet's options",
+          all(st.get(f"replica.{k}.routed") == reps[k]["routed"] for k in range(3)) and cfg.get("replicas") == "3"
+          and cfg.get("router") == "least-outstanding", (st, cfg))
+one = sb("--model=llama2-7b", "--replicas=1", "--rate=6", "--requests=200", "--no-db", "--json")
+plain = sb("--model=llama2-7b", "--rate=6", "--requests=200", "--no-db", "--json")
+strip = lambda t: {k: v for k, v in json.loads(t).items() if k not in ("wall_s", "run_id")} if t else None
+check("--replicas=1 is the single server, bit for bit", one.returncode == 0 and strip(one.stdout) == strip(plain.stdout))
+for args, needle in ((["--replicas=0"], "--replicas=0"), (["--replicas=4:gpu-h100,4:gpu-a100"], "not implemented"),
+                     (["--replicas=2", "--router=random"], "unknown router 'random' (known: round-robin"),
+                     (["--replicas=2", "--router-refresh=-1"], "--router-refresh=-1"),
+                     (["--router=least-kv"], "applies to a fleet"), (["--router-refresh=5"], "applies to a fleet"),
+                     (["--replicas=2", "--workers=2"], "not both"),
+                     (["--replicas=2", "--model=llama2-70b", "--tp=1"], "llama2-70b")):
+    extra = [] if any(a.startswith("--model") for a in args) else ["--model=llama2-7b"]
+    r = sb(*extra, *args, "--requests=20", f"--db={fdb}")
+    check(f"fleet bad input {' '.join(args)}: one line naming it, exit 2, nothing stored",
+          r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and run_count(fdb) == 1,
+          f"exit {r.returncode}: {r.stderr}")
+r = sb("--model=gnmt", "--replicas=2", "--requests=20", "--no-db")
+check("a fleet of a node-level model: exit 2", r.returncode == 2 and "node-level" in r.stderr, r.stderr)
+
 # ---- the exit status comes from the failure's kind, not from words in the message (issue 33) ----
 for args in (["--model=out of memory"], ["--trace=" + os.path.join(td, "read error.csv")],
              ["--input-len=file:" + os.path.join(td, "error writing")]):

@@ -17,6 +17,7 @@
 #include "result_stats.h"
 #include "policy_knobs.h"
 #include "hwmodels/llm_cost.h"
+#include "policies/router/router.h"
 
 #define MS 1000000LL
 
@@ -163,6 +164,9 @@ static int64_t run_tpot_slo_ns;
 static int64_t run_window_ns;
 static uint32_t run_workers = 1;
 static int64_t run_ttft_slo_ns;
+static uint32_t run_replicas;                 /* > 1: a fleet behind run_router (policies/fleet.h) */
+static const struct router_ops *run_router;
+static int64_t run_refresh_ns;
 
 static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_blocks, uint32_t budget, double *arr,
                       uint32_t *in, uint32_t *out, size_t n, struct drv_result *r)
@@ -173,7 +177,10 @@ static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_
 	struct trc_trace t = { .n = n, .arrival_s = arr, .input_len = in, .output_len = out };
 	wrap_reset(p);
 	struct eng_config c = { .policy = &wrap_ops, .model = m, .hw = &hw.base, .workers = run_workers, .trace = &t, .seed = 1,
-	                        .sla_ns = 1000 * MS, .keep_request_rows = 1 };
+	                        .sla_ns = 1000 * MS, .keep_request_rows = 1, .replicas = run_replicas, .router = run_router,
+	                        .router_refresh_ns = run_refresh_ns };
+	if (run_replicas > 1)
+		c.workers = run_replicas;
 	static struct test_knobs knobs;
 	c.env = (struct pol_env){ .max_batch = 4, .max_batched_tokens = budget, .block_size = 4, .sla_ns = 1000 * MS,
 	                          .tpot_slo_ns = run_tpot_slo_ns, .ttft_slo_ns = run_ttft_slo_ns,
@@ -478,6 +485,73 @@ static void test_roofline_iteration(void **state)
 	mdl_free(m);
 }
 
+/* ---- a fleet: two replicas behind each router, worked out by hand ----
+ * Continuous batching, 1 ms iterations, room for all. Five requests: r0 (20
+ * prompt tokens, 4 output) at 0; r1 (4, 1) at 0.5 ms; r2 (4, 2) at 1.2; r3
+ * (4, 1) at 1.6; r4 (4, 1) at 3.7. A prompt prefills in one iteration, which
+ * yields the first token; each further token is a decode iteration. KV
+ * blocks hold 4 tokens: r0's prefill holds 5, its first decode 6.
+ *
+ * round-robin: r0, r2, r4 on 0; r1, r3 on 1. Replica 0: r0 0-1, 1-2; r2
+ * joins at 2 (arrived 1.2): 2-3, 3-4, both end at 4; r4 (3.7) 4-5. Replica
+ * 1: r1 0.5-1.5; r3 1.6-2.6. The refresh interval changes nothing.
+ *
+ * least-outstanding, the state now: r0 -> 0 (tie, lowest); r1 -> 1 (1 vs
+ * 0); r2 -> 0 (1 vs 1, r1 not done till 1.5); r3 -> 1 (2 vs 0); r4 -> 1 (2
+ * vs 0). Replica 1: r1 0.5-1.5, r3 1.6-2.6, r4 3.7-4.7.
+ *
+ * least-outstanding scraped every 2 ms: the scrape at 0 sees (0, 0) until
+ * the next, at 2, so r0..r3 all go to replica 0: r0 0-1; r1 joins 1-2 and
+ * ends at 2; r2 and r3 join 2-3, r3 ends at 3; r0 and r2 end at 4. The
+ * scrape at 2 (before replica 0's iteration ends there) sees (4, 0): r4 ->
+ * 1, 3.7-4.7. Stale state costs r1 half a millisecond.
+ *
+ * least-kv, the state now: r0 -> 0; r1 at 0.5 sees 5 blocks vs 0 -> 1; r2
+ * at 1.2 sees 6 (r0's decode) vs 1 (r1's prefill) -> 1, where outstanding
+ * would have tied; r3 at 1.6 sees 6 vs 1 (r2's prefill, 1.5-2.5) -> 1; r4 at
+ * 3.7 sees 6 vs 0 (idle since 3.5) -> 1. Replica 1: r1 0.5-1.5; r2 1.5-2.5;
+ * r2's decode with r3's prefill 2.5-3.5; r4 3.7-4.7. Scraped every 2 ms it
+ * sees (0, 0) then (7, 0) and places as least-outstanding did. */
+static void run_fleet(const char *router, double refresh_ms, const double *finish_ms, const uint64_t *routed)
+{
+	struct mdl_model *m = tiny();
+	double arr[5] = { 0, 0.0005, 0.0012, 0.0016, 0.0037 };
+	uint32_t in[5] = { 20, 4, 4, 4, 4 }, out[5] = { 4, 1, 2, 1, 1 };
+	run_replicas = 2;
+	run_router = router_find(router);
+	assert_non_null(run_router);
+	run_refresh_ns = llround(refresh_ms * 1e6);
+	struct drv_result r;
+	run_trace(&continuous_policy_ops, m, 1000, 64, arr, in, out, 5, &r);
+	run_replicas = 0;
+	run_router = NULL;
+	run_refresh_ns = 0;
+	for (int i = 0; i < 5; i++)
+		if (fabs(r.rows[i].finish_s * 1e3 - finish_ms[i]) > 1e-6)
+			fail_msg("%s, refresh %g ms: request %d finished at %.6f ms, want %g", router, refresh_ms, i,
+			         r.rows[i].finish_s * 1e3, finish_ms[i]);
+	assert_int_equal(r.nreplicas, 2);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(r.replicas[k].routed, routed[k]);
+		assert_int_equal(r.replicas[k].completed, routed[k]);
+	}
+	drv_result_free(&r);
+	mdl_free(m);
+}
+
+static void test_fleet_routers(void **state)
+{
+	(void)state;
+	const double rr[5] = { 4, 1.5, 4, 2.6, 5 }, lo[5] = { 4, 1.5, 4, 2.6, 4.7 }, stale[5] = { 4, 2, 4, 3, 4.7 };
+	const double kv[5] = { 4, 1.5, 3.5, 3.5, 4.7 };
+	run_fleet("round-robin", 0, rr, (const uint64_t[]){ 3, 2 });
+	run_fleet("round-robin", 2, rr, (const uint64_t[]){ 3, 2 });
+	run_fleet("least-outstanding", 0, lo, (const uint64_t[]){ 2, 3 });
+	run_fleet("least-outstanding", 2, stale, (const uint64_t[]){ 4, 1 });
+	run_fleet("least-kv", 0, kv, (const uint64_t[]){ 1, 4 });
+	run_fleet("least-kv", 2, stale, (const uint64_t[]){ 4, 1 });
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_conservation),
 		cmocka_unit_test(test_slo_holds_chunks_to_tpot),
 		cmocka_unit_test(test_roofline_iteration),
+		cmocka_unit_test(test_fleet_routers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

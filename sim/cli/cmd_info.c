@@ -19,6 +19,7 @@
 #include "../../hwmodels/npu_systolic.h"
 #include "../../models/model.h"
 #include "../../policies/policy.h"
+#include "../../policies/router/router.h"
 #include "../../traces/workload.h"
 #include "../engine/latency.h"
 
@@ -106,6 +107,13 @@ int cmd_list(int argc, char **argv)
 		}
 		return CLI_OK;
 	}
+	if (strcmp(what, "routers") == 0) {
+		size_t n;
+		const struct router_ops *const *reg = router_registry(&n);
+		for (size_t i = 0; i < n; i++)
+			printf("%-18s %s\n", reg[i]->name, reg[i]->help);
+		return CLI_OK;
+	}
 	if (strcmp(what, "hw") == 0) {
 		size_t n;
 		const struct hw_ops *const *reg = hw_registry(&n);
@@ -117,10 +125,10 @@ int cmd_list(int argc, char **argv)
 		return CLI_OK;
 	}
 	if (strcmp(what, "--help") == 0) {
-		printf("usage: simbatch list models | policies [--json] | hw\n");
+		printf("usage: simbatch list models | policies [--json] | routers | hw\n");
 		return CLI_OK;
 	}
-	fprintf(stderr, "simbatch: usage: simbatch list models | policies | hw\n");
+	fprintf(stderr, "simbatch: usage: simbatch list models | policies [--json] | routers | hw\n");
 	return CLI_BAD_INPUT;
 }
 

@@ -159,6 +159,11 @@ static int live_check(const struct opt_set *o, const struct eng_config *c, char 
 		         "clients are simulated only");
 		return CLI_BAD_INPUT;
 	}
+	if (c->replicas > 1) {    /* one machine's devices serve a live run; a fleet is simulated */
+		snprintf(err, errlen, "--replicas: a live run serves on this machine's devices; fleets behind a router are "
+		         "simulated only");
+		return CLI_BAD_INPUT;
+	}
 	if (!rt_kernels_find(c->model, err, errlen) || live_gemm_kind(opt_str(o, "gemm"), &g, err, errlen) != 0 ||
 	    !rt_backend_find(opt_str(o, "device"), err, errlen))
 		return CLI_BAD_INPUT;

@@ -23,6 +23,8 @@
 #include "../engine/timeline.h"
 #include "version.h"
 #include "../../util/outfile.h"
+#include "../../util/text.h"
+#include "../../policies/router/router.h"
 
 #define RUN_DEFAULT_POLICY "lazy"    /* DESIGN.md section 3 */
 #define RUN_DEFAULT_LLM_POLICY "continuous"   /* lazy batches a model's nodes; an LLM has none (vLLM's default) */
@@ -43,6 +45,12 @@ static const struct opt_def run_opts_head[] = {
 	{ "tp", OPT_UINT, "1", 1, 8, 0, "LLM: GPUs a replica splits the model over (tensor parallelism: 1, 2, 4 or 8; "
 	  "a measured GPU)" },
 	{ "workers", OPT_UINT, "1", 1, 4096, 0, "devices" },
+	{ "replicas", OPT_STR, "1", 0, 0, 0, "LLM: N replicas of --tp GPUs each, each its own KV cache and policy, behind "
+	  "--router (a fleet; heterogeneous N:HW,... fleets are not implemented yet)" },
+	{ "router", OPT_STR, "round-robin", 0, 0, 0, "a fleet's router, placing each request on a replica (simbatch list "
+	  "routers)" },
+	{ "router-refresh", OPT_DOUBLE, "0", 0, 1e9, 0, "ms between the scrapes of the replicas' state the router sees "
+	  "(0: the state now)" },
 	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms" },
 	{ "seed", OPT_UINT, "1", 0, 1.8e19, 0, "random seed" },
 	{ "trace", OPT_STR, NULL, 0, 0, 0, "replay arrivals and lengths from a trace CSV" },
@@ -246,6 +254,57 @@ static void run_policy_help(FILE *f, const struct pol_ops *pol)
 		fprintf(f, "%s\n\nno knobs of its own\n", head);
 }
 
+/* --replicas, --router and --router-refresh into c: a fleet of LLM
+ * replicas, one simulated device each (policies/fleet.h). */
+static int run_fleet(const struct opt_set *o, const struct mdl_model *m, struct eng_config *c, char *err, size_t errlen)
+{
+	const char *text = opt_str(o, "replicas");
+	uint64_t n = 0;
+	if (strchr(text, ':')) {
+		snprintf(err, errlen, "--replicas=%s: heterogeneous fleets (N:HW,...) are not implemented yet; --replicas=N "
+		         "gives N replicas of --hw", text);
+		return -1;
+	}
+	if (txt_parse_uint(text, 4096, &n) != 0 || n < 1) {
+		snprintf(err, errlen, "--replicas=%s: expected a whole number of replicas from 1 to 4096", text);
+		return -1;
+	}
+	if (n == 1) {
+		const char *fleet_only = opt_given(o, "router") ? "router" : opt_given(o, "router-refresh") ? "router-refresh"
+		                         : NULL;
+		if (fleet_only) {
+			snprintf(err, errlen, "--%s applies to a fleet (--replicas=N, N > 1)", fleet_only);
+			return -1;
+		}
+		return 0;
+	}
+	if (!m->is_llm) {
+		snprintf(err, errlen, "--replicas: a fleet serves an LLM; model %s is node-level (--workers gives it devices)",
+		         m->name);
+		return -1;
+	}
+	if (opt_uint(o, "workers") != 1) {
+		snprintf(err, errlen, "give --workers or --replicas, not both: --workers devices share one queue, "
+		         "--replicas puts a router in front of replicas with a KV cache each");
+		return -1;
+	}
+	c->router = router_find(opt_str(o, "router"));
+	if (!c->router) {
+		size_t nr, used;
+		const struct router_ops *const *reg = router_registry(&nr);
+		used = (size_t)snprintf(err, errlen, "unknown router '%s' (known:", opt_str(o, "router"));
+		for (size_t i = 0; i < nr && used < errlen; i++)
+			used += (size_t)snprintf(err + used, errlen - used, "%s %s", i ? "," : "", reg[i]->name);
+		if (used < errlen)
+			snprintf(err + used, errlen - used, ")");
+		return -1;
+	}
+	c->replicas = (uint32_t)n;
+	c->workers = (uint32_t)n;
+	c->router_refresh_ns = llround(opt_double(o, "router-refresh") * 1e6);
+	return 0;
+}
+
 /* The model, the hardware, and the requests' lengths or trace. */
 static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *err, size_t errlen)
 {
@@ -379,6 +438,8 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	c->model = j->model;
 	c->hw = j->hw;
 	c->workers = (uint32_t)opt_uint(o, "workers");
+	if (run_fleet(o, j->model, c, err, errlen) != 0)
+		return -1;
 	c->rate_rps = opt_double(o, "rate");
 	c->arrival_cv = opt_double(o, "arrival-cv");
 	c->requests = opt_given(o, "requests") ? opt_uint(o, "requests") : opt_given(o, "duration") ? 0 : 20000;
@@ -608,9 +669,17 @@ static int run_store(struct run_job *j, int live, struct report_run *rep, const 
 		cfg[ncfg++] = (struct results_kv){ "effective.input-len", j->input_spec };
 		cfg[ncfg++] = (struct results_kv){ "effective.output-len", j->output_spec };
 	}
-	struct results_stat stats[POL_MAX_STATS + 256];
-	char stat_names[POL_MAX_STATS + 256][80];
-	size_t nstats = report_stats(rep, stats, stat_names, sizeof stats / sizeof stats[0]);
+	/* the run's statistics, then a fleet's per replica */
+	size_t cap = POL_MAX_STATS + 256 + (size_t)res->nreplicas * 8;
+	struct results_stat *stats = malloc(cap * sizeof *stats);
+	char (*stat_names)[80] = malloc(cap * sizeof *stat_names);
+	if (!stats || !stat_names) {
+		free(stats);
+		free(stat_names);
+		return err_memory(err, errlen, "out of memory storing the run");
+	}
+	size_t nstats = report_stats(rep, stats, stat_names, cap);
+	nstats += report_replica_stats(rep, stats + nstats, stat_names + nstats, cap - nstats);
 	struct results_run run = {
 		.policy = rep->policy, .model = rep->model, .hw = rep->hw, .rate_rps = rep->rate_rps,
 		.seed = j->c.seed, .sla_ms = rep->sla_ms, .requests = res->issued, .completed = res->completed,
@@ -627,6 +696,8 @@ static int run_store(struct run_job *j, int live, struct report_run *rep, const 
 		run.token_cdf_ms[2] = res->itl_count ? res->itl_cdf_ms : NULL;
 	}
 	int wrc = results_write_run(j->db, &run, &rep->run_id, err, errlen);
+	free(stats);
+	free(stat_names);
 	if (wrc == 1 && !opt_flag(o, "quiet"))
 		fprintf(stderr, "simbatch: sweep point already stored as run %lld; not stored again\n",
 		        (long long)rep->run_id);
@@ -650,6 +721,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		.dropped_over_context = j->dropped_over_context,
 	};
 	rep.hw_predicted = gpu_predicted_info(j->hw);
+	rep.router_refresh_ms = c->router_refresh_ns * 1e-6;
 	rep.sla_given = opt_given(o, "sla");
 	if (j->model->is_llm) {
 		rep.iter_token_budget = c->policy->pads_prompts ? 0 : c->env.max_batched_tokens;

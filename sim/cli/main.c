@@ -16,7 +16,7 @@ struct cli_command {
 
 static const struct cli_command commands[] = {
 	{ "run", cmd_run, "simulate one run (the default subcommand)" },
-	{ "list", cmd_list, "list models | policies | hw" },
+	{ "list", cmd_list, "list models | policies | routers | hw" },
 	{ "model-info", cmd_model_info, "per-node latency table of a model on a hardware model" },
 	{ "hw-info", cmd_hw_info, "one GEMM's cycles and time on a hardware model" },
 	{ "compare", cmd_compare, "compare two runs' latency CDFs (exit 1 on regression)" },

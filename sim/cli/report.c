@@ -74,6 +74,57 @@ static void report_llm_json(FILE *f, const struct drv_result *res)
 		        res->window_departure_rps);
 }
 
+/* The per-replica figures of a fleet's run, by name, for the JSON and the database. */
+#define REPORT_REPLICA_FIELDS 8
+static void report_replica_fields(const struct fleet_replica_result *p, const char *names[REPORT_REPLICA_FIELDS],
+                                  double values[REPORT_REPLICA_FIELDS])
+{
+	const char *n[REPORT_REPLICA_FIELDS] = { "routed", "completed", "busy_fraction", "mean_outstanding",
+	                                         "max_outstanding", "kv_peak_fraction", "kv_mean_fraction", "preemptions" };
+	double v[REPORT_REPLICA_FIELDS] = { (double)p->routed, (double)p->completed, p->busy_fraction,
+	                                    p->mean_outstanding, (double)p->max_outstanding, p->kv_peak_fraction,
+	                                    p->kv_mean_fraction, p->preemptions };
+	for (int i = 0; i < REPORT_REPLICA_FIELDS; i++) {
+		names[i] = n[i];
+		values[i] = v[i];
+	}
+}
+
+/* A fleet's run: the router, its refresh and each replica's share. */
+static void report_fleet_json(FILE *f, const struct report_run *r)
+{
+	const struct drv_result *res = r->res;
+	fputs(",\"fleet\":{\"router\":", f);
+	json_write_string(f, res->router);
+	fprintf(f, ",\"router_refresh_ms\":%.10g,\"replicas\":[", r->router_refresh_ms);
+	for (uint32_t i = 0; i < res->nreplicas; i++) {
+		const char *names[REPORT_REPLICA_FIELDS];
+		double values[REPORT_REPLICA_FIELDS];
+		report_replica_fields(&res->replicas[i], names, values);
+		fputs(i ? ",{" : "{", f);
+		for (int k = 0; k < REPORT_REPLICA_FIELDS; k++)
+			fprintf(f, "%s\"%s\":%.10g", k ? "," : "", names[k], values[k]);
+		fputc('}', f);
+	}
+	fputs("]}", f);
+}
+
+size_t report_replica_stats(const struct report_run *r, struct results_stat *out, char (*names)[80], size_t max)
+{
+	const struct drv_result *res = r->res;
+	size_t n = 0;
+	for (uint32_t i = 0; i < res->nreplicas; i++) {
+		const char *field[REPORT_REPLICA_FIELDS];
+		double values[REPORT_REPLICA_FIELDS];
+		report_replica_fields(&res->replicas[i], field, values);
+		for (int k = 0; k < REPORT_REPLICA_FIELDS && n < max; k++, n++) {
+			snprintf(names[n], sizeof names[n], "replica.%u.%s", i, field[k]);
+			out[n] = (struct results_stat){ names[n], values[k] };
+		}
+	}
+	return n;
+}
+
 char *report_json(const struct report_run *r, int with_run_fields)
 {
 	char *buf = NULL;
@@ -129,6 +180,8 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	if (r->hw_predicted)
 		fprintf(f, ",\"hw_gemm_shapes\":%zu,\"hw_gemm_shapes_extrapolated\":%zu", r->hw_predicted->nshapes,
 		        r->hw_predicted->noutside);
+	if (res->nreplicas)
+		report_fleet_json(f, r);
 	struct report_tail tail = report_tail(r);
 	fprintf(f, ",\"tail_supported\":{\"p99\":%s,\"p999\":%s,\"min_requests_p99\":%llu,"
 	        "\"min_requests_p999\":%llu}", tail.p99 ? "true" : "false", tail.p999 ? "true" : "false",
@@ -194,6 +247,28 @@ size_t report_stats(const struct report_run *r, struct results_stat *out, char (
 	return n;
 }
 
+/* A fleet's one line: the router and the spread of the replicas' shares. */
+static void report_fleet_text(FILE *f, const struct report_run *r)
+{
+	const struct drv_result *res = r->res;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	double busy_lo = 1e300, busy_hi = 0, kv_hi = 0;
+	for (uint32_t i = 0; i < res->nreplicas; i++) {
+		const struct fleet_replica_result *p = &res->replicas[i];
+		lo = p->routed < lo ? p->routed : lo;
+		hi = p->routed > hi ? p->routed : hi;
+		busy_lo = p->busy_fraction < busy_lo ? p->busy_fraction : busy_lo;
+		busy_hi = p->busy_fraction > busy_hi ? p->busy_fraction : busy_hi;
+		kv_hi = p->kv_peak_fraction > kv_hi ? p->kv_peak_fraction : kv_hi;
+	}
+	char refresh[48] = "the state now";
+	if (r->router_refresh_ms > 0)
+		snprintf(refresh, sizeof refresh, "state scraped every %.6g ms", r->router_refresh_ms);
+	fprintf(f, "  fleet      %u replicas behind %s (%s): %llu to %llu requests each, busy %.1f%% to %.1f%%, "
+	        "KV peak up to %.1f%%\n", res->nreplicas, res->router, refresh, (unsigned long long)lo,
+	        (unsigned long long)hi, 100.0 * busy_lo, 100.0 * busy_hi, 100.0 * kv_hi);
+}
+
 void report_text(FILE *f, const struct report_run *r)
 {
 	const struct drv_result *res = r->res;
@@ -203,14 +278,17 @@ void report_text(FILE *f, const struct report_run *r)
 		snprintf(arrivals, sizeof arrivals, "from the trace");
 	else
 		snprintf(arrivals, sizeof arrivals, "cv %.3g", r->arrival_cv);
+	char devices[48];
+	snprintf(devices, sizeof devices, "%u %s%s", r->workers, res->nreplicas ? "replica" : "worker",
+	         r->workers == 1 ? "" : "s");
 	if (r->concurrency)
-		fprintf(f, "simbatch%s: policy %s, model %s on %s, %u worker%s, %u closed-loop clients (think %.6g ms), "
-		        "seed %llu\n", r->live ? " live" : "", r->policy, r->model, r->hw, r->workers,
-		        r->workers == 1 ? "" : "s", r->concurrency, r->think_ms, (unsigned long long)r->seed);
+		fprintf(f, "simbatch%s: policy %s, model %s on %s, %s, %u closed-loop clients (think %.6g ms), seed %llu\n",
+		        r->live ? " live" : "", r->policy, r->model, r->hw, devices, r->concurrency, r->think_ms,
+		        (unsigned long long)r->seed);
 	else
-		fprintf(f, "simbatch%s: policy %s, model %s on %s, %u worker%s, %.6g req/s offered (%s), seed %llu\n",
-		        r->live ? " live" : "", r->policy, r->model, r->hw, r->workers, r->workers == 1 ? "" : "s",
-		        r->rate_rps, arrivals, (unsigned long long)r->seed);
+		fprintf(f, "simbatch%s: policy %s, model %s on %s, %s, %.6g req/s offered (%s), seed %llu\n",
+		        r->live ? " live" : "", r->policy, r->model, r->hw, devices, r->rate_rps, arrivals,
+		        (unsigned long long)r->seed);
 	fprintf(f, "  requests   %llu completed, %llu measured (warm-up %llu), %.1f s %s\n",
 	        (unsigned long long)res->completed, (unsigned long long)s->count,
 	        (unsigned long long)r->warmup, res->sim_end_s, r->live ? "on the wall clock (live)" : "simulated");
@@ -262,6 +340,8 @@ void report_text(FILE *f, const struct report_run *r)
 		}
 		fprintf(f, "  KV cache   %.0f blocks: peak %.1f%%, mean over time %.1f%%\n", report_policy_stat(res, "kv_blocks"),
 		        100.0 * report_policy_stat(res, "kv_peak_fraction"), 100.0 * res->kv_mean_fraction);
+		if (res->nreplicas)
+			report_fleet_text(f, r);
 		if (r->dropped_over_context)
 			fprintf(f, "  dropped    %llu trace requests beyond the model's context (--over-context=drop)\n",
 			        (unsigned long long)r->dropped_over_context);

@@ -40,6 +40,7 @@ struct report_run {
 	double ttft_slo_ms, tpot_slo_ms;    /* LLM: the targets (0: none) */
 	double hw_error_median_pct, hw_error_p90_pct;   /* measured GPU: a layer's leave-one-row-out error (-1: unknown) */
 	const struct gpu_predicted_info *hw_predicted;  /* node-level on a measured GPU: its GEMMs predicted (else NULL) */
+	double router_refresh_ms;           /* a fleet's run (res->nreplicas > 0): the router's scrape interval */
 };
 
 /* The run's statistics as key/value rows (policy counters, tasks, mean batch
@@ -52,6 +53,9 @@ size_t report_stats(const struct report_run *r, struct results_stat *out, char (
  * NULL on allocation failure. with_run_fields = 0 leaves out wall_s and
  * run_id, the two keys that differ between identical runs. */
 char *report_json(const struct report_run *r, int with_run_fields);
+/* A fleet's run: each replica's share as key/value rows ("replica.K.NAME"), for
+ * the results database; keys in names[] (max entries). Returns count. */
+size_t report_replica_stats(const struct report_run *r, struct results_stat *out, char (*names)[80], size_t max);
 void report_text(FILE *f, const struct report_run *r);
 
 /* Overloaded: the devices never idled (busy > 99%) and served clearly less

@@ -464,6 +464,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 		.policy = c->policy, .env = c->env, .max_cells = max_cells, .warmup = c->warmup,
 		.expected_requests = expect, .keep_request_rows = c->keep_request_rows,
 		.summary_only = c->summary_only, .release = eng_req_release, .release_ctx = &e,
+		.replicas = c->replicas, .router = c->router, .router_refresh_ns = c->router_refresh_ns,
 	};
 	dc.env.model = m;
 	dc.env.workers = c->workers;

@@ -46,6 +46,10 @@ struct eng_config {
 	uint32_t concurrency;               /* > 0: closed-loop clients (clients.h) send `requests` requests, not
 	                                       rate_rps; each thinks think_ns after an answer */
 	int64_t think_ns;
+	uint32_t replicas;                  /* > 1: an LLM fleet, one device a replica (workers = replicas),
+	                                       each its own policy and KV cache behind router (policies/fleet.h) */
+	const struct router_ops *router;
+	int64_t router_refresh_ns;          /* what the router sees is scraped this often (0: the state now) */
 	int64_t sla_ns;
 	int keep_request_rows;              /* record per-request rows (for --requests-out / the db) */
 	int summary_only;                   /* the latency CDF is not wanted (drv_config) */

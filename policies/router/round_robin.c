@@ -1,0 +1,15 @@
+/* policies/router/round_robin.c: replicas in turn, whatever their load (the
+ * default of vLLM's production-stack router). */
+#include "router.h"
+
+static uint32_t rr_choose(const struct router_view *v, const struct pol_request *r, uint64_t *cursor)
+{
+	(void)r;
+	return (uint32_t)((*cursor)++ % v->n);
+}
+
+const struct router_ops round_robin_router_ops = {
+	.name = "round-robin",
+	.help = "replicas in turn, whatever their load",
+	.choose = rr_choose,
+};

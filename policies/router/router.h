@@ -1,0 +1,38 @@
+/* policies/router/router.h: routers, the second kind of policy (the
+ * registry's first is batching policies, policy.h): a router places each
+ * arriving request on one replica of a fleet (--replicas=N behind
+ * --router=NAME), each replica a device with its own KV cache and its own
+ * LLM policy (policies/fleet.h).
+ *
+ * A router sees what a real one sees: the replicas' state as last scraped
+ * (--router-refresh=MS; 0: the state now), never the requests inside them.
+ * Contract: choose returns a replica index below v->n, reads nothing but v
+ * and the arriving request's lengths, and keeps its own state only in
+ * *cursor (zero at the run's start). Same view, same choice: a run is
+ * deterministic. */
+#ifndef SB_ROUTER_H
+#define SB_ROUTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../policy.h"
+
+/* The replicas as the router last saw them. */
+struct router_view {
+	uint32_t n;                      /* replicas */
+	const uint32_t *outstanding;     /* [n] requests routed there and not finished */
+	const uint64_t *kv_used;         /* [n] KV blocks its running iteration holds (0 when idle) */
+	const uint64_t *kv_blocks;       /* [n] its KV cache's capacity, in blocks */
+};
+
+struct router_ops {
+	const char *name;                /* registry name, for --router */
+	const char *help;                /* one line for `simbatch list routers` */
+	uint32_t (*choose)(const struct router_view *v, const struct pol_request *r, uint64_t *cursor);
+};
+
+/* The registry, in `simbatch list routers` order; lookup by name. */
+const struct router_ops *const *router_registry(size_t *count);
+const struct router_ops *router_find(const char *name);
+
+#endif
