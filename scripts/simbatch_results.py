@@ -11,6 +11,7 @@ schema is docs/RESULTS.md). Nothing here writes to the database.
     c = sr.cdf(db, 12)              # run 12's latency CDF: quantile, latency_ms
     q = sr.requests(db, 12)         # its per-request rows (stored with --db-requests)
     s = sr.stats(db)                # the counters again, long: run_id, key, value
+    f = sr.replicas(db)             # a fleet's runs: a row per run and replica, its share
     # one series per policy and rate, joined on run_id:
     ttft.merge(runs[["run_id", "policy", "rate_rps"]], on="run_id")
     # from a notebook, through the binary (build/simbatch unless simbatch= is given):
@@ -94,7 +95,8 @@ def runs(path):
     option that repeats a runs column, such as --policy or --seed, is that
     column, or KEY_option where its text differs, as --hw=FILE's path does); then the run's counters (run_stats: an LLM run's TTFT, TPOT and
     ITL statistics, goodput, SLO attainment, KV occupancy; a policy's
-    counters) as columns, dots made underscores (ttft_ms.p99: ttft_ms_p99)."""
+    counters) as columns, dots made underscores (ttft_ms.p99: ttft_ms_p99). A fleet's
+    per-replica shares are replicas()'s."""
     con = _connect(path)
     try:
         df = pd.read_sql_query(
@@ -104,7 +106,8 @@ def runs(path):
         if "saturated" not in df.columns:
             df["saturated"] = pd.NA
         cfg = pd.read_sql_query("select run_id, key, value from run_config", con)
-        st = pd.read_sql_query("select run_id, key, value from run_stats", con)
+        # a fleet's per-replica rows are replicas()'s, one row a replica, not a column each here
+        st = pd.read_sql_query("select run_id, key, value from run_stats where key not like 'replica.%'", con)
     finally:
         con.close()
     df = df.drop(columns=["summary_json"])
@@ -184,6 +187,31 @@ def stats(path):
         return pd.read_sql_query("select run_id, key, value from run_stats order by run_id, key", con)
     finally:
         con.close()
+
+
+def replicas(path):
+    """A fleet's runs (--replicas=N), one row per run and replica: run_id,
+    replica, and its share as the run stored it (routed, completed,
+    busy_fraction, mean_outstanding, max_outstanding, kv_peak_fraction,
+    kv_mean_fraction, preemptions). Runs of one server have no rows."""
+    _need_pandas()
+    con = _connect(path)
+    try:
+        df = pd.read_sql_query("SELECT run_id, key, value FROM run_stats WHERE key LIKE 'replica.%'", con)
+    finally:
+        con.close()
+    cols = ["run_id", "replica", "routed", "completed", "busy_fraction", "mean_outstanding", "max_outstanding",
+            "kv_peak_fraction", "kv_mean_fraction", "preemptions"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    parts = df.key.str.split(".", n=2, expand=True)
+    df = df.assign(replica=parts[1].astype(int), name=parts[2])
+    wide = df.pivot_table(index=["run_id", "replica"], columns="name", values="value", aggfunc="first").reset_index()
+    wide.columns.name = None
+    for c in ("routed", "completed", "max_outstanding"):
+        if c in wide:
+            wide[c] = wide[c].astype("int64")
+    return wide[[c for c in cols if c in wide.columns]].sort_values(["run_id", "replica"]).reset_index(drop=True)
 
 
 def _option_args(options):

@@ -210,6 +210,20 @@ check("every knob with a default is a column of every run", with_default <= stor
 check("the knobs are options runs can store", every - stored <= {"profile_len", "no_preemption"},
       sorted(every - stored))
 
+# ---- a fleet's per-replica shares (issue 34): one row per run and replica ----
+fdb = os.path.join(td, "fleet.db")
+out = subprocess.run([SB, "--model=llama2-7b", "--replicas=3", "--router=least-kv", "--rate=6", "--requests=240",
+                      f"--db={fdb}", "--json"], capture_output=True, text=True)
+fleet = json.loads(out.stdout)["fleet"]["replicas"] if out.returncode == 0 else []
+reps = sr.replicas(fdb)
+check("replicas(): a row per replica, as the run's JSON gives each", len(reps) == 3 and list(reps.replica) == [0, 1, 2]
+      and all(int(reps.routed[k]) == fleet[k]["routed"] and abs(reps.busy_fraction[k] - fleet[k]["busy_fraction"]) < 1e-9
+              for k in range(3)), (reps, out.stderr))
+check("runs(): a fleet's run is one row, its per-replica shares not columns",
+      len(sr.runs(fdb)) == 1 and not any(c.startswith("replica_") for c in sr.runs(fdb).columns))
+check("replicas() of a database without fleets: no rows, the columns", sr.replicas(db).empty and
+      "busy_fraction" in sr.replicas(db).columns)
+
 # ---- as a program: one line and exit 2 for anything it cannot read; --help ----
 reader_py = os.path.join(SCRIPTS, "simbatch_results.py")
 empty_db, bad_db, dir_db = (os.path.join(td, n) for n in ("empty.db", "bad.db", "dir.db"))
