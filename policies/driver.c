@@ -63,8 +63,8 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 			err_memory(err, errlen, "out of memory setting up the run");
 			goto fail;
 		}
-		if (fleet_init(d->fleet, c->policy, c->router, c->replicas, c->router_refresh_ns, &d->c.env, err,
-		               errlen) != 0) {
+		if (fleet_init(d->fleet, c->policy, c->router, c->replicas, c->router_refresh_ns, &d->c.env, c->replica_env,
+		               err, errlen) != 0) {
 			free(d->fleet);
 			d->fleet = NULL;
 			goto fail;
@@ -219,7 +219,8 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 			res->window_departure_rps = (double)d->win_departures / window_s;
 		}
 		res->iter_tokens = d->iter_tokens;
-		double capacity = (double)d->c.env.kv_blocks * end->workers * (double)end->end_ns;
+		double blocks = d->fleet ? (double)fleet_kv_blocks(d->fleet) : (double)d->c.env.kv_blocks * end->workers;
+		double capacity = blocks * (double)end->end_ns;
 		res->kv_mean_fraction = capacity > 0 ? d->kv_block_ns / capacity : 0.0;
 		res->itl_count = d->itl->n;
 		res->itl_mean_ms = metrics_hist_mean_ns(d->itl) * 1e-6;

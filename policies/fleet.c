@@ -19,14 +19,14 @@ void fleet_fini(struct pol_fleet *f)
 }
 
 int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct router_ops *router, uint32_t n,
-               int64_t refresh_ns, const struct pol_env *env, char *err, size_t errlen)
+               int64_t refresh_ns, const struct pol_env *env, const struct pol_env *replica_env, char *err,
+               size_t errlen)
 {
 	memset(f, 0, sizeof *f);
 	f->policy = policy;
 	f->router = router;
 	f->n = n;
 	f->refresh_ns = refresh_ns;
-	f->kv_blocks = env->kv_blocks;
 	f->rep = calloc(n, sizeof *f->rep);
 	f->view_outstanding = calloc(n, sizeof *f->view_outstanding);
 	f->view_kv_used = calloc(n, sizeof *f->view_kv_used);
@@ -36,10 +36,12 @@ int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct r
 		snprintf(err, errlen, "out of memory setting up %u replicas", n);
 		return -1;
 	}
-	struct pol_env one = *env;
-	one.workers = 1;                  /* each replica's policy sees its own device alone */
 	for (uint32_t i = 0; i < n; i++) {
-		f->view_kv_blocks[i] = env->kv_blocks;
+		struct pol_env one = replica_env ? replica_env[i] : *env;
+		one.workers = 1;              /* each replica's policy sees its own device alone */
+		one.params = env->params;
+		f->rep[i].kv_blocks = one.kv_blocks;
+		f->view_kv_blocks[i] = one.kv_blocks;
 		f->rep[i].st = calloc(1, policy->state_size ? policy->state_size : 1);
 		if (!f->rep[i].st) {
 			fleet_fini(f);
@@ -129,6 +131,14 @@ void fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns)
 	}
 }
 
+uint64_t fleet_kv_blocks(const struct pol_fleet *f)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < f->n; i++)
+		sum += f->rep[i].kv_blocks;
+	return sum;
+}
+
 size_t fleet_stats(const struct pol_fleet *f, struct pol_stat *out, size_t max)
 {
 	if (!f->policy->stats)
@@ -166,8 +176,8 @@ void fleet_results(const struct pol_fleet *f, int64_t end_ns, struct fleet_repli
 		out[i] = (struct fleet_replica_result){
 			.routed = p->routed, .completed = p->completed, .busy_fraction = (double)p->busy_ns / span,
 			.mean_outstanding = area / span, .max_outstanding = p->max_outstanding,
-			.kv_peak_fraction = f->kv_blocks ? (double)p->kv_peak / (double)f->kv_blocks : 0,
-			.kv_mean_fraction = f->kv_blocks ? p->kv_block_ns / ((double)f->kv_blocks * span) : 0,
+			.kv_peak_fraction = p->kv_blocks ? (double)p->kv_peak / (double)p->kv_blocks : 0,
+			.kv_mean_fraction = p->kv_blocks ? p->kv_block_ns / ((double)p->kv_blocks * span) : 0,
 			.preemptions = preemptions,
 		};
 	}

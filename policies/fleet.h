@@ -41,6 +41,7 @@ struct fleet_replica {
 	double outstanding_ns;           /* outstanding integrated over time, to last_change_ns */
 	double kv_block_ns;              /* blocks held x duration, over its iterations */
 	uint64_t kv_peak;
+	uint64_t kv_blocks;              /* its KV cache, in blocks */
 };
 
 struct pol_fleet {
@@ -48,7 +49,6 @@ struct pol_fleet {
 	const struct router_ops *router;
 	uint32_t n;
 	int64_t refresh_ns;              /* 0: the router sees the state now */
-	uint64_t kv_blocks;              /* each replica's KV cache, in blocks */
 	struct fleet_replica *rep;       /* [n] */
 	uint32_t *view_outstanding;      /* [n] what the router sees */
 	uint64_t *view_kv_used, *view_kv_blocks;
@@ -56,10 +56,15 @@ struct pol_fleet {
 	uint64_t cursor;                 /* the router's own state */
 };
 
-/* n replicas of policy, each initialized with env for one device. 0, or -1
- * with err (the policy refused its env, out of memory); f then holds nothing. */
+/* n replicas of policy, each initialized for one device with env, or with
+ * replica_env[i] (a heterogeneous fleet: each its own KV cache and
+ * iteration estimates; the knobs still env's) when given. 0, or -1 with err
+ * (the policy refused its env, out of memory); f then holds nothing. */
 int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct router_ops *router, uint32_t n,
-               int64_t refresh_ns, const struct pol_env *env, char *err, size_t errlen);
+               int64_t refresh_ns, const struct pol_env *env, const struct pol_env *replica_env, char *err,
+               size_t errlen);
+/* The fleet's KV blocks, all replicas together. */
+uint64_t fleet_kv_blocks(const struct pol_fleet *f);
 void fleet_fini(struct pol_fleet *f);
 
 /* The policy callbacks, for the replica a request or device belongs to

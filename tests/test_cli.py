@@ -518,7 +518,7 @@ one = sb("--model=llama2-7b", "--replicas=1", "--rate=6", "--requests=200", "--n
 plain = sb("--model=llama2-7b", "--rate=6", "--requests=200", "--no-db", "--json")
 strip = lambda t: {k: v for k, v in json.loads(t).items() if k not in ("wall_s", "run_id")} if t else None
 check("--replicas=1 is the single server, bit for bit", one.returncode == 0 and strip(one.stdout) == strip(plain.stdout))
-for args, needle in ((["--replicas=0"], "--replicas=0"), (["--replicas=4:gpu-h100,4:gpu-a100"], "not implemented"),
+for args, needle in ((["--replicas=0"], "--replicas=0"), (["--replicas=4:gpu-h100,x:gpu-a100"], "expected N:HW"),
                      (["--replicas=2", "--router=random"], "unknown router 'random' (known: round-robin"),
                      (["--replicas=2", "--router-refresh=-1"], "--router-refresh=-1"),
                      (["--router=least-kv"], "applies to a fleet"), (["--router-refresh=5"], "applies to a fleet"),
@@ -529,6 +529,35 @@ for args, needle in ((["--replicas=0"], "--replicas=0"), (["--replicas=4:gpu-h10
     check(f"fleet bad input {' '.join(args)}: one line naming it, exit 2, nothing stored",
           r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and run_count(fdb) == 1,
           f"exit {r.returncode}: {r.stderr}")
+# A heterogeneous fleet behind round-robin is its replicas side by side: replica 0 (an H100) serves
+# the even requests exactly as one H100 alone serves them, replica 1 (an A100) the odd ones (a second
+# implementation of the same runs, row by row).
+import random
+rnd = random.Random(5)
+rows, t = [], 0.0
+for i in range(120):
+    t += rnd.expovariate(4.0)
+    rows.append((t, rnd.randint(20, 900), rnd.randint(1, 300)))
+def trace_of(sel, path):
+    write(path, "arrival_s,input_len,output_len\n" + "".join(f"{a:.6f},{i},{o}\n" for a, i, o in sel))
+    return path
+def finish_times(args, path):
+    out = os.path.join(td, "reqs.csv")
+    r = sb("--model=llama2-7b", f"--trace={path}", "--requests-out=" + out, "--no-db", *args)
+    if r.returncode != 0:
+        return None, r.stderr
+    with open(out) as f:
+        return [(float(x["arrival_s"]), float(x["finish_s"])) for x in csv.DictReader(f)], ""
+both, e1 = finish_times(["--replicas=1:gpu-h100,1:gpu-a100", "--router=round-robin"], trace_of(rows, os.path.join(td, "all.csv")))
+even, e2 = finish_times(["--hw=gpu-h100"], trace_of(rows[0::2], os.path.join(td, "even.csv")))
+odd, e3 = finish_times(["--hw=gpu-a100"], trace_of(rows[1::2], os.path.join(td, "odd.csv")))
+check("a heterogeneous fleet behind round-robin serves each request as its replica's GPU alone does",
+      both is not None and even is not None and odd is not None and
+      all(abs(both[k][1] - (even if k % 2 == 0 else odd)[k // 2][1]) < 1e-9 for k in range(len(rows))), e1 + e2 + e3)
+r = sb("--model=llama2-7b", "--replicas=2:gpu-h100,1:gpu-h200", "--requests=20", "--no-db")
+check("a fleet group of unknown hardware: exit 2, named", r.returncode == 2 and "gpu-h200" in r.stderr, r.stderr)
+r = sb("--model=llama2-7b", "--replicas=2:gpu-h100", "--hw=gpu-a100", "--requests=20", "--no-db")
+check("--hw beside a heterogeneous fleet: exit 2", r.returncode == 2 and "--hw" in r.stderr, r.stderr)
 r = sb("--model=gnmt", "--replicas=2", "--requests=20", "--no-db")
 check("a fleet of a node-level model: exit 2", r.returncode == 2 and "node-level" in r.stderr, r.stderr)
 

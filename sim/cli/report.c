@@ -102,6 +102,11 @@ static void report_fleet_json(FILE *f, const struct report_run *r)
 		double values[REPORT_REPLICA_FIELDS];
 		report_replica_fields(&res->replicas[i], names, values);
 		fputs(i ? ",{" : "{", f);
+		if (r->replica_hw) {
+			fputs("\"hw\":", f);
+			json_write_string(f, r->replica_hw[i]->label);
+			fputc(',', f);
+		}
 		for (int k = 0; k < REPORT_REPLICA_FIELDS; k++)
 			fprintf(f, "%s\"%s\":%.10g", k ? "," : "", names[k], values[k]);
 		fputc('}', f);

@@ -41,6 +41,7 @@ struct report_run {
 	double hw_error_median_pct, hw_error_p90_pct;   /* measured GPU: a layer's leave-one-row-out error (-1: unknown) */
 	const struct gpu_predicted_info *hw_predicted;  /* node-level on a measured GPU: its GEMMs predicted (else NULL) */
 	double router_refresh_ms;           /* a fleet's run (res->nreplicas > 0): the router's scrape interval */
+	const struct hw_model *const *replica_hw;   /* a heterogeneous fleet: [replicas] each one's hardware, else NULL */
 };
 
 /* The run's statistics as key/value rows (policy counters, tasks, mean batch

@@ -173,7 +173,8 @@ static int64_t eng_iter_ns(struct eng *e, const struct pol_task *t)
 	uint32_t emitting = 0;
 	for (uint32_t i = 0; i < t->nreq; i++)
 		emitting += pol_iter_emits(t, i);
-	return llm_cost_iter_ns(e->llm, t->nreq, t->tokens, t->context, emitting, t->pad_tokens, e->err, e->errlen);
+	struct llm_cost *cost = e->dev_llm ? e->dev_llm[t->device] : e->llm;
+	return llm_cost_iter_ns(cost, t->nreq, t->tokens, t->context, emitting, t->pad_tokens, e->err, e->errlen);
 }
 
 /* A graph batch's price (eng_latency_graph_ns), the last shape's kept. */
@@ -351,6 +352,11 @@ static void eng_teardown(struct eng *e)
 	}
 	eng_latency_destroy(e->lat);
 	llm_cost_destroy(e->llm);
+	for (uint32_t i = 0; e->dev_llm && i < e->c->workers; i++)
+		if (e->dev_llm[i] != e->llm && (i == 0 || e->c->replica_hw[i] != e->c->replica_hw[i - 1]))
+			llm_cost_destroy(e->dev_llm[i]);     /* a group's cost, once: its replicas stand together */
+	free(e->dev_llm);
+	free(e->replica_env);
 	evq_destroy(e->q);
 	trc_source_fini(&e->source);
 }
@@ -398,13 +404,19 @@ static int64_t eng_iter_estimate_ns(void *ctx, uint32_t n, const uint32_t *token
 
 int eng_llm_env(const struct eng_config *c, struct pol_env *env, struct llm_cost **cost, char *err, size_t errlen)
 {
+	return eng_llm_env_on(c, c->hw, env, cost, err, errlen);
+}
+
+int eng_llm_env_on(const struct eng_config *c, const struct hw_model *hw, struct pol_env *env, struct llm_cost **cost,
+                   char *err, size_t errlen)
+{
 	uint32_t max_tokens = env->max_batched_tokens ? env->max_batched_tokens : 1;
 	*cost = NULL;
 	if (env->block_size == 0) {
 		snprintf(err, errlen, "block size must be at least 1 token");
 		return -1;
 	}
-	if (llm_cost_create(c->hw, c->model, max_tokens, cost, err, errlen) != 0)
+	if (llm_cost_create(hw, c->model, max_tokens, cost, err, errlen) != 0)
 		return -1;
 	env->lat.iter_ns = eng_iter_estimate_ns;
 	env->lat.iter_ctx = *cost;
@@ -423,7 +435,7 @@ int eng_llm_env(const struct eng_config *c, struct pol_env *env, struct llm_cost
 	uint64_t blocks = (longest + env->block_size - 1) / env->block_size;
 	if (blocks > env->kv_blocks) {
 		snprintf(err, errlen, "the KV cache of hw %s (%llu blocks of %u tokens) cannot hold a request of %llu "
-		         "tokens (prompt and output)", c->hw->label, (unsigned long long)env->kv_blocks, env->block_size,
+		         "tokens (prompt and output)", hw->label, (unsigned long long)env->kv_blocks, env->block_size,
 		         (unsigned long long)longest);
 		goto fail;
 	}
@@ -432,6 +444,34 @@ fail:
 	llm_cost_destroy(*cost);
 	*cost = NULL;
 	return -1;
+}
+
+/* A heterogeneous fleet: each replica's env (its KV cache, its iteration
+ * estimates) and its device's prices, from its group's hardware; replicas of
+ * one group stand together in c->replica_hw and share one cost model. */
+static int eng_fleet_envs(struct eng *e, struct drv_config *dc, char *err, size_t errlen)
+{
+	const struct eng_config *c = e->c;
+	e->dev_llm = calloc(c->workers, sizeof *e->dev_llm);
+	e->replica_env = calloc(c->workers, sizeof *e->replica_env);
+	if (!e->dev_llm || !e->replica_env)
+		return err_memory(err, errlen, "out of memory setting up the fleet");
+	for (uint32_t i = 0; i < c->workers; i++) {
+		if (i > 0 && c->replica_hw[i] == c->replica_hw[i - 1]) {
+			e->dev_llm[i] = e->dev_llm[i - 1];
+			e->replica_env[i] = e->replica_env[i - 1];
+			continue;
+		}
+		e->replica_env[i] = dc->env;
+		if (c->replica_hw[i] == c->hw) {      /* the run's own model and estimates */
+			e->dev_llm[i] = e->llm;
+			continue;
+		}
+		if (eng_llm_env_on(c, c->replica_hw[i], &e->replica_env[i], &e->dev_llm[i], err, errlen) != 0)
+			return -1;
+	}
+	dc->replica_env = e->replica_env;
+	return 0;
 }
 
 int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_t errlen)
@@ -470,6 +510,8 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	dc.env.workers = c->workers;
 	dc.env.lat = eng_latency_estimates(e.lat);
 	if (m->is_llm && eng_llm_env(c, &dc.env, &e.llm, err, errlen) != 0)
+		goto fail;
+	if (m->is_llm && c->replica_hw && eng_fleet_envs(&e, &dc, err, errlen) != 0)
 		goto fail;
 	/* before the devices, so that a configuration the driver refuses allocates none */
 	if (drv_init(&e.drv, &dc, err, errlen) != 0)

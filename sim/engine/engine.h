@@ -50,6 +50,8 @@ struct eng_config {
 	                                       each its own policy and KV cache behind router (policies/fleet.h) */
 	const struct router_ops *router;
 	int64_t router_refresh_ns;          /* what the router sees is scraped this often (0: the state now) */
+	const struct hw_model *const *replica_hw;   /* a heterogeneous fleet: [replicas] each one's hardware, a
+	                                       group's together (hw is the first's), else NULL: hw for all */
 	int64_t sla_ns;
 	int keep_request_rows;              /* record per-request rows (for --requests-out / the db) */
 	int summary_only;                   /* the latency CDF is not wanted (drv_config) */
@@ -66,6 +68,9 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
  * NULL. */
 struct llm_cost;
 int eng_llm_env(const struct eng_config *c, struct pol_env *env, struct llm_cost **cost, char *err, size_t errlen);
+/* The same on hw (a heterogeneous fleet's group) instead of c->hw. */
+int eng_llm_env_on(const struct eng_config *c, const struct hw_model *hw, struct pol_env *env, struct llm_cost **cost,
+                   char *err, size_t errlen);
 
 /* The longest input length a run's requests can have (the trace's, or the
  * input-length distribution's largest value); 0 for a model without one. */

@@ -38,6 +38,9 @@ struct eng {
 	struct pol_driver drv;          /* the policy, its bookkeeping and the run's counters */
 	struct eng_latency *lat;
 	struct llm_cost *llm;           /* LLM models: an iteration's time */
+	struct llm_cost **dev_llm;      /* a heterogeneous fleet: [device] its replica's prices (a group's shared;
+	                                 * llm where the group's hardware is the run's), else NULL */
+	struct pol_env *replica_env;    /* a heterogeneous fleet: [replica] its env, for the driver */
 	const int64_t *node_ns;         /* lat's device table of node latencies, [type * node_stride + cells] */
 	uint8_t *seg_on_p;              /* [segment]: a node's price changes pass by pass (eng_latency_step_on_p) */
 	const uint8_t *by_members;      /* lat's: [type * node_stride + cells] priced at its members' own lengths */
