@@ -60,6 +60,9 @@ struct pol_request {
 	int64_t last_token_ns;       /* LLM models: ... and its latest token */
 	uint32_t in_flight;          /* 1 while a task containing it runs */
 	uint32_t replica;            /* a fleet's run: the replica its router placed it on (fleet.h) */
+	uint32_t prefix_len;         /* LLM: its first prefix_len prompt tokens are the shared prefix prefix_id's */
+	uint64_t prefix_id;          /* (a system prompt, a conversation so far; 0: none), which a prefix cache
+	                              * may hold for it (policies/llm/prefix_cache.h) */
 	uint32_t node_type_cache;    /* node type at next_node (kept by the caller) */
 	uint32_t cells_cache;        /* cells at next_node: 1, or a tree level's width (kept by the caller) */
 	uint64_t span_end_cache;     /* end of the segment span holding next_node (mdl_locate_span; kept by the caller) */
@@ -163,6 +166,7 @@ struct pol_env {
 	uint64_t kv_blocks;              /* KV cache blocks a device holds: its memory less the weights, in blocks */
 	uint64_t longest_request_tokens; /* the run's largest prompt + output (from the trace or the length limits) */
 	int64_t ttft_slo_ns, tpot_slo_ns;/* --ttft-slo, --tpot-slo (0: none) */
+	int prefix_cache;                /* --prefix-cache: full KV blocks are kept and shared across requests */
 	struct pol_latency lat;
 };
 

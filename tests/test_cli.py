@@ -561,6 +561,42 @@ check("--hw beside a heterogeneous fleet: exit 2", r.returncode == 2 and "--hw" 
 r = sb("--model=gnmt", "--replicas=2", "--requests=20", "--no-db")
 check("a fleet of a node-level model: exit 2", r.returncode == 2 and "node-level" in r.stderr, r.stderr)
 
+# ---- the prefix cache (issue 35): a trace's prefix columns, hits worked out from the trace ----
+# 400 requests, each one of 4 system prompts of 1000 tokens and a question of its own: with 16-token
+# blocks a prompt's first 62 blocks (992 tokens) are its system prompt's; the 63rd holds its question
+# too. Nothing is evicted (the H100's cache holds every prompt), so every request but each system
+# prompt's first finds its 62 cached: hits 62 x 396; blocks asked, each prompt's full blocks.
+prnd = random.Random(3)
+pt, prows = 0.0, []
+for i in range(400):
+    pt += prnd.expovariate(8.0)
+    prows.append((pt, 1000 + prnd.randint(20, 200), prnd.randint(20, 200), prnd.randint(1, 4)))
+ptrace = os.path.join(td, "prefix.csv")
+write(ptrace, "arrival_s,input_len,output_len,prefix_id,prefix_len\n" +
+      "".join(f"{a:.6f},{i},{o},{p},1000\n" for a, i, o, p in prows))
+pj = {}
+for pc in ("on", "off"):
+    r = sb("--model=llama2-7b", f"--trace={ptrace}", f"--prefix-cache={pc}", "--no-db", "--json")
+    pj[pc] = json.loads(r.stdout) if r.returncode == 0 else {}
+ps = pj["on"].get("policy_stats", {})
+firsts = len({p for _, _, _, p in prows})
+check("prefix cache: hits and blocks asked as the trace gives them", ps.get("prefix_hit_blocks") == 62 * (400 - firsts)
+      and ps.get("prefix_queried_blocks") == sum(i // 16 for _, i, _, _ in prows) and ps.get("prefix_evictions") == 0, ps)
+check("prefix cache: cached system prompts shorten TTFT; off, nothing is asked of a cache",
+      pj["on"]["ttft_ms"]["mean"] < pj["off"]["ttft_ms"]["mean"] and
+      "prefix_hit_blocks" not in pj["off"].get("policy_stats", {}), (pj["on"].get("ttft_ms"), pj["off"].get("ttft_ms")))
+for body, needle in (("0.1,100,10,7,200\n", "prefix.csv:2: prefix_len 200 must be at most input_len 100"),
+                     ("0.1,100,10,7,0\n", "prefix.csv:2:"), ("0.1,100,10,x,5\n", "prefix.csv:2: prefix_id"),
+                     ("0.1,100,10\n", "prefix.csv:2: expected 5 fields")):
+    bad = os.path.join(td, "badp", "prefix.csv")
+    os.makedirs(os.path.dirname(bad), exist_ok=True)
+    write(bad, "arrival_s,input_len,output_len,prefix_id,prefix_len\n" + body)
+    r = sb("--model=llama2-7b", f"--trace={bad}", "--no-db")
+    check(f"bad prefix columns {body.strip()}: one line, exit 2", r.returncode == 2 and needle in r.stderr and
+          len(r.stderr.strip().splitlines()) == 1, r.stderr)
+r = sb("--model=llama2-7b", "--prefix-cache=maybe", "--requests=10", "--no-db")
+check("--prefix-cache=maybe: exit 2", r.returncode == 2 and "on or off" in r.stderr, r.stderr)
+
 # ---- the exit status comes from the failure's kind, not from words in the message (issue 33) ----
 for args in (["--model=out of memory"], ["--trace=" + os.path.join(td, "read error.csv")],
              ["--input-len=file:" + os.path.join(td, "error writing")]):

@@ -96,8 +96,16 @@ static void wrap_fini(struct pol_state *st)
 	wrap.inner->fini(st);
 }
 
+static int run_prefix_cache;                  /* the next run_trace's --prefix-cache */
+static const uint64_t *run_prefix_id;         /* [request] its shared prefix (NULL: none) ... */
+static const uint32_t *run_prefix_len;        /* ... over this many prompt tokens */
+
 static void wrap_arrival(struct pol_state *st, struct pol_request *r, int64_t now)
 {
+	if (run_prefix_id) {          /* as a trace's prefix columns give them */
+		r->prefix_id = run_prefix_id[r->id];
+		r->prefix_len = run_prefix_len[r->id];
+	}
 	if (r->id < 4096)
 		wrap.output_len[r->id] = r->output_len;
 	wrap.inner->on_arrival(st, r, now);
@@ -184,7 +192,7 @@ static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_
 	static struct test_knobs knobs;
 	c.env = (struct pol_env){ .max_batch = 4, .max_batched_tokens = budget, .block_size = 4, .sla_ns = 1000 * MS,
 	                          .tpot_slo_ns = run_tpot_slo_ns, .ttft_slo_ns = run_ttft_slo_ns,
-	                          .params = test_knobs(&knobs, p) };
+	                          .params = test_knobs(&knobs, p), .prefix_cache = run_prefix_cache };
 	if (run_window_ns)
 		test_knob(&knobs, "window", "%.17g", run_window_ns * 1e-6);
 	char err[256];
@@ -485,6 +493,102 @@ static void test_roofline_iteration(void **state)
 	mdl_free(m);
 }
 
+/* ---- the prefix cache (vLLM V1's automatic prefix caching), by hand ----
+ * Blocks of 4 tokens, 1 ms iterations, one output token each so a request
+ * is one prefill. P and Q are shared prefixes of 8 tokens (2 blocks).
+ *   r0 at 0: 12 tokens, P's first 8 -> computes 12; its blocks P0, P1 and
+ *            its own third enter the cache, evictable when it ends at 1
+ *   r1 at 2: 10 tokens, P -> P0, P1 hit: computes 2 on a cache of 8
+ *   r2 at 4:  8 tokens, P -> its whole prompt is cached, but one token is
+ *            always computed: P1 is not used, 4 computed on P0's 4
+ *   r3 at 6: 12 tokens, Q -> nothing cached: 12 on 0
+ * Blocks asked (full blocks of each prompt) 3 + 2 + 2 + 3 = 10; hit 2 + 1. */
+static void test_prefix_hits(void **state)
+{
+	(void)state;
+	struct mdl_model *m = tiny();
+	double arr[4] = { 0, 0.002, 0.004, 0.006 };
+	uint32_t in[4] = { 12, 10, 8, 12 }, out[4] = { 1, 1, 1, 1 }, len[4] = { 8, 8, 8, 8 };
+	uint64_t id[4] = { 11, 11, 11, 22 };
+	run_prefix_cache = 1;
+	run_prefix_id = id;
+	run_prefix_len = len;
+	struct drv_result r;
+	run_trace(&continuous_policy_ops, m, 1000, 64, arr, in, out, 4, &r);
+	check_iter(0, 0, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 12 }, (uint32_t[]){ 0 });
+	check_iter(1, 2, 1, (uint64_t[]){ 1 }, (uint32_t[]){ 2 }, (uint32_t[]){ 8 });
+	check_iter(2, 4, 1, (uint64_t[]){ 2 }, (uint32_t[]){ 4 }, (uint32_t[]){ 4 });
+	check_iter(3, 6, 1, (uint64_t[]){ 3 }, (uint32_t[]){ 12 }, (uint32_t[]){ 0 });
+	assert_int_equal(stat_of(&r, "prefix_queried_blocks"), 10);
+	assert_int_equal(stat_of(&r, "prefix_hit_blocks"), 3);
+	drv_result_free(&r);
+	/* off: every request computes its whole prompt */
+	run_prefix_cache = 0;
+	run_trace(&continuous_policy_ops, m, 1000, 64, arr, in, out, 4, &r);
+	check_iter(1, 2, 1, (uint64_t[]){ 1 }, (uint32_t[]){ 10 }, (uint32_t[]){ 0 });
+	drv_result_free(&r);
+	run_prefix_id = NULL;
+	run_prefix_len = NULL;
+	mdl_free(m);
+}
+
+/* Eviction, least recently released first, never of a block a request holds.
+ * A cache of 8 blocks of 4 tokens; A and B are prefixes of 8 tokens.
+ *   r0 at 0: 8 tokens of A -> A0, A1 cached; released at 1 (A1, then A0)
+ *   r1 at 2: 8 tokens of B -> B0, B1 cached; released at 3. 4 blocks free
+ *   r2 at 4: 24 tokens of its own needs 6: A1 and A0, the least recent, go
+ *   r3 at 6: 9 tokens, B's 8 first -> B0, B1 hit (now held: not evictable)
+ *            though older than r2's blocks: its one more block evicts r2's
+ *            last, the least recent left: 1 computed on 8
+ *   r4 at 8: 9 tokens, A's first -> A was evicted: 9 on 0; it needs 3
+ *            blocks and r3's own third is free: 2 more of r2's evicted
+ * Evictions 2 + 1 + 2; hits 2 of 2 + 2 + 6 + 2 + 2 blocks. */
+static void test_prefix_eviction_lru(void **state)
+{
+	(void)state;
+	struct mdl_model *m = tiny();
+	double arr[5] = { 0, 0.002, 0.004, 0.006, 0.008 };
+	uint32_t in[5] = { 8, 8, 24, 9, 9 }, out[5] = { 1, 1, 1, 1, 1 }, len[5] = { 8, 8, 0, 8, 8 };
+	uint64_t id[5] = { 1, 2, 0, 2, 1 };
+	run_prefix_cache = 1;
+	run_prefix_id = id;
+	run_prefix_len = len;
+	struct drv_result r;
+	run_trace(&continuous_policy_ops, m, 8, 64, arr, in, out, 5, &r);
+	check_iter(3, 6, 1, (uint64_t[]){ 3 }, (uint32_t[]){ 1 }, (uint32_t[]){ 8 });
+	check_iter(4, 8, 1, (uint64_t[]){ 4 }, (uint32_t[]){ 9 }, (uint32_t[]){ 0 });
+	assert_int_equal(stat_of(&r, "prefix_evictions"), 5);
+	assert_int_equal(stat_of(&r, "prefix_hit_blocks"), 2);
+	assert_int_equal(stat_of(&r, "prefix_queried_blocks"), 14);
+	drv_result_free(&r);
+	run_prefix_cache = 0;
+	run_prefix_id = NULL;
+	run_prefix_len = NULL;
+	mdl_free(m);
+}
+
+/* test_cache_fills_and_preempts with the prefix cache: B's two computed
+ * blocks stay cached when it is preempted at 3; A's third block evicts the
+ * least recent, B's second (released deepest first); at 4 B finds its first
+ * block still cached and computes 5 tokens on it, not 9 on nothing. */
+static void test_prefix_survives_preemption(void **state)
+{
+	(void)state;
+	struct mdl_model *m = tiny();
+	double arr[2] = { 0, 0 };
+	uint32_t in[2] = { 6, 6 }, out[2] = { 4, 4 };
+	run_prefix_cache = 1;
+	struct drv_result r;
+	run_trace(&continuous_policy_ops, m, 4, 16, arr, in, out, 2, &r);
+	run_prefix_cache = 0;
+	check_iter(3, 3, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 1 }, (uint32_t[]){ 8 });
+	check_iter(4, 4, 1, (uint64_t[]){ 1 }, (uint32_t[]){ 5 }, (uint32_t[]){ 4 });
+	assert_int_equal(stat_of(&r, "preemptions"), 1);
+	assert_int_equal(stat_of(&r, "prefix_hit_blocks"), 1);
+	drv_result_free(&r);
+	mdl_free(m);
+}
+
 /* ---- a fleet: two replicas behind each router, worked out by hand ----
  * Continuous batching, 1 ms iterations, room for all. Five requests: r0 (20
  * prompt tokens, 4 output) at 0; r1 (4, 1) at 0.5 ms; r2 (4, 2) at 1.2; r3
@@ -563,6 +667,9 @@ int main(void)
 		cmocka_unit_test(test_slo_holds_chunks_to_tpot),
 		cmocka_unit_test(test_roofline_iteration),
 		cmocka_unit_test(test_fleet_routers),
+		cmocka_unit_test(test_prefix_hits),
+		cmocka_unit_test(test_prefix_eviction_lru),
+		cmocka_unit_test(test_prefix_survives_preemption),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

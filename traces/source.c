@@ -33,6 +33,10 @@ static void trc_source_draw_lengths(struct trc_source *s, struct trc_request *ou
 		size_t row = gsl_rng_uniform_int(s->rng_lengths, c->trace->n);
 		out->input_len = c->trace->input_len[row];
 		out->output_len = c->trace->output_len[row];
+		if (c->trace->prefix_id) {
+			out->prefix_id = c->trace->prefix_id[row];
+			out->prefix_len = c->trace->prefix_len[row];
+		}
 	} else {
 		out->input_len = c->input_len ? trc_lengths_draw(c->input_len, s->rng_lengths) : 0;
 		out->output_len = c->output_len ? trc_lengths_draw(c->output_len, s->rng_lengths) : 0;
@@ -58,6 +62,10 @@ int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, si
 		double at_s = c->trace_speedup > 0 ? c->trace->arrival_s[id] / c->trace_speedup : c->trace->arrival_s[id];
 		*out = (struct trc_request){ .id = id, .arrival_ns = (int64_t)(at_s * 1e9 + 0.5),
 		                             .input_len = c->trace->input_len[id], .output_len = c->trace->output_len[id] };
+		if (c->trace->prefix_id) {
+			out->prefix_id = c->trace->prefix_id[id];
+			out->prefix_len = c->trace->prefix_len[id];
+		}
 	} else {
 		if (id > 0) {
 			if (s->gaps_used == TRC_GAP_BLOCK) {

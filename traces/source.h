@@ -46,6 +46,8 @@ struct trc_request {
 	uint64_t id;                             /* 0-based, in arrival order */
 	int64_t arrival_ns;
 	uint32_t input_len, output_len;
+	uint64_t prefix_id;                      /* its prompt's first prefix_len tokens are this shared prefix's */
+	uint32_t prefix_len;                     /* (0: none; a trace's prefix columns) */
 };
 
 /* Gaps are drawn TRC_GAP_BLOCK at a time: the draws (a logarithm each) do

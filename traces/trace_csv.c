@@ -21,6 +21,7 @@
 #include <string.h>
 
 #define TRC_TRACE_HEADER "arrival_s,input_len,output_len"
+#define TRC_PREFIX_HEADER TRC_TRACE_HEADER ",prefix_id,prefix_len"
 /* The Azure LLM inference trace 2023 (Splitwise; DESIGN.md section 3b):
  * wall-clock timestamps, prompt and output tokens, CRLF line ends. */
 #define TRC_AZURE_HEADER "TIMESTAMP,ContextTokens,GeneratedTokens"
@@ -45,6 +46,16 @@ static int trc_trace_grow(struct trc_trace *t, size_t *cap)
 	if (!outl)
 		return -1;
 	t->output_len = outl;
+	if (t->prefix_id) {
+		uint64_t *pid = realloc(t->prefix_id, ncap * sizeof *pid);
+		if (!pid)
+			return -1;
+		t->prefix_id = pid;
+		uint32_t *plen = realloc(t->prefix_len, ncap * sizeof *plen);
+		if (!plen)
+			return -1;
+		t->prefix_len = plen;
+	}
 	*cap = ncap;
 	return 0;
 }
@@ -202,6 +213,12 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 		if (!seen_header) {
 			if (strcmp(s, TRC_AZURE_HEADER) == 0) {
 				format = TRC_FORMAT_AZURE;
+			} else if (strcmp(s, TRC_PREFIX_HEADER) == 0) {
+				/* the prefix columns: their arrays grow with the others (a first, empty allocation here) */
+				t->prefix_id = malloc(sizeof *t->prefix_id);
+				t->prefix_len = malloc(sizeof *t->prefix_len);
+				if (!t->prefix_id || !t->prefix_len)
+					goto oom;
 			} else if (strcmp(s, TRC_TRACE_HEADER) != 0) {
 				snprintf(err, errlen, "%s:%lu: expected header '" TRC_TRACE_HEADER "' (or the Azure LLM "
 				         "trace's '" TRC_AZURE_HEADER "'), got '%.60s'", path, lineno, s);
@@ -210,11 +227,12 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			seen_header = 1;
 			continue;
 		}
-		char *f[4];
-		size_t nf = txt_split(s, ',', f, 4);
-		if (nf != 3) {
-			snprintf(err, errlen, "%s:%lu: expected 3 fields (%s), got %zu", path, lineno,
-			         format == TRC_FORMAT_AZURE ? TRC_AZURE_HEADER : TRC_TRACE_HEADER, nf);
+		char *f[6];
+		size_t nf = txt_split(s, ',', f, 6), want = t->prefix_id ? 5 : 3;
+		if (nf != want) {
+			snprintf(err, errlen, "%s:%lu: expected %zu fields (%s), got %zu", path, lineno, want,
+			         format == TRC_FORMAT_AZURE ? TRC_AZURE_HEADER : t->prefix_id ? TRC_PREFIX_HEADER
+			         : TRC_TRACE_HEADER, nf);
 			goto fail;
 		}
 		double arrival_s;
@@ -241,6 +259,24 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 		t->arrival_s[t->n] = arrival_s;
 		t->input_len[t->n] = in;
 		t->output_len[t->n] = outl;
+		if (t->prefix_id) {
+			uint64_t pid;
+			uint32_t plen;
+			if (txt_parse_uint(f[3], UINT64_MAX, &pid) != 0) {
+				snprintf(err, errlen, "%s:%lu: prefix_id must be a non-negative integer (0: none), got '%.40s'", path,
+				         lineno, f[3]);
+				goto fail;
+			}
+			if (trc_trace_length(path, lineno, "prefix_len", f[4], &plen, err, errlen) != 0)
+				goto fail;
+			if (plen > in || (plen > 0) != (pid > 0)) {
+				snprintf(err, errlen, "%s:%lu: prefix_len %u must be at most input_len %u, and given exactly when "
+				         "prefix_id is (0 and 0: no shared prefix)", path, lineno, plen, in);
+				goto fail;
+			}
+			t->prefix_id[t->n] = pid;
+			t->prefix_len[t->n] = plen;
+		}
 		t->n++;
 	}
 	if (got < 0)
@@ -272,5 +308,7 @@ void trc_trace_free(struct trc_trace *t)
 	free(t->arrival_s);
 	free(t->input_len);
 	free(t->output_len);
+	free(t->prefix_id);
+	free(t->prefix_len);
 	free(t);
 }

@@ -82,9 +82,13 @@ struct trc_trace {
 	double *arrival_s;      /* non-decreasing */
 	uint32_t *input_len;
 	uint32_t *output_len;
+	uint64_t *prefix_id;    /* the prefix columns, when the trace has them (else NULL): each prompt's */
+	uint32_t *prefix_len;   /* first prefix_len tokens are shared prefix prefix_id's (0: none) */
 };
 
 /* Loads "arrival_s,input_len,output_len" CSV (header required, # comments,
+ * or with two more columns, ",prefix_id,prefix_len": the prompt's first
+ * prefix_len tokens are shared prefix prefix_id's, 0 none, for a prefix cache;
  * arrival times non-decreasing, lengths non-negative integers up to
  * TRC_LENGTH_LIMIT), or the Azure LLM inference trace format (header
  * "TIMESTAMP,ContextTokens,GeneratedTokens"; timestamps "YYYY-MM-DD

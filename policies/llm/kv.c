@@ -8,8 +8,10 @@
 void llm_sched_fini(struct pol_state *st)
 {
 	struct llm_sched *s = (struct llm_sched *)st;
-	for (uint32_t i = 0; s->devs && i < s->ndevs; i++)
+	for (uint32_t i = 0; s->devs && i < s->ndevs; i++) {
 		free(s->devs[i].running);
+		pc_fini(&s->devs[i].pc);
+	}
 	free(s->devs);
 	s->devs = NULL;
 }
@@ -38,12 +40,16 @@ int llm_sched_init(struct llm_sched *s, const struct pol_env *env, const char *n
 	s->block_size = env->block_size;
 	s->kv_blocks = env->kv_blocks;
 	s->ndevs = env->workers ? env->workers : 1;
+	s->prefix_cache = env->prefix_cache && !h->build;
 	s->devs = calloc(s->ndevs, sizeof *s->devs);
 	for (uint32_t i = 0; s->devs && i < s->ndevs; i++) {
 		s->devs[i].free_blocks = env->kv_blocks;
 		s->devs[i].running = calloc(s->max_seqs, sizeof *s->devs[i].running);
-		if (!s->devs[i].running)
+		if (!s->devs[i].running || (s->prefix_cache && pc_init(&s->devs[i].pc, env->kv_blocks) != 0)) {
+			free(s->devs[i].running);
+			s->devs[i].running = NULL;
 			break;
+		}
 	}
 	if (!s->devs || !s->devs[s->ndevs - 1].running) {
 		llm_sched_fini((struct pol_state *)s);
@@ -60,11 +66,15 @@ void llm_sched_on_arrival(struct pol_state *st, struct pol_request *r, int64_t n
 	pol_fifo_push(&((struct llm_sched *)st)->waiting, r);
 }
 
-/* Frees a finished or preempted request's blocks and takes it off the running list. */
-static void llm_release(struct llm_device *d, uint32_t i)
+/* Frees a finished or preempted request's blocks and takes it off the
+ * running list; the ones in the prefix cache stay there, evictable once no
+ * request holds them. */
+static void llm_release(const struct llm_sched *s, struct llm_device *d, uint32_t i)
 {
 	struct pol_request *r = d->running[i];
-	d->free_blocks += r->pol_word[1];
+	d->free_blocks += llm_own_blocks(r);
+	if (s->prefix_cache)
+		pc_release(&d->pc, r, s->block_size, (uint32_t)llm_cached_blocks(r));
 	r->pol_word[0] = r->pol_word[1] = 0;
 	for (uint32_t j = i + 1; j < d->nrunning; j++)
 		d->running[j - 1] = d->running[j];
@@ -76,11 +86,19 @@ void llm_sched_on_task_done(struct pol_state *st, const struct pol_task *t, int6
 	(void)now_ns;
 	struct llm_sched *s = (struct llm_sched *)st;
 	struct llm_device *d = &s->devs[t->device];
-	for (uint32_t i = 0; i < t->nreq; i++)
-		t->reqs[i]->pol_word[0] += t->tokens[i];
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		struct pol_request *r = t->reqs[i];
+		r->pol_word[0] += t->tokens[i];
+		/* its blocks filled this iteration enter the prefix cache (one already there: r's copy freed) */
+		for (uint64_t j = llm_cached_blocks(r); s->prefix_cache && j < r->pol_word[0] / s->block_size; j++) {
+			if (!pc_enter(&d->pc, r, s->block_size, (uint32_t)j))
+				d->free_blocks++;
+			r->pol_word[1] += ((uint64_t)1 << 32) - 1;     /* one block own -> cached */
+		}
+	}
 	for (uint32_t i = d->nrunning; i-- > 0;)
 		if (pol_req_done(d->running[i]))
-			llm_release(d, i);
+			llm_release(s, d, i);
 	if (s->hooks->after_task)
 		s->hooks->after_task(s, d);
 }
@@ -89,13 +107,36 @@ void llm_sched_on_task_done(struct pol_state *st, const struct pol_task *t, int6
 static void llm_schedule(const struct llm_sched *s, struct llm_device *d, struct pol_task *t, struct pol_request *r,
                          uint32_t tokens)
 {
-	uint64_t want = llm_blocks_for(s, r->pol_word[0] + tokens) - r->pol_word[1];
+	uint64_t want = llm_blocks_for(s, r->pol_word[0] + tokens) - llm_held_blocks(r);
 	d->free_blocks -= want;
 	r->pol_word[1] += want;
 	t->reqs[t->nreq] = r;
 	t->tokens[t->nreq] = tokens;
 	t->context[t->nreq] = (uint32_t)r->pol_word[0];
 	t->nreq++;
+}
+
+/* Frees blocks until want are free, evicting cached blocks no request holds,
+ * least recently released first: whether there are want free now. */
+static int llm_room(const struct llm_sched *s, struct llm_device *d, uint64_t want)
+{
+	while (d->free_blocks < want && s->prefix_cache && pc_evict(&d->pc))
+		d->free_blocks++;
+	return d->free_blocks >= want;
+}
+
+/* A waiting request's cached start: the leading blocks the prefix cache
+ * holds for it, at most all but its last token's (one token is always
+ * computed, as vLLM does), counted for the hit rate. */
+static uint32_t llm_cached_start(struct llm_sched *s, struct llm_device *d, const struct pol_request *r,
+                                 uint32_t *evictable_hits)
+{
+	*evictable_hits = 0;
+	if (!s->prefix_cache)
+		return 0;
+	uint64_t target = pol_llm_target(r);
+	uint32_t h = pc_lookup(&d->pc, r, s->block_size, (uint32_t)((target - 1) / s->block_size), evictable_hits);
+	return h;
 }
 
 int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, struct pol_task *t, int64_t *wake_ns)
@@ -105,7 +146,7 @@ int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, s
 	struct llm_device *d = &s->devs[device];
 	if (h->build) {
 		int got = h->build(s, d, now_ns, t, wake_ns);
-		t->kv_blocks_held = s->kv_blocks - d->free_blocks;
+		t->kv_blocks_held = llm_blocks_used(s, d);
 		return got;
 	}
 	uint32_t budget = s->max_tokens;
@@ -127,13 +168,13 @@ int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, s
 		/* pass 1 holds every running request, or (decodes_first) the prompts: a decode's one token is not cut */
 		if (h->chunk_limit && pass == 1 && (tokens = h->chunk_limit(s, t, r, tokens)) == 0)
 			break;
-		uint64_t want = llm_blocks_for(s, r->pol_word[0] + tokens) - r->pol_word[1];
-		if (h->decodes_first && pass == 1 && want > d->free_blocks)
+		uint64_t want = llm_blocks_for(s, r->pol_word[0] + tokens) - llm_held_blocks(r);
+		if (h->decodes_first && pass == 1 && want > d->free_blocks + d->pc.evictable)
 			break;                  /* a prompt's chunk waits: it never preempts decodes already planned */
-		while (want > d->free_blocks && d->nrunning > i) {
+		while (!llm_room(s, d, want) && d->nrunning > i) {
 			/* the request admitted last gives its blocks back and waits again, to be recomputed */
 			struct pol_request *victim = d->running[d->nrunning - 1];
-			llm_release(d, d->nrunning - 1);
+			llm_release(s, d, d->nrunning - 1);
 			pol_fifo_push_front(&s->waiting, victim);
 			s->preemptions++;
 			preempted = 1;
@@ -147,21 +188,37 @@ int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, s
 	/* 2. waiting requests, when nothing had to give way */
 	while (!preempted && s->waiting.head && d->nrunning < s->max_seqs && budget > 0) {
 		struct pol_request *prev = NULL, *r = h->admit_next ? h->admit_next(s, now_ns, &prev) : s->waiting.head;
-		uint64_t need = pol_llm_target(r);      /* nothing cached while waiting */
+		/* its leading blocks the prefix cache holds need not be computed again */
+		uint32_t evictable_hits, hits = llm_cached_start(s, d, r, &evictable_hits);
+		uint64_t start = (uint64_t)hits * s->block_size;
+		uint64_t need = pol_llm_target(r) - start;
 		if (!h->chunked && need > budget)
 			break;
 		uint32_t tokens = need < budget ? (uint32_t)need : budget;
-		if (h->chunk_limit && (tokens = h->chunk_limit(s, t, r, tokens)) == 0)
+		r->pol_word[0] = start;                 /* the chunk limit prices its tokens on what is cached */
+		if (h->chunk_limit && (tokens = h->chunk_limit(s, t, r, tokens)) == 0) {
+			r->pol_word[0] = 0;
 			break;
-		if (llm_blocks_for(s, tokens) > d->free_blocks)
+		}
+		uint64_t want = llm_blocks_for(s, start + tokens) - hits;
+		if (want > d->free_blocks + d->pc.evictable - evictable_hits) {
+			r->pol_word[0] = 0;
 			break;
+		}
+		if (s->prefix_cache) {
+			pc_take(&d->pc, r, s->block_size, hits);
+			r->pol_word[1] = (uint64_t)hits << 32;
+			d->pc.queried_blocks += pol_llm_target(r) / s->block_size;
+			d->pc.hit_blocks += hits;
+			llm_room(s, d, want);
+		}
 		pol_fifo_unlink(&s->waiting, prev, r);
 		d->running[d->nrunning++] = r;
 		llm_schedule(s, d, t, r, tokens);
 		budget -= tokens;
 	}
 	llm_note_peak(s, d);
-	t->kv_blocks_held = s->kv_blocks - d->free_blocks;
+	t->kv_blocks_held = llm_blocks_used(s, d);
 	return t->nreq > 0;
 }
 
@@ -172,12 +229,21 @@ size_t llm_sched_stats(const struct pol_state *st, struct pol_stat *out, size_t 
 	for (uint32_t i = 0; i < s->ndevs; i++)
 		if (s->devs[i].peak_blocks > peak)
 			peak = s->devs[i].peak_blocks;
+	uint64_t queried = 0, hits = 0, evictions = 0;
+	for (uint32_t i = 0; i < s->ndevs; i++) {
+		queried += s->devs[i].pc.queried_blocks;
+		hits += s->devs[i].pc.hit_blocks;
+		evictions += s->devs[i].pc.evictions;
+	}
 	struct pol_stat all[] = {
 		{ "preemptions", (double)s->preemptions },
 		{ "kv_peak_fraction", (double)peak / (double)s->kv_blocks },
 		{ "kv_blocks", (double)s->kv_blocks },
+		{ "prefix_queried_blocks", (double)queried },
+		{ "prefix_hit_blocks", (double)hits },
+		{ "prefix_evictions", (double)evictions },
 	};
-	size_t n = sizeof all / sizeof all[0];
+	size_t n = s->prefix_cache ? sizeof all / sizeof all[0] : 3;
 	if (n > max)
 		n = max;
 	for (size_t i = 0; i < n; i++)

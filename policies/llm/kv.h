@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include "../fifo.h"
 #include "../policy.h"
+#include "prefix_cache.h"
 
 /* One device's share: its KV cache and the requests running on it. */
 struct llm_device {
@@ -46,6 +47,7 @@ struct llm_device {
 	uint32_t batch_size;             /* a policy that runs whole batches (static): the members the running
 	                                  * batch started with (0: none) ... */
 	uint64_t batch_blocks;           /* ... and the blocks it reserved for them */
+	struct prefix_cache pc;          /* with a prefix cache: the device's full blocks, shared and evictable */
 };
 
 struct llm_sched;
@@ -76,6 +78,7 @@ struct llm_sched {
 	uint32_t ndevs;
 	struct pol_fifo waiting;         /* arrivals, and preempted requests at the head: shared by the devices */
 	uint64_t preemptions;
+	int prefix_cache;                /* --prefix-cache (not with a whole-iteration builder: static) */
 };
 
 /* Checks env (a KV cache, and without chunking a budget that holds the
@@ -83,6 +86,16 @@ struct llm_sched {
  * 0, or -1 with err (s then holds nothing to free). */
 int llm_sched_init(struct llm_sched *s, const struct pol_env *env, const char *name, const struct llm_hooks *h,
                    char *err, size_t errlen);
+
+/* A request's KV blocks (pol_word[1]): its own, and those it holds in the
+ * prefix cache (its leading full blocks, shared or not). pol_word[0] is the
+ * tokens its cache holds. */
+static inline uint64_t llm_own_blocks(const struct pol_request *r) { return r->pol_word[1] & 0xffffffffu; }
+static inline uint64_t llm_cached_blocks(const struct pol_request *r) { return r->pol_word[1] >> 32; }
+static inline uint64_t llm_held_blocks(const struct pol_request *r)
+{
+	return llm_own_blocks(r) + llm_cached_blocks(r);
+}
 
 /* The pol_ops callbacks of every LLM policy (st is a state that begins with struct llm_sched). */
 void llm_sched_fini(struct pol_state *st);
@@ -97,11 +110,17 @@ static inline uint64_t llm_blocks_for(const struct llm_sched *s, uint64_t tokens
 	return (tokens + s->block_size - 1) / s->block_size;
 }
 
+/* d's blocks in use: not free, and not a cached block no request holds (evictable, as vLLM counts it). */
+static inline uint64_t llm_blocks_used(const struct llm_sched *s, const struct llm_device *d)
+{
+	return s->kv_blocks - d->free_blocks - d->pc.evictable;
+}
+
 /* Records d's blocks in use as its peak when they are. */
 static inline void llm_note_peak(const struct llm_sched *s, struct llm_device *d)
 {
-	if (s->kv_blocks - d->free_blocks > d->peak_blocks)
-		d->peak_blocks = s->kv_blocks - d->free_blocks;
+	if (llm_blocks_used(s, d) > d->peak_blocks)
+		d->peak_blocks = llm_blocks_used(s, d);
 }
 
 #endif

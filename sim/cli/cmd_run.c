@@ -75,6 +75,8 @@ static const struct opt_def run_opts_tail[] = {
 	{ "block-size", OPT_UINT, "16", 1, 65536, 0, "LLM: tokens a KV cache block holds (vLLM's default 16)" },
 	{ "ttft-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-to-first-token SLO in ms, for goodput (default: none)" },
 	{ "tpot-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-per-output-token SLO in ms, for goodput (default: none)" },
+	{ "prefix-cache", OPT_STR, "on", 0, 0, 0, "LLM: on (vLLM V1's default): full KV blocks stay cached and are "
+	  "shared by requests with the same prefix, evicted least recently used; off: every request computes all" },
 	{ "over-context", OPT_STR, "refuse", 0, 0, 0, "LLM: trace rows beyond the model's context: refuse (exit 2), or "
 	  "drop them as a server rejects them" },
 	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database" },
@@ -398,7 +400,7 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 	const char *trace_path = opt_str(o, "trace");
 	/* options that would be ignored are refused: a run does what its options say */
 	static const char *const llm_only[] = { "max-batched-tokens", "max-seqs", "block-size", "ttft-slo", "tpot-slo",
-	                                        "over-context" };
+	                                        "over-context", "prefix-cache" };
 	for (size_t i = 0; !j->model->is_llm && i < sizeof llm_only / sizeof llm_only[0]; i++)
 		if (opt_given(o, llm_only[i])) {
 			snprintf(err, errlen, "--%s applies to an LLM; model %s is node-level", llm_only[i], j->model->name);
@@ -478,6 +480,10 @@ static int run_check_llm_lengths(struct run_job *j, char *err, size_t errlen)
 			t->arrival_s[kept] = t->arrival_s[i];
 			t->input_len[kept] = t->input_len[i];
 			t->output_len[kept] = t->output_len[i];
+			if (t->prefix_id) {
+				t->prefix_id[kept] = t->prefix_id[i];
+				t->prefix_len[kept] = t->prefix_len[i];
+			}
 			kept++;
 		}
 		j->dropped_over_context = t->n - kept;
@@ -532,6 +538,12 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 		                            : pol->default_batched_tokens ? pol->default_batched_tokens
 		                            : l->context > 2048 ? l->context : 2048;
 		c->env.ttft_slo_ns = opt_given(o, "ttft-slo") ? llround(opt_double(o, "ttft-slo") * 1e6) : 0;
+		const char *pc = opt_str(o, "prefix-cache");
+		if (strcmp(pc, "on") != 0 && strcmp(pc, "off") != 0) {
+			snprintf(err, errlen, "--prefix-cache must be on or off, got '%s'", pc);
+			return -1;
+		}
+		c->env.prefix_cache = strcmp(pc, "on") == 0;
 		c->env.tpot_slo_ns = opt_given(o, "tpot-slo") ? llround(opt_double(o, "tpot-slo") * 1e6) : 0;
 		if (run_check_llm_lengths(j, err, errlen) != 0)
 			return -1;

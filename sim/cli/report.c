@@ -345,6 +345,12 @@ void report_text(FILE *f, const struct report_run *r)
 		}
 		fprintf(f, "  KV cache   %.0f blocks: peak %.1f%%, mean over time %.1f%%\n", report_policy_stat(res, "kv_blocks"),
 		        100.0 * report_policy_stat(res, "kv_peak_fraction"), 100.0 * res->kv_mean_fraction);
+		double asked = report_policy_stat(res, "prefix_queried_blocks");
+		if (asked > 0)
+			fprintf(f, "  prefixes   %.0f of %.0f prompt blocks found cached (%.1f%%), %.0f cached blocks evicted\n",
+			        report_policy_stat(res, "prefix_hit_blocks"), asked,
+			        100.0 * report_policy_stat(res, "prefix_hit_blocks") / asked,
+			        report_policy_stat(res, "prefix_evictions"));
 		if (res->nreplicas)
 			report_fleet_text(f, r);
 		if (r->dropped_over_context)

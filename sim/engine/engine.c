@@ -119,6 +119,8 @@ static int eng_on_arrival(struct eng *e, const struct event *ev)
 	r->arrival_ns = ev->time_ns;
 	r->input_len = e->next.input_len;
 	r->output_len = e->next.output_len;
+	r->prefix_id = e->next.prefix_id;
+	r->prefix_len = e->next.prefix_len;
 	if (drv_arrive(&e->drv, r, ev->time_ns, e->err, e->errlen) != 0) {
 		eng_req_release(e, r, 0);
 		return -1;

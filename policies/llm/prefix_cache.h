@@ -1,0 +1,62 @@
+/* policies/llm/prefix_cache.h: automatic prefix caching as vLLM V1 does it,
+ * one cache a device's KV blocks (the LLM toolkit's, kv.h).
+ *
+ * Every full block of a request's tokens has a key: the blocks of its
+ * shared prefix (pol_request.prefix_id over its first prefix_len tokens: a
+ * system prompt, a conversation so far) the prefix's, the same for every
+ * request that shares it; every later block the request's own (its content
+ * is unique, so its key is too). A key stands for a hash chained over the
+ * blocks before it and its own tokens: two requests share block j exactly
+ * when they share every token up to its end. A computed full block is
+ * entered under its key; a request that finds its leading blocks entered
+ * takes a reference on each and does not compute them again. A block whose
+ * references fall to zero (its requests finished or were preempted) stays
+ * cached, evictable, and is evicted least recently released first, only
+ * when a block is needed and none is free. A preempted request's computed
+ * blocks are thus found again when it is recomputed, as long as they were
+ * not evicted meanwhile. */
+#ifndef SB_PREFIX_CACHE_H
+#define SB_PREFIX_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../policy.h"
+
+struct pc_entry {
+	uint64_t key;
+	uint32_t refs;               /* running requests holding it; 0: evictable, in the LRU list */
+	uint32_t next;               /* the bucket's chain, or the free list */
+	uint32_t lru_prev, lru_next; /* evictable entries, least recently released first */
+};
+
+struct prefix_cache {
+	struct pc_entry *e;          /* [capacity]: one a KV block at most */
+	uint32_t *bucket;            /* [mask + 1] chain heads */
+	uint32_t mask;
+	uint32_t free_entry;         /* free list head */
+	uint32_t lru_head, lru_tail;
+	uint64_t entries, evictable;
+	uint64_t queried_blocks, hit_blocks, evictions;   /* for the run's statistics */
+};
+
+/* Room for capacity blocks (a device's KV cache). 0, or -1 out of memory. */
+int pc_init(struct prefix_cache *pc, uint64_t capacity);
+void pc_fini(struct prefix_cache *pc);
+
+/* How many of r's leading blocks, up to max, are entered, one after another
+ * from block 0 (none taken). */
+uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t max,
+                   uint32_t *evictable);   /* how many of those no request holds now */
+/* Takes a reference on each of r's blocks [0, n), all entered. */
+void pc_take(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n);
+/* r computed its block j: entered under its key with r's reference. 1: a new
+ * entry (r's own block now the cache's); 0: already entered by another
+ * request that computed it too (r takes a reference there; the caller frees
+ * r's copy). */
+int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j);
+/* r lets go of its blocks [0, n): each left unreferenced becomes evictable, the most recent. */
+void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n);
+/* Evicts the least recently released evictable block: 1 (a block freed), or 0 when none is. */
+int pc_evict(struct prefix_cache *pc);
+
+#endif
