@@ -15,6 +15,9 @@ void fleet_fini(struct pol_fleet *f)
 	free(f->view_outstanding);
 	free(f->view_kv_used);
 	free(f->view_kv_blocks);
+	if (f->router_state && f->router->fini)
+		f->router->fini(f->router_state);
+	free(f->router_state);
 	memset(f, 0, sizeof *f);
 }
 
@@ -31,7 +34,12 @@ int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct r
 	f->view_outstanding = calloc(n, sizeof *f->view_outstanding);
 	f->view_kv_used = calloc(n, sizeof *f->view_kv_used);
 	f->view_kv_blocks = calloc(n, sizeof *f->view_kv_blocks);
-	if (!f->rep || !f->view_outstanding || !f->view_kv_used || !f->view_kv_blocks) {
+	f->router_state = calloc(1, router->state_size ? router->state_size : 1);
+	if (f->router_state && router->init && router->init(f->router_state, n) != 0) {
+		free(f->router_state);
+		f->router_state = NULL;
+	}
+	if (!f->rep || !f->view_outstanding || !f->view_kv_used || !f->view_kv_blocks || !f->router_state) {
 		fleet_fini(f);
 		snprintf(err, errlen, "out of memory setting up %u replicas", n);
 		return -1;
@@ -94,7 +102,7 @@ void fleet_arrive(struct pol_fleet *f, struct pol_request *r, int64_t now_ns)
 			f->view_kv_used[i] = f->rep[i].kv_used;
 		}
 	}
-	uint32_t k = f->router->choose(&v, r, &f->cursor);
+	uint32_t k = f->router->choose(&v, r, f->router_state);
 	if (k >= f->n)
 		k = f->n - 1;                 /* a router's contract; kept safe rather than trusted */
 	r->replica = k;
@@ -167,18 +175,24 @@ void fleet_results(const struct pol_fleet *f, int64_t end_ns, struct fleet_repli
 		const struct fleet_replica *p = &f->rep[i];
 		double span = end_ns > 0 ? (double)end_ns : 1;
 		double area = p->outstanding_ns + (double)p->outstanding * (double)(end_ns - p->last_change_ns);
-		double preemptions = 0;
+		double preemptions = 0, queried = 0, hits = 0, evictions = 0;
 		struct pol_stat one[POL_MAX_STATS];
 		size_t m = f->policy->stats ? f->policy->stats(p->st, one, POL_MAX_STATS) : 0;
-		for (size_t k = 0; k < m; k++)
-			if (strcmp(one[k].name, "preemptions") == 0)
-				preemptions = one[k].value;
+		for (size_t k = 0; k < m; k++) {
+			double *to = strcmp(one[k].name, "preemptions") == 0 ? &preemptions
+			             : strcmp(one[k].name, "prefix_queried_blocks") == 0 ? &queried
+			             : strcmp(one[k].name, "prefix_hit_blocks") == 0 ? &hits
+			             : strcmp(one[k].name, "prefix_evictions") == 0 ? &evictions : NULL;
+			if (to)
+				*to = one[k].value;
+		}
 		out[i] = (struct fleet_replica_result){
 			.routed = p->routed, .completed = p->completed, .busy_fraction = (double)p->busy_ns / span,
 			.mean_outstanding = area / span, .max_outstanding = p->max_outstanding,
 			.kv_peak_fraction = p->kv_blocks ? (double)p->kv_peak / (double)p->kv_blocks : 0,
 			.kv_mean_fraction = p->kv_blocks ? p->kv_block_ns / ((double)p->kv_blocks * span) : 0,
-			.preemptions = preemptions,
+			.preemptions = preemptions, .prefix_queried_blocks = queried, .prefix_hit_blocks = hits,
+			.prefix_evictions = evictions,
 		};
 	}
 }

@@ -29,6 +29,7 @@ struct fleet_replica_result {
 	uint32_t max_outstanding;
 	double kv_peak_fraction, kv_mean_fraction;   /* its KV cache held by its iterations: the most, the time average */
 	double preemptions;              /* its policy's count (0 when the policy has none) */
+	double prefix_queried_blocks, prefix_hit_blocks, prefix_evictions;   /* its prefix cache's (0: none) */
 };
 
 struct fleet_replica {
@@ -53,7 +54,7 @@ struct pol_fleet {
 	uint32_t *view_outstanding;      /* [n] what the router sees */
 	uint64_t *view_kv_used, *view_kv_blocks;
 	int64_t next_scrape_ns;
-	uint64_t cursor;                 /* the router's own state */
+	void *router_state;              /* the router's own (owned) */
 };
 
 /* n replicas of policy, each initialized for one device with env, or with

@@ -193,7 +193,8 @@ def replicas(path):
     """A fleet's runs (--replicas=N), one row per run and replica: run_id,
     replica, and its share as the run stored it (routed, completed,
     busy_fraction, mean_outstanding, max_outstanding, kv_peak_fraction,
-    kv_mean_fraction, preemptions). Runs of one server have no rows."""
+    kv_mean_fraction, preemptions, prefix_queried_blocks, prefix_hit_blocks,
+    prefix_evictions). Runs of one server have no rows."""
     _need_pandas()
     con = _connect(path)
     try:
@@ -201,7 +202,8 @@ def replicas(path):
     finally:
         con.close()
     cols = ["run_id", "replica", "routed", "completed", "busy_fraction", "mean_outstanding", "max_outstanding",
-            "kv_peak_fraction", "kv_mean_fraction", "preemptions"]
+            "kv_peak_fraction", "kv_mean_fraction", "preemptions", "prefix_queried_blocks", "prefix_hit_blocks",
+            "prefix_evictions"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     parts = df.key.str.split(".", n=2, expand=True)

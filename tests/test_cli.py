@@ -494,8 +494,8 @@ check("model-info of a measured GPU: profile, tp and leave-out errors",
 # ---- a fleet: replicas behind a router (issue 34) ----
 r = sb("list", "routers")
 routers = [l.split()[0] for l in r.stdout.splitlines()]
-check("list routers names round-robin, least-outstanding and least-kv",
-      routers == ["round-robin", "least-outstanding", "least-kv"], r.stdout)
+check("list routers names round-robin, least-outstanding, least-kv and prefix-affinity",
+      routers == ["round-robin", "least-outstanding", "least-kv", "prefix-affinity"], r.stdout)
 fdb = os.path.join(td, "fleet.db")
 r = sb("--model=llama2-7b", "--replicas=3", "--router=least-outstanding", "--router-refresh=50", "--rate=6",
        "--requests=300", f"--db={fdb}", "--json")
@@ -582,6 +582,17 @@ ps = pj["on"].get("policy_stats", {})
 firsts = len({p for _, _, _, p in prows})
 check("prefix cache: hits and blocks asked as the trace gives them", ps.get("prefix_hit_blocks") == 62 * (400 - firsts)
       and ps.get("prefix_queried_blocks") == sum(i // 16 for _, i, _, _ in prows) and ps.get("prefix_evictions") == 0, ps)
+# behind round-robin each of the 4 replicas meets each system prompt once: 16 first times; behind
+# prefix-affinity each system prompt stays where it went first, as on one server
+rr = sb("--model=llama2-7b", f"--trace={ptrace}", "--replicas=4", "--router=round-robin", "--no-db", "--json")
+pa = sb("--model=llama2-7b", f"--trace={ptrace}", "--replicas=4", "--router=prefix-affinity", "--no-db", "--json")
+hits = lambda r: json.loads(r.stdout)["policy_stats"].get("prefix_hit_blocks") if r.returncode == 0 else None
+check("prefix hits behind round-robin (62 x (400 - 16)) and prefix-affinity (62 x (400 - 4))",
+      hits(rr) == 62 * (400 - 4 * firsts) and hits(pa) == 62 * (400 - firsts), (hits(rr), hits(pa), rr.stderr, pa.stderr))
+if pa.returncode == 0:
+    per = json.loads(pa.stdout)["fleet"]["replicas"]
+    check("each replica's prefix hits, adding up to the fleet's", sum(p["prefix_hit_blocks"] for p in per) == hits(pa)
+          and sum(p["prefix_queried_blocks"] for p in per) == sum(i // 16 for _, i, _, _ in prows), per)
 check("prefix cache: cached system prompts shorten TTFT; off, nothing is asked of a cache",
       pj["on"]["ttft_ms"]["mean"] < pj["off"]["ttft_ms"]["mean"] and
       "prefix_hit_blocks" not in pj["off"].get("policy_stats", {}), (pj["on"].get("ttft_ms"), pj["off"].get("ttft_ms")))

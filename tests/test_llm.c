@@ -102,10 +102,6 @@ static const uint32_t *run_prefix_len;        /* ... over this many prompt token
 
 static void wrap_arrival(struct pol_state *st, struct pol_request *r, int64_t now)
 {
-	if (run_prefix_id) {          /* as a trace's prefix columns give them */
-		r->prefix_id = run_prefix_id[r->id];
-		r->prefix_len = run_prefix_len[r->id];
-	}
 	if (r->id < 4096)
 		wrap.output_len[r->id] = r->output_len;
 	wrap.inner->on_arrival(st, r, now);
@@ -182,7 +178,9 @@ static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_
 	struct iter_hw hw = { .base = { .ops = &iter_hw_ops, .model = m }, .iter_s = 1e-3, .kv_blocks = kv_blocks,
 	                      .block_size = 4, .growth = run_growth };
 	strcpy(hw.base.label, "iter");
-	struct trc_trace t = { .n = n, .arrival_s = arr, .input_len = in, .output_len = out };
+	/* the prefixes as a trace's prefix columns give them (a router sees them at arrival) */
+	struct trc_trace t = { .n = n, .arrival_s = arr, .input_len = in, .output_len = out,
+	                       .prefix_id = (uint64_t *)run_prefix_id, .prefix_len = (uint32_t *)run_prefix_len };
 	wrap_reset(p);
 	struct eng_config c = { .policy = &wrap_ops, .model = m, .hw = &hw.base, .workers = run_workers, .trace = &t, .seed = 1,
 	                        .sla_ns = 1000 * MS, .keep_request_rows = 1, .replicas = run_replicas, .router = run_router,
@@ -656,6 +654,55 @@ static void test_fleet_routers(void **state)
 	run_fleet("least-kv", 2, stale, (const uint64_t[]){ 4, 1 });
 }
 
+/* prefix-affinity (vLLM's and SGLang's cache-aware routing) on two replicas,
+ * with the prefix cache. Prompts of 10 tokens whose first 8 are prefix A or
+ * B (a match of 8 is 0.8 of a prompt, above the 0.3 threshold); blocks of 4.
+ *   r0 (A, 4 out) at 0 -> 0, both records empty: the lowest index
+ *   r1 (B, 1 out) at 0.5 -> 1, the smaller record (0 tokens against 10)
+ *   r2 (B, 1 out) at 1.2 -> 1, where B went (least-outstanding would say 0:
+ *      one outstanding each); replica 1 finds B0, B1 cached by r1 (ended at
+ *      1.5): 2 tokens on 8, 1.5-2.5
+ *   r3 (A, 1 out) at 1.6 -> 0, where A went; at 2 it joins r0's decode and
+ *      finds A0, A1, which r0 holds: 2 tokens on 8, ends at 3; r0 ends at 4. */
+static void test_prefix_affinity_router(void **state)
+{
+	(void)state;
+	struct mdl_model *m = tiny();
+	double arr[4] = { 0, 0.0005, 0.0012, 0.0016 };
+	uint32_t in[4] = { 10, 10, 10, 10 }, out[4] = { 4, 1, 1, 1 }, len[4] = { 8, 8, 8, 8 };
+	uint64_t id[4] = { 1, 2, 2, 1 };
+	run_prefix_cache = 1;
+	run_prefix_id = id;
+	run_prefix_len = len;
+	run_replicas = 2;
+	run_router = router_find("prefix-affinity");
+	assert_non_null(run_router);
+	struct drv_result r;
+	run_trace(&continuous_policy_ops, m, 1000, 64, arr, in, out, 4, &r);
+	run_prefix_cache = 0;
+	run_prefix_id = NULL;
+	run_prefix_len = NULL;
+	run_replicas = 0;
+	run_router = NULL;
+	const double finish_ms[4] = { 4, 1.5, 2.5, 3 };
+	for (int i = 0; i < 4; i++)
+		if (fabs(r.rows[i].finish_s * 1e3 - finish_ms[i]) > 1e-6)
+			fail_msg("request %d finished at %.6f ms, want %g", i, r.rows[i].finish_s * 1e3, finish_ms[i]);
+	assert_int_equal(r.replicas[0].routed, 2);
+	assert_int_equal(r.replicas[1].routed, 2);
+	/* completion order: replica 0's 0-1, 1's 0.5-1.5, 0's 1-2, 1's 1.5-2.5 (r2), 0's 2-3 (r0 and r3) */
+	assert_int_equal(wrap.log[3].ids[0], 2);
+	assert_int_equal(wrap.log[3].tokens[0], 2);
+	assert_int_equal(wrap.log[3].context[0], 8);
+	assert_int_equal(wrap.log[4].n, 2);
+	assert_int_equal(wrap.log[4].ids[1], 3);
+	assert_int_equal(wrap.log[4].tokens[1], 2);
+	assert_int_equal(wrap.log[4].context[1], 8);
+	assert_int_equal(stat_of(&r, "prefix_hit_blocks"), 4);
+	drv_result_free(&r);
+	mdl_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -670,6 +717,7 @@ int main(void)
 		cmocka_unit_test(test_prefix_hits),
 		cmocka_unit_test(test_prefix_eviction_lru),
 		cmocka_unit_test(test_prefix_survives_preemption),
+		cmocka_unit_test(test_prefix_affinity_router),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,10 +4,10 @@
  * then the lowest index. */
 #include "router.h"
 
-static uint32_t lkv_choose(const struct router_view *v, const struct pol_request *r, uint64_t *cursor)
+static uint32_t lkv_choose(const struct router_view *v, const struct pol_request *r, void *state)
 {
 	(void)r;
-	(void)cursor;
+	(void)state;
 	uint32_t best = 0;
 	for (uint32_t i = 1; i < v->n; i++) {
 		/* used_i / cap_i < used_b / cap_b, exactly: cross-multiplied in 128 bits */

@@ -3,10 +3,10 @@
  * ties to the lowest index). */
 #include "router.h"
 
-static uint32_t lo_choose(const struct router_view *v, const struct pol_request *r, uint64_t *cursor)
+static uint32_t lo_choose(const struct router_view *v, const struct pol_request *r, void *state)
 {
 	(void)r;
-	(void)cursor;
+	(void)state;
 	uint32_t best = 0;
 	for (uint32_t i = 1; i < v->n; i++)
 		if (v->outstanding[i] < v->outstanding[best])

@@ -9,11 +9,13 @@
 extern const struct router_ops round_robin_router_ops;
 extern const struct router_ops least_outstanding_router_ops;
 extern const struct router_ops least_kv_router_ops;
+extern const struct router_ops prefix_affinity_router_ops;
 
 static const struct router_ops *const router_table[] = {
 	&round_robin_router_ops,
 	&least_outstanding_router_ops,
 	&least_kv_router_ops,
+	&prefix_affinity_router_ops,
 };
 
 #define ROUTER_COUNT (sizeof router_table / sizeof router_table[0])

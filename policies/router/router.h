@@ -7,9 +7,10 @@
  * A router sees what a real one sees: the replicas' state as last scraped
  * (--router-refresh=MS; 0: the state now), never the requests inside them.
  * Contract: choose returns a replica index below v->n, reads nothing but v
- * and the arriving request's lengths, and keeps its own state only in
- * *cursor (zero at the run's start). Same view, same choice: a run is
- * deterministic. */
+ * and the arriving request (its lengths and prefix), and keeps its own state
+ * only in *state (state_size bytes, zeroed, then init's; what it sent where
+ * is its own record, as a real router keeps one). Same view, same choice: a
+ * run is deterministic. */
 #ifndef SB_ROUTER_H
 #define SB_ROUTER_H
 
@@ -28,7 +29,10 @@ struct router_view {
 struct router_ops {
 	const char *name;                /* registry name, for --router */
 	const char *help;                /* one line for `simbatch list routers` */
-	uint32_t (*choose)(const struct router_view *v, const struct pol_request *r, uint64_t *cursor);
+	size_t state_size;               /* bytes of its own state (0: none) */
+	int (*init)(void *state, uint32_t n);          /* optional: 0, or -1 out of memory */
+	void (*fini)(void *state);                     /* optional */
+	uint32_t (*choose)(const struct router_view *v, const struct pol_request *r, void *state);
 };
 
 /* The registry, in `simbatch list routers` order; lookup by name. */

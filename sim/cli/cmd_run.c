@@ -752,7 +752,7 @@ static int run_store(struct run_job *j, int live, struct report_run *rep, const 
 		cfg[ncfg++] = (struct results_kv){ "effective.output-len", j->output_spec };
 	}
 	/* the run's statistics, then a fleet's per replica */
-	size_t cap = POL_MAX_STATS + 256 + (size_t)res->nreplicas * 8;
+	size_t cap = POL_MAX_STATS + 256 + (size_t)res->nreplicas * 16;
 	struct results_stat *stats = malloc(cap * sizeof *stats);
 	char (*stat_names)[80] = malloc(cap * sizeof *stat_names);
 	if (!stats || !stat_names) {

@@ -75,15 +75,17 @@ static void report_llm_json(FILE *f, const struct drv_result *res)
 }
 
 /* The per-replica figures of a fleet's run, by name, for the JSON and the database. */
-#define REPORT_REPLICA_FIELDS 8
+#define REPORT_REPLICA_FIELDS 11
 static void report_replica_fields(const struct fleet_replica_result *p, const char *names[REPORT_REPLICA_FIELDS],
                                   double values[REPORT_REPLICA_FIELDS])
 {
 	const char *n[REPORT_REPLICA_FIELDS] = { "routed", "completed", "busy_fraction", "mean_outstanding",
-	                                         "max_outstanding", "kv_peak_fraction", "kv_mean_fraction", "preemptions" };
+	                                         "max_outstanding", "kv_peak_fraction", "kv_mean_fraction", "preemptions",
+	                                         "prefix_queried_blocks", "prefix_hit_blocks", "prefix_evictions" };
 	double v[REPORT_REPLICA_FIELDS] = { (double)p->routed, (double)p->completed, p->busy_fraction,
 	                                    p->mean_outstanding, (double)p->max_outstanding, p->kv_peak_fraction,
-	                                    p->kv_mean_fraction, p->preemptions };
+	                                    p->kv_mean_fraction, p->preemptions, p->prefix_queried_blocks,
+	                                    p->prefix_hit_blocks, p->prefix_evictions };
 	for (int i = 0; i < REPORT_REPLICA_FIELDS; i++) {
 		names[i] = n[i];
 		values[i] = v[i];
