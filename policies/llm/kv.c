@@ -89,8 +89,9 @@ void llm_sched_on_task_done(struct pol_state *st, const struct pol_task *t, int6
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
 		r->pol_word[0] += t->tokens[i];
-		/* its blocks filled this iteration enter the prefix cache (one already there: r's copy freed) */
-		for (uint64_t j = llm_cached_blocks(r); s->prefix_cache && j < r->pol_word[0] / s->block_size; j++) {
+		/* its blocks filled this iteration enter the prefix cache (one already there: r's copy freed);
+		 * a multiplication per member, not a division: most iterations fill no block */
+		for (uint64_t j = llm_cached_blocks(r); s->prefix_cache && (j + 1) * s->block_size <= r->pol_word[0]; j++) {
 			if (!pc_enter(&d->pc, r, s->block_size, (uint32_t)j))
 				d->free_blocks++;
 			r->pol_word[1] += ((uint64_t)1 << 32) - 1;     /* one block own -> cached */
@@ -103,11 +104,10 @@ void llm_sched_on_task_done(struct pol_state *st, const struct pol_task *t, int6
 		s->hooks->after_task(s, d);
 }
 
-/* Adds r to the task with tokens new tokens, taking the blocks they need. */
-static void llm_schedule(const struct llm_sched *s, struct llm_device *d, struct pol_task *t, struct pol_request *r,
-                         uint32_t tokens)
+/* Adds r to the task with tokens new tokens, taking the want blocks they need (free). */
+static inline void llm_schedule(struct llm_device *d, struct pol_task *t, struct pol_request *r, uint32_t tokens,
+                                uint64_t want)
 {
-	uint64_t want = llm_blocks_for(s, r->pol_word[0] + tokens) - llm_held_blocks(r);
 	d->free_blocks -= want;
 	r->pol_word[1] += want;
 	t->reqs[t->nreq] = r;
@@ -117,9 +117,12 @@ static void llm_schedule(const struct llm_sched *s, struct llm_device *d, struct
 }
 
 /* Frees blocks until want are free, evicting cached blocks no request holds,
- * least recently released first: whether there are want free now. */
-static int llm_room(const struct llm_sched *s, struct llm_device *d, uint64_t want)
+ * least recently released first: whether there are want free now. Most
+ * calls find them free (a decode's token lands in a block it holds). */
+static inline int llm_room(const struct llm_sched *s, struct llm_device *d, uint64_t want)
 {
+	if (d->free_blocks >= want)
+		return 1;
 	while (d->free_blocks < want && s->prefix_cache && pc_evict(&d->pc))
 		d->free_blocks++;
 	return d->free_blocks >= want;
@@ -181,7 +184,7 @@ int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, s
 		}
 		if (d->nrunning <= i)
 			break;                  /* r itself was preempted: nothing after it runs either */
-		llm_schedule(s, d, t, r, tokens);
+		llm_schedule(d, t, r, tokens, want);
 		budget -= tokens;
 		i++;
 	}
@@ -214,7 +217,7 @@ int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, s
 		}
 		pol_fifo_unlink(&s->waiting, prev, r);
 		d->running[d->nrunning++] = r;
-		llm_schedule(s, d, t, r, tokens);
+		llm_schedule(d, t, r, tokens, want);
 		budget -= tokens;
 	}
 	llm_note_peak(s, d);

@@ -14,13 +14,24 @@ static uint64_t pc_mix(uint64_t z)
 	return z ^ (z >> 31);
 }
 
-/* Block j of r: its prefix's key while the block lies within the shared
- * prefix, else its own (odd and even keys keep the two apart). */
-static uint64_t pc_key(const struct pol_request *r, uint32_t block_size, uint32_t j)
+/* A request's two key bases, mixed once a call: its shared prefix's, for
+ * its first `shared` blocks, and its own, for the rest. */
+struct pc_keys {
+	uint64_t prefix, own;
+	uint32_t shared;
+};
+
+static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_size)
 {
-	if (r->prefix_id && (uint64_t)(j + 1) * block_size <= r->prefix_len)
-		return pc_mix(pc_mix(r->prefix_id) ^ j) | 1;
-	return pc_mix(pc_mix(~r->id) ^ j) & ~(uint64_t)1;
+	return (struct pc_keys){ .prefix = pc_mix(r->prefix_id), .own = pc_mix(~r->id),
+	                         .shared = r->prefix_id ? r->prefix_len / block_size : 0 };
+}
+
+/* Block j: its prefix's key while the block lies within the shared prefix,
+ * else the request's own (odd and even keys keep the two apart). */
+static uint64_t pc_key(const struct pc_keys *k, uint32_t j)
+{
+	return j < k->shared ? pc_mix(k->prefix ^ j) | 1 : pc_mix(k->own ^ j) & ~(uint64_t)1;
 }
 
 int pc_init(struct prefix_cache *pc, uint64_t capacity)
@@ -97,8 +108,9 @@ uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, u
                    uint32_t *evictable)
 {
 	uint32_t n = 0, i;
+	struct pc_keys k = pc_keys_of(r, block_size);
 	*evictable = 0;
-	while (n < max && (i = pc_find(pc, pc_key(r, block_size, n))) != PC_NONE) {
+	while (n < max && (i = pc_find(pc, pc_key(&k, n))) != PC_NONE) {
 		*evictable += pc->e[i].refs == 0;
 		n++;
 	}
@@ -107,13 +119,15 @@ uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, u
 
 void pc_take(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n)
 {
+	struct pc_keys k = pc_keys_of(r, block_size);
 	for (uint32_t j = 0; j < n; j++)
-		pc_ref(pc, pc_find(pc, pc_key(r, block_size, j)));
+		pc_ref(pc, pc_find(pc, pc_key(&k, j)));
 }
 
 int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j)
 {
-	uint64_t key = pc_key(r, block_size, j);
+	struct pc_keys k = pc_keys_of(r, block_size);
+	uint64_t key = pc_key(&k, j);
 	uint32_t i = pc_find(pc, key);
 	if (i != PC_NONE) {
 		pc_ref(pc, i);
@@ -130,8 +144,9 @@ int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t bloc
 
 void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n)
 {
+	struct pc_keys k = pc_keys_of(r, block_size);
 	for (uint32_t j = n; j-- > 0;) {     /* the deepest first: a shared prefix's head outlives its tail */
-		uint32_t i = pc_find(pc, pc_key(r, block_size, j));
+		uint32_t i = pc_find(pc, pc_key(&k, j));
 		if (--pc->e[i].refs == 0)
 			pc_lru_append(pc, i);
 	}
