@@ -63,6 +63,9 @@ struct pol_request {
 	uint32_t prefix_len;         /* LLM: its first prefix_len prompt tokens are the shared prefix prefix_id's */
 	uint64_t prefix_id;          /* (a system prompt, a conversation so far; 0: none), which a prefix cache
 	                              * may hold for it (policies/llm/prefix_cache.h) */
+	const uint64_t *hash_ids;    /* or its prompt's blocks of hash_block tokens as hash ids (a Mooncake
+	                              * trace's; not owned, NULL: none) */
+	uint32_t nhash, hash_block;
 	uint32_t node_type_cache;    /* node type at next_node (kept by the caller) */
 	uint32_t cells_cache;        /* cells at next_node: 1, or a tree level's width (kept by the caller) */
 	uint64_t span_end_cache;     /* end of the segment span holding next_node (mdl_locate_span; kept by the caller) */

@@ -605,6 +605,45 @@ for body, needle in (("0.1,100,10,7,200\n", "prefix.csv:2: prefix_len 200 must b
     r = sb("--model=llama2-7b", f"--trace={bad}", "--no-db")
     check(f"bad prefix columns {body.strip()}: one line, exit 2", r.returncode == 2 and needle in r.stderr and
           len(r.stderr.strip().splitlines()) == 1, r.stderr)
+# ---- the Mooncake trace's format: JSON lines with the prompt's 512-token blocks as hash ids ----
+# r0 (600 tokens: ids 1, 2) then r1 (700: ids 1, 3), 2 s apart: in 16-token blocks r0's first 32
+# (tokens 0-511) are id 1's, as are r1's, which finds them cached and stops at its 33rd (id 3):
+# 32 hits of 600 // 16 + 700 // 16 = 80 blocks asked.
+mc = os.path.join(td, "mc.jsonl")
+write(mc, '{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1, 2]}\n'
+          '{"hash_ids": [1, 3], "output_length": 1, "input_length": 700, "timestamp": 2000}\n')
+r = sb("--model=llama2-7b", f"--trace={mc}", "--no-db", "--json")
+ms = json.loads(r.stdout).get("policy_stats", {}) if r.returncode == 0 else {}
+check("Mooncake lines: shared hash ids are shared blocks (32 of 80)", ms.get("prefix_hit_blocks") == 32 and
+      ms.get("prefix_queried_blocks") == 80, (ms, r.stderr))
+head = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mooncake-conversation-head40.jsonl")
+rows = [json.loads(l) for l in open(head)]
+fits = [x for x in rows if x["input_length"] + x["output_length"] <= 16384]
+out = os.path.join(td, "mc-reqs.csv")
+r = sb("--model=codellama-34b", "--tp=2", f"--trace={head}", "--over-context=drop", "--no-db",
+       "--requests-out=" + out)
+got = []
+if r.returncode == 0:
+    with open(out) as f:
+        got = [(int(x["input_len"]), int(x["output_len"]), round(float(x["arrival_s"]), 6)) for x in csv.DictReader(f)]
+check("the Mooncake excerpt: every request within the context, lengths and arrivals as the file gives them",
+      got == [(x["input_length"], x["output_length"], round(x["timestamp"] / 1000, 6)) for x in fits],
+      (r.stderr, got[:3]))
+for body, needle in (('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1]}\n',
+                      "1 hash_ids for input_length 600"),
+                     ('{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n'
+                      '{"timestamp": 4, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n', ":2: timestamp 4"),
+                     ('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1], "x": 1}\n', "unknown key"),
+                     ('{"timestamp": 0, "input_length": 10, "hash_ids": [1]}\n', "output_length is missing"),
+                     ('{"timestamp": -1, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n', "timestamp:"),
+                     ('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1,]}\n', "hash_ids")):
+    bad = os.path.join(td, "badmc", "t.jsonl")
+    os.makedirs(os.path.dirname(bad), exist_ok=True)
+    write(bad, body)
+    r = sb("--model=llama2-7b", f"--trace={bad}", "--no-db")
+    check(f"bad Mooncake line ({needle}): one line naming file and line, exit 2", r.returncode == 2 and
+          needle in r.stderr and "t.jsonl:" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+
 r = sb("--model=llama2-7b", "--prefix-cache=maybe", "--requests=10", "--no-db")
 check("--prefix-cache=maybe: exit 2", r.returncode == 2 and "on or off" in r.stderr, r.stderr)
 

@@ -25,6 +25,20 @@ int trc_source_init(struct trc_source *s, const struct trc_source_config *c, cha
 	return 0;
 }
 
+/* A trace row's prefix: its prefix columns, or a Mooncake trace's hash ids. */
+static void trc_source_prefix_of(const struct trc_trace *t, size_t row, struct trc_request *out)
+{
+	if (t->prefix_id) {
+		out->prefix_id = t->prefix_id[row];
+		out->prefix_len = t->prefix_len[row];
+	}
+	if (t->hash_ids) {
+		out->hash_ids = t->hash_ids + t->hash_start[row];
+		out->nhash = t->hash_count[row];
+		out->hash_block = t->hash_block_tokens;
+	}
+}
+
 /* A generated request's lengths: one trace row's (trace_pairs), or one draw of each distribution. */
 static void trc_source_draw_lengths(struct trc_source *s, struct trc_request *out)
 {
@@ -33,10 +47,7 @@ static void trc_source_draw_lengths(struct trc_source *s, struct trc_request *ou
 		size_t row = gsl_rng_uniform_int(s->rng_lengths, c->trace->n);
 		out->input_len = c->trace->input_len[row];
 		out->output_len = c->trace->output_len[row];
-		if (c->trace->prefix_id) {
-			out->prefix_id = c->trace->prefix_id[row];
-			out->prefix_len = c->trace->prefix_len[row];
-		}
+		trc_source_prefix_of(c->trace, row, out);
 	} else {
 		out->input_len = c->input_len ? trc_lengths_draw(c->input_len, s->rng_lengths) : 0;
 		out->output_len = c->output_len ? trc_lengths_draw(c->output_len, s->rng_lengths) : 0;
@@ -62,10 +73,7 @@ int trc_source_next(struct trc_source *s, struct trc_request *out, char *err, si
 		double at_s = c->trace_speedup > 0 ? c->trace->arrival_s[id] / c->trace_speedup : c->trace->arrival_s[id];
 		*out = (struct trc_request){ .id = id, .arrival_ns = (int64_t)(at_s * 1e9 + 0.5),
 		                             .input_len = c->trace->input_len[id], .output_len = c->trace->output_len[id] };
-		if (c->trace->prefix_id) {
-			out->prefix_id = c->trace->prefix_id[id];
-			out->prefix_len = c->trace->prefix_len[id];
-		}
+		trc_source_prefix_of(c->trace, id, out);
 	} else {
 		if (id > 0) {
 			if (s->gaps_used == TRC_GAP_BLOCK) {

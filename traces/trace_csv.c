@@ -211,6 +211,11 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 		if (txt_line_is_blank_or_comment(s))
 			continue;
 		if (!seen_header) {
+			if (s[0] == '{') {            /* JSON lines: a Mooncake trace */
+				lines_close(&rd);
+				trc_trace_free(t);
+				return trc_mooncake_load(path, out, err, errlen);
+			}
 			if (strcmp(s, TRC_AZURE_HEADER) == 0) {
 				format = TRC_FORMAT_AZURE;
 			} else if (strcmp(s, TRC_PREFIX_HEADER) == 0) {
@@ -310,5 +315,8 @@ void trc_trace_free(struct trc_trace *t)
 	free(t->output_len);
 	free(t->prefix_id);
 	free(t->prefix_len);
+	free(t->hash_ids);
+	free(t->hash_start);
+	free(t->hash_count);
 	free(t);
 }

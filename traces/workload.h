@@ -84,6 +84,13 @@ struct trc_trace {
 	uint32_t *output_len;
 	uint64_t *prefix_id;    /* the prefix columns, when the trace has them (else NULL): each prompt's */
 	uint32_t *prefix_len;   /* first prefix_len tokens are shared prefix prefix_id's (0: none) */
+	/* a Mooncake trace's prompt blocks as hash ids (else NULL): row i's are hash_count[i] ids from
+	 * hash_ids[hash_start[i]], one for each hash_block_tokens tokens of its prompt */
+	uint64_t *hash_ids;
+	size_t *hash_start;
+	uint32_t *hash_count;
+	size_t nhash;
+	uint32_t hash_block_tokens;
 };
 
 /* Loads "arrival_s,input_len,output_len" CSV (header required, # comments,
@@ -97,6 +104,9 @@ struct trc_trace {
  * CRLF line ends are read as LF. A trace with no rows is an error. The
  * caller frees the result with trc_trace_free. */
 int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t errlen);
+/* The Mooncake traces' JSON lines (traces/trace_mooncake.c); trc_trace_load
+ * reads a file whose first line opens with '{' this way. */
+int trc_mooncake_load(const char *path, struct trc_trace **out, char *err, size_t errlen);
 void trc_trace_free(struct trc_trace *t);                      /* NULL is fine */
 
 #endif

@@ -18,20 +18,34 @@ static uint64_t pc_mix(uint64_t z)
  * its first `shared` blocks, and its own, for the rest. */
 struct pc_keys {
 	uint64_t prefix, own;
-	uint32_t shared;
+	uint32_t shared;              /* blocks with a shared key */
+	const struct pol_request *r;  /* its hash ids, when it has them */
+	uint32_t block_size;
 };
 
 static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_size)
 {
-	return (struct pc_keys){ .prefix = pc_mix(r->prefix_id), .own = pc_mix(~r->id),
-	                         .shared = r->prefix_id ? r->prefix_len / block_size : 0 };
+	uint32_t shared = r->prefix_id ? r->prefix_len / block_size : 0;
+	if (r->hash_ids)               /* the blocks whose last token lies in the prompt's hashed blocks */
+		shared = (uint32_t)(((uint64_t)r->nhash * r->hash_block < r->input_len ? (uint64_t)r->nhash * r->hash_block
+		                                                                        : r->input_len) / block_size);
+	return (struct pc_keys){ .prefix = pc_mix(r->prefix_id), .own = pc_mix(~r->id), .shared = shared, .r = r,
+	                         .block_size = block_size };
 }
 
-/* Block j: its prefix's key while the block lies within the shared prefix,
- * else the request's own (odd and even keys keep the two apart). */
+/* Block j: its prefix's key while the block lies within the shared prefix
+ * (a hash id's: that of the hashed block holding its last token, which
+ * stands for every token up to there), else the request's own (odd and even
+ * keys keep the two apart). */
 static uint64_t pc_key(const struct pc_keys *k, uint32_t j)
 {
-	return j < k->shared ? pc_mix(k->prefix ^ j) | 1 : pc_mix(k->own ^ j) & ~(uint64_t)1;
+	if (j >= k->shared)
+		return pc_mix(k->own ^ j) & ~(uint64_t)1;
+	if (k->r->hash_ids) {
+		uint64_t last = (uint64_t)(j + 1) * k->block_size - 1;
+		return pc_mix(pc_mix(k->r->hash_ids[last / k->r->hash_block] + 0x5bd1e995u) ^ j) | 1;
+	}
+	return pc_mix(k->prefix ^ j) | 1;
 }
 
 int pc_init(struct prefix_cache *pc, uint64_t capacity)

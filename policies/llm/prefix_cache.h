@@ -4,8 +4,10 @@
  * Every full block of a request's tokens has a key: the blocks of its
  * shared prefix (pol_request.prefix_id over its first prefix_len tokens: a
  * system prompt, a conversation so far) the prefix's, the same for every
- * request that shares it; every later block the request's own (its content
- * is unique, so its key is too). A key stands for a hash chained over the
+ * request that shares it; with a Mooncake trace's hash ids, a prompt block
+ * the id of the hashed block that holds its last token (an id stands for
+ * every token up to its block's end); every later block the request's own
+ * (its content is unique, so its key is too). A key stands for a hash chained over the
  * blocks before it and its own tokens: two requests share block j exactly
  * when they share every token up to its end. A computed full block is
  * entered under its key; a request that finds its leading blocks entered

@@ -121,6 +121,9 @@ static int eng_on_arrival(struct eng *e, const struct event *ev)
 	r->output_len = e->next.output_len;
 	r->prefix_id = e->next.prefix_id;
 	r->prefix_len = e->next.prefix_len;
+	r->hash_ids = e->next.hash_ids;
+	r->nhash = e->next.nhash;
+	r->hash_block = e->next.hash_block;
 	if (drv_arrive(&e->drv, r, ev->time_ns, e->err, e->errlen) != 0) {
 		eng_req_release(e, r, 0);
 		return -1;
