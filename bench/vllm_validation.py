@@ -14,12 +14,17 @@ output_len (ignore_eos: every request generates exactly that many). A
 multi-stage experiment is one trace; each stage's metrics come from the
 requests that arrived in it.
 
-The server cached prefixes (vLLM V1's prefix caching). Until simbatch models
-it, two bounds are reported: "no reuse" (every prompt prefilled whole) and
-"sys cached" (every use of a system prompt after its first prefills only the
-rest: its prompt shortened by the system prompt's full KV blocks, the part
-vLLM's cache can hold, which also drops those tokens from the context its
-attention reads, a small understatement).
+The server cached prefixes (vLLM V1's prefix caching). Three columns a
+hardware model: "no reuse" (--prefix-cache=off, every prompt prefilled
+whole), "sys cached" (the earlier bound, cache off: every use of a system
+prompt after its first has its prompt shortened by the system prompt's full
+KV blocks, which also drops them from the context its attention reads) and
+"prefix cache" (simbatch's prefix cache, on as on the server: each request
+carries its system prompt as a trace prefix column, prefix_id the prompt,
+prefix_len system_prompt_len, and the cache decides what is reused; the
+conversation history of the profile's multi-turn chat is not modelled, since
+the prompt lengths are drawn from the measured quantiles, not built turn by
+turn).
 
 Measured per-token latency is (request_latency mean - TTFT mean) /
 (generated tokens - 1), as the data README says: inference-perf's own
@@ -79,8 +84,12 @@ def experiment(path):
     return {"name": os.path.basename(path).split("-", 2)[2], "exp": exp, "shared_prefix": sp, "stages": stages}
 
 
-def make_trace(e, path, sys_cached, seed=1):
+MODES = ("no reuse", "sys cached", "prefix cache")
+
+
+def make_trace(e, path, mode, seed=1):
     """Fixed-interval arrivals stage after stage; returns each stage's [start, end) in s."""
+    sys_cached = mode == "sys cached"
     rng = random.Random(seed)
     sp = e["shared_prefix"]
     out_len = sp["output_len"]
@@ -100,12 +109,17 @@ def make_trace(e, path, sys_cached, seed=1):
             if first_use:
                 prompts_seen += 1
             p = lens[i] - (sys_len if sys_cached and not first_use else 0)
-            rows.append((t0 + i / st["rate"], p, out_len))
+            user = len(rows) % users
+            rows.append((t0 + i / st["rate"], p, out_len, user // sp["num_users_per_system_prompt"] + 1))
         windows.append((t0, t0 + n / st["rate"]))
         t0 += n / st["rate"]
     with open(path, "w") as f:
-        f.write("arrival_s,input_len,output_len\n")
-        f.writelines(f"{a:.9f},{p},{o}\n" for a, p, o in rows)
+        if mode == "prefix cache":   # the system prompt as the shared prefix (a prompt never shorter than it)
+            f.write("arrival_s,input_len,output_len,prefix_id,prefix_len\n")
+            f.writelines(f"{a:.9f},{p},{o},{sid},{min(sp['system_prompt_len'], p)}\n" for a, p, o, sid in rows)
+        else:
+            f.write("arrival_s,input_len,output_len\n")
+            f.writelines(f"{a:.9f},{p},{o}\n" for a, p, o, _ in rows)
     return windows
 
 
@@ -117,14 +131,15 @@ def percentile(xs, q):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def simulate(binary, e, hw, sys_cached, tmp):
-    trace = os.path.join(tmp, f"{e['name']}-{sys_cached}.csv")
-    reqs = os.path.join(tmp, f"{e['name']}-{os.path.basename(hw)}-{sys_cached}-req.csv")
-    windows = make_trace(e, trace, sys_cached)
+def simulate(binary, e, hw, mode, tmp):
+    tag = mode.replace(" ", "-")
+    trace = os.path.join(tmp, f"{e['name']}-{tag}.csv")
+    reqs = os.path.join(tmp, f"{e['name']}-{os.path.basename(hw)}-{tag}-req.csv")
+    windows = make_trace(e, trace, mode)
     args = [binary, "--model=llama2-7b", f"--hw={hw}", "--policy=chunked", f"--trace={trace}",
             f"--max-batched-tokens={e['exp']['max_num_batched_tokens']}", f"--max-seqs={e['exp']['max_num_seqs']}",
             f"--tp={e['exp']['tensor_parallelism']}", f"--block-size={BLOCK}", "--no-db", "--json",
-            f"--requests-out={reqs}"]
+            f"--requests-out={reqs}", f"--prefix-cache={'on' if mode == 'prefix cache' else 'off'}"]
     t = time.monotonic()
     subprocess.run(args, check=True, capture_output=True, text=True)
     wall = time.monotonic() - t
@@ -172,13 +187,13 @@ def ablation(binary, exps, tmp):
     keys = ["ttft_mean", "per_token", "e2e_mean", "e2e_p99"]
     print("| term priced at 0 | stage | " + " | ".join(label for k, label, _ in METRICS if k in keys) + " |")
     print("| --- | --- | " + " | ".join("---:" for _ in keys) + " |")
-    full = {e["name"]: simulate(binary, e, "gpu-h100", True, tmp)[0] for e in exps}
+    full = {e["name"]: simulate(binary, e, "gpu-h100", "sys cached", tmp)[0] for e in exps}
     for label, terms in TERMS:
         path = os.path.join(tmp, "ops-h100.csv")      # beside it no all-reduce: these runs are tp 1
         with open(path, "w") as f:
             f.write("\n".join([lines[0], f"# exclude = {terms}"] + lines[1:]))
         for e in exps:
-            sim, _ = simulate(binary, e, path, True, tmp)
+            sim, _ = simulate(binary, e, path, "sys cached", tmp)
             for k, st in enumerate(e["stages"]):
                 cells = [f"{100 * (sim[k][key] / full[e['name']][k][key] - 1):+.1f}%" for key in keys]
                 print(f"| {label} | {e['name']} {st['rate']} req/s | " + " | ".join(cells) + " |")
@@ -208,9 +223,8 @@ def main(argv):
         ablation(binary, exps, tmp)
         return
     walls = []
-    cols = [(hw, c) for hw in hws for c in (False, True)]
-    print("| stage | metric | measured | " + " | ".join(f"{hw} {'sys cached' if c else 'no reuse'}"
-                                                         for hw, c in cols) + " |")
+    cols = [(hw, c) for hw in hws for c in MODES]
+    print("| stage | metric | measured | " + " | ".join(f"{hw} {c}" for hw, c in cols) + " |")
     print("| --- | --- | ---: | " + " | ".join("---:" for _ in cols) + " |")
     for e in exps:
         sims = []
