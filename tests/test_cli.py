@@ -605,6 +605,22 @@ for body, needle in (("0.1,100,10,7,200\n", "prefix.csv:2: prefix_len 200 must b
     r = sb("--model=llama2-7b", f"--trace={bad}", "--no-db")
     check(f"bad prefix columns {body.strip()}: one line, exit 2", r.returncode == 2 and needle in r.stderr and
           len(r.stderr.strip().splitlines()) == 1, r.stderr)
+# ---- make-trace's shared-prefix workload (inference-perf's shared_prefix) ----
+# 3 system prompts of 160 tokens (10 blocks), 2 users each, a 40-token question: request i is user
+# i mod 6's, on system prompt i mod 6 // 2 + 1; each prompt's 12 full blocks asked, 10 found cached
+# after each system prompt's first use (1 req/s: every prefill has ended before the next arrives).
+mt = os.path.join(os.path.dirname(SB), "make-trace")
+spt = os.path.join(td, "shared.csv")
+r = subprocess.run([mt, "--rate=1", "--requests=60", "--shared-prefix=3:160:2", "--input-len=fixed:40",
+                    "--output-len=fixed:8", "-o", spt], capture_output=True, text=True)
+rows = [l.split(",") for l in open(spt).read().splitlines() if l and not l.startswith("#")][1:] if r.returncode == 0 else []
+check("make-trace --shared-prefix: users in turn, each on its system prompt", len(rows) == 60 and
+      all(int(x[3]) == i % 6 // 2 + 1 and x[1] == "200" and x[4] == "160" for i, x in enumerate(rows)), r.stderr)
+r = sb("--model=llama2-7b", f"--trace={spt}", "--no-db", "--json")
+ss = json.loads(r.stdout).get("policy_stats", {}) if r.returncode == 0 else {}
+check("the shared-prefix trace's hits: 10 blocks x 57 requests of 12 x 60 asked",
+      ss.get("prefix_hit_blocks") == 570 and ss.get("prefix_queried_blocks") == 720, (ss, r.stderr))
+
 # ---- the Mooncake trace's format: JSON lines with the prompt's 512-token blocks as hash ids ----
 # r0 (600 tokens: ids 1, 2) then r1 (700: ids 1, 3), 2 s apart: in 16-token blocks r0's first 32
 # (tokens 0-511) are id 1's, as are r1's, which finds them cached and stops at its 33rd (id 3):

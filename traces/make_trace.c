@@ -9,6 +9,13 @@
  * changing a length spec leaves the arrival times alone: the run's own
  * streams (util/rng.h), so a seed means the same streams here and in a run.
  *
+ * --shared-prefix=N:S:U writes inference-perf's shared-prefix workload:
+ * N system prompts of S tokens, U users each; the requests go round the
+ * N x U users in turn (request i is user i mod NU's, whose system prompt is
+ * user / U), each prompt its system prompt followed by a question of
+ * --input-len tokens; the trace's prefix columns name the system prompt
+ * (prefix_id 1..N, prefix_len S) for a prefix cache.
+ *
  * Exit status: 0 done, 1 write error, 2 bad option.
  */
 #include "../util/outfile.h"
@@ -39,6 +46,8 @@ static void mt_usage(FILE *f)
 	        "  --input-len=SPEC  input length distribution (default " MT_DEFAULT_LENGTHS ")\n"
 	        "  --output-len=SPEC output length distribution (default " MT_DEFAULT_LENGTHS ")\n"
 	        "                    SPEC: fixed:N | uniform:A:B | lognormal:MU:SIGMA[:MAX] | file:PATH | N\n"
+	        "  --shared-prefix=N:S:U  N system prompts of S tokens, U users each, requests round the users;\n"
+	        "                    --input-len is then a question after the system prompt (prefix columns)\n"
 	        "  --seed=S          seed, a non-negative integer (default 1)\n"
 	        "  -o, --output=FILE write there instead of standard output\n"
 	        "  -h, --help        this text\n");
@@ -54,6 +63,7 @@ struct mt_args {
 	double rate_rps, cv;
 	uint64_t requests, seed;
 	const char *in_spec, *out_spec, *out_path;
+	uint64_t prompts, prompt_len, users;     /* --shared-prefix (prompts 0: none) */
 };
 
 /* Reads the options into *a. Returns -1 to go on, else the exit status
@@ -67,6 +77,7 @@ static int mt_parse(int argc, char **argv, struct mt_args *a)
 		{"input-len", required_argument, NULL, 'i'},
 		{"output-len", required_argument, NULL, 'L'},
 		{"seed", required_argument, NULL, 's'},
+		{"shared-prefix", required_argument, NULL, 'p'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -102,6 +113,16 @@ static int mt_parse(int argc, char **argv, struct mt_args *a)
 				return mt_bad("--seed must be a non-negative integer", optarg);
 			break;
 		case 'o': a->out_path = optarg; break;
+		case 'p': {
+			char buf[96], *f[4];
+			snprintf(buf, sizeof buf, "%s", optarg);
+			if (txt_split(buf, ':', f, 4) != 3 || txt_parse_uint(f[0], 1000000, &a->prompts) != 0 || a->prompts < 1 ||
+			    txt_parse_uint(f[1], TRC_LENGTH_LIMIT, &a->prompt_len) != 0 || a->prompt_len < 1 ||
+			    txt_parse_uint(f[2], 1000000, &a->users) != 0 || a->users < 1)
+				return mt_bad("--shared-prefix must be N:S:U, N system prompts (1 to 1000000) of S tokens (1 to "
+				              "1000000), U users each (1 to 1000000)", optarg);
+			break;
+		}
 		case 'h':
 			mt_usage(stdout);
 			return 0;
@@ -130,12 +151,17 @@ static int mt_write(FILE *out, const struct mt_args *a, const struct trc_arrival
 	/* Provenance first: the trace says how it was made (comments are part
 	 * of the format). */
 	fprintf(out, "# make-trace --rate=%.17g --requests=%llu --arrival-cv=%.17g --input-len=%s "
-	        "--output-len=%s --seed=%llu\n",
+	        "--output-len=%s --seed=%llu",
 	        a->rate_rps, (unsigned long long)a->requests, a->cv, a->in_spec, a->out_spec,
 	        (unsigned long long)a->seed);
-	fprintf(out, "# mean input_len %.6f, mean output_len %.6f (exact, of the distributions)\n",
-	        trc_lengths_mean(in_len), trc_lengths_mean(out_len));
-	fputs("arrival_s,input_len,output_len\n", out);
+	if (a->prompts)
+		fprintf(out, " --shared-prefix=%llu:%llu:%llu", (unsigned long long)a->prompts,
+		        (unsigned long long)a->prompt_len, (unsigned long long)a->users);
+	fprintf(out, "\n# mean input_len %.6f, mean output_len %.6f (exact, of the distributions%s)\n",
+	        trc_lengths_mean(in_len) + (double)a->prompt_len, trc_lengths_mean(out_len),
+	        a->prompts ? "; input: the system prompt and the question" : "");
+	fputs(a->prompts ? "arrival_s,input_len,output_len,prefix_id,prefix_len\n" : "arrival_s,input_len,output_len\n",
+	      out);
 	/* Nanosecond resolution is the simulator's clock tick, so replaying
 	 * the trace loses nothing; rounding keeps the times non-decreasing. */
 	double t_s = 0;
@@ -148,8 +174,20 @@ static int mt_write(FILE *out, const struct mt_args *a, const struct trc_arrival
 		}
 		uint32_t in_l = trc_lengths_draw(in_len, r_len);
 		uint32_t out_l = trc_lengths_draw(out_len, r_len);
-		if (fprintf(out, "%.9f,%u,%u\n", t_s, in_l, out_l) < 0)
+		if (a->prompts) {
+			uint64_t prompt = i % (a->prompts * a->users) / a->users + 1;
+			uint64_t total = (uint64_t)in_l + a->prompt_len;
+			if (total > TRC_LENGTH_LIMIT) {
+				fprintf(stderr, "make-trace: request %llu's prompt of %llu tokens is past %u\n",
+				        (unsigned long long)i, (unsigned long long)total, TRC_LENGTH_LIMIT);
+				return -1;
+			}
+			if (fprintf(out, "%.9f,%llu,%u,%llu,%llu\n", t_s, (unsigned long long)total, out_l,
+			            (unsigned long long)prompt, (unsigned long long)a->prompt_len) < 0)
+				break;
+		} else if (fprintf(out, "%.9f,%u,%u\n", t_s, in_l, out_l) < 0) {
 			break;
+		}
 	}
 	return 0;
 }
