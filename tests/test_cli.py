@@ -660,6 +660,9 @@ for body, needle in (('{"timestamp": 0, "input_length": 600, "output_length": 1,
     check(f"bad Mooncake line ({needle}): one line naming file and line, exit 2", r.returncode == 2 and
           needle in r.stderr and "t.jsonl:" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
 
+r = sb("live", "--model=llm-tiny", "--prefix-cache=on", "--requests=3", "--no-db")
+check("live refuses the prefix cache (its kernels keep no KV across requests)", r.returncode == 2 and
+      "simulated only" in r.stderr, r.stderr)
 r = sb("--model=llama2-7b", "--prefix-cache=maybe", "--requests=10", "--no-db")
 check("--prefix-cache=maybe: exit 2", r.returncode == 2 and "on or off" in r.stderr, r.stderr)
 

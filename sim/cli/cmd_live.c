@@ -75,6 +75,11 @@ static size_t live_options(struct opt_def *opts)
 			                   "table (default profile: this runtime's kernels timed on this machine "
 			                   "before the run, well under a second for the shipped models)";
 		}
+		if (strcmp(run[i].name, "prefix-cache") == 0) {
+			opts[nopts].defval = "off";
+			opts[nopts].help = "LLM: off, the only value live takes: its kernels keep a request's KV only while it "
+			                   "runs and share none across requests";
+		}
 		if (strcmp(run[i].name, "duration") == 0)
 			opts[nopts].help = "stop issuing arrivals after SECONDS of the schedule (wall-clock time from the "
 			                   "start; arrivals follow the simulator's draws)";
@@ -157,6 +162,11 @@ static int live_check(const struct opt_set *o, const struct eng_config *c, char 
 	if (c->concurrency) {    /* live issues a schedule made ahead (live_make_schedule) */
 		snprintf(err, errlen, "--concurrency: live runs issue their requests on a schedule made ahead; closed-loop "
 		         "clients are simulated only");
+		return CLI_BAD_INPUT;
+	}
+	if (c->env.prefix_cache) {
+		snprintf(err, errlen, "--prefix-cache=on: a live run's kernels keep no KV across requests; the prefix cache "
+		         "is simulated only");
 		return CLI_BAD_INPUT;
 	}
 	if (c->replicas > 1) {    /* one machine's devices serve a live run; a fleet is simulated */
