@@ -24,7 +24,7 @@
 #include "version.h"
 #include "../../util/outfile.h"
 #include "../../util/text.h"
-#include "../../policies/router/router.h"
+#include "run_fleet.h"
 
 #define RUN_DEFAULT_POLICY "lazy"    /* DESIGN.md section 3 */
 #define RUN_DEFAULT_LLM_POLICY "continuous"   /* lazy batches a model's nodes; an LLM has none (vLLM's default) */
@@ -125,18 +125,13 @@ static const char run_usage[] =
 	"usage: simbatch [run] [--policy=P] [--rate=R] [--requests=N | --duration=S] [--model=M] [--hw=H] ...\n"
 	"Simulates one run and prints a summary (--json: one JSON object).";
 
-#define RUN_MAX_FLEET_GROUPS 16   /* --replicas=N:HW,... groups */
-
 struct run_job {             /* a prepared run; released by run_job_free */
 	struct opt_set o;
 	struct opt_set pol_params;   /* the policy's own knobs, from o (c.env.params points here) */
 	struct eng_config c;
 	struct mdl_model *model;
 	struct hw_model *hw;
-	struct hw_model *fleet_hw[RUN_MAX_FLEET_GROUPS];   /* a heterogeneous fleet: each group's hardware (owned) */
-	uint32_t fleet_count[RUN_MAX_FLEET_GROUPS];        /* ... and its replicas */
-	size_t nfleet_hw;
-	const struct hw_model **replica_hw;               /* [replicas] each one's group's (owned array) */
+	struct run_fleet fleet;      /* a heterogeneous fleet's groups (run_fleet.h) */
 	struct trc_lengths *input_len, *output_len;
 	struct trc_trace *trace;
 	struct results_db *db;
@@ -161,9 +156,7 @@ void run_job_free(struct run_job *j)
 	trc_lengths_free(j->input_len);
 	trc_lengths_free(j->output_len);
 	hw_close(j->hw);
-	for (size_t i = 0; i < j->nfleet_hw; i++)
-		hw_close(j->fleet_hw[i]);
-	free(j->replica_hw);
+	run_fleet_free(&j->fleet);
 	mdl_free(j->model);
 	free(j);
 }
@@ -263,118 +256,6 @@ static void run_policy_help(FILE *f, const struct pol_ops *pol)
 		opt_print_help(f, head, pol->params, pol->nparams);
 	else
 		fprintf(f, "%s\n\nno knobs of its own\n", head);
-}
-
-/* A heterogeneous fleet, --replicas=N:HW[,N:HW...]: each group's hardware
- * opened (at --tp), its replicas pointing at it together; *n the total. */
-static int run_fleet_groups(struct run_job *j, const char *text, uint64_t *n, char *err, size_t errlen)
-{
-	const struct opt_set *o = &j->o;
-	if (opt_given(o, "hw")) {
-		snprintf(err, errlen, "--hw: a heterogeneous fleet names each group's hardware in --replicas=%s", text);
-		return -1;
-	}
-	char buf[512];
-	if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf) {
-		snprintf(err, errlen, "--replicas: longer than %zu characters", sizeof buf - 1);
-		return -1;
-	}
-	*n = 0;
-	for (char *save = NULL, *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
-		char *colon = strchr(g, ':');
-		uint64_t count = 0;
-		if (colon)
-			*colon = '\0';
-		if (!colon || txt_parse_uint(g, 4096, &count) != 0 || count < 1 || !colon[1] ||
-		    j->nfleet_hw == RUN_MAX_FLEET_GROUPS) {
-			snprintf(err, errlen, "--replicas=%s: expected N:HW[,N:HW...], at most %d groups of 1 to 4096 "
-			         "replicas (N replicas of hardware HW each)", text, RUN_MAX_FLEET_GROUPS);
-			return -1;
-		}
-		struct hw_model *hw = NULL;
-		char why[400];
-		if (hw_open_tp(colon + 1, j->model, (uint32_t)opt_uint(o, "tp"), &hw, why, sizeof why) != 0) {
-			snprintf(err, errlen, "--replicas=%s: group %s:%s: %s", text, g, colon + 1, why);
-			return -1;
-		}
-		j->fleet_hw[j->nfleet_hw] = hw;
-		j->fleet_count[j->nfleet_hw++] = (uint32_t)count;
-		*n += count;
-	}
-	if (*n > 4096 || j->nfleet_hw == 0) {
-		snprintf(err, errlen, "--replicas=%s: a fleet has 1 to 4096 replicas", text);
-		return -1;
-	}
-	j->replica_hw = calloc(*n, sizeof *j->replica_hw);
-	if (!j->replica_hw)
-		return err_memory(err, errlen, "out of memory for the fleet");
-	for (size_t g = 0, k = 0; g < j->nfleet_hw; g++)
-		for (uint32_t i = 0; i < j->fleet_count[g]; i++)
-			j->replica_hw[k++] = j->fleet_hw[g];
-	return 0;
-}
-
-/* --replicas, --router and --router-refresh into the config: a fleet of LLM
- * replicas, one simulated device each (policies/fleet.h). */
-static int run_fleet(struct run_job *j, char *err, size_t errlen)
-{
-	const struct opt_set *o = &j->o;
-	const struct mdl_model *m = j->model;
-	struct eng_config *c = &j->c;
-	const char *text = opt_str(o, "replicas");
-	uint64_t n = 0;
-	int groups = strchr(text, ':') != NULL;
-	if (groups && !m->is_llm) {
-		snprintf(err, errlen, "--replicas: a fleet serves an LLM; model %s is node-level (--workers gives it devices)",
-		         m->name);
-		return -1;
-	}
-	if (groups ? run_fleet_groups(j, text, &n, err, errlen) != 0
-	           : (txt_parse_uint(text, 4096, &n) != 0 || n < 1)) {
-		if (!groups)
-			snprintf(err, errlen, "--replicas=%s: expected a number of replicas from 1 to 4096, or N:HW[,N:HW...]",
-			         text);
-		return -1;
-	}
-	if (n == 1) {
-		const char *fleet_only = opt_given(o, "router") ? "router" : opt_given(o, "router-refresh") ? "router-refresh"
-		                         : NULL;
-		if (fleet_only) {
-			snprintf(err, errlen, "--%s applies to a fleet (--replicas=N, N > 1)", fleet_only);
-			return -1;
-		}
-		if (!groups)
-			return 0;
-	}
-	if (!m->is_llm) {
-		snprintf(err, errlen, "--replicas: a fleet serves an LLM; model %s is node-level (--workers gives it devices)",
-		         m->name);
-		return -1;
-	}
-	if (opt_uint(o, "workers") != 1) {
-		snprintf(err, errlen, "give --workers or --replicas, not both: --workers devices share one queue, "
-		         "--replicas puts a router in front of replicas with a KV cache each");
-		return -1;
-	}
-	c->router = router_find(opt_str(o, "router"));
-	if (!c->router) {
-		size_t nr, used;
-		const struct router_ops *const *reg = router_registry(&nr);
-		used = (size_t)snprintf(err, errlen, "unknown router '%s' (known:", opt_str(o, "router"));
-		for (size_t i = 0; i < nr && used < errlen; i++)
-			used += (size_t)snprintf(err + used, errlen - used, "%s %s", i ? "," : "", reg[i]->name);
-		if (used < errlen)
-			snprintf(err + used, errlen - used, ")");
-		return -1;
-	}
-	c->replicas = (uint32_t)n;
-	c->workers = (uint32_t)n;
-	c->router_refresh_ns = llround(opt_double(o, "router-refresh") * 1e6);
-	if (groups) {
-		c->hw = j->replica_hw[0];
-		c->replica_hw = (const struct hw_model *const *)j->replica_hw;
-	}
-	return 0;
 }
 
 /* The model, the hardware, and the requests' lengths or trace. */
@@ -518,7 +399,7 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	c->model = j->model;
 	c->hw = j->hw;
 	c->workers = (uint32_t)opt_uint(o, "workers");
-	if (run_fleet(j, err, errlen) != 0)
+	if (run_fleet_setup(o, j->model, c, &j->fleet, err, errlen) != 0)
 		return -1;
 	c->rate_rps = opt_double(o, "rate");
 	c->arrival_cv = opt_double(o, "arrival-cv");

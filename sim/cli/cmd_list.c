@@ -1,0 +1,120 @@
+/* sim/cli/cmd_list.c: `simbatch list models | policies [--json] | routers |
+ * hw`: what the registries and the models directory hold; and the message
+ * naming the policies when an unknown one is asked for. */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+#include "../../util/json.h"
+#include "../../hwmodels/hwmodel.h"
+#include "../../models/model.h"
+#include "../../policies/policy.h"
+#include "../../policies/router/router.h"
+
+void cli_unknown_policy(const char *name, char *err, size_t errlen)
+{
+	size_t n, used = 0;
+	const struct pol_ops *const *reg = pol_registry(&n);
+	used += snprintf(err, errlen, "unknown policy '%s' (known:", name);
+	for (size_t i = 0; i < n && used < errlen; i++)
+		used += snprintf(err + used, errlen - used, "%s %s", i ? "," : "", reg[i]->name);
+	if (used < errlen)
+		snprintf(err + used, errlen - used, ")");
+}
+
+static void list_model_cb(const char *name, void *ctx)
+{
+	(void)ctx;
+	printf("%s\n", name);
+}
+
+/* The registry as one JSON object, for readers (scripts/simbatch_results.py
+ * policies()): each policy, whether it serves LLMs, its default max batch,
+ * and its knobs with their type, default, bounds and help. */
+static void list_policies_json(void)
+{
+	static const char *const type_names[] = { "text", "integer", "number", "flag", "list" };
+	size_t n;
+	const struct pol_ops *const *reg = pol_registry(&n);
+	printf("{\"policies\":[");
+	for (size_t i = 0; i < n; i++) {
+		const struct pol_ops *p = reg[i];
+		printf("%s{\"name\":", i ? "," : "");
+		json_write_string(stdout, p->name);
+		printf(",\"help\":");
+		json_write_string(stdout, p->help);
+		printf(",\"llm\":%s,\"default_max_batch\":%u,\"knobs\":[", p->serves_llm ? "true" : "false",
+		       p->default_max_batch);
+		for (size_t k = 0; k < p->nparams; k++) {
+			const struct opt_def *d = &p->params[k];
+			printf("%s{\"name\":", k ? "," : "");
+			json_write_string(stdout, d->name);
+			printf(",\"type\":\"%s\",\"default\":", type_names[d->type]);
+			if (d->defval)
+				json_write_string(stdout, d->defval);
+			else
+				printf("null");
+			if (d->type == OPT_UINT || d->type == OPT_DOUBLE)
+				printf(",\"min\":%.17g,\"max\":%.17g,\"min_open\":%s", d->min, d->max,
+				       d->min_open ? "true" : "false");
+			printf(",\"help\":");
+			json_write_string(stdout, d->help);
+			printf("}");
+		}
+		printf("]}");
+	}
+	printf("]}\n");
+}
+
+int cmd_list(int argc, char **argv)
+{
+	const char *what = argc >= 2 ? argv[1] : "";
+	if (strcmp(what, "policies") == 0 && argc >= 3) {
+		if (argc > 3 || strcmp(argv[2], "--json") != 0) {
+			fprintf(stderr, "simbatch: usage: simbatch list policies [--json]\n");
+			return CLI_BAD_INPUT;
+		}
+		list_policies_json();
+		return CLI_OK;
+	}
+	if (strcmp(what, "policies") == 0) {
+		size_t n;
+		const struct pol_ops *const *reg = pol_registry(&n);
+		for (size_t i = 0; i < n; i++) {
+			printf("%-10s %s", reg[i]->name, reg[i]->help);
+			for (size_t k = 0; k < reg[i]->nparams; k++)
+				printf("%s--%s", k ? " " : " (knobs: ", reg[i]->params[k].name);
+			printf("%s\n", reg[i]->nparams ? ")" : "");
+		}
+		return CLI_OK;
+	}
+	if (strcmp(what, "models") == 0) {
+		if (mdl_list(list_model_cb, NULL) < 0) {
+			fprintf(stderr, "simbatch: cannot read the models directory '%s'\n", mdl_dir());
+			return CLI_FAILED;
+		}
+		return CLI_OK;
+	}
+	if (strcmp(what, "routers") == 0) {
+		size_t n;
+		const struct router_ops *const *reg = router_registry(&n);
+		for (size_t i = 0; i < n; i++)
+			printf("%-18s %s\n", reg[i]->name, reg[i]->help);
+		return CLI_OK;
+	}
+	if (strcmp(what, "hw") == 0) {
+		size_t n;
+		const struct hw_ops *const *reg = hw_registry(&n);
+		for (size_t i = 0; i < n; i++)
+			printf("%-10s %s\n", reg[i]->name, reg[i]->help);
+		printf("%-10s %s\n", "FILE", "a node latency table: CSV node,batch,latency_s");
+		printf("%-10s %s\n", "FILE", "an NPU configuration: key = value lines, the first kind = npu (hwmodels/table1.npu)");
+		printf("%-10s %s\n", "FILE", "a calibration table: CSV op,m_per_sample,k,n,batch,latency_s (calib/README.md)");
+		return CLI_OK;
+	}
+	if (strcmp(what, "--help") == 0) {
+		printf("usage: simbatch list models | policies [--json] | routers | hw\n");
+		return CLI_OK;
+	}
+	fprintf(stderr, "simbatch: usage: simbatch list models | policies [--json] | routers | hw\n");
+	return CLI_BAD_INPUT;
+}
