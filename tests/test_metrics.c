@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_sort.h>
@@ -511,6 +512,11 @@ static void test_fraction_upper(void **state)
 		assert_true(fabs(metrics_fraction_upper(1, n, 0.95) / lo - 1) < 1e-9);
 	}
 	assert_true(metrics_fraction_upper(7, 7, 0.95) == 1.0);
+	/* 52 of 3200, where GSL's beta inversion gives NaN: the bound is the f at which the binomial
+	 * chance of 52 or fewer is 5% (checked on the binomial's own CDF) */
+	double f = metrics_fraction_upper(52, 3200, 0.95);
+	assert_true(f > 52.0 / 3200 && f < 1);
+	assert_true(fabs(gsl_cdf_binomial_P(52, f, 3200) - 0.05) < 1e-9);
 	/* enough trials that half the target's events still pass, and not many more */
 	uint64_t n = metrics_fraction_min_trials(0.01, 0.95);
 	assert_true(metrics_fraction_upper((uint64_t)(n * 0.01 / 2), n, 0.95) <= 0.01);

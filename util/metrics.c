@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "sort_small.h"
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_errno.h>
 
 #include <assert.h>
 #include <stdlib.h>
@@ -715,7 +716,25 @@ double metrics_fraction_upper(uint64_t events, uint64_t n, double conf)
 		return 1.0;
 	/* the fraction f at which P(at most `events` of n) = 1 - conf is the
 	 * conf quantile of Beta(events + 1, n - events) */
-	return gsl_cdf_beta_Pinv(conf, (double)events + 1, (double)(n - events));
+	double a = (double)events + 1, b = (double)(n - events);
+	gsl_error_handler_t *was = gsl_set_error_handler_off();   /* a failure to converge is handled below */
+	double f = gsl_cdf_beta_Pinv(conf, a, b);
+	gsl_set_error_handler(was);
+	if (f >= 0 && f <= 1)
+		return f;
+	/* GSL's inversion does not always converge (it gives NaN at 0.95, 53, 3148: 52 of 3200, a
+	 * capacity probe's count): the CDF is monotone, so bisect it, to the last bit a double holds */
+	double lo = 0, hi = 1;
+	for (int i = 0; i < 200 && lo < hi; i++) {
+		double mid = lo + (hi - lo) / 2;
+		if (mid <= lo || mid >= hi)
+			break;
+		if (gsl_cdf_beta_P(mid, a, b) < conf)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return hi;
 }
 
 uint64_t metrics_fraction_min_trials(double target, double conf)
