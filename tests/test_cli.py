@@ -558,6 +558,16 @@ r = sb("--model=llama2-7b", "--replicas=2:gpu-h100,1:gpu-h200", "--requests=20",
 check("a fleet group of unknown hardware: exit 2, named", r.returncode == 2 and "gpu-h200" in r.stderr, r.stderr)
 r = sb("--model=llama2-7b", "--replicas=2:gpu-h100", "--hw=gpu-a100", "--requests=20", "--no-db")
 check("--hw beside a heterogeneous fleet: exit 2", r.returncode == 2 and "--hw" in r.stderr, r.stderr)
+# capacity of a fleet: its estimate is its replicas' together, so the search starts near the answer
+# and no warning says the rate is past the estimate; two balanced replicas hold about twice one
+one = sb("capacity", "--model=llama2-7b", "--ttft-slo=500", "--tpot-slo=50", "--json")
+two = sb("capacity", "--model=llama2-7b", "--replicas=2", "--router=least-outstanding", "--ttft-slo=500",
+         "--tpot-slo=50", "--json")
+c1 = json.loads(one.stdout).get("capacity_rps") if one.returncode == 0 else None
+c2 = json.loads(two.stdout).get("capacity_rps") if two.returncode == 0 else None
+check("capacity: two replicas behind least-outstanding hold about twice one H100, no estimate warning",
+      c1 and c2 and 1.8 < c2 / c1 < 2.3 and "at or above the capacity estimate" not in two.stderr,
+      str((c1, c2, two.stderr[-300:])))
 r = sb("--model=gnmt", "--replicas=2", "--requests=20", "--no-db")
 check("a fleet of a node-level model: exit 2", r.returncode == 2 and "node-level" in r.stderr, r.stderr)
 

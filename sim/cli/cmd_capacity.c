@@ -64,6 +64,7 @@
 #include "../../hwmodels/llm_cost.h"
 #include "../engine/engine.h"
 #include "../../util/options.h"
+#include "run_fleet.h"
 #include "procpool.h"
 
 #define CAP_QUANTILE 0.99
@@ -395,9 +396,22 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	if (m->is_llm) {
 		if (opt_given(ro, "max-seqs"))
 			max_batch = (uint32_t)opt_uint(ro, "max-seqs");
-		cap = cap_llm_estimate(m, hw, max_batch, ceil(mean[0]), ceil(mean[1]), err, errlen);
-		if (cap > 0)
-			cap *= (double)opt_uint(ro, "workers");
+		/* a fleet serves as its replicas together: each one's estimate on its own hardware */
+		struct eng_config fc = { .workers = (uint32_t)opt_uint(ro, "workers") };
+		struct run_fleet fleet = { 0 };
+		if (run_fleet_setup(ro, m, &fc, &fleet, err, errlen) != 0) {
+			run_fleet_free(&fleet);
+			goto done;
+		}
+		cap = 0;
+		for (uint32_t i = 0; i < fc.workers && cap >= 0; i++) {
+			double one = cap_llm_estimate(m, fc.replica_hw ? fc.replica_hw[i] : hw, max_batch, ceil(mean[0]),
+			                              ceil(mean[1]), err, errlen);
+			cap = one > 0 ? cap + one : -1;
+		}
+		if (fleet.ngroups)
+			snprintf(nm->hw, sizeof nm->hw, "%s", opt_str(ro, "replicas"));
+		run_fleet_free(&fleet);
 	} else {
 		cap = eng_capacity_rps(m, hw, (uint32_t)opt_uint(ro, "workers"), max_batch, (uint32_t)ceil(mean[0]),
 		                       (uint32_t)ceil(mean[1]), err, errlen);
@@ -405,7 +419,8 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	nm->llm = m->is_llm;
 	snprintf(nm->policy, sizeof nm->policy, "%s", pol->name);
 	snprintf(nm->model, sizeof nm->model, "%s", m->name);
-	snprintf(nm->hw, sizeof nm->hw, "%s", hw->label);
+	if (!nm->hw[0])
+		snprintf(nm->hw, sizeof nm->hw, "%s", hw->label);
 	nm->max_batch = max_batch;
 done:
 	trc_lengths_free(len[0]);
