@@ -568,6 +568,14 @@ c2 = json.loads(two.stdout).get("capacity_rps") if two.returncode == 0 else None
 check("capacity: two replicas behind least-outstanding hold about twice one H100, no estimate warning",
       c1 and c2 and 1.8 < c2 / c1 < 2.3 and "at or above the capacity estimate" not in two.stderr,
       str((c1, c2, two.stderr[-300:])))
+# capacity on a trace's (prompt, output) pairs drawn at each probe's rate; a trace's timestamps refused
+az = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "azure-llm-2023-conv-head.csv")
+r = sb("capacity", "--model=llama2-7b", f"--trace={az}", "--trace-pairs", "--ttft-slo=500", "--tpot-slo=50", "--json")
+cj = json.loads(r.stdout) if r.returncode == 0 else {}
+check("capacity on a trace's pairs", cj.get("capacity_rps", 0) > 0, r.stderr[-300:])
+r = sb("capacity", "--model=llama2-7b", f"--trace={az}", "--ttft-slo=500", "--tpot-slo=50")
+check("capacity refuses a trace's timestamps, naming --trace-pairs", r.returncode == 2 and "--trace-pairs" in r.stderr,
+      r.stderr)
 r = sb("--model=gnmt", "--replicas=2", "--requests=20", "--no-db")
 check("a fleet of a node-level model: exit 2", r.returncode == 2 and "node-level" in r.stderr, r.stderr)
 

@@ -99,7 +99,8 @@ static const struct opt_def cap_opts[] = {
 
 /* Run options the search sets itself, or that make no sense per probe. */
 static const char *const cap_forbidden[] = {
-	"rate", "duration", "trace", "db", "no-db", "json", "quiet", "requests-out", "timeline-out",
+	"rate", "duration", "trace", "db", "no-db", "json", "quiet", "requests-out", "timeline-out",   /* trace: unless
+	                                                                                                 * --trace-pairs */
 	"db-requests", "seed", "sweep-point", "sweep-name", "sweep-variant", "dry-run", "help", "requests", "warmup",
 	"sla",
 };
@@ -380,6 +381,22 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	const char *opt[2] = { "input-len", "output-len" };
 	const char *spec[2] = { m->input_len_spec, m->output_len_spec };
 	int used[2] = { m->uses_input_len, m->uses_output_len };
+	if (opt_str(ro, "trace")) {        /* --trace-pairs: the mean lengths of the rows a run keeps */
+		struct trc_trace *t = NULL;
+		if (trc_trace_load(opt_str(ro, "trace"), &t, err, errlen) != 0)
+			goto done;
+		uint64_t kept = 0, limit = m->is_llm ? m->llm.context : UINT64_MAX;
+		for (size_t i = 0; i < t->n; i++)
+			if ((uint64_t)t->input_len[i] + t->output_len[i] <= limit) {
+				mean[0] += t->input_len[i];
+				mean[1] += t->output_len[i];
+				kept++;
+			}
+		trc_trace_free(t);
+		mean[0] = kept ? mean[0] / (double)kept : 0;
+		mean[1] = kept ? mean[1] / (double)kept : 0;
+		used[0] = used[1] = 0;          /* nothing to draw from */
+	}
 	for (int k = 0; k < 2; k++) {
 		if (!used[k])
 			continue;
@@ -657,8 +674,14 @@ int cmd_capacity(int argc, char **argv)
 	if (opt_parse(&ro, rd, nrd, nrun, run, 0, err, sizeof err) != 0)
 		goto fail;
 	for (size_t i = 0; i < nrd; i++)
-		if (ro.given[i] && cap_is_forbidden(rd[i].name)) {
-			snprintf(err, sizeof err, "--%s cannot be given to capacity (the search sets it)", rd[i].name);
+		/* a trace's timestamps set a rate of their own; its rows' lengths, drawn at the probe's rate, do not */
+		if (ro.given[i] && cap_is_forbidden(rd[i].name) &&
+		    !(strcmp(rd[i].name, "trace") == 0 && opt_flag(&ro, "trace-pairs"))) {
+			if (strcmp(rd[i].name, "trace") == 0)
+				snprintf(err, sizeof err, "--trace: its timestamps would set the rate the search sets; with "
+				         "--trace-pairs each probe draws its rows' prompt and output together at its own rate");
+			else
+				snprintf(err, sizeof err, "--%s cannot be given to capacity (the search sets it)", rd[i].name);
 			goto fail;
 		}
 
