@@ -16,7 +16,7 @@ struct gpu_measured {
 	struct hw_model base;
 	struct gpu_measured_info info;
 	struct op_profile *prof;          /* owned */
-	struct opp_allreduce *ar;         /* owned; NULL when none was measured */
+	struct opp_collective *ar;         /* owned; NULL when none was measured */
 	struct hw_device dev;             /* the replica: tp GPUs */
 	uint32_t layers;
 	double head_per_up;               /* LM head / MLP up projection at equal rows */
@@ -57,7 +57,7 @@ static double gpu_allreduce_s(const struct gpu_measured *g, double t, int *extra
 	double bytes = t * g->base.model->llm.hidden * g->base.model->llm.elem_bytes;
 	/* two all-reduces of the activations a layer, after attention and after the MLP: Megatron-LM's
 	 * tensor parallelism (Shoeybi et al., 2019, Sec. 3), as vLLM and Vidur split a layer */
-	return 2 * opp_allreduce_ms(g->ar, g->info.tp, bytes, extrapolated) * OPP_S_PER_MS;
+	return 2 * opp_collective_ms(g->ar, g->info.tp, bytes, extrapolated) * OPP_S_PER_MS;
 }
 
 void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
@@ -128,7 +128,7 @@ static void gpu_close(struct hw_model *hw)
 	if (!g)
 		return;
 	opp_free(g->prof);
-	opp_allreduce_free(g->ar);
+	opp_collective_free(g->ar);
 	free(g->op_s);
 	free(g->ar_s);
 	free(g->emb_s);
@@ -285,7 +285,7 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 		}
 		if (opp_allreduce_load(ar_path, &g->ar, err, errlen) != 0)
 			goto fail;
-		if (!opp_allreduce_has(g->ar, tp)) {
+		if (!opp_collective_has(g->ar, tp)) {
 			snprintf(err, errlen, "%s holds no all-reduce across %u GPUs", ar_path, tp);
 			goto fail;
 		}

@@ -405,25 +405,34 @@ double opp_curve_ms(const struct opp_curve *c, enum opp_op op, double tokens, in
 	return opp_polyline(c->n, c->tokens, &c->ms[op], OPP_COUNT, tokens, extrapolated);
 }
 
-void opp_allreduce_free(struct opp_allreduce *a)
+void opp_collective_free(struct opp_collective *a)
 {
 	if (!a)
 		return;
-	free(a->gpus);
+	free(a->key);
 	free(a->bytes);
 	free(a->ms);
 	free(a);
 }
 
-int opp_allreduce_load(const char *path, struct opp_allreduce **out, char *err, size_t errlen)
+/* What tells one collective's file from another's. */
+struct opp_collective_kind {
+	const char *kind_line, *what;    /* "an all-reduce profile" */
+	const char *key;                 /* the first column's name */
+	uint64_t key_min, key_max;
+	const char *key_must;            /* "must be ..., not" */
+};
+
+static int opp_collective_load(const char *path, const struct opp_collective_kind *k, struct opp_collective **out,
+                               char *err, size_t errlen)
 {
-	static const char *const names[] = { "gpus", "bytes", "ms" };
+	const char *const names[] = { k->key, "bytes", "ms" };
 	struct lines_reader rd;
 	char *line, *f[4];
 	size_t len, cap = 0;
 	int got, header = 0;
 	*out = NULL;
-	struct opp_allreduce *a = calloc(1, sizeof *a);
+	struct opp_collective *a = calloc(1, sizeof *a);
 	if (!a) {
 		err_memory(err, errlen, "out of memory");
 		return -1;
@@ -433,9 +442,8 @@ int opp_allreduce_load(const char *path, struct opp_allreduce **out, char *err, 
 		goto fail;
 	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
 		char *t = txt_trim(line);
-		if (rd.lineno == 1 && strcmp(t, OPP_ALLREDUCE_KIND_LINE) != 0) {
-			snprintf(err, errlen, "%s:1: not an all-reduce profile (its first line must be '%s')", path,
-			         OPP_ALLREDUCE_KIND_LINE);
+		if (rd.lineno == 1 && strcmp(t, k->kind_line) != 0) {
+			snprintf(err, errlen, "%s:1: not %s (its first line must be '%s')", path, k->what, k->kind_line);
 			goto fail_rd;
 		}
 		if (txt_line_is_blank_or_comment(t))
@@ -444,16 +452,16 @@ int opp_allreduce_load(const char *path, struct opp_allreduce **out, char *err, 
 		if (!header) {
 			for (size_t i = 0; i < 3; i++)
 				if (i >= n || strcmp(f[i], names[i]) != 0) {
-					snprintf(err, errlen, "%s:%lu: missing column '%s' (header gpus,bytes,ms)", path, rd.lineno,
-					         names[i]);
+					snprintf(err, errlen, "%s:%lu: missing column '%s' (header %s,bytes,ms)", path, rd.lineno,
+					         names[i], k->key);
 					goto fail_rd;
 				}
 			header = 1;
 			continue;
 		}
-		uint64_t gpus, bytes;
+		uint64_t key, bytes;
 		double ms;
-		size_t bad = n != 3 ? 3 : txt_parse_uint(f[0], 64, &gpus) != 0 || gpus < 2 ? 0
+		size_t bad = n != 3 ? 3 : txt_parse_uint(f[0], k->key_max, &key) != 0 || key < k->key_min ? 0
 		             : txt_parse_uint(f[1], UINT64_MAX, &bytes) != 0 || bytes == 0 ? 1
 		             : txt_parse_double(f[2], &ms) != 0 || !(ms > 0) ? 2 : SIZE_MAX;
 		if (bad == 3) {
@@ -462,20 +470,20 @@ int opp_allreduce_load(const char *path, struct opp_allreduce **out, char *err, 
 		}
 		if (bad != SIZE_MAX) {
 			snprintf(err, errlen, "%s:%lu:%zu (%s): %s '%s'", path, rd.lineno, bad + 1, names[bad],
-			         bad == 0 ? "must be a GPU count from 2 to 64, not" : bad == 1 ? "must be a positive byte count, not"
+			         bad == 0 ? k->key_must : bad == 1 ? "must be a positive byte count, not"
 			         : "must be a positive, finite time in ms, not", f[bad]);
 			goto fail_rd;
 		}
-		if (a->n && (gpus < a->gpus[a->n - 1] || (gpus == a->gpus[a->n - 1] && (double)bytes <= a->bytes[a->n - 1]))) {
-			snprintf(err, errlen, "%s:%lu:%d (%s): rows must be sorted by gpus, then by increasing bytes", path,
-			         rd.lineno, gpus < a->gpus[a->n - 1] ? 1 : 2, gpus < a->gpus[a->n - 1] ? "gpus" : "bytes");
+		if (a->n && (key < a->key[a->n - 1] || (key == a->key[a->n - 1] && (double)bytes <= a->bytes[a->n - 1]))) {
+			snprintf(err, errlen, "%s:%lu:%d (%s): rows must be sorted by %s, then by increasing bytes", path,
+			         rd.lineno, key < a->key[a->n - 1] ? 1 : 2, key < a->key[a->n - 1] ? k->key : "bytes", k->key);
 			goto fail_rd;
 		}
 		if (a->n == cap) {
 			cap = cap ? 2 * cap : 256;
-			uint32_t *g = realloc(a->gpus, cap * sizeof *g);
+			uint32_t *g = realloc(a->key, cap * sizeof *g);
 			if (g)
-				a->gpus = g;
+				a->key = g;
 			double *b = g ? realloc(a->bytes, cap * sizeof *b) : NULL;
 			if (b)
 				a->bytes = b;
@@ -486,7 +494,7 @@ int opp_allreduce_load(const char *path, struct opp_allreduce **out, char *err, 
 			}
 			a->ms = m;
 		}
-		a->gpus[a->n] = (uint32_t)gpus;
+		a->key[a->n] = (uint32_t)key;
 		a->bytes[a->n] = (double)bytes;
 		a->ms[a->n] = ms;
 		a->n++;
@@ -495,7 +503,7 @@ int opp_allreduce_load(const char *path, struct opp_allreduce **out, char *err, 
 		goto fail_rd;
 	lines_close(&rd);
 	if (!a->n) {
-		snprintf(err, errlen, "%s: no all-reduce rows", path);
+		snprintf(err, errlen, "%s: no rows", path);
 		goto fail;
 	}
 	*out = a;
@@ -503,24 +511,38 @@ int opp_allreduce_load(const char *path, struct opp_allreduce **out, char *err, 
 fail_rd:
 	lines_close(&rd);
 fail:
-	opp_allreduce_free(a);
+	opp_collective_free(a);
 	return -1;
 }
 
-int opp_allreduce_has(const struct opp_allreduce *a, uint32_t gpus)
+int opp_allreduce_load(const char *path, struct opp_collective **out, char *err, size_t errlen)
+{
+	static const struct opp_collective_kind k = { OPP_ALLREDUCE_KIND_LINE, "an all-reduce profile", "gpus", 2, 64,
+	                                              "must be a GPU count from 2 to 64, not" };
+	return opp_collective_load(path, &k, out, err, errlen);
+}
+
+int opp_sendrecv_load(const char *path, struct opp_collective **out, char *err, size_t errlen)
+{
+	static const struct opp_collective_kind k = { OPP_SENDRECV_KIND_LINE, "a send-recv profile", "nodes", 1, 2,
+	                                              "must be 1 (one node) or 2 (two nodes), not" };
+	return opp_collective_load(path, &k, out, err, errlen);
+}
+
+int opp_collective_has(const struct opp_collective *a, uint32_t key)
 {
 	for (size_t i = 0; a && i < a->n; i++)
-		if (a->gpus[i] == gpus)
+		if (a->key[i] == key)
 			return 1;
 	return 0;
 }
 
-double opp_allreduce_ms(const struct opp_allreduce *a, uint32_t gpus, double bytes, int *extrapolated)
+double opp_collective_ms(const struct opp_collective *a, uint32_t key, double bytes, int *extrapolated)
 {
 	size_t first = 0, n = 0;
-	while (first < a->n && a->gpus[first] != gpus)
+	while (first < a->n && a->key[first] != key)
 		first++;
-	while (first + n < a->n && a->gpus[first + n] == gpus)
+	while (first + n < a->n && a->key[first + n] == key)
 		n++;
 	return n ? opp_polyline(n, &a->bytes[first], &a->ms[first], 1, bytes, extrapolated) : 0;
 }

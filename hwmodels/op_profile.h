@@ -27,6 +27,10 @@
  * operator (only post_attention_layernorm may be absent).
  * All-reduce format: "# simbatch all-reduce profile", then header
  * gpus,bytes,ms, rows sorted by gpus then strictly increasing bytes.
+ * Send/recv format (calib/tables/sendrecv-GPU.csv, one NCCL send/recv
+ * between two GPUs): "# simbatch send-recv profile", then header
+ * nodes,bytes,ms (nodes 1: both GPUs in one node; 2: on two nodes), sorted
+ * likewise.
  *
  * Contract: loaders report one line "FILE:LINE:COLUMN (NAME): problem" and
  * keep nothing on failure; a loaded profile is read-only. Between measured
@@ -42,6 +46,7 @@
 
 #define OPP_KIND_LINE "# simbatch llm operator profile"
 #define OPP_ALLREDUCE_KIND_LINE "# simbatch all-reduce profile"
+#define OPP_SENDRECV_KIND_LINE "# simbatch send-recv profile"
 #define OPP_S_PER_MS 1e-3   /* a unit: the profiles hold milliseconds (Vidur's time columns, converted as measured) */
 
 enum opp_op {
@@ -94,10 +99,11 @@ struct op_profile {
 	double gemm_flops_s;
 };
 
-struct opp_allreduce {
+/* A collective's times by a key (all-reduce: GPUs; send/recv: nodes) and bytes. */
+struct opp_collective {
 	char path[512];
 	size_t n;
-	uint32_t *gpus;             /* [n]; owned */
+	uint32_t *key;              /* [n]; owned */
 	double *bytes, *ms;         /* [n]; owned */
 };
 
@@ -130,14 +136,15 @@ static inline uint32_t opp_curve_max_tokens(const struct opp_curve *c)
 	return (uint32_t)c->tokens[c->n - 1];
 }
 
-int opp_allreduce_load(const char *path, struct opp_allreduce **out, char *err, size_t errlen);
-void opp_allreduce_free(struct opp_allreduce *a);
+int opp_allreduce_load(const char *path, struct opp_collective **out, char *err, size_t errlen);
+int opp_sendrecv_load(const char *path, struct opp_collective **out, char *err, size_t errlen);
+void opp_collective_free(struct opp_collective *a);
 
-/* 1 when a holds rows for gpus GPUs. */
-int opp_allreduce_has(const struct opp_allreduce *a, uint32_t gpus);
+/* 1 when a holds rows for key (GPUs, nodes). */
+int opp_collective_has(const struct opp_collective *a, uint32_t key);
 
-/* One all-reduce of bytes across gpus GPUs (opp_allreduce_has must hold),
- * in ms; *extrapolated as opp_curve_ms. */
-double opp_allreduce_ms(const struct opp_allreduce *a, uint32_t gpus, double bytes, int *extrapolated);
+/* One collective of bytes at key (opp_collective_has must hold), in ms;
+ * *extrapolated as opp_curve_ms. */
+double opp_collective_ms(const struct opp_collective *a, uint32_t key, double bytes, int *extrapolated);
 
 #endif

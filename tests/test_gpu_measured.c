@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include "hwmodels/gpu_measured.h"
 #include "hwmodels/llm_cost.h"
+#include "hwmodels/kv_link.h"
 
 /* A toy LLM: 2 layers, hidden 64 = 4 heads x 16, 2 KV heads, gated MLP 128, vocab 256. */
 #define LAYERS 2
@@ -317,6 +318,46 @@ static void test_exclude(void **state)
 	unlink(path);
 }
 
+/* A KV link (hwmodels/kv_link.h) on a hand-written send/recv profile: one
+ * node 1 MB in 0.01 ms and 3 MB in 0.02 (between: linear); two nodes 1 MB in
+ * 0.1 ms, 2 MB in 0.2, 3 MB in 0.25 (their median rate, 10 MB/ms of 10, 10, 12, carries
+ * on past the largest: 5 MB takes 0.25 + 2 / 10 ms); a modelled link is
+ * its latency plus bytes over its bandwidth; bad links named. */
+static void test_kv_link(void **state)
+{
+	(void)state;
+	char path[160], err[512];
+	snprintf(path, sizeof path, "%s/sendrecv-toy.csv", dir);
+	put(path, OPP_SENDRECV_KIND_LINE "\nnodes,bytes,ms\n1,1000000,0.01\n1,3000000,0.02\n"
+	          "2,1000000,0.1\n2,2000000,0.2\n2,3000000,0.25\n");
+	struct kv_link *l = NULL;
+	int ex = 0;
+	assert_int_equal(kv_link_open("same-node", dir, "toy", &l, err, sizeof err), 0);
+	assert_true(fabs(kv_link_seconds(l, 2e6, &ex) - 0.015e-3) < 1e-15 && !ex);
+	kv_link_close(l);
+	assert_int_equal(kv_link_open("cross-node", dir, "toy", &l, err, sizeof err), 0);
+	assert_true(fabs(kv_link_seconds(l, 1.5e6, &ex) - 0.15e-3) < 1e-15 && !ex);
+	assert_true(fabs(kv_link_seconds(l, 5e6, &ex) - (0.25 + 2.0 / 10) * 1e-3) < 1e-15 && ex);
+	kv_link_close(l);
+	assert_int_equal(kv_link_open("model:50:2", dir, NULL, &l, err, sizeof err), 0);
+	assert_true(fabs(kv_link_seconds(l, 1e8, &ex) - (2e-6 + 1e8 / 50e9)) < 1e-15);
+	kv_link_close(l);
+	assert_int_equal(kv_link_open("model:0:2", dir, NULL, &l, err, sizeof err), -1);
+	assert_non_null(strstr(err, "positive number of GB/s"));
+	assert_int_equal(kv_link_open("model:5:-1", dir, NULL, &l, err, sizeof err), -1);
+	assert_non_null(strstr(err, "latency must be 0 us or more"));
+	assert_int_equal(kv_link_open("cross-node", dir, "other", &l, err, sizeof err), -1);
+	assert_non_null(strstr(err, "sendrecv-other.csv does not exist"));
+	put(path, OPP_SENDRECV_KIND_LINE "\nnodes,bytes,ms\n3,1000000,0.01\n");
+	assert_int_equal(kv_link_open("cross-node", dir, "toy", &l, err, sizeof err), -1);
+	assert_non_null(strstr(err, "sendrecv-toy.csv:3:1 (nodes): must be 1 (one node) or 2 (two nodes), not '3'"));
+	put(path, OPP_SENDRECV_KIND_LINE "\nnodes,bytes,ms\n1,1000000,0.01\n");
+	assert_int_equal(kv_link_open("cross-node", dir, "toy", &l, err, sizeof err), -1);
+	assert_non_null(strstr(err, "holds no send/recv across two nodes"));
+	assert_null(l);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_bad_profiles),
 		cmocka_unit_test(test_weights_that_do_not_fit),
 		cmocka_unit_test(test_exclude),
+		cmocka_unit_test(test_kv_link),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

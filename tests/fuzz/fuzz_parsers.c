@@ -93,9 +93,9 @@ static void fuzz_parse(const char *path)
 		break;
 	}
 	case ALLREDUCE: {
-		struct opp_allreduce *a = NULL;
+		struct opp_collective *a = NULL;
 		if (opp_allreduce_load(path, &a, err, sizeof err) == 0)
-			opp_allreduce_free(a);
+			opp_collective_free(a);
 		break;
 	}
 	case LENGTHS: {
