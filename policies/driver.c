@@ -64,7 +64,7 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 			goto fail;
 		}
 		if (fleet_init(d->fleet, c->policy, c->router, c->replicas, c->router_refresh_ns, &d->c.env, c->replica_env,
-		               err, errlen) != 0) {
+		               c->disagg, err, errlen) != 0) {
 			free(d->fleet);
 			d->fleet = NULL;
 			goto fail;
@@ -242,6 +242,8 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 			goto oom;
 		res->nreplicas = d->fleet->n;
 		res->router = d->c.router->name;
+		res->kv_move_extrapolated = d->fleet->move_extrapolated;
+		res->prefill_replicas = d->fleet->dis.prefill;
 		fleet_results(d->fleet, end->end_ns, res->replicas);
 	} else if (d->c.policy->stats) {
 		res->npolicy_stats = d->c.policy->stats(d->st, res->policy_stats, POL_MAX_STATS);

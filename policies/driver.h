@@ -84,6 +84,8 @@ struct drv_result {
 	uint32_t nreplicas;         /* a fleet's run (--replicas > 1): each replica's share (owned), else 0 */
 	struct fleet_replica_result *replicas;
 	const char *router;         /* the fleet's router, by name (static) */
+	uint32_t prefill_replicas;  /* a disaggregated fleet: replicas [0, this) ran prompts, the rest tokens; else 0 */
+	int kv_move_extrapolated;   /* a disaggregated fleet moved KV larger than its link's largest measured message */
 };
 
 void drv_result_free(struct drv_result *res);
@@ -104,6 +106,7 @@ struct drv_config {
 	int64_t router_refresh_ns;
 	const struct pol_env *replica_env;  /* a heterogeneous fleet: [replicas] each replica's env (its KV cache and
 	                                     * iteration estimates; knobs from env), else NULL: env for every one */
+	const struct fleet_disagg *disagg;  /* a fleet split into prefill and decode pools (fleet.h), else NULL */
 	void *release_ctx;
 };
 
@@ -222,6 +225,7 @@ static inline int drv_arrive(struct pol_driver *d, struct pol_request *r, int64_
 	r->first_start_ns = -1;
 	r->first_token_ns = -1;
 	r->in_flight = 0;
+	r->kv_ready = 0;
 	r->pol_next = NULL;
 	r->pol_word[0] = r->pol_word[1] = 0;
 	if (d->start.chain_len && r->input_len == d->start.input_len && r->output_len == d->start.output_len) {
@@ -362,9 +366,10 @@ static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_
 	}
 	pol_task_advance(t, d->c.env.model);
 	d->busy_ns += t->end_ns - t->start_ns;
-	if (d->fleet)
-		fleet_task_done(d->fleet, t, now_ns);
-	else
+	if (d->fleet) {
+		if (fleet_task_done(d->fleet, t, now_ns) != 0)
+			return drv_out_of_memory(err, errlen, "queueing KV moves");
+	} else
 		d->c.policy->on_task_done(d->st, t, now_ns);
 	int finished = 0;
 	for (uint32_t i = 0; (uint32_t)finished < t->finished && i < t->nreq; i++) {   /* most tasks finish no one */

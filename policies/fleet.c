@@ -1,4 +1,5 @@
 /* policies/fleet.c: LLM replicas behind a router (fleet.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@ void fleet_fini(struct pol_fleet *f)
 		if (f->rep[i].st && f->policy->fini)
 			f->policy->fini(f->rep[i].st);
 		free(f->rep[i].st);
+		free(f->rep[i].due);
 	}
 	free(f->rep);
 	free(f->view_outstanding);
@@ -18,28 +20,49 @@ void fleet_fini(struct pol_fleet *f)
 	if (f->router_state && f->router->fini)
 		f->router->fini(f->router_state);
 	free(f->router_state);
+	if (f->decode_router_state && f->router->fini)
+		f->router->fini(f->decode_router_state);
+	free(f->decode_router_state);
 	memset(f, 0, sizeof *f);
 }
 
+/* A router's state for a pool of n, or NULL (out of memory). */
+static void *fleet_router_state(const struct router_ops *router, uint32_t n)
+{
+	void *st = calloc(1, router->state_size ? router->state_size : 1);
+	if (st && router->init && router->init(st, n) != 0) {
+		free(st);
+		st = NULL;
+	}
+	return st;
+}
+
 int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct router_ops *router, uint32_t n,
-               int64_t refresh_ns, const struct pol_env *env, const struct pol_env *replica_env, char *err,
-               size_t errlen)
+               int64_t refresh_ns, const struct pol_env *env, const struct pol_env *replica_env,
+               const struct fleet_disagg *dis, char *err, size_t errlen)
 {
 	memset(f, 0, sizeof *f);
 	f->policy = policy;
 	f->router = router;
 	f->n = n;
 	f->refresh_ns = refresh_ns;
+	if (dis && dis->prefill) {
+		if (dis->prefill >= n || !dis->move_s || !dis->pairs || !dis->layers) {
+			snprintf(err, errlen, "a disaggregated fleet of %u replicas with %u for prompts: each pool needs one, "
+			         "and moves a price", n, dis->prefill);
+			return -1;
+		}
+		f->dis = *dis;
+	}
 	f->rep = calloc(n, sizeof *f->rep);
 	f->view_outstanding = calloc(n, sizeof *f->view_outstanding);
 	f->view_kv_used = calloc(n, sizeof *f->view_kv_used);
 	f->view_kv_blocks = calloc(n, sizeof *f->view_kv_blocks);
-	f->router_state = calloc(1, router->state_size ? router->state_size : 1);
-	if (f->router_state && router->init && router->init(f->router_state, n) != 0) {
-		free(f->router_state);
-		f->router_state = NULL;
-	}
-	if (!f->rep || !f->view_outstanding || !f->view_kv_used || !f->view_kv_blocks || !f->router_state) {
+	f->router_state = fleet_router_state(router, f->dis.prefill ? f->dis.prefill : n);
+	if (f->dis.prefill)
+		f->decode_router_state = fleet_router_state(router, n - f->dis.prefill);
+	if (!f->rep || !f->view_outstanding || !f->view_kv_used || !f->view_kv_blocks || !f->router_state ||
+	    (f->dis.prefill && !f->decode_router_state)) {
 		fleet_fini(f);
 		snprintf(err, errlen, "out of memory setting up %u replicas", n);
 		return -1;
@@ -48,6 +71,7 @@ int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct r
 		struct pol_env one = replica_env ? replica_env[i] : *env;
 		one.workers = 1;              /* each replica's policy sees its own device alone */
 		one.params = env->params;
+		one.prefill_only = i < f->dis.prefill;
 		f->rep[i].kv_blocks = one.kv_blocks;
 		f->view_kv_blocks[i] = one.kv_blocks;
 		f->rep[i].st = calloc(1, policy->state_size ? policy->state_size : 1);
@@ -90,21 +114,24 @@ static void fleet_outstanding_by(struct fleet_replica *p, int64_t now_ns, int de
 		p->max_outstanding = p->outstanding;
 }
 
-void fleet_arrive(struct pol_fleet *f, struct pol_request *r, int64_t now_ns)
+/* The router's choice among the pool of replicas [first, first + n), as a global index. */
+static uint32_t fleet_route(struct pol_fleet *f, uint32_t first, uint32_t n, void *state, const struct pol_request *r)
 {
-	fleet_observe(f, now_ns);
-	int live = f->refresh_ns == 0;
-	struct router_view v = { .n = f->n, .outstanding = f->view_outstanding, .kv_used = f->view_kv_used,
-	                         .kv_blocks = f->view_kv_blocks };
-	if (live) {
-		for (uint32_t i = 0; i < f->n; i++) {
+	if (f->refresh_ns == 0)
+		for (uint32_t i = first; i < first + n; i++) {
 			f->view_outstanding[i] = f->rep[i].outstanding;
 			f->view_kv_used[i] = f->rep[i].kv_used;
 		}
-	}
-	uint32_t k = f->router->choose(&v, r, f->router_state);
-	if (k >= f->n)
-		k = f->n - 1;                 /* a router's contract; kept safe rather than trusted */
+	struct router_view v = { .n = n, .outstanding = f->view_outstanding + first, .kv_used = f->view_kv_used + first,
+	                         .kv_blocks = f->view_kv_blocks + first };
+	uint32_t k = f->router->choose(&v, r, state);
+	return first + (k < n ? k : n - 1);      /* a router's contract; kept safe rather than trusted */
+}
+
+void fleet_arrive(struct pol_fleet *f, struct pol_request *r, int64_t now_ns)
+{
+	fleet_observe(f, now_ns);
+	uint32_t k = fleet_route(f, 0, f->dis.prefill ? f->dis.prefill : f->n, f->router_state, r);
 	r->replica = k;
 	struct fleet_replica *p = &f->rep[k];
 	p->routed++;
@@ -112,18 +139,123 @@ void fleet_arrive(struct pol_fleet *f, struct pol_request *r, int64_t now_ns)
 	f->policy->on_arrival(p->st, r, now_ns);
 }
 
+static int fleet_move_before(const struct fleet_move *a, const struct fleet_move *b)
+{
+	return a->end_ns < b->end_ns || (a->end_ns == b->end_ns && a->id < b->id);
+}
+
+/* Moves m into p's heap; 0, or -1 out of memory. */
+static int fleet_due_push(struct fleet_replica *p, struct fleet_move m)
+{
+	if (p->ndue == p->due_cap) {
+		uint32_t cap = p->due_cap ? 2 * p->due_cap : 16;
+		struct fleet_move *d = realloc(p->due, cap * sizeof *d);
+		if (!d)
+			return -1;
+		p->due = d;
+		p->due_cap = cap;
+	}
+	uint32_t i = p->ndue++;
+	while (i > 0 && fleet_move_before(&m, &p->due[(i - 1) / 2])) {
+		p->due[i] = p->due[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	p->due[i] = m;
+	return 0;
+}
+
+static struct pol_request *fleet_due_pop(struct fleet_replica *p)
+{
+	struct pol_request *r = p->due[0].r;
+	struct fleet_move last = p->due[--p->ndue];
+	uint32_t i = 0;
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= p->ndue)
+			break;
+		if (c + 1 < p->ndue && fleet_move_before(&p->due[c + 1], &p->due[c]))
+			c++;
+		if (!fleet_move_before(&p->due[c], &last))
+			break;
+		p->due[i] = p->due[c];
+		i = c;
+	}
+	p->due[i] = last;
+	return r;
+}
+
+/* When the prompt of r, which ran in t on prefill replica p, is on a decode
+ * replica (fleet.h): after the iteration, or layer by layer with it. */
+static int64_t fleet_move_end(struct pol_fleet *f, struct fleet_replica *p, const struct pol_task *t,
+                              const struct pol_request *r, double *bytes)
+{
+	const struct fleet_disagg *d = &f->dis;
+	*bytes = (double)r->input_len * d->kv_bytes_per_token;
+	double pair = *bytes / d->pairs;
+	int64_t free_ns = p->link_free_ns > t->end_ns ? p->link_free_ns : t->end_ns;
+	int64_t end;
+	if (!d->layerwise) {
+		end = free_ns + llround(d->move_s(d->link, pair, &f->move_extrapolated) * 1e9);
+	} else {
+		/* two stages over the layers: layer i is computed by start + i x P/L, then sent (m each) */
+		double layer = (double)(t->end_ns - t->start_ns) / d->layers;
+		double m = d->move_s(d->link, pair / d->layers, &f->move_extrapolated) * 1e9;
+		double pipeline = (double)t->start_ns + layer + (d->layers - 1) * (layer > m ? layer : m) + m;
+		double queued = (double)p->link_free_ns + d->layers * m;
+		end = llround(pipeline > queued ? pipeline : queued);
+		if (end < t->end_ns)
+			end = t->end_ns;
+	}
+	p->link_free_ns = end;
+	return end;
+}
+
+/* After an iteration on prefill replica p: each member whose prompt ran
+ * (its first token out, not done) moves to a decode replica. 0, or -1. */
+static int fleet_hand_off(struct pol_fleet *f, struct fleet_replica *p, const struct pol_task *t)
+{
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		struct pol_request *r = t->reqs[i];
+		if (r->next_node != 1 || pol_req_done(r) || r->first_token_ns != t->end_ns)
+			continue;
+		double bytes;
+		int64_t end = fleet_move_end(f, p, t, r, &bytes);
+		uint32_t k = fleet_route(f, f->dis.prefill, f->n - f->dis.prefill, f->decode_router_state, r);
+		struct fleet_replica *q = &f->rep[k];
+		fleet_outstanding_by(p, t->end_ns, -1);
+		q->routed++;
+		fleet_outstanding_by(q, t->end_ns, +1);
+		double s = (double)(end - t->end_ns) * 1e-9;
+		p->moves++, q->moves++;
+		p->moved_bytes += bytes, q->moved_bytes += bytes;
+		p->move_s += s, q->move_s += s;
+		r->first_token_ns = r->last_token_ns = end;     /* the user sees it when the decode replica has it */
+		r->kv_ready = r->input_len;
+		r->replica = k;
+		if (fleet_due_push(q, (struct fleet_move){ end, r->id, r }) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 int fleet_next_task(struct pol_fleet *f, uint32_t device, int64_t now_ns, struct pol_task *t, int64_t *wake_ns)
 {
 	fleet_observe(f, now_ns);
 	struct fleet_replica *p = &f->rep[device];
+	while (p->ndue && p->due[0].end_ns <= now_ns) {     /* moves that have arrived, in arrival order */
+		struct pol_request *r = fleet_due_pop(p);
+		f->policy->on_arrival(p->st, r, now_ns);
+	}
 	int got = f->policy->next_task(p->st, 0, now_ns, t, wake_ns);
+	if (!got && p->ndue && p->due[0].end_ns < *wake_ns)
+		*wake_ns = p->due[0].end_ns;
 	p->kv_used = got ? t->kv_blocks_held : 0;
 	if (p->kv_used > p->kv_peak)
 		p->kv_peak = p->kv_used;
 	return got;
 }
 
-void fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns)
+int fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns)
 {
 	fleet_observe(f, now_ns);
 	uint32_t dev = t->device;
@@ -137,6 +269,7 @@ void fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns)
 		p->completed += t->finished;
 		fleet_outstanding_by(p, t->end_ns, -(int)t->finished);
 	}
+	return dev < f->dis.prefill ? fleet_hand_off(f, p, t) : 0;
 }
 
 uint64_t fleet_kv_blocks(const struct pol_fleet *f)
@@ -193,6 +326,8 @@ void fleet_results(const struct pol_fleet *f, int64_t end_ns, struct fleet_repli
 			.kv_mean_fraction = p->kv_blocks ? p->kv_block_ns / ((double)p->kv_blocks * span) : 0,
 			.preemptions = preemptions, .prefix_queried_blocks = queried, .prefix_hit_blocks = hits,
 			.prefix_evictions = evictions,
+			.pool = !f->dis.prefill ? FLEET_POOL_ANY : i < f->dis.prefill ? FLEET_POOL_PREFILL : FLEET_POOL_DECODE,
+			.moves = p->moves, .moved_bytes = p->moved_bytes, .move_s = p->move_s,
 		};
 	}
 }

@@ -30,6 +30,30 @@ struct fleet_replica_result {
 	double kv_peak_fraction, kv_mean_fraction;   /* its KV cache held by its iterations: the most, the time average */
 	double preemptions;              /* its policy's count (0 when the policy has none) */
 	double prefix_queried_blocks, prefix_hit_blocks, prefix_evictions;   /* its prefix cache's (0: none) */
+	int pool;                        /* FLEET_POOL_* */
+	uint64_t moves;                  /* KV moves: a prefill replica's sent, a decode replica's received ... */
+	double moved_bytes;              /* ... their bytes (all its GPUs together) ... */
+	double move_s;                   /* ... and the seconds from the prompt's end to each move's end, summed */
+};
+
+enum { FLEET_POOL_ANY = 0, FLEET_POOL_PREFILL = 1, FLEET_POOL_DECODE = 2 };
+
+/* A disaggregated fleet's KV moves (what the caller prices them with). */
+struct fleet_disagg {
+	uint32_t prefill;                /* replicas [0, prefill) run prompts, the rest decode; 0: no disaggregation */
+	double (*move_s)(const void *link, double bytes, int *extrapolated);   /* one GPU pair's message */
+	const void *link;
+	uint32_t pairs;                  /* GPU pairs a move splits over (the replicas' --tp) */
+	uint32_t layers;                 /* a layerwise move's messages (one a layer) */
+	double kv_bytes_per_token;       /* the KV cache of one token, every GPU of a replica together */
+	int layerwise;
+};
+
+/* A KV move under way to a decode replica, due at its end. */
+struct fleet_move {
+	int64_t end_ns;
+	uint64_t id;
+	struct pol_request *r;
 };
 
 struct fleet_replica {
@@ -43,6 +67,11 @@ struct fleet_replica {
 	double kv_block_ns;              /* blocks held x duration, over its iterations */
 	uint64_t kv_peak;
 	uint64_t kv_blocks;              /* its KV cache, in blocks */
+	struct fleet_move *due;          /* a decode replica's moves under way: a binary heap by (end, id) (owned) */
+	uint32_t ndue, due_cap;
+	int64_t link_free_ns;            /* a prefill replica's: when its link has sent every move given it */
+	uint64_t moves;
+	double moved_bytes, move_s;
 };
 
 struct pol_fleet {
@@ -54,16 +83,21 @@ struct pol_fleet {
 	uint32_t *view_outstanding;      /* [n] what the router sees */
 	uint64_t *view_kv_used, *view_kv_blocks;
 	int64_t next_scrape_ns;
-	void *router_state;              /* the router's own (owned) */
+	void *router_state;              /* the router's own (owned); a disaggregated fleet's prefill pool's ... */
+	void *decode_router_state;       /* ... and its decode pool's (owned; NULL: none) */
+	struct fleet_disagg dis;         /* dis.prefill 0: every replica serves whole requests */
+	int move_extrapolated;           /* some move was larger than the link's largest measured message */
 };
 
 /* n replicas of policy, each initialized for one device with env, or with
  * replica_env[i] (a heterogeneous fleet: each its own KV cache and
- * iteration estimates; the knobs still env's) when given. 0, or -1 with err
- * (the policy refused its env, out of memory); f then holds nothing. */
+ * iteration estimates; the knobs still env's) when given; dis (NULL or
+ * dis->prefill 0: none) splits them into a prefill and a decode pool. 0, or
+ * -1 with err (the policy refused its env, out of memory); f then holds
+ * nothing. */
 int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct router_ops *router, uint32_t n,
-               int64_t refresh_ns, const struct pol_env *env, const struct pol_env *replica_env, char *err,
-               size_t errlen);
+               int64_t refresh_ns, const struct pol_env *env, const struct pol_env *replica_env,
+               const struct fleet_disagg *dis, char *err, size_t errlen);
 /* The fleet's KV blocks, all replicas together. */
 uint64_t fleet_kv_blocks(const struct pol_fleet *f);
 void fleet_fini(struct pol_fleet *f);
@@ -72,7 +106,8 @@ void fleet_fini(struct pol_fleet *f);
  * (device i is replica i). */
 void fleet_arrive(struct pol_fleet *f, struct pol_request *r, int64_t now_ns);
 int fleet_next_task(struct pol_fleet *f, uint32_t device, int64_t now_ns, struct pol_task *t, int64_t *wake_ns);
-void fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns);
+/* 0, or -1 out of memory (a KV move could not be queued). */
+int fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns);
 
 /* The policy's counters over the fleet: summed, the fractions and capacities
  * (a name holding "fraction", kv_blocks) their largest. Returns how many. */

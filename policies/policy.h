@@ -60,6 +60,10 @@ struct pol_request {
 	int64_t last_token_ns;       /* LLM models: ... and its latest token */
 	uint32_t in_flight;          /* 1 while a task containing it runs */
 	uint32_t replica;            /* a fleet's run: the replica its router placed it on (fleet.h) */
+	uint32_t kv_ready;           /* LLM: tokens whose KV cache arrives with it, computed elsewhere (a
+	                              * disaggregated decode replica's request: its prompt's, moved from the
+	                              * prefill replica); the policy starts it there. The policy sets it to 0
+	                              * when it drops that cache (a preemption) */
 	uint32_t prefix_len;         /* LLM: its first prefix_len prompt tokens are the shared prefix prefix_id's */
 	uint64_t prefix_id;          /* (a system prompt, a conversation so far; 0: none), which a prefix cache
 	                              * may hold for it (policies/llm/prefix_cache.h) */
@@ -170,6 +174,8 @@ struct pol_env {
 	uint64_t longest_request_tokens; /* the run's largest prompt + output (from the trace or the length limits) */
 	int64_t ttft_slo_ns, tpot_slo_ns;/* --ttft-slo, --tpot-slo (0: none) */
 	int prefix_cache;                /* --prefix-cache: full KV blocks are kept and shared across requests */
+	int prefill_only;                /* a disaggregated prefill replica (policies/fleet.h): a request leaves
+	                                  * when its prompt has run and its first token is out */
 	struct pol_latency lat;
 };
 

@@ -579,6 +579,74 @@ check("capacity refuses a trace's timestamps, naming --trace-pairs", r.returncod
 r = sb("--model=gnmt", "--replicas=2", "--requests=20", "--no-db")
 check("a fleet of a node-level model: exit 2", r.returncode == 2 and "node-level" in r.stderr, r.stderr)
 
+# ---- prefill/decode disaggregation (issue 35) ----
+# One request alone: its prompt runs on the prefill replica as on a lone server, its KV (llama2-7b:
+# 32 layers x 32 KV heads x 128 x key and value x 2 bytes = 524288 bytes a token) moves over a
+# 10 GB/s link of no latency, then its tokens run as on the lone server: TTFT and finish are the lone
+# server's plus the move, 1000 x 524288 / 1e10 s = 52.4288 ms.
+one_req = trace_of([(0.0, 1000, 5)], os.path.join(td, "one.csv"))
+def first_and_finish(args):
+    out = os.path.join(td, "one-reqs.csv")
+    r = sb("--model=llama2-7b", f"--trace={one_req}", "--requests-out=" + out, "--no-db", *args)
+    if r.returncode != 0:
+        return None, r.stderr
+    with open(out) as f:
+        x = next(csv.DictReader(f))
+    return (float(x["first_token_s"]), float(x["finish_s"])), ""
+lone, e1 = first_and_finish([])
+dis, e2 = first_and_finish(["--prefill-replicas=1", "--decode-replicas=1", "--kv-link=model:10:0"])
+move = 1000 * 524288 / 1e10
+check("disaggregation: one request's TTFT and finish are a lone server's plus its KV move",
+      lone and dis and abs(dis[0] - lone[0] - move) < 1e-9 and abs(dis[1] - lone[1] - move) < 1e-9, f"{lone} {dis} {e1}{e2}")
+ddb = os.path.join(td, "disagg.db")
+dout = os.path.join(td, "disagg-reqs.csv")
+r = sb("--model=llama2-7b", "--prefill-replicas=2", "--decode-replicas=3", "--router=least-outstanding", "--rate=8",
+       "--requests=300", f"--db={ddb}", "--json", "--requests-out=" + dout)
+dj = json.loads(r.stdout) if r.returncode == 0 else {}
+dg = dj.get("fleet", {}).get("disaggregation", {})
+dreps = dj.get("fleet", {}).get("replicas", [])
+moved = []
+if r.returncode == 0:
+    with open(dout) as f:
+        moved = [int(x["input_len"]) for x in csv.DictReader(f) if int(x["output_len"]) > 1]
+check("a disaggregated fleet's JSON: its pools, and every request of 2+ tokens moved with its prompt's KV",
+      dg.get("prefill_replicas") == 2 and dg.get("decode_replicas") == 3 and dg.get("kv_moves") == len(moved) and
+      dg.get("kv_moved_bytes") == 524288 * sum(moved) and [p.get("pool") for p in dreps] == [1, 1, 2, 2, 2] and
+      sum(p["routed"] for p in dreps[:2]) == 300 and sum(p["routed"] for p in dreps[2:]) == len(moved) and
+      "cross-node, measured" in dg.get("kv_link", "") and dg.get("kv_transfer") == "after", r.stderr or dg)
+if dreps:
+    con = sqlite3.connect(ddb)
+    st = dict(con.execute("select key, value from run_stats where key like 'replica.%'").fetchall())
+    con.close()
+    check("each pool's replicas stored with their pool and moves",
+          st.get("replica.0.pool") == 1 and st.get("replica.4.pool") == 2 and
+          st.get("replica.4.kv_moves") == dreps[4]["kv_moves"], st)
+lw = sb("--model=llama2-7b", "--prefill-replicas=1", "--decode-replicas=1", "--kv-transfer=layerwise",
+        f"--trace={one_req}", "--no-db", "--json")
+af = sb("--model=llama2-7b", "--prefill-replicas=1", "--decode-replicas=1", f"--trace={one_req}", "--no-db", "--json")
+ttft = lambda r: json.loads(r.stdout)["ttft_ms"]["mean"] if r.returncode == 0 else None
+check("layerwise moves overlap the prefill: an earlier first token than moving after it",
+      ttft(lw) is not None and ttft(af) is not None and ttft(lw) < ttft(af), (ttft(lw), ttft(af), lw.stderr, af.stderr))
+for args, needle in ((["--prefill-replicas=0", "--decode-replicas=2"], "a pool of zero"),
+                     (["--prefill-replicas=2"], "--decode-replicas is missing"),
+                     (["--prefill-replicas=1", "--decode-replicas=1", "--kv-link=model:0:5"], "positive number of GB/s"),
+                     (["--prefill-replicas=1", "--decode-replicas=1", "--kv-link=fibre"], "unknown --kv-link 'fibre'"),
+                     (["--prefill-replicas=1", "--decode-replicas=1:gpu-a100", "--kv-link=same-node"],
+                      "different hardware"),
+                     (["--prefill-replicas=1", "--decode-replicas=1", "--hw=gpu-a40"], "sendrecv-a40.csv"),
+                     (["--prefill-replicas=1", "--decode-replicas=1", "--kv-transfer=early"], "--kv-transfer=early"),
+                     (["--kv-link=model:50:2"], "applies to a disaggregated fleet"),
+                     (["--replicas=2", "--prefill-replicas=1", "--decode-replicas=1"], "not both"),
+                     (["--prefill-replicas=1", "--decode-replicas=1", "--policy=static"], "cannot serve as a prefill"),
+                     # internlm-20b's weights leave an A40 153 blocks of KV (2448 tokens), an H100 thousands
+                     (["--prefill-replicas=1", "--decode-replicas=1:gpu-a40", "--model=internlm-20b",
+                       "--input-len=fixed:3000", "--output-len=fixed:100", "--kv-link=model:50:2"], "the decode pool")):
+    extra = [] if any(a.startswith("--model") for a in args) else ["--model=llama2-7b"]
+    r = sb(*extra, *args, "--requests=20", f"--db={ddb}")
+    check(f"disaggregation bad input {' '.join(args)}: one line naming it, exit 2, nothing stored",
+          r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and run_count(ddb) == 1,
+          f"exit {r.returncode}: {r.stderr}")
+
 # ---- the prefix cache (issue 35): a trace's prefix columns, hits worked out from the trace ----
 # 400 requests, each one of 4 system prompts of 1000 tokens and a question of its own: with 16-token
 # blocks a prompt's first 62 blocks (992 tokens) are its system prompt's; the 63rd holds its question

@@ -171,6 +171,7 @@ static int64_t run_ttft_slo_ns;
 static uint32_t run_replicas;                 /* > 1: a fleet behind run_router (policies/fleet.h) */
 static const struct router_ops *run_router;
 static int64_t run_refresh_ns;
+static const struct fleet_disagg *run_disagg;  /* a fleet split into prefill and decode pools */
 
 static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_blocks, uint32_t budget, double *arr,
                       uint32_t *in, uint32_t *out, size_t n, struct drv_result *r)
@@ -184,7 +185,7 @@ static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_
 	wrap_reset(p);
 	struct eng_config c = { .policy = &wrap_ops, .model = m, .hw = &hw.base, .workers = run_workers, .trace = &t, .seed = 1,
 	                        .sla_ns = 1000 * MS, .keep_request_rows = 1, .replicas = run_replicas, .router = run_router,
-	                        .router_refresh_ns = run_refresh_ns };
+	                        .router_refresh_ns = run_refresh_ns, .disagg = run_disagg };
 	if (run_replicas > 1)
 		c.workers = run_replicas;
 	static struct test_knobs knobs;
@@ -654,6 +655,75 @@ static void test_fleet_routers(void **state)
 	run_fleet("least-kv", 2, stale, (const uint64_t[]){ 4, 1 });
 }
 
+/* ---- disaggregation: a prefill replica (0) and a decode replica (1) ----
+ * 1 ms iterations; llm-tiny's KV is 512 bytes a token (2 layers x 2 KV
+ * heads x 16 x key and value x 4 bytes); a link of 0.1 ms a message and
+ * 2048 bytes a ms: a 4-token prompt's KV moves in 0.1 + 1 ms, an 8-token
+ * one's in 0.1 + 2. r0 (4 prompt, 3 out) at 0; r1 (4, 1) at 0.2; r2 (8, 2)
+ * at 0.5.
+ * After the prefill: r0 prefills 0-1, moves 1-2.1 (its first token seen at
+ * 2.1), decodes on replica 1 2.1-3.1, 3.1-4.1. r1 and r2 prefill together
+ * 1-2: r1's one token ends it there (TTFT 1.8, nothing moves); r2's move
+ * waits for the link until 2.1 and ends at 4.2; it decodes 4.2-5.2.
+ * Layerwise (each layer's half of the KV sent as the prefill finishes the
+ * layer, 0.5 ms a layer): r0's two messages of 0.1 + 0.5 ms follow layers
+ * ending at 0.5 and 1: sent 0.5-1.1 and 1.1-1.7, so it is seen at 1.7 and
+ * ends at 3.7; r2's messages (0.1 + 1 each) wait for the link (free at 1.7):
+ * 1.7-2.8, 2.8-3.9; it decodes 3.9-4.9. */
+static double test_link_s(const void *link, double bytes, int *extrapolated)
+{
+	(void)link, (void)extrapolated;
+	return 1e-4 + bytes / 2048e3;
+}
+
+static void run_disaggregated(int layerwise, const double *finish_ms, const double *ttft_ms)
+{
+	struct mdl_model *m = tiny();
+	double arr[3] = { 0, 0.0002, 0.0005 };
+	uint32_t in[3] = { 4, 4, 8 }, out[3] = { 3, 1, 2 };
+	struct fleet_disagg dis = { .prefill = 1, .move_s = test_link_s, .pairs = 1,
+	                            .layers = m->llm.layers, .kv_bytes_per_token = (double)mdl_llm_kv_bytes_per_token(&m->llm),
+	                            .layerwise = layerwise };
+	assert_int_equal(dis.kv_bytes_per_token, 512);
+	run_replicas = 2;
+	run_router = router_find("round-robin");
+	run_disagg = &dis;
+	struct drv_result r;
+	run_trace(&continuous_policy_ops, m, 1000, 64, arr, in, out, 3, &r);
+	run_replicas = 0;
+	run_router = NULL;
+	run_disagg = NULL;
+	for (int i = 0; i < 3; i++)
+		if (fabs(r.rows[i].finish_s * 1e3 - finish_ms[i]) > 1e-6 ||
+		    fabs((r.rows[i].first_token_s - arr[i]) * 1e3 - ttft_ms[i]) > 1e-6)
+			fail_msg("%s: request %d finished at %.6f ms (TTFT %.6f), want %g (%g)", layerwise ? "layerwise" : "after",
+			         i, r.rows[i].finish_s * 1e3, (r.rows[i].first_token_s - arr[i]) * 1e3, finish_ms[i], ttft_ms[i]);
+	assert_int_equal(r.prefill_replicas, 1);
+	assert_int_equal(r.replicas[0].pool, FLEET_POOL_PREFILL);
+	assert_int_equal(r.replicas[1].pool, FLEET_POOL_DECODE);
+	assert_int_equal(r.replicas[0].routed, 3);
+	assert_int_equal(r.replicas[0].completed, 1);            /* r1, of one token */
+	assert_int_equal(r.replicas[1].routed, 2);
+	assert_int_equal(r.replicas[1].completed, 2);
+	assert_int_equal(r.replicas[0].moves, 2);
+	assert_true(r.replicas[0].moved_bytes == (4 + 8) * 512.0 && r.replicas[1].moved_bytes == (4 + 8) * 512.0);
+	/* the decode replica starts each from its moved prompt: one token on 4 (r0), on 8 (r2) */
+	int seen = 0;
+	for (size_t i = 0; i < wrap.nlog; i++)
+		if (wrap.log[i].n == 1 && wrap.log[i].tokens[0] == 1 && wrap.log[i].context[0] == in[wrap.log[i].ids[0]])
+			seen |= 1 << wrap.log[i].ids[0];
+	assert_int_equal(seen, 1 | 4);
+	drv_result_free(&r);
+	mdl_free(m);
+}
+
+static void test_disaggregation(void **state)
+{
+	(void)state;
+	run_disaggregated(0, (const double[]){ 4.1, 2, 5.2 }, (const double[]){ 2.1, 1.8, 3.7 });
+	run_disaggregated(1, (const double[]){ 3.7, 2, 4.9 }, (const double[]){ 1.7, 1.8, 3.4 });
+}
+
 /* prefix-affinity (vLLM's and SGLang's cache-aware routing) on two replicas,
  * with the prefix cache. Prompts of 10 tokens whose first 8 are prefix A or
  * B (a match of 8 is 0.8 of a prompt, above the 0.3 threshold); blocks of 4.
@@ -725,6 +795,7 @@ int main(void)
 		cmocka_unit_test(test_slo_holds_chunks_to_tpot),
 		cmocka_unit_test(test_roofline_iteration),
 		cmocka_unit_test(test_fleet_routers),
+		cmocka_unit_test(test_disaggregation),
 		cmocka_unit_test(test_prefix_hits),
 		cmocka_unit_test(test_prefix_eviction_lru),
 		cmocka_unit_test(test_prefix_survives_preemption),

@@ -41,6 +41,12 @@ int llm_sched_init(struct llm_sched *s, const struct pol_env *env, const char *n
 	s->kv_blocks = env->kv_blocks;
 	s->ndevs = env->workers ? env->workers : 1;
 	s->prefix_cache = env->prefix_cache && !h->build;
+	s->prefill_only = env->prefill_only;
+	if (s->prefill_only && h->build) {
+		snprintf(err, errlen, "%s: runs whole batches to their end, so it cannot serve as a prefill replica "
+		         "(--prefill-replicas needs continuous, chunked or slo)", name);
+		return -1;
+	}
 	s->devs = calloc(s->ndevs, sizeof *s->devs);
 	for (uint32_t i = 0; s->devs && i < s->ndevs; i++) {
 		s->devs[i].free_blocks = env->kv_blocks;
@@ -76,6 +82,7 @@ static void llm_release(const struct llm_sched *s, struct llm_device *d, uint32_
 	if (s->prefix_cache)
 		pc_release(&d->pc, r, s->block_size, (uint32_t)llm_cached_blocks(r));
 	r->pol_word[0] = r->pol_word[1] = 0;
+	r->kv_ready = 0;                         /* a cache that came with it is gone: recomputed if it runs again */
 	for (uint32_t j = i + 1; j < d->nrunning; j++)
 		d->running[j - 1] = d->running[j];
 	d->nrunning--;
@@ -98,7 +105,7 @@ void llm_sched_on_task_done(struct pol_state *st, const struct pol_task *t, int6
 		}
 	}
 	for (uint32_t i = d->nrunning; i-- > 0;)
-		if (pol_req_done(d->running[i]))
+		if (pol_req_done(d->running[i]) || (s->prefill_only && d->running[i]->next_node))
 			llm_release(s, d, i);
 	if (s->hooks->after_task)
 		s->hooks->after_task(s, d);
@@ -191,9 +198,9 @@ int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, s
 	/* 2. waiting requests, when nothing had to give way */
 	while (!preempted && s->waiting.head && d->nrunning < s->max_seqs && budget > 0) {
 		struct pol_request *prev = NULL, *r = h->admit_next ? h->admit_next(s, now_ns, &prev) : s->waiting.head;
-		/* its leading blocks the prefix cache holds need not be computed again */
-		uint32_t evictable_hits, hits = llm_cached_start(s, d, r, &evictable_hits);
-		uint64_t start = (uint64_t)hits * s->block_size;
+		/* its leading blocks the prefix cache holds need not be computed again; nor a cache it came with */
+		uint32_t evictable_hits = 0, hits = r->kv_ready ? 0 : llm_cached_start(s, d, r, &evictable_hits);
+		uint64_t start = r->kv_ready ? r->kv_ready : (uint64_t)hits * s->block_size;
 		uint64_t need = pol_llm_target(r) - start;
 		if (!h->chunked && need > budget)
 			break;
@@ -208,13 +215,14 @@ int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, s
 			r->pol_word[0] = 0;
 			break;
 		}
-		if (s->prefix_cache) {
+		if (s->prefix_cache && !r->kv_ready) {
 			pc_take(&d->pc, r, s->block_size, hits);
 			r->pol_word[1] = (uint64_t)hits << 32;
 			d->pc.queried_blocks += pol_llm_target(r) / s->block_size;
 			d->pc.hit_blocks += hits;
-			llm_room(s, d, want);
 		}
+		if (s->prefix_cache)
+			llm_room(s, d, want);
 		pol_fifo_unlink(&s->waiting, prev, r);
 		d->running[d->nrunning++] = r;
 		llm_schedule(d, t, r, tokens, want);

@@ -79,6 +79,7 @@ struct llm_sched {
 	struct pol_fifo waiting;         /* arrivals, and preempted requests at the head: shared by the devices */
 	uint64_t preemptions;
 	int prefix_cache;                /* --prefix-cache (not with a whole-iteration builder: static) */
+	int prefill_only;                /* a disaggregated prefill replica: requests leave after their first token */
 };
 
 /* Checks env (a KV cache, and without chunking a budget that holds the

@@ -326,7 +326,7 @@ struct cap_names {             /* what the report calls the configuration */
  * (max batch, as many as the KV cache holds at the mean lengths) keep the
  * device busy, each request also paying its prefill alone. */
 static double cap_llm_estimate(const struct mdl_model *m, const struct hw_model *hw, uint32_t max_seqs, double in_len,
-                               double out_len, char *err, size_t errlen)
+                               double out_len, int pool, char *err, size_t errlen)
 {
 	struct llm_cost *c;
 	if (llm_cost_create(hw, m, 0, &c, err, errlen) != 0)
@@ -348,8 +348,10 @@ static double cap_llm_estimate(const struct mdl_model *m, const struct hw_model 
 	tokens[0] = (uint32_t)in_len;
 	context[0] = 0;
 	int64_t prefill_ns = llm_cost_iter_ns(c, 1, tokens, context, 1, 0, err, errlen);
+	/* a disaggregated pool's replica does its phase alone (FLEET_POOL_*) */
 	if (decode_ns > 0 && prefill_ns > 0)
-		est = 1.0 / ((double)out_len * decode_ns * 1e-9 / batch + prefill_ns * 1e-9);
+		est = 1.0 / ((pool == FLEET_POOL_PREFILL ? 0 : (double)out_len * decode_ns * 1e-9 / batch) +
+		             (pool == FLEET_POOL_DECODE ? 0 : prefill_ns * 1e-9));
 done:
 	free(tokens);
 	free(context);
@@ -414,20 +416,25 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 		if (opt_given(ro, "max-seqs"))
 			max_batch = (uint32_t)opt_uint(ro, "max-seqs");
 		/* a fleet serves as its replicas together: each one's estimate on its own hardware */
-		struct eng_config fc = { .workers = (uint32_t)opt_uint(ro, "workers") };
+		struct eng_config fc = { .workers = (uint32_t)opt_uint(ro, "workers"), .hw = hw };
 		struct run_fleet fleet = { 0 };
 		if (run_fleet_setup(ro, m, &fc, &fleet, err, errlen) != 0) {
 			run_fleet_free(&fleet);
 			goto done;
 		}
-		cap = 0;
-		for (uint32_t i = 0; i < fc.workers && cap >= 0; i++) {
+		/* a disaggregated fleet's pools each run one phase of every request: the fleet holds what the
+		 * smaller pool's replicas together hold of their phase */
+		double pool[2] = { 0, 0 };
+		uint32_t prefill = fc.disagg ? fc.disagg->prefill : 0;
+		for (uint32_t i = 0; i < fc.workers && pool[0] >= 0 && pool[1] >= 0; i++) {
+			int kind = !prefill ? FLEET_POOL_ANY : i < prefill ? FLEET_POOL_PREFILL : FLEET_POOL_DECODE;
 			double one = cap_llm_estimate(m, fc.replica_hw ? fc.replica_hw[i] : hw, max_batch, ceil(mean[0]),
-			                              ceil(mean[1]), err, errlen);
-			cap = one > 0 ? cap + one : -1;
+			                              ceil(mean[1]), kind, err, errlen);
+			pool[i >= prefill] = one > 0 ? pool[i >= prefill] + one : -1;
 		}
+		cap = pool[0] < 0 || pool[1] < 0 ? -1 : !prefill ? pool[1] : pool[0] < pool[1] ? pool[0] : pool[1];
 		if (fleet.ngroups)
-			snprintf(nm->hw, sizeof nm->hw, "%s", opt_str(ro, "replicas"));
+			snprintf(nm->hw, sizeof nm->hw, "%s", prefill ? fleet.hw_label : opt_str(ro, "replicas"));
 		run_fleet_free(&fleet);
 	} else {
 		cap = eng_capacity_rps(m, hw, (uint32_t)opt_uint(ro, "workers"), max_batch, (uint32_t)ceil(mean[0]),

@@ -108,14 +108,16 @@ const struct opt_def *cmd_run_options(size_t *n)
 		const struct opt_def *knobs = pol_param_union(&nknobs);
 		size_t nhead = sizeof run_opts_head / sizeof run_opts_head[0];
 		size_t ntail = sizeof run_opts_tail / sizeof run_opts_tail[0];
-		if (nhead + nknobs + ntail > OPT_MAX) {
+		size_t npools = run_fleet_npool_opts;
+		if (nhead + npools + nknobs + ntail > OPT_MAX) {
 			fprintf(stderr, "simbatch: run has more than %d options (util/options.h OPT_MAX)\n", OPT_MAX);
 			abort();
 		}
 		memcpy(all, run_opts_head, sizeof run_opts_head);
-		memcpy(all + nhead, knobs, nknobs * sizeof *knobs);
-		memcpy(all + nhead + nknobs, run_opts_tail, sizeof run_opts_tail);
-		nall = nhead + nknobs + ntail;
+		memcpy(all + nhead, run_fleet_pool_opts, npools * sizeof *run_fleet_pool_opts);
+		memcpy(all + nhead + npools, knobs, nknobs * sizeof *knobs);
+		memcpy(all + nhead + npools + nknobs, run_opts_tail, sizeof run_opts_tail);
+		nall = nhead + npools + nknobs + ntail;
 	}
 	*n = nall;
 	return all;
@@ -690,8 +692,12 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 	rep.hw_predicted = gpu_predicted_info(j->hw);
 	rep.router_refresh_ms = c->router_refresh_ns * 1e-6;
 	if (c->replica_hw) {               /* a heterogeneous fleet: its hardware is its groups */
-		rep.hw = opt_str(o, "replicas");
+		rep.hw = c->disagg ? j->fleet.hw_label : opt_str(o, "replicas");
 		rep.replica_hw = c->replica_hw;
+	}
+	if (c->disagg) {
+		rep.kv_link = j->fleet.link->label;
+		rep.kv_transfer = opt_str(o, "kv-transfer");
 	}
 	rep.sla_given = opt_given(o, "sla");
 	if (j->model->is_llm) {

@@ -74,21 +74,38 @@ static void report_llm_json(FILE *f, const struct drv_result *res)
 		        res->window_departure_rps);
 }
 
-/* The per-replica figures of a fleet's run, by name, for the JSON and the database. */
-#define REPORT_REPLICA_FIELDS 11
-static void report_replica_fields(const struct fleet_replica_result *p, const char *names[REPORT_REPLICA_FIELDS],
-                                  double values[REPORT_REPLICA_FIELDS])
+/* The per-replica figures of a fleet's run, by name, for the JSON and the
+ * database; a disaggregated fleet's replicas have four more (its pool: 1
+ * prefill, 2 decode; its KV moves). Returns how many. */
+#define REPORT_REPLICA_FIELDS 15
+static int report_replica_fields(const struct drv_result *res, uint32_t i, const char *names[REPORT_REPLICA_FIELDS],
+                                 double values[REPORT_REPLICA_FIELDS])
 {
+	const struct fleet_replica_result *p = &res->replicas[i];
 	const char *n[REPORT_REPLICA_FIELDS] = { "routed", "completed", "busy_fraction", "mean_outstanding",
 	                                         "max_outstanding", "kv_peak_fraction", "kv_mean_fraction", "preemptions",
-	                                         "prefix_queried_blocks", "prefix_hit_blocks", "prefix_evictions" };
+	                                         "prefix_queried_blocks", "prefix_hit_blocks", "prefix_evictions",
+	                                         "pool", "kv_moves", "kv_moved_bytes", "kv_move_ms_mean" };
 	double v[REPORT_REPLICA_FIELDS] = { (double)p->routed, (double)p->completed, p->busy_fraction,
 	                                    p->mean_outstanding, (double)p->max_outstanding, p->kv_peak_fraction,
 	                                    p->kv_mean_fraction, p->preemptions, p->prefix_queried_blocks,
-	                                    p->prefix_hit_blocks, p->prefix_evictions };
-	for (int i = 0; i < REPORT_REPLICA_FIELDS; i++) {
-		names[i] = n[i];
-		values[i] = v[i];
+	                                    p->prefix_hit_blocks, p->prefix_evictions, p->pool, (double)p->moves,
+	                                    p->moved_bytes, p->moves ? 1e3 * p->move_s / (double)p->moves : 0 };
+	for (int k = 0; k < REPORT_REPLICA_FIELDS; k++) {
+		names[k] = n[k];
+		values[k] = v[k];
+	}
+	return res->prefill_replicas ? REPORT_REPLICA_FIELDS : REPORT_REPLICA_FIELDS - 4;
+}
+
+/* A disaggregated fleet's moves, all together: count, bytes, seconds. */
+static void report_moves(const struct drv_result *res, double *moves, double *bytes, double *seconds)
+{
+	*moves = *bytes = *seconds = 0;
+	for (uint32_t i = 0; i < res->prefill_replicas; i++) {
+		*moves += (double)res->replicas[i].moves;
+		*bytes += res->replicas[i].moved_bytes;
+		*seconds += res->replicas[i].move_s;
 	}
 }
 
@@ -98,18 +115,31 @@ static void report_fleet_json(FILE *f, const struct report_run *r)
 	const struct drv_result *res = r->res;
 	fputs(",\"fleet\":{\"router\":", f);
 	json_write_string(f, res->router);
-	fprintf(f, ",\"router_refresh_ms\":%.10g,\"replicas\":[", r->router_refresh_ms);
+	fprintf(f, ",\"router_refresh_ms\":%.10g,", r->router_refresh_ms);
+	if (res->prefill_replicas) {
+		double moves, bytes, seconds;
+		report_moves(res, &moves, &bytes, &seconds);
+		fprintf(f, "\"disaggregation\":{\"prefill_replicas\":%u,\"decode_replicas\":%u,\"kv_link\":",
+		        res->prefill_replicas, res->nreplicas - res->prefill_replicas);
+		json_write_string(f, r->kv_link);
+		fputs(",\"kv_transfer\":", f);
+		json_write_string(f, r->kv_transfer);
+		fprintf(f, ",\"kv_moves\":%.10g,\"kv_moved_bytes\":%.10g,\"kv_move_ms_mean\":%.10g,"
+		        "\"kv_move_extrapolated\":%s},", moves, bytes, moves ? 1e3 * seconds / moves : 0,
+		        res->kv_move_extrapolated ? "true" : "false");
+	}
+	fputs("\"replicas\":[", f);
 	for (uint32_t i = 0; i < res->nreplicas; i++) {
 		const char *names[REPORT_REPLICA_FIELDS];
 		double values[REPORT_REPLICA_FIELDS];
-		report_replica_fields(&res->replicas[i], names, values);
+		int nf = report_replica_fields(res, i, names, values);
 		fputs(i ? ",{" : "{", f);
 		if (r->replica_hw) {
 			fputs("\"hw\":", f);
 			json_write_string(f, r->replica_hw[i]->label);
 			fputc(',', f);
 		}
-		for (int k = 0; k < REPORT_REPLICA_FIELDS; k++)
+		for (int k = 0; k < nf; k++)
 			fprintf(f, "%s\"%s\":%.10g", k ? "," : "", names[k], values[k]);
 		fputc('}', f);
 	}
@@ -123,8 +153,8 @@ size_t report_replica_stats(const struct report_run *r, struct results_stat *out
 	for (uint32_t i = 0; i < res->nreplicas; i++) {
 		const char *field[REPORT_REPLICA_FIELDS];
 		double values[REPORT_REPLICA_FIELDS];
-		report_replica_fields(&res->replicas[i], field, values);
-		for (int k = 0; k < REPORT_REPLICA_FIELDS && n < max; k++, n++) {
+		int nf = report_replica_fields(res, i, field, values);
+		for (int k = 0; k < nf && n < max; k++, n++) {
 			snprintf(names[n], sizeof names[n], "replica.%u.%s", i, field[k]);
 			out[n] = (struct results_stat){ names[n], values[k] };
 		}
@@ -254,13 +284,12 @@ size_t report_stats(const struct report_run *r, struct results_stat *out, char (
 	return n;
 }
 
-/* A fleet's one line: the router and the spread of the replicas' shares. */
-static void report_fleet_text(FILE *f, const struct report_run *r)
+/* The spread of replicas [first, first + n)'s shares: routed, busy, KV peak. */
+static void report_pool_spread(const struct drv_result *res, uint32_t first, uint32_t n, char *buf, size_t len)
 {
-	const struct drv_result *res = r->res;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	double busy_lo = 1e300, busy_hi = 0, kv_hi = 0;
-	for (uint32_t i = 0; i < res->nreplicas; i++) {
+	for (uint32_t i = first; i < first + n; i++) {
 		const struct fleet_replica_result *p = &res->replicas[i];
 		lo = p->routed < lo ? p->routed : lo;
 		hi = p->routed > hi ? p->routed : hi;
@@ -268,12 +297,32 @@ static void report_fleet_text(FILE *f, const struct report_run *r)
 		busy_hi = p->busy_fraction > busy_hi ? p->busy_fraction : busy_hi;
 		kv_hi = p->kv_peak_fraction > kv_hi ? p->kv_peak_fraction : kv_hi;
 	}
-	char refresh[48] = "the state now";
+	snprintf(buf, len, "%llu to %llu requests each, busy %.1f%% to %.1f%%, KV peak up to %.1f%%",
+	         (unsigned long long)lo, (unsigned long long)hi, 100.0 * busy_lo, 100.0 * busy_hi, 100.0 * kv_hi);
+}
+
+/* A fleet's line: the router and the spread of the replicas' shares (a disaggregated one's per pool, and its moves). */
+static void report_fleet_text(FILE *f, const struct report_run *r)
+{
+	const struct drv_result *res = r->res;
+	char refresh[48] = "the state now", spread[160];
 	if (r->router_refresh_ms > 0)
 		snprintf(refresh, sizeof refresh, "state scraped every %.6g ms", r->router_refresh_ms);
-	fprintf(f, "  fleet      %u replicas behind %s (%s): %llu to %llu requests each, busy %.1f%% to %.1f%%, "
-	        "KV peak up to %.1f%%\n", res->nreplicas, res->router, refresh, (unsigned long long)lo,
-	        (unsigned long long)hi, 100.0 * busy_lo, 100.0 * busy_hi, 100.0 * kv_hi);
+	if (!res->prefill_replicas) {
+		report_pool_spread(res, 0, res->nreplicas, spread, sizeof spread);
+		fprintf(f, "  fleet      %u replicas behind %s (%s): %s\n", res->nreplicas, res->router, refresh, spread);
+		return;
+	}
+	uint32_t np = res->prefill_replicas, nd = res->nreplicas - np;
+	report_pool_spread(res, 0, np, spread, sizeof spread);
+	fprintf(f, "  prefill    %u replica%s behind %s (%s): %s\n", np, np == 1 ? "" : "s", res->router, refresh, spread);
+	report_pool_spread(res, np, nd, spread, sizeof spread);
+	fprintf(f, "  decode     %u replica%s: %s\n", nd, nd == 1 ? "" : "s", spread);
+	double moves, bytes, seconds;
+	report_moves(res, &moves, &bytes, &seconds);
+	fprintf(f, "  KV moves   %.0f (%.3g GB), %.3g ms each on average from prompt's end to decode replica, %s, "
+	        "%s%s\n", moves, bytes * 1e-9, moves ? 1e3 * seconds / moves : 0, r->kv_transfer, r->kv_link,
+	        res->kv_move_extrapolated ? "; some moves larger than any measured message (extrapolated)" : "");
 }
 
 void report_text(FILE *f, const struct report_run *r)

@@ -42,6 +42,8 @@ struct report_run {
 	const struct gpu_predicted_info *hw_predicted;  /* node-level on a measured GPU: its GEMMs predicted (else NULL) */
 	double router_refresh_ms;           /* a fleet's run (res->nreplicas > 0): the router's scrape interval */
 	const struct hw_model *const *replica_hw;   /* a heterogeneous fleet: [replicas] each one's hardware, else NULL */
+	const char *kv_link, *kv_transfer;  /* a disaggregated fleet (res->prefill_replicas > 0): its link's label, when
+	                                       KV moves (after, layerwise) */
 };
 
 /* The run's statistics as key/value rows (policy counters, tasks, mean batch

@@ -1,7 +1,9 @@
 /* sim/cli/run_fleet.c: --replicas, --router and --router-refresh into a
  * run's configuration: a fleet of LLM replicas, one simulated device each
  * (policies/fleet.h), homogeneous (--replicas=N on --hw) or heterogeneous
- * (--replicas=N:HW,...: each group's hardware opened here, at --tp). */
+ * (--replicas=N:HW,...: each group's hardware opened here, at --tp), or
+ * split into a prefill and a decode pool (--prefill-replicas=P[:HW]
+ * --decode-replicas=D[:HW], --kv-link, --kv-transfer; fleet.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +11,45 @@
 #include "run_fleet.h"
 #include "../../util/errkind.h"
 #include "../../util/text.h"
+#include "../../hwmodels/calibrated.h"
 #include "../../policies/router/router.h"
+
+const struct opt_def run_fleet_pool_opts[] = {
+	{ "prefill-replicas", OPT_STR, NULL, 0, 0, 0, "LLM, with --decode-replicas: P replicas (P:HW on hardware HW) run "
+	  "prompts, then move each request's KV cache to a decode replica (disaggregation; TTFT includes the move)" },
+	{ "decode-replicas", OPT_STR, NULL, 0, 0, 0, "LLM, with --prefill-replicas: D replicas (D:HW) generate the "
+	  "tokens; each pool behind its own --router" },
+	{ "kv-link", OPT_STR, "cross-node", 0, 0, 0, "what a KV move crosses: cross-node or same-node (NCCL send/recv "
+	  "measured on the prefill GPU: calib/tables/sendrecv-GPU.csv), or model:GBPS:US (a bandwidth and latency you "
+	  "name, e.g. an InfiniBand datasheet's)" },
+	{ "kv-transfer", OPT_STR, "after", 0, 0, 0, "when a prompt's KV moves: after (once its prefill ends) or "
+	  "layerwise (each layer's as the prefill finishes it, overlapped; Splitwise)" },
+};
+const size_t run_fleet_npool_opts = sizeof run_fleet_pool_opts / sizeof run_fleet_pool_opts[0];
+
+/* One group of count replicas on hw (opened at --tp; NULL: the run's own, c->hw). */
+static int run_fleet_group(const struct opt_set *o, const struct mdl_model *m, struct run_fleet *f, const char *hw,
+                           uint32_t count, char *err, size_t errlen)
+{
+	struct hw_model *opened = NULL;
+	if (hw && hw_open_tp(hw, m, (uint32_t)opt_uint(o, "tp"), &opened, err, errlen) != 0)
+		return -1;
+	f->hw[f->ngroups] = opened;
+	f->count[f->ngroups++] = count;
+	return 0;
+}
+
+/* Each of the n replicas points at its group's hardware (a group of NULL: run_hw). */
+static int run_fleet_spread(struct run_fleet *f, uint64_t n, const struct hw_model *run_hw, char *err, size_t errlen)
+{
+	f->replica_hw = calloc(n, sizeof *f->replica_hw);
+	if (!f->replica_hw)
+		return err_memory(err, errlen, "out of memory for the fleet");
+	for (size_t g = 0, k = 0; g < f->ngroups; g++)
+		for (uint32_t i = 0; i < f->count[g]; i++)
+			f->replica_hw[k++] = f->hw[g] ? f->hw[g] : run_hw;
+	return 0;
+}
 
 /* A heterogeneous fleet, --replicas=N:HW[,N:HW...]: each group's hardware
  * opened (at --tp), its replicas pointing at it together; *n the total. */
@@ -37,32 +77,159 @@ static int run_fleet_groups(const struct opt_set *o, const struct mdl_model *m, 
 			         "replicas (N replicas of hardware HW each)", text, RUN_FLEET_GROUPS);
 			return -1;
 		}
-		struct hw_model *hw = NULL;
-		char why[400];
-		if (hw_open_tp(colon + 1, m, (uint32_t)opt_uint(o, "tp"), &hw, why, sizeof why) != 0) {
+		if (run_fleet_group(o, m, f, colon + 1, (uint32_t)count, err, errlen) != 0) {
+			char why[400];
+			snprintf(why, sizeof why, "%s", err);
 			snprintf(err, errlen, "--replicas=%s: group %s:%s: %s", text, g, colon + 1, why);
 			return -1;
 		}
-		f->hw[f->ngroups] = hw;
-		f->count[f->ngroups++] = (uint32_t)count;
 		*n += count;
 	}
 	if (*n > 4096 || f->ngroups == 0) {
 		snprintf(err, errlen, "--replicas=%s: a fleet has 1 to 4096 replicas", text);
 		return -1;
 	}
-	f->replica_hw = calloc(*n, sizeof *f->replica_hw);
-	if (!f->replica_hw)
-		return err_memory(err, errlen, "out of memory for the fleet");
-	for (size_t g = 0, k = 0; g < f->ngroups; g++)
-		for (uint32_t i = 0; i < f->count[g]; i++)
-			f->replica_hw[k++] = f->hw[g];
+	return run_fleet_spread(f, *n, NULL, err, errlen);
+}
+
+/* A pool's size and hardware from --NAME-replicas=N[:HW]: *hw NULL for the run's own. */
+static int run_fleet_pool(const struct opt_set *o, const char *name, uint64_t *n, const char **hw, char *buf,
+                          size_t buflen, char *err, size_t errlen)
+{
+	const char *text = opt_str(o, name);
+	snprintf(buf, buflen, "%s", text);
+	char *colon = strchr(buf, ':');
+	if (colon)
+		*colon = '\0';
+	*hw = colon ? colon + 1 : NULL;
+	if (txt_parse_uint(buf, 4096, n) != 0 || (colon && !colon[1])) {
+		snprintf(err, errlen, "--%s=%s: expected N or N:HW (N replicas, on hardware HW or --hw)", name, text);
+		return -1;
+	}
+	if (*n == 0) {
+		snprintf(err, errlen, "--%s=%s: a pool of zero replicas (disaggregation needs a prefill and a decode pool "
+		         "of at least one replica each)", name, text);
+		return -1;
+	}
 	return 0;
+}
+
+static double run_fleet_move_s(const void *link, double bytes, int *extrapolated)
+{
+	return kv_link_seconds(link, bytes, extrapolated);
+}
+
+/* A measured GPU's name in the tables (gpu-h100: h100), or NULL. */
+static const char *run_fleet_gpu(const char *hw)
+{
+	return strncmp(hw, "gpu-", 4) == 0 ? hw + 4 : NULL;
+}
+
+/* --prefill-replicas=P[:HW] --decode-replicas=D[:HW]: two pools behind the router (fleet.h). */
+static int run_fleet_pools(const struct opt_set *o, const struct mdl_model *m, struct eng_config *c,
+                           struct run_fleet *f, char *err, size_t errlen)
+{
+	const char *missing = !opt_given(o, "prefill-replicas") ? "prefill-replicas"
+	                      : !opt_given(o, "decode-replicas") ? "decode-replicas" : NULL;
+	if (missing) {
+		snprintf(err, errlen, "--%s is missing: a disaggregated fleet needs --prefill-replicas=P and "
+		         "--decode-replicas=D", missing);
+		return -1;
+	}
+	if (!m->is_llm) {
+		snprintf(err, errlen, "--prefill-replicas: disaggregation serves an LLM; model %s is node-level", m->name);
+		return -1;
+	}
+	if (opt_given(o, "replicas") || opt_uint(o, "workers") != 1) {
+		snprintf(err, errlen, "give --prefill-replicas and --decode-replicas, or --%s, not both",
+		         opt_given(o, "replicas") ? "replicas" : "workers");
+		return -1;
+	}
+	uint64_t np, nd;
+	const char *hwp, *hwd;
+	char bufp[256], bufd[256];
+	if (run_fleet_pool(o, "prefill-replicas", &np, &hwp, bufp, sizeof bufp, err, errlen) != 0 ||
+	    run_fleet_pool(o, "decode-replicas", &nd, &hwd, bufd, sizeof bufd, err, errlen) != 0)
+		return -1;
+	if (np + nd > 4096) {
+		snprintf(err, errlen, "--prefill-replicas and --decode-replicas: a fleet has at most 4096 replicas, not %llu",
+		         (unsigned long long)(np + nd));
+		return -1;
+	}
+	const char *run_hw = c->hw ? c->hw->label : opt_str(o, "hw");
+	if (hwp || hwd) {
+		if (run_fleet_group(o, m, f, hwp, (uint32_t)np, err, errlen) != 0 ||
+		    run_fleet_group(o, m, f, hwd, (uint32_t)nd, err, errlen) != 0) {
+			char why[400];
+			snprintf(why, sizeof why, "%s", err);
+			snprintf(err, errlen, "--%s: %s", f->ngroups ? "decode-replicas" : "prefill-replicas", why);
+			return -1;
+		}
+		if (run_fleet_spread(f, np + nd, c->hw, err, errlen) != 0)
+			return -1;
+		c->replica_hw = (const struct hw_model *const *)f->replica_hw;
+		c->hw = f->replica_hw[0];
+	}
+	const char *name_p = hwp ? hwp : run_hw, *name_d = hwd ? hwd : run_hw;
+	snprintf(f->hw_label, sizeof f->hw_label, "prefill %llu:%s, decode %llu:%s", (unsigned long long)np, name_p,
+	         (unsigned long long)nd, name_d);
+	const char *spec = opt_str(o, "kv-link");
+	if (strcmp(spec, "same-node") == 0 && strcmp(name_p, name_d) != 0) {
+		snprintf(err, errlen, "--kv-link=same-node: the pools are different hardware (prefill %s, decode %s), "
+		         "which no measured node holds together (cross-node or model:GBPS:US)", name_p, name_d);
+		return -1;
+	}
+	/* the sender's side prices a move: its GPU's measured send/recv */
+	if (kv_link_open(spec, calhw_tables_dir(), run_fleet_gpu(name_p), &f->link, err, errlen) != 0)
+		return -1;
+	const char *transfer = opt_str(o, "kv-transfer");
+	if (strcmp(transfer, "after") != 0 && strcmp(transfer, "layerwise") != 0) {
+		snprintf(err, errlen, "--kv-transfer=%s: expected after (the prompt's KV moves once its prefill ends) or "
+		         "layerwise (each layer's as the prefill finishes it)", transfer);
+		return -1;
+	}
+	f->dis = (struct fleet_disagg){
+		.prefill = (uint32_t)np, .move_s = run_fleet_move_s, .link = f->link, .pairs = (uint32_t)opt_uint(o, "tp"),
+		.layers = m->llm.layers, .kv_bytes_per_token = (double)mdl_llm_kv_bytes_per_token(&m->llm),
+		.layerwise = strcmp(transfer, "layerwise") == 0,
+	};
+	c->disagg = &f->dis;
+	c->replicas = (uint32_t)(np + nd);
+	c->workers = c->replicas;
+	return 0;
+}
+
+/* The router named by --router, or NULL with err listing the known. */
+static const struct router_ops *run_fleet_router(const struct opt_set *o, char *err, size_t errlen)
+{
+	const struct router_ops *r = router_find(opt_str(o, "router"));
+	if (!r) {
+		size_t nr, used;
+		const struct router_ops *const *reg = router_registry(&nr);
+		used = (size_t)snprintf(err, errlen, "unknown router '%s' (known:", opt_str(o, "router"));
+		for (size_t i = 0; i < nr && used < errlen; i++)
+			used += (size_t)snprintf(err + used, errlen - used, "%s %s", i ? "," : "", reg[i]->name);
+		if (used < errlen)
+			snprintf(err + used, errlen - used, ")");
+	}
+	return r;
 }
 
 int run_fleet_setup(const struct opt_set *o, const struct mdl_model *m, struct eng_config *c, struct run_fleet *f,
                     char *err, size_t errlen)
 {
+	if (opt_given(o, "prefill-replicas") || opt_given(o, "decode-replicas")) {
+		if (run_fleet_pools(o, m, c, f, err, errlen) != 0 || !(c->router = run_fleet_router(o, err, errlen)))
+			return -1;
+		c->router_refresh_ns = llround(opt_double(o, "router-refresh") * 1e6);
+		return 0;
+	}
+	const char *pool_only = opt_given(o, "kv-link") ? "kv-link" : opt_given(o, "kv-transfer") ? "kv-transfer" : NULL;
+	if (pool_only) {
+		snprintf(err, errlen, "--%s applies to a disaggregated fleet (--prefill-replicas=P --decode-replicas=D)",
+		         pool_only);
+		return -1;
+	}
 	const char *text = opt_str(o, "replicas");
 	uint64_t n = 0;
 	int groups = strchr(text, ':') != NULL;
@@ -98,17 +265,8 @@ int run_fleet_setup(const struct opt_set *o, const struct mdl_model *m, struct e
 		         "--replicas puts a router in front of replicas with a KV cache each");
 		return -1;
 	}
-	c->router = router_find(opt_str(o, "router"));
-	if (!c->router) {
-		size_t nr, used;
-		const struct router_ops *const *reg = router_registry(&nr);
-		used = (size_t)snprintf(err, errlen, "unknown router '%s' (known:", opt_str(o, "router"));
-		for (size_t i = 0; i < nr && used < errlen; i++)
-			used += (size_t)snprintf(err + used, errlen - used, "%s %s", i ? "," : "", reg[i]->name);
-		if (used < errlen)
-			snprintf(err + used, errlen - used, ")");
+	if (!(c->router = run_fleet_router(o, err, errlen)))
 		return -1;
-	}
 	c->replicas = (uint32_t)n;
 	c->workers = (uint32_t)n;
 	c->router_refresh_ns = llround(opt_double(o, "router-refresh") * 1e6);
@@ -121,6 +279,7 @@ int run_fleet_setup(const struct opt_set *o, const struct mdl_model *m, struct e
 
 void run_fleet_free(struct run_fleet *f)
 {
+	kv_link_close(f->link);
 	for (size_t i = 0; i < f->ngroups; i++)
 		hw_close(f->hw[i]);
 	free(f->replica_hw);

@@ -472,8 +472,14 @@ static int eng_fleet_envs(struct eng *e, struct drv_config *dc, char *err, size_
 			e->dev_llm[i] = e->llm;
 			continue;
 		}
-		if (eng_llm_env_on(c, c->replica_hw[i], &e->replica_env[i], &e->dev_llm[i], err, errlen) != 0)
+		if (eng_llm_env_on(c, c->replica_hw[i], &e->replica_env[i], &e->dev_llm[i], err, errlen) != 0) {
+			if (c->disagg) {            /* say which pool: a decode replica holds each moved request whole */
+				char why[512];
+				snprintf(why, sizeof why, "%s", err);
+				snprintf(err, errlen, "the %s pool: %s", i < c->disagg->prefill ? "prefill" : "decode", why);
+			}
 			return -1;
+		}
 	}
 	dc->replica_env = e->replica_env;
 	return 0;
@@ -510,6 +516,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 		.expected_requests = expect, .keep_request_rows = c->keep_request_rows,
 		.summary_only = c->summary_only, .release = eng_req_release, .release_ctx = &e,
 		.replicas = c->replicas, .router = c->router, .router_refresh_ns = c->router_refresh_ns,
+		.disagg = c->disagg,
 	};
 	dc.env.model = m;
 	dc.env.workers = c->workers;

@@ -50,6 +50,7 @@ struct eng_config {
 	                                       each its own policy and KV cache behind router (policies/fleet.h) */
 	const struct router_ops *router;
 	int64_t router_refresh_ns;          /* what the router sees is scraped this often (0: the state now) */
+	const struct fleet_disagg *disagg;  /* a fleet split into prefill and decode pools (fleet.h), else NULL */
 	const struct hw_model *const *replica_hw;   /* a heterogeneous fleet: [replicas] each one's hardware, a
 	                                       group's together (hw is the first's), else NULL: hw for all */
 	int64_t sla_ns;
