@@ -194,7 +194,9 @@ def replicas(path):
     replica, and its share as the run stored it (routed, completed,
     busy_fraction, mean_outstanding, max_outstanding, kv_peak_fraction,
     kv_mean_fraction, preemptions, prefix_queried_blocks, prefix_hit_blocks,
-    prefix_evictions). Runs of one server have no rows."""
+    prefix_evictions; a disaggregated fleet's also pool, "prefill" or "decode",
+    and its KV moves: kv_moves, kv_moved_bytes, kv_move_ms_mean; NaN for the
+    replicas of other fleets). Runs of one server have no rows."""
     _need_pandas()
     con = _connect(path)
     try:
@@ -203,7 +205,7 @@ def replicas(path):
         con.close()
     cols = ["run_id", "replica", "routed", "completed", "busy_fraction", "mean_outstanding", "max_outstanding",
             "kv_peak_fraction", "kv_mean_fraction", "preemptions", "prefix_queried_blocks", "prefix_hit_blocks",
-            "prefix_evictions"]
+            "prefix_evictions", "pool", "kv_moves", "kv_moved_bytes", "kv_move_ms_mean"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     parts = df.key.str.split(".", n=2, expand=True)
@@ -213,6 +215,8 @@ def replicas(path):
     for c in ("routed", "completed", "max_outstanding"):
         if c in wide:
             wide[c] = wide[c].astype("int64")
+    if "pool" in wide:
+        wide["pool"] = wide["pool"].map({1.0: "prefill", 2.0: "decode"})
     return wide[[c for c in cols if c in wide.columns]].sort_values(["run_id", "replica"]).reset_index(drop=True)
 
 

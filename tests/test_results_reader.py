@@ -223,6 +223,16 @@ check("runs(): a fleet's run is one row, its per-replica shares not columns",
       len(sr.runs(fdb)) == 1 and not any(c.startswith("replica_") for c in sr.runs(fdb).columns))
 check("replicas() of a database without fleets: no rows, the columns", sr.replicas(db).empty and
       "busy_fraction" in sr.replicas(db).columns)
+out = subprocess.run([SB, "--model=llama2-7b", "--prefill-replicas=1", "--decode-replicas=2", "--rate=6",
+                      "--requests=240", f"--db={fdb}", "--json"], capture_output=True, text=True)
+dis = json.loads(out.stdout)["fleet"] if out.returncode == 0 else {}
+reps = sr.replicas(fdb)
+reps = reps[reps.run_id == reps.run_id.max()].reset_index(drop=True)
+check("replicas() of a disaggregated fleet: each replica's pool and KV moves, as its JSON gives them",
+      len(reps) == 3 and list(reps.pool) == ["prefill", "decode", "decode"] and
+      int(reps.kv_moves[0]) == dis.get("disaggregation", {}).get("kv_moves") and
+      all(abs(reps.kv_moved_bytes[k] - dis["replicas"][k]["kv_moved_bytes"]) < 1e-3 for k in range(3)),
+      (reps, out.stderr))
 
 # ---- as a program: one line and exit 2 for anything it cannot read; --help ----
 reader_py = os.path.join(SCRIPTS, "simbatch_results.py")
