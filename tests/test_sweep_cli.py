@@ -565,7 +565,98 @@ for name, args, needle in bad:
     check(f"LLM capacity bad input: {name} -> exit 2, one line", r.returncode == 2 and
           len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr and r.stdout == "", r.stderr)
 
-for sub in (["sweep"], ["merge"], ["capacity"]):
+# ---- simbatch search (issue 36): the cheapest configuration, worked out by hand ----
+# Serial batching on constant-latency devices: "slow" (1 ms, $1 a device-hour) and "fast" (0.5 ms,
+# $3), 1 to 3 workers, p99 within 10 ms. One slow worker is the M/D/1 queue above: its capacity is
+# `theory`. The target, 1.3 x theory, is beyond one slow worker; two slow workers sharing the queue
+# wait less than two M/D/1 queues at half the rate each, so they hold at least 2 x theory: the
+# cheapest that meets it is two slow workers, $2 an hour (one fast one costs $3).
+fast = write("d05.csv", "node,batch,latency_s\n*,1,0.0005\n")
+target = 1.3 * theory
+spec = write("hand.search", f"""# the hand-worked search
+fixed  --policy=serial --model={model} --sla=10
+axis   hw = {table} {fast}
+axis   workers = 1 2 3
+cost   {table} = 1
+cost   {fast} = 3
+target {target:.6g}
+""")
+out1, out2 = os.path.join(td, "s1.csv"), os.path.join(td, "s2.csv")
+r = sb("search", spec, f"--out={out1}", "--json")
+sj = json.loads(r.stdout) if r.returncode == 0 else {}
+ans = sj.get("answer") or {}
+check("search: the cheapest configuration meeting the target is the hand-worked one (two slow workers, $2)",
+      ans.get("cost_per_hour") == 2 and ans.get("config") == f"hw={table} workers=2" and
+      ans.get("capacity_rps", 0) >= target, r.stderr[-400:] or sj)
+check("search: what costs more than the answer is not run", sj.get("not_run", 0) >= 3 and
+      sj.get("simulated") == sj.get("configurations", 0) - sj.get("not_run", 0), sj)
+r2 = sb("search", spec, f"--out={out2}", "--json", "--exhaustive")
+sx = json.loads(r2.stdout) if r2.returncode == 0 else {}
+check("search: pruning keeps the answer an exhaustive search picks", (sx.get("answer") or {}).get("config") ==
+      ans.get("config") and sx.get("simulated") == 6 and sx.get("not_run") == 0, r2.stderr[-300:] or sx)
+front = [(p["cost_per_hour"], p["capacity_rps"]) for p in sx.get("pareto", [])]
+check("search: the Pareto front rises in both cost and capacity", front and all(
+      a[0] < b[0] and a[1] < b[1] for a, b in zip(front, front[1:])), front)
+# with a budget of $2 an hour instead: the most capacity it buys is again two slow workers (one fast
+# one costs $3, beyond it); nothing above the budget runs
+bspec = write("hand-budget.search", open(spec).read().replace(f"target {target:.6g}", "budget 2"))
+rb = sb("search", bspec, f"--out={os.path.join(td, 'sb.csv')}", "--json")
+sbj = json.loads(rb.stdout) if rb.returncode == 0 else {}
+check("search with a budget: the most capacity within it, nothing above it run",
+      (sbj.get("answer") or {}).get("config") == f"hw={table} workers=2" and sbj.get("simulated") == 2 and
+      sbj.get("not_run") == 4, rb.stderr[-300:] or sbj)
+# a killed search: its file cut after one result, mid-line; the rerun takes the whole line, drops the
+# part, simulates the rest and ends with the same answer
+with open(out1) as f:
+    lines = f.read().splitlines(keepends=True)
+with open(out1, "w") as f:
+    f.write(lines[0] + lines[1] + lines[2][:15])
+r3 = sb("search", spec, f"--out={out1}", "--json")
+s3 = json.loads(r3.stdout) if r3.returncode == 0 else {}
+with open(out1) as f:
+    again = list(csv.reader(f))
+check("search resumes from its results file: one configuration read back, the same answer, every line whole",
+      s3.get("resumed") == 1 and (s3.get("answer") or {}).get("config") == ans.get("config") and
+      len(again) == 1 + s3.get("simulated", -1) and all(len(row) == 10 for row in again), (r3.stderr[-300:], s3, again))
+# a search stopped by SIGTERM keeps what it finished and says so; the rerun ends as the uninterrupted one
+out3 = os.path.join(td, "s3.csv")
+proc = subprocess.Popen([SB, "search", spec, f"--out={out3}", "--exhaustive", "--jobs=1"], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+deadline = time.time() + 60
+while time.time() < deadline and proc.poll() is None:
+    if os.path.exists(out3) and open(out3).read().count("\n") >= 2:
+        break
+    time.sleep(0.02)
+proc.send_signal(signal.SIGTERM)
+_, perr = proc.communicate(timeout=60)
+r4 = sb("search", spec, f"--out={out3}", "--json", "--exhaustive")
+s4 = json.loads(r4.stdout) if r4.returncode == 0 else {}
+check("search stopped by SIGTERM: exit 128+15 naming its file; the rerun resumes and ends as the whole search did",
+      proc.returncode == 143 and out3 in perr and s4.get("resumed", 0) >= 1 and
+      [(p["config"], p["capacity_rps"]) for p in s4.get("pareto", [])] ==
+      [(p["config"], p["capacity_rps"]) for p in sx.get("pareto", [])], (proc.returncode, perr[-300:], s4))
+bad_search = [
+    ("an unknown directive", "colour blue\n", "bad.search:1: unknown directive 'colour'"),
+    ("an unknown option", "axis speed = 1 2\n", "bad.search:1: unknown option --speed"),
+    ("a GPU kind without a price", f"fixed --policy=serial --model={model} --sla=10\naxis hw = {table} {fast}\n"
+     f"cost {table} = 1\ntarget 5\n", f"bad.search:2: {fast} has no price"),
+    ("a target and a budget", f"fixed --model=llama2-7b --ttft-slo=500\ncost gpu-h100 = 4\ntarget 5\nbudget 9\n",
+     "bad.search:4: one goal"),
+    ("SLOs capacity refuses", f"fixed --model=llama2-7b --ttft-slo=500 --percentile=100\ncost gpu-h100 = 4\n"
+     "target 5\n", "bad.search:1: --percentile=100"),
+    ("nothing left after pruning", "fixed --model=llama2-70b --ttft-slo=2000\naxis hw = gpu-a40\n"
+     "cost gpu-a40 = 1\ntarget 1\n", "no configuration left after pruning"),
+    ("a price of zero", "cost gpu-h100 = 0\n", "bad.search:1: a GPU-hour of gpu-h100 must cost a positive"),
+]
+for name, text, needle in bad_search:
+    path = write("bad.search", text)
+    out = os.path.join(td, "never.csv")
+    r = sb("search", path, f"--out={out}")
+    check(f"search bad input: {name} -> one line naming it, exit 2, nothing written",
+          r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and
+          not os.path.exists(out), f"exit {r.returncode}: {r.stderr}")
+
+for sub in (["sweep"], ["merge"], ["capacity"], ["search"]):
     r = sb(*sub, "--help")
     check(f"{sub[0]} --help", r.returncode == 0 and "usage" in r.stdout)
 

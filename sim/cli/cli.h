@@ -60,6 +60,12 @@ int cmd_calibrate(int argc, char **argv);
  * points' options against it); *n gets its length. */
 struct opt_def;
 const struct opt_def *cmd_run_options(size_t *n);
+/* capacity's own options (the search file checks its options against both). */
+const struct opt_def *cmd_capacity_options(size_t *n);
+/* Whether capacity would take these arguments' targets (argv[0] a name):
+ * 0, or -1 with capacity's own one line. */
+int cmd_capacity_check_targets(int argc, char **argv, char *err, size_t errlen);
+int cmd_search(int argc, char **argv);
 
 /* `run` and `live` share everything but the execution (sim/cli/cmd_run.c):
  * options, inputs, checks, the database rows and the printed summary. Each

@@ -97,6 +97,12 @@ static const struct opt_def cap_opts[] = {
 };
 #define CAP_NOPTS (sizeof cap_opts / sizeof cap_opts[0])
 
+const struct opt_def *cmd_capacity_options(size_t *n)
+{
+	*n = CAP_NOPTS;
+	return cap_opts;
+}
+
 /* Run options the search sets itself, or that make no sense per probe. */
 static const char *const cap_forbidden[] = {
 	"rate", "duration", "trace", "db", "no-db", "json", "quiet", "requests-out", "timeline-out",   /* trace: unless
@@ -646,6 +652,33 @@ static void cap_split_args(int argc, char **argv, char **own, int *nown, char **
 		else
 			run[(*nrun)++] = argv[i];
 	}
+}
+
+int cmd_capacity_check_targets(int argc, char **argv, char *err, size_t errlen)
+{
+	char **own = calloc((size_t)argc + 1, sizeof *own), **run = calloc((size_t)argc + 1, sizeof *run);
+	struct cap_search *s = calloc(1, sizeof *s);
+	struct opt_set o, ro;
+	struct mdl_model *m = NULL;
+	int nown = 0, nrun = 0, rc = -1;
+	size_t nrd;
+	const struct opt_def *rd = cmd_run_options(&nrd);
+	if (!own || !run || !s) {
+		err_memory(err, errlen, "out of memory");
+		goto done;
+	}
+	cap_split_args(argc, argv, own, &nown, run, &nrun);
+	if (opt_parse(&o, cap_opts, CAP_NOPTS, nown, own, 0, err, errlen) != 0 ||
+	    opt_parse(&ro, rd, nrd, nrun, run, 0, err, errlen) != 0 || mdl_load(opt_str(&ro, "model"), &m, err, errlen) != 0)
+		goto done;
+	s->llm = m->is_llm;
+	rc = cap_targets(&o, &ro, s, err, errlen);
+done:
+	mdl_free(m);
+	free(own);
+	free(run);
+	free(s);
+	return rc;
 }
 
 int cmd_capacity(int argc, char **argv)

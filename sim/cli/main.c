@@ -24,6 +24,7 @@ static const struct cli_command commands[] = {
 	{ "calibrate", cmd_calibrate, "run microbenchmarks, write a calibration table (--device=cpu|gpu)" },
 	{ "sweep", cmd_sweep, "run a sweep file's grid of runs (parallel, resumable); --summary, --export" },
 	{ "capacity", cmd_capacity, "highest Poisson rate whose p99 latency meets --sla (bisection)" },
+	{ "search", cmd_search, "the cheapest configuration meeting a rate under SLOs, from a search file" },
 	{ "merge", cmd_merge, "fold results database shards into one, without duplicates" },
 };
 

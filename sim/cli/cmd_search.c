@@ -1,0 +1,587 @@
+/* sim/cli/cmd_search.c: `simbatch search FILE`: which deployment to buy. The
+ * file (search_spec.h, sim/SEARCH.md) names the axes, the shared options
+ * (model, workload, SLOs as capacity takes them), each GPU kind's price and
+ * a goal: the cheapest configuration meeting a target rate, or the most
+ * capacity a budget buys. Each configuration's answer is one `simbatch
+ * capacity --json` child (every probe of it its own runs, as capacity does),
+ * --jobs at a time.
+ *
+ * Pruning, each a reason that cannot change the answer:
+ *  - a configuration whose hardware cannot be opened for it (the weights do
+ *    not fit its GPUs at its --tp, no measured all-reduce for that --tp) is
+ *    never simulated (the hardware model's own check, in process);
+ *  - with a target rate, configurations are simulated cheapest first, and
+ *    one that costs more than a configuration already found to meet the
+ *    target is not started (it cannot be the cheapest); with a budget, one
+ *    that costs more than the budget. --exhaustive simulates every one (the
+ *    full Pareto front; the check that pruning kept the answer).
+ * A configuration capacity refuses (a KV cache that cannot hold a request,
+ * no rate meeting the targets even at the lowest probe) is infeasible, with
+ * capacity's reason.
+ *
+ * Resumable: each answer is appended to the results file (--out, default
+ * results/search-NAME.csv) as one whole line in one write, keyed by the
+ * configuration's options; a rerun reads it and simulates only what is
+ * missing, so a killed search continues where it stopped. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include "cli.h"
+#include "search_run.h"
+#include "procpool.h"
+#include "../../hwmodels/hwmodel.h"
+#include "../../models/model.h"
+#include "../../util/errkind.h"
+#include "../../util/options.h"
+#include "../../util/text.h"
+
+#define SEARCH_HEADER "key,gpus,cost_per_hour,status,capacity_rps,bracket_lo_rps,bracket_hi_rps,band_lo_rps," \
+	"band_hi_rps,reason"
+
+static const struct opt_def search_opts[] = {
+	{ "out", OPT_STR, NULL, 0, 0, 0, "results file (CSV, one line a configuration; default results/search-NAME.csv): "
+	  "a rerun resumes from it" },
+	{ "jobs", OPT_UINT, NULL, 1, 4096, 0, "configurations at a time (default: the online CPUs)" },
+	{ "exhaustive", OPT_FLAG, NULL, 0, 0, 0, "simulate every configuration that fits, not only what can win" },
+	{ "list", OPT_FLAG, NULL, 0, 0, 0, "print the configurations, their cost and what pruning does, and stop" },
+	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
+	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "no progress on stderr" },
+	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
+};
+#define SEARCH_NOPTS (sizeof search_opts / sizeof search_opts[0])
+
+static const char search_usage[] =
+	"usage: simbatch search FILE [--out=CSV] [--jobs=N] [--exhaustive] [--list] [--json]\n"
+	"The cheapest configuration meeting the file's target rate under its SLOs (or the most capacity\n"
+	"its budget buys): each configuration's capacity (simbatch capacity), its cost from the file's\n"
+	"GPU prices, capacity per dollar and the Pareto front of cost against capacity. File format:\n"
+	"sim/SEARCH.md.";
+
+static volatile sig_atomic_t search_stop;
+
+static void search_on_signal(int sig)
+{
+	search_stop = sig;
+}
+
+static uint64_t search_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;        /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* ---- pruning: can the hardware hold this configuration at all? ---- */
+
+struct search_fit {
+	char key[300];
+	int ok;
+	char reason[300];
+};
+
+static int search_opt_value(const struct search_config *c, const char *name, const char **value)
+{
+	size_t n = strlen(name);
+	for (size_t k = 0; k < c->nopts; k++)
+		if (strncmp(c->opts[k] + 2, name, n) == 0 && c->opts[k][2 + n] == '=') {
+			*value = c->opts[k] + 3 + n;
+			return 1;
+		}
+	return 0;
+}
+
+/* 1 when c's model fits its hardware at its --tp (cached by model, hardware and tp), else 0 with why. */
+static int search_fits(const struct search_config *c, struct search_fit **cache, size_t *ncache, char *why,
+                       size_t whylen)
+{
+	const char *model = "transformer";
+	search_opt_value(c, "model", &model);
+	char key[300];
+	snprintf(key, sizeof key, "%s|%s|%u", model, c->hw, c->tp);
+	for (size_t i = 0; i < *ncache; i++)
+		if (strcmp((*cache)[i].key, key) == 0) {
+			snprintf(why, whylen, "%s", (*cache)[i].reason);
+			return (*cache)[i].ok;
+		}
+	struct search_fit f = { .ok = 1 };
+	snprintf(f.key, sizeof f.key, "%s", key);
+	struct mdl_model *m = NULL;
+	struct hw_model *hw = NULL;
+	if (mdl_load(model, &m, f.reason, sizeof f.reason) != 0 ||
+	    hw_open_tp(c->hw, m, c->tp, &hw, f.reason, sizeof f.reason) != 0)
+		f.ok = 0;
+	hw_close(hw);
+	mdl_free(m);
+	struct search_fit *grown = realloc(*cache, (*ncache + 1) * sizeof *grown);
+	if (grown) {
+		*cache = grown;
+		grown[(*ncache)++] = f;
+	}
+	snprintf(why, whylen, "%s", f.reason);
+	return f.ok;
+}
+
+/* ---- the results file ---- */
+
+/* A CSV field: quoted (a key holds blanks, a value may hold commas), quotes doubled. */
+static size_t search_csv_quoted(char *buf, size_t len, const char *s)
+{
+	size_t used = 0;
+	if (used < len)
+		buf[used++] = '"';
+	for (; *s && used + 2 < len; s++) {
+		if (*s == '"')
+			buf[used++] = '"';
+		buf[used++] = *s == '\n' ? ' ' : *s;
+	}
+	if (used < len)
+		buf[used++] = '"';
+	return used;
+}
+
+/* Reads a quoted field at *p into out; *p moves past it and its comma. 0, or -1. */
+static int search_csv_read_quoted(const char **p, char *out, size_t len)
+{
+	const char *s = *p;
+	size_t used = 0;
+	if (*s++ != '"')
+		return -1;
+	for (;;) {
+		if (!*s)
+			return -1;
+		if (*s == '"') {
+			if (s[1] != '"')
+				break;
+			s++;
+		}
+		if (used + 1 < len)
+			out[used++] = *s;
+		s++;
+	}
+	out[used] = '\0';
+	s++;
+	if (*s == ',')
+		s++;
+	*p = s;
+	return 0;
+}
+
+static int search_append(struct search_run *r, size_t i, char *err, size_t errlen)
+{
+	struct search_config c;
+	if (search_config_make(r->spec, i, &c, err, errlen) != 0)
+		return -1;
+	const struct search_row *w = &r->rows[i];
+	char line[4096];
+	size_t n = search_csv_quoted(line, sizeof line, c.key);
+	n += (size_t)snprintf(line + n, sizeof line - n, ",%u,%.10g,%s,%.10g,%.10g,%.10g,%.10g,%.10g,", w->gpus, w->cost,
+	                      search_status_name[w->status], w->capacity, w->lo, w->hi, w->band_lo, w->band_hi);
+	n += search_csv_quoted(line + n, sizeof line - n - 1, w->reason);
+	line[n++] = '\n';
+	search_config_free(&c);
+	/* one write a line: a kill leaves whole lines, or a last part the next run drops */
+	if (write(r->out_fd, line, n) != (ssize_t)n) {
+		snprintf(err, errlen, "%s: %s", r->out_path, err_strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The row key names, among configurations whose hash matches (by_hash sorted), or SIZE_MAX. */
+static size_t search_find(const struct search_run *r, const size_t *by_hash, const char *key)
+{
+	uint64_t h = search_hash(key);
+	size_t lo = 0, hi = r->spec->nconfigs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->rows[by_hash[mid]].key_hash < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < r->spec->nconfigs && r->rows[by_hash[lo]].key_hash == h; lo++) {
+		struct search_config c;
+		char err[64];
+		if (search_config_make(r->spec, by_hash[lo], &c, err, sizeof err) != 0)
+			return SIZE_MAX;
+		int same = strcmp(c.key, key) == 0;
+		search_config_free(&c);
+		if (same)
+			return by_hash[lo];
+	}
+	return SIZE_MAX;
+}
+
+static const struct search_run *search_sort_run;
+
+static int search_cmp_hash(const void *a, const void *b)
+{
+	uint64_t x = search_sort_run->rows[*(const size_t *)a].key_hash, y = search_sort_run->rows[*(const size_t *)b].key_hash;
+	return (x > y) - (x < y);
+}
+
+static int search_cmp_cost(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	double x = search_sort_run->rows[i].cost, y = search_sort_run->rows[j].cost;
+	return x < y ? -1 : x > y ? 1 : (i > j) - (i < j);
+}
+
+/* Opens the results file (creating it, and results/ for the default, with
+ * its header) and takes in the lines a previous run wrote. 0, or -1. */
+static int search_resume(struct search_run *r, char *err, size_t errlen)
+{
+	size_t *by_hash = malloc(r->spec->nconfigs * sizeof *by_hash);
+	if (!by_hash)
+		return err_memory(err, errlen, "out of memory");
+	for (size_t i = 0; i < r->spec->nconfigs; i++)
+		by_hash[i] = i;
+	search_sort_run = r;
+	qsort(by_hash, r->spec->nconfigs, sizeof *by_hash, search_cmp_hash);
+	FILE *f = fopen(r->out_path, "r");
+	off_t keep = 0;
+	if (f) {
+		char *line = NULL;
+		size_t cap = 0;
+		ssize_t n;
+		unsigned long lineno = 0;
+		while ((n = getline(&line, &cap, f)) > 0) {
+			lineno++;
+			if (line[n - 1] != '\n')
+				break;                    /* a line a kill cut short: dropped, and written again */
+			line[--n] = '\0';
+			if (lineno == 1) {
+				if (strcmp(line, SEARCH_HEADER) != 0) {
+					snprintf(err, errlen, "%s:1: not a search results file (its header must be %s); give another "
+					         "--out", r->out_path, SEARCH_HEADER);
+					free(line);
+					fclose(f);
+					free(by_hash);
+					return -1;
+				}
+				keep += n + 1;
+				continue;
+			}
+			char key[2048], status[32], reason[300];
+			const char *p = line;
+			struct search_row w = { 0 };
+			int ok = search_csv_read_quoted(&p, key, sizeof key) == 0 &&
+			         sscanf(p, "%u,%lf,%31[a-z],%lf,%lf,%lf,%lf,%lf,", &w.gpus, &w.cost, status, &w.capacity, &w.lo,
+			                &w.hi, &w.band_lo, &w.band_hi) == 8;
+			for (int commas = 0; ok && commas < 8; p++)
+				if (!*p)
+					ok = 0;
+				else if (*p == ',' && ++commas == 8)
+					break;
+			if (ok)
+				p++;
+			if (!ok || search_csv_read_quoted(&p, reason, sizeof reason) != 0 ||
+			    (strcmp(status, "ok") != 0 && strcmp(status, "infeasible") != 0)) {
+				snprintf(err, errlen, "%s:%lu: not a line this search wrote; give another --out", r->out_path, lineno);
+				free(line);
+				fclose(f);
+				free(by_hash);
+				return -1;
+			}
+			keep += n + 1;
+			size_t i = search_find(r, by_hash, key);
+			if (i == SIZE_MAX || r->rows[i].status == SR_PRUNED)
+				continue;                 /* another search's configuration, sharing the file */
+			w.status = strcmp(status, "ok") == 0 ? SR_OK : SR_INFEASIBLE;
+			w.key_hash = r->rows[i].key_hash;
+			w.resumed = 1;
+			snprintf(w.reason, sizeof w.reason, "%s", reason);
+			r->rows[i] = w;
+		}
+		free(line);
+		fclose(f);
+	} else if (errno != ENOENT) {
+		snprintf(err, errlen, "%s: %s", r->out_path, err_strerror(errno));
+		free(by_hash);
+		return -1;
+	}
+	free(by_hash);
+	if (!f && strncmp(r->out_path, "results/", 8) == 0 && mkdir("results", 0777) != 0 && errno != EEXIST) {
+		snprintf(err, errlen, "results/: %s", err_strerror(errno));
+		return -1;
+	}
+	r->out_fd = open(r->out_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+	if (r->out_fd < 0 || ftruncate(r->out_fd, keep) != 0 || lseek(r->out_fd, 0, SEEK_END) < 0 ||
+	    (keep == 0 && write(r->out_fd, SEARCH_HEADER "\n", sizeof SEARCH_HEADER) != (ssize_t)sizeof SEARCH_HEADER)) {
+		snprintf(err, errlen, "%s: %s", r->out_path, err_strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- simulating: one capacity child a configuration ---- */
+
+static int search_can_win(const struct search_run *r, size_t i)
+{
+	const struct search_row *w = &r->rows[i];
+	if (r->exhaustive)
+		return 1;
+	if (r->spec->budget > 0)
+		return w->cost <= r->spec->budget;
+	return w->cost <= r->best_cost;
+}
+
+static void search_note_answer(struct search_run *r, size_t i)
+{
+	const struct search_row *w = &r->rows[i];
+	if (w->status == SR_OK && r->spec->target_rps > 0 && w->capacity >= r->spec->target_rps && w->cost < r->best_cost)
+		r->best_cost = w->cost;
+}
+
+struct search_job {                /* a capacity child under way */
+	struct search_config c;
+	size_t index;
+};
+
+static int search_next(void *ud, struct pp_job *job, char *err, size_t errlen)
+{
+	struct search_run *r = ud;
+	while (r->next < r->spec->nconfigs && !r->failure[0]) {     /* a results file that cannot be written: stop */
+		size_t i = r->order[r->next++];
+		if (r->rows[i].status != SR_TODO)
+			continue;
+		if (!search_can_win(r, i)) {
+			r->rows[i].status = SR_SKIPPED;
+			continue;
+		}
+		struct search_config c;
+		if (search_config_make(r->spec, i, &c, err, errlen) != 0)
+			return -1;
+		size_t k = 0;
+		r->argv[k++] = "simbatch";
+		r->argv[k++] = "capacity";
+		r->argv[k++] = "--json";
+		r->argv[k++] = "--quiet";
+		r->argv[k++] = "--jobs=1";
+		for (size_t o = 0; o < c.nopts; o++)
+			r->argv[k++] = c.opts[o];
+		r->argv[k] = NULL;
+		/* the child's options stay the job's until it is done (posix_spawn copies argv; freeing then is simplest) */
+		struct search_job *owned = malloc(sizeof *owned);
+		if (!owned) {
+			search_config_free(&c);
+			return err_memory(err, errlen, "out of memory");
+		}
+		owned->c = c;
+		owned->index = i;
+		job->argv = r->argv;
+		job->ctx = owned;
+		job->capture_stdout = 1;
+		r->running++;
+		return 1;
+	}
+	return 0;
+}
+
+/* The number after "key": (inside "obj": when given) of capacity's JSON; [k] of an array. */
+static int search_json_number(const char *json, const char *obj, const char *key, int k, double *out)
+{
+	const char *p = json;
+	char pat[80];
+	if (obj) {
+		snprintf(pat, sizeof pat, "\"%s\":", obj);
+		if (!(p = strstr(p, pat)))
+			return -1;
+	}
+	snprintf(pat, sizeof pat, "\"%s\":", key);
+	if (!(p = strstr(p, pat)))
+		return -1;
+	p += strlen(pat);
+	if (k >= 0) {
+		if (*p++ != '[')
+			return -1;
+		for (int j = 0; j < k; j++)
+			if (!(p = strchr(p, ',')) || !*++p)
+				return -1;
+	}
+	char *end;
+	*out = strtod(p, &end);
+	return end == p ? -1 : 0;
+}
+
+static void search_done(void *ud, void *ctx, const struct pp_result *res)
+{
+	struct search_run *r = ud;
+	struct search_job *job = ctx;
+	size_t i = job->index;
+	struct search_row *w = &r->rows[i];
+	r->running--;
+	search_config_free(&job->c);
+	free(job);
+	if (res->exit_code == 0 && search_json_number(res->out, NULL, "capacity_rps", -1, &w->capacity) == 0 &&
+	    search_json_number(res->out, NULL, "bracket_rps", 0, &w->lo) == 0 &&
+	    search_json_number(res->out, NULL, "bracket_rps", 1, &w->hi) == 0) {
+		w->status = SR_OK;
+		if (search_json_number(res->out, "llm", "hw_band_rps", 0, &w->band_lo) != 0 ||
+		    search_json_number(res->out, "llm", "hw_band_rps", 1, &w->band_hi) != 0)
+			w->band_lo = w->band_hi = NAN;
+	} else if (search_stop) {
+		return;                          /* stopped by the search's own signal: simulated again next time */
+	} else {
+		const char *e = res->errtext;
+		if (strncmp(e, "simbatch: ", 10) == 0)
+			e += 10;
+		w->status = SR_INFEASIBLE;
+		w->capacity = w->lo = w->hi = 0;
+		w->band_lo = w->band_hi = NAN;
+		snprintf(w->reason, sizeof w->reason, "%.*s", (int)strcspn(e, "\n"),
+		         *e ? e : res->signal ? "killed by a signal" : "no message");
+	}
+	r->simulated++;
+	search_note_answer(r, i);
+	char err[512];
+	if (!r->failure[0] && search_append(r, i, err, sizeof err) != 0)
+		snprintf(r->failure, sizeof r->failure, "%s", err);
+	if (!r->quiet)
+		fprintf(stderr, "search: %zu simulated, %zu running, $%.4g/h: %s\n", r->simulated, r->running, w->cost,
+		        w->status == SR_OK ? "ok" : w->reason);
+}
+
+/* ---- the command ---- */
+
+int cmd_search(int argc, char **argv)
+{
+	char err[1536] = "", exe[4096], out_default[600];
+	struct opt_set o;
+	struct search_spec *spec = NULL;
+	struct search_run r = { .out_fd = -1, .best_cost = INFINITY };
+	struct search_fit *fits = NULL;
+	size_t nfits = 0;
+	int rc = CLI_BAD_INPUT;
+	if (opt_parse(&o, search_opts, SEARCH_NOPTS, argc, argv, 1, err, sizeof err) != 0)
+		goto fail;
+	if (opt_flag(&o, "help")) {
+		opt_print_help(stdout, search_usage, search_opts, SEARCH_NOPTS);
+		return CLI_OK;
+	}
+	if (o.npositional != 1) {
+		snprintf(err, sizeof err, "search takes one search file (simbatch search --help)");
+		goto fail;
+	}
+	if (search_spec_load(o.positional[0], &spec, err, sizeof err) != 0) {
+		rc = cli_exit_status();
+		goto fail;
+	}
+	r.spec = spec;
+	r.exhaustive = opt_flag(&o, "exhaustive");
+	r.quiet = opt_flag(&o, "quiet") || opt_flag(&o, "json");
+	r.rows = calloc(spec->nconfigs, sizeof *r.rows);
+	r.order = calloc(spec->nconfigs, sizeof *r.order);
+	if (!r.rows || !r.order) {
+		err_memory(err, sizeof err, "out of memory");
+		rc = CLI_FAILED;
+		goto fail;
+	}
+	size_t fitting = 0;
+	for (size_t i = 0; i < spec->nconfigs; i++) {
+		struct search_config c;
+		if (search_config_make(spec, i, &c, err, sizeof err) != 0)
+			goto fail;
+		struct search_row *w = &r.rows[i];
+		w->cost = c.cost_per_hour;
+		w->gpus = c.replicas * c.tp;
+		w->key_hash = search_hash(c.key);
+		w->band_lo = w->band_hi = NAN;
+		if (!search_fits(&c, &fits, &nfits, w->reason, sizeof w->reason))
+			w->status = SR_PRUNED;
+		else
+			fitting++;
+		search_config_free(&c);
+		r.order[i] = i;
+	}
+	search_sort_run = &r;
+	qsort(r.order, spec->nconfigs, sizeof *r.order, search_cmp_cost);
+	if (opt_flag(&o, "list")) {
+		for (size_t k = 0; k < spec->nconfigs; k++) {
+			size_t i = r.order[k];
+			char label[1024];
+			search_label(spec, i, label, sizeof label);
+			printf("$%-9.4g %5u GPUs  %s%s%s\n", r.rows[i].cost, r.rows[i].gpus, label,
+			       r.rows[i].status == SR_PRUNED ? "  pruned: " : "", r.rows[i].status == SR_PRUNED ? r.rows[i].reason : "");
+		}
+		rc = CLI_OK;
+		goto out;
+	}
+	if (!fitting) {
+		snprintf(err, sizeof err, "%s: no configuration left after pruning (first: %s)", spec->path, r.rows[0].reason);
+		goto fail;
+	}
+	if (opt_given(&o, "out"))
+		r.out_path = opt_str(&o, "out");
+	else {
+		const char *base = strrchr(spec->path, '/');
+		base = base ? base + 1 : spec->path;
+		const char *dot = strrchr(base, '.');
+		snprintf(out_default, sizeof out_default, "results/search-%.*s.csv", (int)(dot && dot != base ? dot - base
+		         : (ptrdiff_t)strlen(base)), base);
+		r.out_path = out_default;
+	}
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len <= 0) {
+		snprintf(err, sizeof err, "cannot find the simbatch binary (/proc/self/exe)");
+		rc = CLI_FAILED;
+		goto fail;
+	}
+	exe[len] = '\0';
+	r.exe = exe;
+	if (search_resume(&r, err, sizeof err) != 0) {
+		rc = cli_exit_status();
+		goto fail;
+	}
+	for (size_t i = 0; i < spec->nconfigs; i++)
+		search_note_answer(&r, i);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned jobs = opt_given(&o, "jobs") ? (unsigned)opt_uint(&o, "jobs") : cpus > 0 ? (unsigned)cpus : 1;
+	struct sigaction sa = { .sa_handler = search_on_signal }, old_int, old_term;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	struct pp_config pc = { .exe = exe, .jobs = jobs, .next = search_next, .done = search_done, .ud = &r,
+	                        .stop = &search_stop };
+	int prc = pp_run(&pc, err, sizeof err);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (prc < 0) {
+		rc = CLI_FAILED;
+		goto fail;
+	}
+	if (r.failure[0]) {
+		snprintf(err, sizeof err, "%s", r.failure);
+		rc = CLI_FAILED;
+		goto fail;
+	}
+	if (prc == 1 || search_stop) {
+		fprintf(stderr, "simbatch: search stopped by a signal: %zu configurations kept in %s; run it again to "
+		        "go on\n", r.simulated, r.out_path);
+		rc = 128 + (search_stop ? search_stop : SIGTERM);     /* as a shell reports a signal, and sweep exits */
+		goto out;
+	}
+	if (opt_flag(&o, "json"))
+		search_report_json(stdout, &r);
+	else
+		search_report_text(stdout, &r);
+	rc = CLI_OK;
+	goto out;
+fail:
+	fprintf(stderr, "simbatch: %s\n", err);
+out:
+	if (r.out_fd >= 0)
+		close(r.out_fd);
+	free(fits);
+	free(r.rows);
+	free(r.order);
+	search_spec_free(spec);
+	return rc;
+}

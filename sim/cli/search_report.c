@@ -1,0 +1,204 @@
+/* sim/cli/search_report.c: a finished configuration search's report
+ * (search_run.h): the answer, where the hardware error band changes the
+ * ranking, the Pareto front, as text or JSON. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "search_run.h"
+#include "../../util/json.h"
+
+const char *const search_status_name[] = { "todo", "ok", "infeasible", "pruned", "skipped" };
+
+/* The configuration's axis values, "name=value" joined by spaces: what tells it from the others. */
+void search_label(const struct search_spec *s, size_t i, char *buf, size_t len)
+{
+	size_t used = 0, rest = i;
+	buf[0] = '\0';
+	char part[32][160];
+	for (size_t a = s->naxes; a-- > 0;) {
+		const struct search_axis *ax = &s->axes[a];
+		if (a < 32)
+			snprintf(part[a], sizeof part[a], "%s=%s", ax->name, ax->values[rest % ax->nvalues]);
+		rest /= ax->nvalues;
+	}
+	for (size_t a = 0; a < s->naxes && a < 32 && used < len; a++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", a ? " " : "", part[a]);
+	if (!s->naxes)
+		snprintf(buf, len, "(the one configuration)");
+}
+
+/* The answer: the cheapest meeting the target (ties: the most capacity), or the most capacity within the budget. */
+size_t search_answer(const struct search_run *r)
+{
+	size_t best = SIZE_MAX;
+	for (size_t i = 0; i < r->spec->nconfigs; i++) {
+		const struct search_row *w = &r->rows[i];
+		if (w->status != SR_OK)
+			continue;
+		if (r->spec->target_rps > 0 ? w->capacity < r->spec->target_rps : w->cost > r->spec->budget)
+			continue;
+		if (best == SIZE_MAX)
+			best = i;
+		else if (r->spec->target_rps > 0 ? w->cost < r->rows[best].cost ||
+		                                       (w->cost == r->rows[best].cost && w->capacity > r->rows[best].capacity)
+		                                  : w->capacity > r->rows[best].capacity ||
+		                                        (w->capacity == r->rows[best].capacity && w->cost < r->rows[best].cost))
+			best = i;
+	}
+	return best;
+}
+
+/* The Pareto front, cheapest first: each simulated configuration no cheaper (or equal) one out-serves. */
+static size_t search_pareto(const struct search_run *r, size_t *front)
+{
+	size_t n = 0;
+	double most = -1;
+	for (size_t k = 0; k < r->spec->nconfigs; k++) {
+		size_t i = r->order[k];
+		const struct search_row *w = &r->rows[i];
+		if (w->status != SR_OK || w->capacity <= most)
+			continue;
+		if (n && r->rows[front[n - 1]].cost == w->cost)
+			n--;                             /* the same cost, more capacity: it takes the place */
+		front[n++] = i;
+		most = w->capacity;
+	}
+	return n;
+}
+
+static void search_count(const struct search_run *r, size_t count[5], size_t *resumed)
+{
+	memset(count, 0, 5 * sizeof *count);
+	*resumed = 0;
+	for (size_t i = 0; i < r->spec->nconfigs; i++) {
+		count[r->rows[i].status]++;
+		*resumed += r->rows[i].resumed;
+	}
+}
+
+static void search_print_row(FILE *f, const struct search_run *r, size_t i)
+{
+	const struct search_row *w = &r->rows[i];
+	char label[1024];
+	search_label(r->spec, i, label, sizeof label);
+	fprintf(f, "  $%-9.4g %5u GPUs  %9.4g req/s  %9.4g req/$", w->cost, w->gpus, w->capacity,
+	        w->capacity * 3600 / w->cost);
+	if (!isnan(w->band_lo))
+		fprintf(f, "  band [%.4g, %.4g]", w->band_lo, w->band_hi);
+	fprintf(f, "  %s\n", label);
+}
+
+void search_report_text(FILE *f, const struct search_run *r)
+{
+	const struct search_spec *s = r->spec;
+	size_t count[5], resumed;
+	search_count(r, count, &resumed);
+	fprintf(f, "simbatch search %s: %zu configurations: %zu pruned (their hardware cannot hold them), %zu simulated "
+	        "(%zu from %s), %zu infeasible, %zu not run (%s)\n", s->path, s->nconfigs, count[SR_PRUNED],
+	        count[SR_OK] + count[SR_INFEASIBLE], resumed, r->out_path, count[SR_INFEASIBLE], count[SR_SKIPPED],
+	        s->budget > 0 ? "above the budget" : "costlier than a configuration meeting the target");
+	size_t a = search_answer(r);
+	if (s->target_rps > 0)
+		fprintf(f, "goal       the cheapest configuration serving %.6g req/s within the SLOs\n", s->target_rps);
+	else
+		fprintf(f, "goal       the most capacity for at most $%.6g an hour\n", s->budget);
+	if (a == SIZE_MAX) {
+		fprintf(f, "answer     none: no configuration simulated %s\n",
+		        s->target_rps > 0 ? "meets the target" : "fits the budget");
+	} else {
+		fprintf(f, "answer   ");
+		search_print_row(f, r, a);
+		const struct search_row *w = &r->rows[a];
+		/* where the hardware model's measured error changes the ranking */
+		if (!isnan(w->band_lo) && s->target_rps > 0 && w->band_lo < s->target_rps)
+			fprintf(f, "           its band reaches below the target: with the hardware model's error it may miss "
+			        "%.6g req/s\n", s->target_rps);
+		for (size_t i = 0; i < s->nconfigs; i++) {
+			const struct search_row *o = &r->rows[i];
+			if (i == a || o->status != SR_OK || isnan(o->band_hi) || isnan(w->band_lo))
+				continue;
+			int rivals = s->target_rps > 0 ? o->cost < w->cost && o->band_hi >= s->target_rps
+			                               : o->cost <= s->budget && o->band_hi >= w->band_lo;
+			if (rivals) {
+				fprintf(f, "           within the band this could %s:", s->target_rps > 0 ? "meet it for less" : "rank first");
+				search_print_row(f, r, i);
+			}
+		}
+	}
+	size_t *front = malloc(s->nconfigs * sizeof *front);
+	if (front) {
+		size_t n = search_pareto(r, front);
+		fprintf(f, "Pareto front (cost against capacity, of those simulated%s):\n",
+		        r->exhaustive ? "" : "; --exhaustive for every configuration");
+		for (size_t k = 0; k < n; k++)
+			search_print_row(f, r, front[k]);
+		free(front);
+	}
+	for (size_t i = 0, shown = 0; i < s->nconfigs && shown < 3; i++)
+		if (r->rows[i].status == SR_INFEASIBLE || r->rows[i].status == SR_PRUNED) {
+			char label[1024];
+			search_label(s, i, label, sizeof label);
+			fprintf(f, "%s %s: %s\n", shown++ ? "          " : "not served", label, r->rows[i].reason);
+		}
+}
+
+static void search_json_row(FILE *f, const struct search_run *r, size_t i)
+{
+	const struct search_row *w = &r->rows[i];
+	char label[1024];
+	search_label(r->spec, i, label, sizeof label);
+	fputs("{\"config\":", f);
+	json_write_string(f, label);
+	fprintf(f, ",\"status\":\"%s\",\"gpus\":%u,\"cost_per_hour\":%.10g", search_status_name[w->status], w->gpus,
+	        w->cost);
+	if (w->status == SR_OK) {
+		fprintf(f, ",\"capacity_rps\":%.10g,\"bracket_rps\":[%.10g,%.10g],\"requests_per_dollar\":%.10g", w->capacity,
+		        w->lo, w->hi, w->capacity * 3600 / w->cost);
+		if (!isnan(w->band_lo))
+			fprintf(f, ",\"band_rps\":[%.10g,%.10g]", w->band_lo, w->band_hi);
+	} else if (w->reason[0]) {
+		fputs(",\"reason\":", f);
+		json_write_string(f, w->reason);
+	}
+	fputc('}', f);
+}
+
+void search_report_json(FILE *f, const struct search_run *r)
+{
+	const struct search_spec *s = r->spec;
+	size_t count[5], resumed;
+	search_count(r, count, &resumed);
+	fprintf(f, "{\"file\":");
+	json_write_string(f, s->path);
+	fprintf(f, ",\"configurations\":%zu,\"pruned\":%zu,\"simulated\":%zu,\"resumed\":%zu,\"infeasible\":%zu,"
+	        "\"not_run\":%zu,", s->nconfigs, count[SR_PRUNED], count[SR_OK] + count[SR_INFEASIBLE], resumed,
+	        count[SR_INFEASIBLE], count[SR_SKIPPED]);
+	if (s->target_rps > 0)
+		fprintf(f, "\"target_rps\":%.10g,", s->target_rps);
+	else
+		fprintf(f, "\"budget_per_hour\":%.10g,", s->budget);
+	size_t a = search_answer(r);
+	fputs("\"answer\":", f);
+	if (a == SIZE_MAX)
+		fputs("null", f);
+	else
+		search_json_row(f, r, a);
+	fputs(",\"pareto\":[", f);
+	size_t *front = malloc(s->nconfigs * sizeof *front);
+	size_t n = front ? search_pareto(r, front) : 0;
+	for (size_t k = 0; k < n; k++) {
+		fputs(k ? "," : "", f);
+		search_json_row(f, r, front[k]);
+	}
+	free(front);
+	fputs("],\"results\":[", f);
+	for (size_t k = 0, first = 1; k < s->nconfigs; k++) {
+		size_t i = r->order[k];
+		if (r->rows[i].status == SR_SKIPPED)
+			continue;
+		fputs(first ? "" : ",", f);
+		first = 0;
+		search_json_row(f, r, i);
+	}
+	fputs("]}\n", f);
+}

@@ -1,0 +1,47 @@
+/* sim/cli/search_run.h: a configuration search under way and its
+ * results (cmd_search.c runs it, search_report.c reports it). */
+#ifndef SB_SEARCH_RUN_H
+#define SB_SEARCH_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "search_spec.h"
+
+enum search_status { SR_TODO = 0, SR_OK, SR_INFEASIBLE, SR_PRUNED, SR_SKIPPED };
+extern const char *const search_status_name[];
+
+struct search_row {
+	enum search_status status;
+	double cost, capacity, lo, hi, band_lo, band_hi;   /* band: NaN when the hardware has none */
+	uint32_t gpus;
+	uint64_t key_hash;
+	int resumed;
+	char reason[300];
+};
+
+struct search_run {
+	const struct search_spec *spec;
+	struct search_row *rows;
+	size_t *order;                /* configurations by cost, then index */
+	size_t next;                  /* in order */
+	const char *exe;
+	int out_fd;
+	const char *out_path;
+	double best_cost;             /* a target search: the cheapest cost found meeting it */
+	int exhaustive, quiet;
+	size_t simulated, running;
+	char *argv[SEARCH_MAX_OPTS + 8];
+	char failure[512];            /* a write of the results file that failed */
+};
+
+/* The configuration's axis values, "name=value" joined by spaces: what tells it from the others. */
+void search_label(const struct search_spec *s, size_t i, char *buf, size_t len);
+/* The answer: the cheapest meeting the target (ties: the most capacity), or
+ * the most capacity within the budget; SIZE_MAX when none. */
+size_t search_answer(const struct search_run *r);
+/* The report of a finished search, as text or one JSON object. */
+void search_report_text(FILE *f, const struct search_run *r);
+void search_report_json(FILE *f, const struct search_run *r);
+
+#endif

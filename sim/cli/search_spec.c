@@ -1,0 +1,493 @@
+/* sim/cli/search_spec.c: the configuration search file (search_spec.h,
+ * sim/SEARCH.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "search_spec.h"
+#include "cli.h"
+#include "../../models/model.h"
+#include "../../util/errkind.h"
+#include "../../util/lines.h"
+#include "../../util/options.h"
+#include "../../util/text.h"
+
+#define SEARCH_DEFAULT_LLM_HW "gpu-h100"   /* as run's (cmd_run.c RUN_DEFAULT_LLM_HW) */
+
+/* Options the search sets for each configuration, or that make no sense in one. */
+static const char *const search_forbidden[] = { "json", "quiet", "jobs", "help", "rate", "db", "no-db" };
+
+void search_spec_free(struct search_spec *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nfixed; i++)
+		free(s->fixed[i]);
+	free(s->fixed);
+	free(s->fixed_line);
+	for (size_t a = 0; a < s->naxes; a++) {
+		for (size_t v = 0; v < s->axes[a].nvalues; v++)
+			free(s->axes[a].values[v]);
+		free(s->axes[a].values);
+		free(s->axes[a].name);
+	}
+	free(s->axes);
+	for (size_t i = 0; i < s->nprices; i++)
+		free(s->prices[i].hw);
+	free(s->prices);
+	free(s->default_hw);
+	free(s->path);
+	free(s);
+}
+
+/* Checks --name=value against capacity's, then run's, option table: 0, or -1 with err. */
+static int search_check_option(const char *name, const char *value, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sizeof search_forbidden / sizeof search_forbidden[0]; i++)
+		if (strcmp(name, search_forbidden[i]) == 0) {
+			snprintf(err, errlen, "--%s is the search's own to set, not the file's", name);
+			return -1;
+		}
+	size_t n;
+	const struct opt_def *defs = cmd_capacity_options(&n), *d = opt_find(defs, n, name);
+	if (!d) {
+		defs = cmd_run_options(&n);
+		d = opt_find(defs, n, name);
+	}
+	if (!d) {
+		snprintf(err, errlen, "unknown option --%s (simbatch capacity --help, simbatch run --help)", name);
+		return -1;
+	}
+	if ((d->type == OPT_FLAG) != (value == NULL)) {
+		snprintf(err, errlen, d->type == OPT_FLAG ? "--%s is a flag: it takes no value" : "--%s needs a value", name);
+		return -1;
+	}
+	if (!value)
+		return 0;
+	struct opt_set one;
+	opt_defaults(&one, d, 1);
+	return opt_put(&one, name, value, err, errlen);
+}
+
+/* The value of name in the file's fixed options, or NULL. */
+static const char *search_fixed_value(const struct search_spec *s, const char *name, size_t *at)
+{
+	size_t len = strlen(name);
+	for (size_t i = 0; i < s->nfixed; i++)
+		if (strncmp(s->fixed[i] + 2, name, len) == 0 && (s->fixed[i][2 + len] == '=' || !s->fixed[i][2 + len])) {
+			if (at)
+				*at = i;
+			return s->fixed[i][2 + len] == '=' ? s->fixed[i] + 3 + len : "";
+		}
+	return NULL;
+}
+
+static const struct search_axis *search_axis(const struct search_spec *s, const char *name)
+{
+	for (size_t a = 0; a < s->naxes; a++)
+		if (strcmp(s->axes[a].name, name) == 0)
+			return &s->axes[a];
+	return NULL;
+}
+
+static int search_add_fixed(struct search_spec *s, const char *word, unsigned line, char *err, size_t errlen)
+{
+	if (strncmp(word, "--", 2) != 0 || !word[2]) {
+		snprintf(err, errlen, "%s:%u: expected --option=value, not '%s'", s->path, line, word);
+		return -1;
+	}
+	char name[128];
+	const char *eq = strchr(word, '=');
+	size_t len = eq ? (size_t)(eq - word - 2) : strlen(word + 2);
+	snprintf(name, sizeof name, "%.*s", (int)len, word + 2);
+	char why[512];
+	if (search_check_option(name, eq ? eq + 1 : NULL, why, sizeof why) != 0) {
+		snprintf(err, errlen, "%s:%u: %s", s->path, line, why);
+		return -1;
+	}
+	if (search_fixed_value(s, name, NULL) || search_axis(s, name)) {
+		snprintf(err, errlen, "%s:%u: --%s is set twice", s->path, line, name);
+		return -1;
+	}
+	char **f = realloc(s->fixed, (s->nfixed + 1) * sizeof *f);
+	if (f)
+		s->fixed = f;
+	unsigned *l = f ? realloc(s->fixed_line, (s->nfixed + 1) * sizeof *l) : NULL;
+	if (l)
+		s->fixed_line = l;
+	if (!l || !(s->fixed[s->nfixed] = strdup(word)))
+		return err_memory(err, errlen, "out of memory");
+	s->fixed_line[s->nfixed++] = line;
+	return 0;
+}
+
+/* axis NAME = V1 V2 ... (w[0] is "axis") */
+static int search_add_axis(struct search_spec *s, char **w, size_t n, unsigned line, char *err, size_t errlen)
+{
+	if (n < 4 || strcmp(w[2], "=") != 0) {
+		snprintf(err, errlen, "%s:%u: expected 'axis NAME = VALUE ...'", s->path, line);
+		return -1;
+	}
+	if (search_axis(s, w[1]) || search_fixed_value(s, w[1], NULL)) {
+		snprintf(err, errlen, "%s:%u: --%s is set twice", s->path, line, w[1]);
+		return -1;
+	}
+	struct search_axis *a = realloc(s->axes, (s->naxes + 1) * sizeof *a);
+	if (!a)
+		return err_memory(err, errlen, "out of memory");
+	s->axes = a;
+	a = &s->axes[s->naxes];
+	memset(a, 0, sizeof *a);
+	a->line = line;
+	if (!(a->name = strdup(w[1])) || !(a->values = calloc(n - 3, sizeof *a->values)))
+		return err_memory(err, errlen, "out of memory");
+	s->naxes++;
+	for (size_t i = 3; i < n; i++) {
+		char why[512];
+		const char *plus = strcmp(w[1], "replicas") == 0 ? strchr(w[i], '+') : NULL;
+		uint64_t p, d;
+		if (plus) {
+			char pool[32];
+			snprintf(pool, sizeof pool, "%.*s", (int)(plus - w[i]), w[i]);
+			if (txt_parse_uint(pool, 4096, &p) != 0 || txt_parse_uint(plus + 1, 4096, &d) != 0 || !p || !d) {
+				snprintf(err, errlen, "%s:%u: replicas value '%s': expected N or P+D (prefill and decode replicas, "
+				         "at least one each)", s->path, line, w[i]);
+				return -1;
+			}
+		} else if (search_check_option(w[1], w[i], why, sizeof why) != 0) {
+			snprintf(err, errlen, "%s:%u: %s", s->path, line, why);
+			return -1;
+		}
+		for (size_t k = 0; k < a->nvalues; k++)
+			if (strcmp(a->values[k], w[i]) == 0) {
+				snprintf(err, errlen, "%s:%u: value '%s' given twice", s->path, line, w[i]);
+				return -1;
+			}
+		if (!(a->values[a->nvalues++] = strdup(w[i])))
+			return err_memory(err, errlen, "out of memory");
+	}
+	return 0;
+}
+
+/* cost HW = DOLLARS */
+static int search_add_price(struct search_spec *s, char **w, size_t n, unsigned line, char *err, size_t errlen)
+{
+	double dollars;
+	if (n != 4 || strcmp(w[2], "=") != 0 || txt_parse_double(w[3], &dollars) != 0) {
+		snprintf(err, errlen, "%s:%u: expected 'cost HW = DOLLARS' (one GPU of kind HW an hour)", s->path, line);
+		return -1;
+	}
+	if (!(dollars > 0) || dollars > 1e9) {
+		snprintf(err, errlen, "%s:%u: a GPU-hour of %s must cost a positive number of dollars, not %s", s->path, line,
+		         w[1], w[3]);
+		return -1;
+	}
+	for (size_t i = 0; i < s->nprices; i++)
+		if (strcmp(s->prices[i].hw, w[1]) == 0) {
+			snprintf(err, errlen, "%s:%u: %s is priced twice (line %u)", s->path, line, w[1], s->prices[i].line);
+			return -1;
+		}
+	struct search_price *p = realloc(s->prices, (s->nprices + 1) * sizeof *p);
+	if (!p)
+		return err_memory(err, errlen, "out of memory");
+	s->prices = p;
+	p[s->nprices] = (struct search_price){ .hw = strdup(w[1]), .dollars_per_gpu_hour = dollars, .line = line };
+	if (!p[s->nprices].hw)
+		return err_memory(err, errlen, "out of memory");
+	s->nprices++;
+	return 0;
+}
+
+/* target RATE | budget DOLLARS */
+static int search_add_goal(struct search_spec *s, char **w, size_t n, unsigned line, char *err, size_t errlen)
+{
+	double v;
+	if (n != 2 || txt_parse_double(w[1], &v) != 0 || !(v > 0) || v > 1e12) {
+		snprintf(err, errlen, "%s:%u: expected '%s %s' with a positive number", s->path, line, w[0],
+		         strcmp(w[0], "target") == 0 ? "REQ_PER_S" : "DOLLARS_PER_HOUR");
+		return -1;
+	}
+	if (s->target_rps > 0 || s->budget > 0) {
+		snprintf(err, errlen, "%s:%u: one goal a search: a target rate or a budget, not both or twice", s->path, line);
+		return -1;
+	}
+	*(strcmp(w[0], "target") == 0 ? &s->target_rps : &s->budget) = v;
+	return 0;
+}
+
+/* Each configuration's GPU kind has a price: the --hw values the file can
+ * give, or the default for its model's kind when it gives none. */
+static int search_check_prices(struct search_spec *s, char *err, size_t errlen)
+{
+	const struct search_axis *hw_axis = search_axis(s, "hw");
+	size_t hw_at = 0;
+	const char *hw_fixed = search_fixed_value(s, "hw", &hw_at);
+	const char *one[1];
+	const char *const *kinds = hw_axis ? (const char *const *)hw_axis->values : one;
+	size_t nkinds = hw_axis ? hw_axis->nvalues : 1;
+	unsigned line = hw_axis ? hw_axis->line : hw_fixed ? s->fixed_line[hw_at] : 0;
+	if (!hw_axis && !hw_fixed) {
+		/* the default hardware: an LLM's gpu-h100, else run's default; every model must agree */
+		const struct search_axis *ma = search_axis(s, "model");
+		size_t m_at = 0;
+		const char *mf = search_fixed_value(s, "model", &m_at);
+		size_t nm = ma ? ma->nvalues : 1;
+		int llm = -1;
+		for (size_t i = 0; i < nm; i++) {
+			struct mdl_model *m = NULL;
+			char why[512];
+			const char *name = ma ? ma->values[i] : mf ? mf : "transformer";
+			if (mdl_load(name, &m, why, sizeof why) != 0) {
+				snprintf(err, errlen, "%s:%u: %s", s->path, ma ? ma->line : mf ? s->fixed_line[m_at] : 1, why);
+				return -1;
+			}
+			if (llm >= 0 && llm != (m->is_llm != 0)) {
+				snprintf(err, errlen, "%s:%u: LLMs and node-level models run on different default hardware: give "
+				         "--hw", s->path, ma->line);
+				mdl_free(m);
+				return -1;
+			}
+			llm = m->is_llm != 0;
+			mdl_free(m);
+		}
+		size_t nr;
+		const struct opt_def *rd = cmd_run_options(&nr);
+		one[0] = llm ? SEARCH_DEFAULT_LLM_HW : opt_find(rd, nr, "hw")->defval;
+		if (!(s->default_hw = strdup(one[0])))
+			return err_memory(err, errlen, "out of memory");
+	} else if (!hw_axis) {
+		one[0] = hw_fixed;
+	}
+	for (size_t k = 0; k < nkinds; k++) {
+		size_t i = 0;
+		while (i < s->nprices && strcmp(s->prices[i].hw, kinds[k]) != 0)
+			i++;
+		if (i == s->nprices) {
+			snprintf(err, errlen, "%s:%u: %s has no price: add 'cost %s = DOLLARS' (one GPU an hour)", s->path,
+			         line ? line : 1, kinds[k], kinds[k]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* capacity takes each model's targets (one configuration a model value):
+ * else its message, at the line of the option it names. */
+static int search_check_targets(struct search_spec *s, char *err, size_t errlen)
+{
+	const struct search_axis *ma = search_axis(s, "model");
+	size_t nm = ma ? ma->nvalues : 1, checked = 0;
+	int *seen = calloc(nm, sizeof *seen);
+	if (!seen)
+		return err_memory(err, errlen, "out of memory");
+	for (size_t i = 0; i < s->nconfigs && checked < nm && i < 100000; i++) {
+		struct search_config c;
+		if (search_config_make(s, i, &c, err, errlen) != 0) {
+			free(seen);
+			return -1;
+		}
+		const char *model = NULL;
+		size_t mi = 0;
+		for (size_t k = 0; k < c.nopts; k++)
+			if (strncmp(c.opts[k], "--model=", 8) == 0)
+				model = c.opts[k] + 8;
+		while (ma && mi < nm && strcmp(ma->values[mi], model) != 0)
+			mi++;
+		if (seen[mi]) {
+			search_config_free(&c);
+			continue;
+		}
+		seen[mi] = 1;
+		checked++;
+		char *argv[SEARCH_MAX_OPTS + 1], why[1024];
+		argv[0] = "capacity";
+		memcpy(argv + 1, c.opts, c.nopts * sizeof *argv);
+		int rc = cmd_capacity_check_targets((int)c.nopts + 1, argv, why, sizeof why);
+		search_config_free(&c);
+		if (rc != 0) {
+			unsigned line = 0;
+			for (size_t k = 0; k < s->nfixed && !line; k++) {
+				char name[130];
+				snprintf(name, sizeof name, "%.*s", (int)strcspn(s->fixed[k], "="), s->fixed[k]);
+				if (strstr(why, name))
+					line = s->fixed_line[k];
+			}
+			if (line)
+				snprintf(err, errlen, "%s:%u: %s", s->path, line, why);
+			else
+				snprintf(err, errlen, "%s: %s", s->path, why);
+			free(seen);
+			return -1;
+		}
+	}
+	free(seen);
+	return 0;
+}
+
+int search_spec_load(const char *path, struct search_spec **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct search_spec *s = calloc(1, sizeof *s);
+	if (!s || !(s->path = strdup(path))) {
+		free(s);
+		return err_memory(err, errlen, "out of memory");
+	}
+	struct lines_reader rd;
+	if (lines_open(&rd, path, LINES_MAX_SMALL_FILE, err, errlen) != 0)
+		goto fail;
+	char *line;
+	size_t len;
+	int got;
+	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		char *w[SEARCH_MAX_OPTS + 4];
+		size_t n = 0;
+		for (char *save = NULL, *t = strtok_r(line, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
+			if (n == sizeof w / sizeof w[0]) {
+				snprintf(err, errlen, "%s:%lu: more than %zu words", path, rd.lineno, sizeof w / sizeof w[0]);
+				goto fail_rd;
+			}
+			w[n++] = t;
+		}
+		unsigned ln = (unsigned)rd.lineno;
+		int rc = 0;
+		if (n == 0)
+			continue;
+		if (strcmp(w[0], "fixed") == 0)
+			for (size_t i = 1; i < n && rc == 0; i++)
+				rc = search_add_fixed(s, w[i], ln, err, errlen);
+		else if (strcmp(w[0], "axis") == 0)
+			rc = search_add_axis(s, w, n, ln, err, errlen);
+		else if (strcmp(w[0], "cost") == 0)
+			rc = search_add_price(s, w, n, ln, err, errlen);
+		else if (strcmp(w[0], "target") == 0 || strcmp(w[0], "budget") == 0)
+			rc = search_add_goal(s, w, n, ln, err, errlen);
+		else {
+			snprintf(err, errlen, "%s:%u: unknown directive '%s' (fixed, axis, cost, target, budget)", path, ln, w[0]);
+			rc = -1;
+		}
+		if (rc != 0)
+			goto fail_rd;
+		if (s->nfixed + s->naxes > SEARCH_MAX_OPTS - 2) {
+			snprintf(err, errlen, "%s:%u: more than %d options a configuration", path, ln, SEARCH_MAX_OPTS - 2);
+			goto fail_rd;
+		}
+	}
+	if (got < 0)
+		goto fail_rd;
+	lines_close(&rd);
+	if (!(s->target_rps > 0) && !(s->budget > 0)) {
+		snprintf(err, errlen, "%s: no goal: add 'target REQ_PER_S' (the cheapest meeting it) or 'budget DOLLARS' "
+		         "(the most capacity an hour's dollars buy)", path);
+		goto fail;
+	}
+	if (search_check_prices(s, err, errlen) != 0)
+		goto fail;
+	s->nconfigs = 1;
+	for (size_t a = 0; a < s->naxes; a++) {
+		if (s->nconfigs > 1000000 / s->axes[a].nvalues) {
+			snprintf(err, errlen, "%s:%u: more than 1,000,000 configurations", path, s->axes[a].line);
+			goto fail;
+		}
+		s->nconfigs *= s->axes[a].nvalues;
+	}
+	if (search_check_targets(s, err, errlen) != 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail_rd:
+	lines_close(&rd);
+fail:
+	search_spec_free(s);
+	return -1;
+}
+
+void search_config_free(struct search_config *c)
+{
+	for (size_t i = 0; i < c->nopts; i++)
+		free(c->opts[i]);
+	memset(c, 0, sizeof *c);
+}
+
+static int search_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int search_config_make(const struct search_spec *s, size_t i, struct search_config *c, char *err, size_t errlen)
+{
+	memset(c, 0, sizeof *c);
+	c->tp = c->replicas = 1;
+	for (size_t k = 0; k < s->nfixed; k++)
+		if (!(c->opts[c->nopts++] = strdup(s->fixed[k])))
+			goto oom;
+	size_t rest = i;
+	for (size_t a = s->naxes; a-- > 0;) {     /* the first axis outermost: the last varies fastest */
+		const struct search_axis *ax = &s->axes[a];
+		const char *v = ax->values[rest % ax->nvalues];
+		rest /= ax->nvalues;
+		const char *plus = strcmp(ax->name, "replicas") == 0 ? strchr(v, '+') : NULL;
+		char buf[256];
+		if (plus) {
+			snprintf(buf, sizeof buf, "--prefill-replicas=%.*s", (int)(plus - v), v);
+			if (!(c->opts[c->nopts++] = strdup(buf)))
+				goto oom;
+			snprintf(buf, sizeof buf, "--decode-replicas=%s", plus + 1);
+		} else {
+			snprintf(buf, sizeof buf, "--%s=%s", ax->name, v);
+		}
+		if (!(c->opts[c->nopts++] = strdup(buf)))
+			goto oom;
+	}
+	/* what it costs: its GPU kind's price x replicas x GPUs each */
+	const char *hw = NULL;
+	for (size_t k = 0; k < c->nopts; k++) {
+		const char *o = c->opts[k];
+		uint64_t v;
+		if (strncmp(o, "--hw=", 5) == 0)
+			hw = o + 5;
+		else if (strncmp(o, "--tp=", 5) == 0 && txt_parse_uint(o + 5, 8, &v) == 0)
+			c->tp = (uint32_t)v;
+		else if ((strncmp(o, "--replicas=", 11) == 0 && txt_parse_uint(o + 11, 4096, &v) == 0) ||
+		         (strncmp(o, "--workers=", 10) == 0 && txt_parse_uint(o + 10, 4096, &v) == 0))
+			c->replicas = (uint32_t)v;
+	}
+	uint64_t p, d;
+	const char *po = NULL, *dq = NULL;
+	for (size_t k = 0; k < c->nopts; k++) {
+		if (strncmp(c->opts[k], "--prefill-replicas=", 19) == 0)
+			po = c->opts[k] + 19;
+		if (strncmp(c->opts[k], "--decode-replicas=", 18) == 0)
+			dq = c->opts[k] + 18;
+	}
+	if (po && dq && txt_parse_uint(po, 4096, &p) == 0 && txt_parse_uint(dq, 4096, &d) == 0)
+		c->replicas = (uint32_t)(p + d);
+	if (!hw)
+		hw = s->default_hw;
+	for (size_t k = 0; hw && k < s->nprices; k++)
+		if (strcmp(s->prices[k].hw, hw) == 0) {
+			c->hw = s->prices[k].hw;
+			c->cost_per_hour = s->prices[k].dollars_per_gpu_hour * c->replicas * c->tp;
+			break;
+		}
+	/* the key: its options sorted */
+	char *sorted[SEARCH_MAX_OPTS];
+	memcpy(sorted, c->opts, c->nopts * sizeof *sorted);
+	qsort(sorted, c->nopts, sizeof *sorted, search_cmp_str);
+	size_t used = 0;
+	for (size_t k = 0; k < c->nopts; k++) {
+		int w = snprintf(c->key + used, sizeof c->key - used, "%s%s", k ? " " : "", sorted[k] + 2);
+		if (w < 0 || (size_t)w >= sizeof c->key - used) {
+			search_config_free(c);
+			snprintf(err, errlen, "%s: configuration %zu's options are longer than %zu characters", s->path, i,
+			         sizeof c->key - 1);
+			return -1;
+		}
+		used += (size_t)w;
+	}
+	return 0;
+oom:
+	search_config_free(c);
+	return err_memory(err, errlen, "out of memory");
+}
