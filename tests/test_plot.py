@@ -461,6 +461,23 @@ for name, args, needle in (("an unknown figure", ["nosuch"], "invalid choice"),
     lines = r.stderr.strip().splitlines()
     check(f"scripts/plot, {name}: one line, exit 2", r.returncode == 2 and len(lines) == 1 and needle in lines[0],
           (r.returncode, r.stderr[-300:]))
+# ---- a configuration search's capacity against cost: the front worked out by hand ----
+# (cost, capacity): (1, 2), (2, 1.5), (2, 3), (4, 5), and one infeasible: the front is (1, 2), (2, 3) (at
+# $2 the larger capacity), (4, 5)
+sres = os.path.join(td, "search.csv")
+with open(sres, "w") as f:
+    f.write("key,gpus,cost_per_hour,status,capacity_rps,bracket_lo_rps,bracket_hi_rps,band_lo_rps,band_hi_rps,reason\n"
+            '"a=1",1,1,ok,2,2,2.1,1.9,2.2,""\n"a=2",2,2,ok,1.5,1.5,1.6,nan,nan,""\n"a=3",2,2,ok,3,3,3.1,2.8,3.2,""\n'
+            '"a=4",4,4,ok,5,5,5.1,4.5,5.5,""\n"a=5",8,8,infeasible,0,0,0,nan,nan,"no rate meets the targets"\n')
+out = os.path.join(td, "pareto")
+r = plot("search-pareto", f"--results={sres}", f"--out={out}")
+blocks = dict(read_dat(out + ".dat")) if r.returncode == 0 else {}
+check("search-pareto: every configuration with a capacity, and the front by hand",
+      r.returncode == 0 and png_ok(out) and len(blocks.get("configurations", [])) == 4 and
+      [row[:2] for row in blocks.get("Pareto front", [])] == [[1, 2], [2, 3], [4, 5]], (r.stderr, blocks))
+check("search-pareto: a band missing (nan) is drawn as no bar",
+      [row[2:4] for row in blocks.get("configurations", []) if row[1] == 1.5] == [[1.5, 1.5]], blocks)
+
 r = plot("--help")
 check("scripts/plot --help: exit 0", r.returncode == 0 and "FIGURE" in r.stdout, r.stderr)
 
