@@ -146,11 +146,15 @@ static int search_add_axis(struct search_spec *s, char **w, size_t n, unsigned l
 		const char *plus = strcmp(w[1], "replicas") == 0 ? strchr(w[i], '+') : NULL;
 		uint64_t p, d;
 		if (plus) {
-			char pool[32];
-			snprintf(pool, sizeof pool, "%.*s", (int)(plus - w[i]), w[i]);
-			if (txt_parse_uint(pool, 4096, &p) != 0 || txt_parse_uint(plus + 1, 4096, &d) != 0 || !p || !d) {
-				snprintf(err, errlen, "%s:%u: replicas value '%s': expected N or P+D (prefill and decode replicas, "
-				         "at least one each)", s->path, line, w[i]);
+			char pool[2][128];
+			snprintf(pool[0], sizeof pool[0], "%.*s", (int)(plus - w[i]), w[i]);
+			snprintf(pool[1], sizeof pool[1], "%s", plus + 1);
+			for (int k = 0; k < 2; k++)
+				pool[k][strcspn(pool[k], ":")] = '\0';     /* P:HW: the count before the pool's hardware */
+			if (txt_parse_uint(pool[0], 4096, &p) != 0 || txt_parse_uint(pool[1], 4096, &d) != 0 || !p || !d) {
+				snprintf(err, errlen, "%s:%u: replicas value '%s': expected N or P[:HW]+D[:HW] (prefill and decode "
+				         "replicas, at least one each, each pool on its own hardware or the configuration's)",
+				         s->path, line, w[i]);
 				return -1;
 			}
 		} else if (search_check_option(w[1], w[i], why, sizeof why) != 0) {
@@ -214,6 +218,25 @@ static int search_add_goal(struct search_spec *s, char **w, size_t n, unsigned l
 	return 0;
 }
 
+/* 1 with err when hw has no price. */
+static int search_unpriced(const struct search_spec *s, const char *hw, unsigned line, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < s->nprices; i++)
+		if (strcmp(s->prices[i].hw, hw) == 0)
+			return 0;
+	snprintf(err, errlen, "%s:%u: %s has no price: add 'cost %s = DOLLARS' (one GPU an hour)", s->path, line, hw, hw);
+	return 1;
+}
+
+/* The price of one hw GPU an hour, or 0. */
+static double search_price_of(const struct search_spec *s, const char *hw)
+{
+	for (size_t i = 0; hw && i < s->nprices; i++)
+		if (strcmp(s->prices[i].hw, hw) == 0)
+			return s->prices[i].dollars_per_gpu_hour;
+	return 0;
+}
+
 /* Each configuration's GPU kind has a price: the --hw values the file can
  * give, or the default for its model's kind when it gives none. */
 static int search_check_prices(struct search_spec *s, char *err, size_t errlen)
@@ -257,14 +280,18 @@ static int search_check_prices(struct search_spec *s, char *err, size_t errlen)
 	} else if (!hw_axis) {
 		one[0] = hw_fixed;
 	}
-	for (size_t k = 0; k < nkinds; k++) {
-		size_t i = 0;
-		while (i < s->nprices && strcmp(s->prices[i].hw, kinds[k]) != 0)
-			i++;
-		if (i == s->nprices) {
-			snprintf(err, errlen, "%s:%u: %s has no price: add 'cost %s = DOLLARS' (one GPU an hour)", s->path,
-			         line ? line : 1, kinds[k], kinds[k]);
+	for (size_t k = 0; k < nkinds; k++)
+		if (search_unpriced(s, kinds[k], line ? line : 1, err, errlen))
 			return -1;
+	/* a pool's own hardware, P:HW+D:HW */
+	const struct search_axis *ra = search_axis(s, "replicas");
+	for (size_t v = 0; ra && v < ra->nvalues; v++) {
+		char buf[256];
+		snprintf(buf, sizeof buf, "%s", ra->values[v]);
+		for (char *save = NULL, *pool = strtok_r(buf, "+", &save); pool; pool = strtok_r(NULL, "+", &save)) {
+			char *colon = strchr(pool, ':');
+			if (colon && search_unpriced(s, colon + 1, ra->line, err, errlen))
+				return -1;
 		}
 	}
 	return 0;
@@ -453,24 +480,33 @@ int search_config_make(const struct search_spec *s, size_t i, struct search_conf
 		         (strncmp(o, "--workers=", 10) == 0 && txt_parse_uint(o + 10, 4096, &v) == 0))
 			c->replicas = (uint32_t)v;
 	}
-	uint64_t p, d;
-	const char *po = NULL, *dq = NULL;
-	for (size_t k = 0; k < c->nopts; k++) {
-		if (strncmp(c->opts[k], "--prefill-replicas=", 19) == 0)
-			po = c->opts[k] + 19;
-		if (strncmp(c->opts[k], "--decode-replicas=", 18) == 0)
-			dq = c->opts[k] + 18;
-	}
-	if (po && dq && txt_parse_uint(po, 4096, &p) == 0 && txt_parse_uint(dq, 4096, &d) == 0)
-		c->replicas = (uint32_t)(p + d);
 	if (!hw)
 		hw = s->default_hw;
-	for (size_t k = 0; hw && k < s->nprices; k++)
-		if (strcmp(s->prices[k].hw, hw) == 0) {
+	for (size_t k = 0; k < s->nprices; k++)
+		if (strcmp(s->prices[k].hw, hw) == 0)
 			c->hw = s->prices[k].hw;
-			c->cost_per_hour = s->prices[k].dollars_per_gpu_hour * c->replicas * c->tp;
-			break;
+	c->cost_per_hour = search_price_of(s, hw) * c->replicas * c->tp;
+	/* prefill and decode pools: each its count, on its own hardware (P:HW) or the configuration's */
+	const char *pool[2] = { NULL, NULL };
+	for (size_t k = 0; k < c->nopts; k++) {
+		if (strncmp(c->opts[k], "--prefill-replicas=", 19) == 0)
+			pool[0] = c->opts[k] + 19;
+		if (strncmp(c->opts[k], "--decode-replicas=", 18) == 0)
+			pool[1] = c->opts[k] + 18;
+	}
+	if (pool[0] && pool[1]) {
+		c->replicas = 0;
+		c->cost_per_hour = 0;
+		for (int k = 0; k < 2; k++) {
+			char count[32];
+			uint64_t n = 0;
+			snprintf(count, sizeof count, "%.*s", (int)strcspn(pool[k], ":"), pool[k]);
+			txt_parse_uint(count, 4096, &n);
+			const char *colon = strchr(pool[k], ':');
+			c->replicas += (uint32_t)n;
+			c->cost_per_hour += search_price_of(s, colon ? colon + 1 : hw) * (double)n * c->tp;
 		}
+	}
 	/* the key: its options sorted */
 	char *sorted[SEARCH_MAX_OPTS];
 	memcpy(sorted, c->opts, c->nopts * sizeof *sorted);
