@@ -635,6 +635,14 @@ check("search stopped by SIGTERM: exit 128+15 naming its file; the rerun resumes
       proc.returncode == 143 and out3 in perr and s4.get("resumed", 0) >= 1 and
       [(p["config"], p["capacity_rps"]) for p in s4.get("pareto", [])] ==
       [(p["config"], p["capacity_rps"]) for p in sx.get("pareto", [])], (proc.returncode, perr[-300:], s4))
+# a configuration's cost: its pools, each on its own GPUs: (1 x $4 + 2 x $2) x TP 2 = $16; 3 replicas of
+# the axis's H100s at TP 2 = $24
+pspec = write("pools.search", "fixed --model=llama2-7b --tp=2 --ttft-slo=500\naxis hw = gpu-h100\n"
+              "axis replicas = 3 1:gpu-h100+2:gpu-a100\ncost gpu-h100 = 4\ncost gpu-a100 = 2\ntarget 1\n")
+r = sb("search", pspec, "--list")
+costs = sorted(float(l.split()[0][1:]) for l in r.stdout.splitlines())
+check("search --list: a configuration's cost from its pools' own GPUs", r.returncode == 0 and costs == [16, 24],
+      r.stdout + r.stderr)
 bad_search = [
     ("an unknown directive", "colour blue\n", "bad.search:1: unknown directive 'colour'"),
     ("an unknown option", "axis speed = 1 2\n", "bad.search:1: unknown option --speed"),
