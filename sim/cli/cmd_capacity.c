@@ -760,13 +760,10 @@ int cmd_capacity(int argc, char **argv)
 		        (unsigned long long)least);
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	s->jobs = opt_given(&o, "jobs") ? (unsigned)opt_uint(&o, "jobs") : ncpu > 0 ? (unsigned)ncpu : 1;
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (len <= 0) {
-		snprintf(err, sizeof err, "cannot find the simbatch binary (/proc/self/exe)");
+	if (pp_self_exe(exe, sizeof exe, err, sizeof err) != 0) {
 		rc = CLI_FAILED;
 		goto fail;
 	}
-	exe[len] = '\0';
 	s->exe = exe;
 	s->run_args = run + 1;
 	s->nrun_args = (size_t)nrun - 1;

@@ -528,13 +528,10 @@ int cmd_search(int argc, char **argv)
 		         : (ptrdiff_t)strlen(base)), base);
 		r.out_path = out_default;
 	}
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (len <= 0) {
-		snprintf(err, sizeof err, "cannot find the simbatch binary (/proc/self/exe)");
+	if (pp_self_exe(exe, sizeof exe, err, sizeof err) != 0) {
 		rc = CLI_FAILED;
 		goto fail;
 	}
-	exe[len] = '\0';
 	r.exe = exe;
 	if (search_resume(&r, err, sizeof err) != 0) {
 		rc = cli_exit_status();

@@ -493,13 +493,10 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		jobs = n > 0 ? (unsigned)n : 1;
 	}
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (len <= 0) {
-		snprintf(err, sizeof err, "cannot find the simbatch binary (/proc/self/exe): %s", err_strerror(errno));
+	if (pp_self_exe(exe, sizeof exe, err, sizeof err) != 0) {
 		rc = CLI_FAILED;
 		goto fail;
 	}
-	exe[len] = '\0';
 	r.exe = exe;
 	/* Every configuration is checked (a dry run each) before the database is created or changed,
 	 * reading an existing one as it is to know which points are stored: a refused sweep changes

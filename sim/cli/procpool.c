@@ -436,3 +436,14 @@ int pp_worker_serve(int (*entry)(int argc, char **argv))
 		fflush(stderr);
 	}
 }
+
+int pp_self_exe(char *buf, size_t len, char *err, size_t errlen)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0) {
+		snprintf(err, errlen, "cannot find the simbatch binary (/proc/self/exe): %s", err_strerror(errno));
+		return -1;
+	}
+	buf[n] = '\0';
+	return 0;
+}

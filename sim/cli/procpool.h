@@ -74,6 +74,10 @@ struct pp_config {
 
 int pp_run(const struct pp_config *cfg, char *err, size_t errlen);
 
+/* This program's own path (/proc/self/exe), what the pool starts children
+ * of: 0, or -1 with err. */
+int pp_self_exe(char *buf, size_t len, char *err, size_t errlen);
+
 /* The worker's half: reads jobs from stdin until it ends, runs each as
  * entry(argc, argv) and ends it as the protocol above says. 0 when stdin
  * ended, 2 when a job was malformed. */
