@@ -643,6 +643,25 @@ r = sb("search", pspec, "--list")
 costs = sorted(float(l.split()[0][1:]) for l in r.stdout.splitlines())
 check("search --list: a configuration's cost from its pools' own GPUs", r.returncode == 0 and costs == [16, 24],
       r.stdout + r.stderr)
+# spread over machines: --export=parallel prints one job a part; the parts' results files, read
+# together, give the whole search's answer with nothing simulated again
+r = sb("search", spec, "--export=parallel", "--shards=3", f"--shard-dir={os.path.join(td, 'sh')}")
+jobs = r.stdout.splitlines()
+os.makedirs(os.path.join(td, "sh"), exist_ok=True)
+ran = [subprocess.run(j, shell=True, capture_output=True, text=True, timeout=300).returncode for j in jobs]
+parts = sorted(os.path.join(td, "sh", f) for f in os.listdir(os.path.join(td, "sh")))
+merged = os.path.join(td, "merged.csv")
+r5 = sb("search", spec, *parts, f"--out={merged}", "--json")
+s5 = json.loads(r5.stdout) if r5.returncode == 0 else {}
+with open(merged) as f:
+    mrows = list(csv.reader(f))
+check("search --export=parallel: three parts; joined, the answer of the whole search, nothing run again, "
+      "their lines in --out", len(jobs) == 3 and ran == [0, 0, 0] and len(parts) == 3 and
+      (s5.get("answer") or {}).get("config") == ans.get("config") and s5.get("resumed") == s5.get("simulated") and
+      len(mrows) == 1 + s5.get("simulated", -1), (jobs, ran, parts, r5.stderr[-300:], s5))
+r = sb("search", spec, "--export=slurm", "--shards=2")
+check("search --export=slurm: an array script of 2 tasks", r.returncode == 0 and "#SBATCH --array=1-2" in r.stdout
+      and "--part=\"$SLURM_ARRAY_TASK_ID\"/2" in r.stdout, r.stdout + r.stderr)
 bad_search = [
     ("an unknown directive", "colour blue\n", "bad.search:1: unknown directive 'colour'"),
     ("an unknown option", "axis speed = 1 2\n", "bad.search:1: unknown option --speed"),
@@ -663,6 +682,9 @@ for name, text, needle in bad_search:
     check(f"search bad input: {name} -> one line naming it, exit 2, nothing written",
           r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and
           not os.path.exists(out), f"exit {r.returncode}: {r.stderr}")
+r = sb("search", spec, "--part=4/3", f"--out={os.path.join(td, 'never.csv')}")
+check("search bad input: a part out of range -> one line, exit 2, nothing written", r.returncode == 2 and
+      "--part=4/3" in r.stderr and not os.path.exists(os.path.join(td, "never.csv")), r.stderr)
 
 for sub in (["sweep"], ["merge"], ["capacity"], ["search"]):
     r = sb(*sub, "--help")

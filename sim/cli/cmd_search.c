@@ -50,6 +50,12 @@ static const struct opt_def search_opts[] = {
 	{ "jobs", OPT_UINT, NULL, 1, 4096, 0, "configurations at a time (default: the online CPUs)" },
 	{ "exhaustive", OPT_FLAG, NULL, 0, 0, 0, "simulate every configuration that fits, not only what can win" },
 	{ "list", OPT_FLAG, NULL, 0, 0, 0, "print the configurations, their cost and what pruning does, and stop" },
+	{ "part", OPT_STR, NULL, 0, 0, 0, "I/N: only the configurations of part I of N (those whose number is I-1 modulo "
+	  "N), for a search spread over machines" },
+	{ "export", OPT_STR, NULL, 0, 0, 0, "parallel or slurm: print the parts as GNU parallel jobs or a Slurm array "
+	  "script, each writing its own results file, and stop" },
+	{ "shards", OPT_UINT, NULL, 1, 1e6, 0, "with --export: parts (default: the configurations, at most 64)" },
+	{ "shard-dir", OPT_STR, "shards", 0, 0, 0, "with --export: where the parts write their results" },
 	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
 	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "no progress on stderr" },
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
@@ -57,11 +63,12 @@ static const struct opt_def search_opts[] = {
 #define SEARCH_NOPTS (sizeof search_opts / sizeof search_opts[0])
 
 static const char search_usage[] =
-	"usage: simbatch search FILE [--out=CSV] [--jobs=N] [--exhaustive] [--list] [--json]\n"
+	"usage: simbatch search FILE [RESULTS.csv ...] [--out=CSV] [--jobs=N] [--exhaustive] [--list] [--json]\n"
+	"       simbatch search FILE --export=parallel|slurm [--shards=N] [--shard-dir=DIR]\n"
 	"The cheapest configuration meeting the file's target rate under its SLOs (or the most capacity\n"
 	"its budget buys): each configuration's capacity (simbatch capacity), its cost from the file's\n"
-	"GPU prices, capacity per dollar and the Pareto front of cost against capacity. File format:\n"
-	"sim/SEARCH.md.";
+	"GPU prices, capacity per dollar and the Pareto front of cost against capacity. RESULTS files\n"
+	"(a distributed search's parts) are read and joined into --out. File format: sim/SEARCH.md.";
 
 static volatile sig_atomic_t search_stop;
 
@@ -234,81 +241,99 @@ static int search_cmp_cost(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : (i > j) - (i < j);
 }
 
-/* Opens the results file (creating it, and results/ for the default, with
- * its header) and takes in the lines a previous run wrote. 0, or -1. */
-static int search_resume(struct search_run *r, char *err, size_t errlen)
+/* Reads the results lines of path into the rows they key (a row filled
+ * already is kept; *taken counts those filled here, marked resumed: 1 from
+ * the results file itself, 2 from another, a shard): 0, or -1 with err. A
+ * missing file is none for the results file itself; *keep gets the bytes of
+ * its whole lines (a last line a kill cut short is dropped, to be run again). */
+static int search_read(struct search_run *r, const size_t *by_hash, const char *path, int own, off_t *keep,
+                       size_t *taken, char *err, size_t errlen)
 {
-	size_t *by_hash = malloc(r->spec->nconfigs * sizeof *by_hash);
+	*keep = 0;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		if (own && errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, err_strerror(errno));
+		return -1;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	unsigned long lineno = 0;
+	int rc = 0;
+	while (rc == 0 && (n = getline(&line, &cap, f)) > 0) {
+		lineno++;
+		if (line[n - 1] != '\n')
+			break;
+		line[--n] = '\0';
+		if (lineno == 1) {
+			if (strcmp(line, SEARCH_HEADER) != 0) {
+				snprintf(err, errlen, "%s:1: not a search results file (its header must be %s)%s", path,
+				         SEARCH_HEADER, own ? "; give another --out" : "");
+				rc = -1;
+			}
+			*keep += n + 1;
+			continue;
+		}
+		char key[2048], status[32], reason[300];
+		const char *p = line;
+		struct search_row w = { 0 };
+		int ok = search_csv_read_quoted(&p, key, sizeof key) == 0 &&
+		         sscanf(p, "%u,%lf,%31[a-z],%lf,%lf,%lf,%lf,%lf,", &w.gpus, &w.cost, status, &w.capacity, &w.lo,
+		                &w.hi, &w.band_lo, &w.band_hi) == 8;
+		for (int commas = 0; ok && commas < 8; p++)
+			if (!*p)
+				ok = 0;
+			else if (*p == ',' && ++commas == 8)
+				break;
+		if (ok)
+			p++;
+		if (!ok || search_csv_read_quoted(&p, reason, sizeof reason) != 0 ||
+		    (strcmp(status, "ok") != 0 && strcmp(status, "infeasible") != 0)) {
+			snprintf(err, errlen, "%s:%lu: not a line a search wrote", path, lineno);
+			rc = -1;
+			break;
+		}
+		*keep += n + 1;
+		size_t i = search_find(r, by_hash, key);
+		if (i == SIZE_MAX || r->rows[i].status == SR_PRUNED || r->rows[i].status == SR_OK ||
+		    r->rows[i].status == SR_INFEASIBLE)
+			continue;                     /* another search's configuration, or one read already */
+		w.status = strcmp(status, "ok") == 0 ? SR_OK : SR_INFEASIBLE;
+		w.key_hash = r->rows[i].key_hash;
+		w.resumed = own ? 1 : 2;
+		snprintf(w.reason, sizeof w.reason, "%s", reason);
+		r->rows[i] = w;
+		(*taken)++;
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* Opens the results file (creating it, and results/ for the default, with
+ * its header), takes in the lines a previous run wrote, then those of the
+ * other results files given (a distributed search's shards), which it
+ * appends to its own so that it holds them all. 0, or -1. */
+static int search_resume(struct search_run *r, const char *const *more, size_t nmore, char *err, size_t errlen)
+{
+	size_t *by_hash = malloc(r->spec->nconfigs * sizeof *by_hash), taken = 0;
 	if (!by_hash)
 		return err_memory(err, errlen, "out of memory");
 	for (size_t i = 0; i < r->spec->nconfigs; i++)
 		by_hash[i] = i;
 	search_sort_run = r;
 	qsort(by_hash, r->spec->nconfigs, sizeof *by_hash, search_cmp_hash);
-	FILE *f = fopen(r->out_path, "r");
-	off_t keep = 0;
-	if (f) {
-		char *line = NULL;
-		size_t cap = 0;
-		ssize_t n;
-		unsigned long lineno = 0;
-		while ((n = getline(&line, &cap, f)) > 0) {
-			lineno++;
-			if (line[n - 1] != '\n')
-				break;                    /* a line a kill cut short: dropped, and written again */
-			line[--n] = '\0';
-			if (lineno == 1) {
-				if (strcmp(line, SEARCH_HEADER) != 0) {
-					snprintf(err, errlen, "%s:1: not a search results file (its header must be %s); give another "
-					         "--out", r->out_path, SEARCH_HEADER);
-					free(line);
-					fclose(f);
-					free(by_hash);
-					return -1;
-				}
-				keep += n + 1;
-				continue;
-			}
-			char key[2048], status[32], reason[300];
-			const char *p = line;
-			struct search_row w = { 0 };
-			int ok = search_csv_read_quoted(&p, key, sizeof key) == 0 &&
-			         sscanf(p, "%u,%lf,%31[a-z],%lf,%lf,%lf,%lf,%lf,", &w.gpus, &w.cost, status, &w.capacity, &w.lo,
-			                &w.hi, &w.band_lo, &w.band_hi) == 8;
-			for (int commas = 0; ok && commas < 8; p++)
-				if (!*p)
-					ok = 0;
-				else if (*p == ',' && ++commas == 8)
-					break;
-			if (ok)
-				p++;
-			if (!ok || search_csv_read_quoted(&p, reason, sizeof reason) != 0 ||
-			    (strcmp(status, "ok") != 0 && strcmp(status, "infeasible") != 0)) {
-				snprintf(err, errlen, "%s:%lu: not a line this search wrote; give another --out", r->out_path, lineno);
-				free(line);
-				fclose(f);
-				free(by_hash);
-				return -1;
-			}
-			keep += n + 1;
-			size_t i = search_find(r, by_hash, key);
-			if (i == SIZE_MAX || r->rows[i].status == SR_PRUNED)
-				continue;                 /* another search's configuration, sharing the file */
-			w.status = strcmp(status, "ok") == 0 ? SR_OK : SR_INFEASIBLE;
-			w.key_hash = r->rows[i].key_hash;
-			w.resumed = 1;
-			snprintf(w.reason, sizeof w.reason, "%s", reason);
-			r->rows[i] = w;
-		}
-		free(line);
-		fclose(f);
-	} else if (errno != ENOENT) {
-		snprintf(err, errlen, "%s: %s", r->out_path, err_strerror(errno));
-		free(by_hash);
-		return -1;
-	}
+	off_t keep = 0, ignored;
+	int rc = search_read(r, by_hash, r->out_path, 1, &keep, &taken, err, errlen);
+	size_t own = taken;
+	for (size_t k = 0; rc == 0 && k < nmore; k++)
+		rc = search_read(r, by_hash, more[k], 0, &ignored, &taken, err, errlen);
 	free(by_hash);
-	if (!f && strncmp(r->out_path, "results/", 8) == 0 && mkdir("results", 0777) != 0 && errno != EEXIST) {
+	if (rc != 0)
+		return -1;
+	if (!keep && strncmp(r->out_path, "results/", 8) == 0 && mkdir("results", 0777) != 0 && errno != EEXIST) {
 		snprintf(err, errlen, "results/: %s", err_strerror(errno));
 		return -1;
 	}
@@ -318,6 +343,10 @@ static int search_resume(struct search_run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", r->out_path, err_strerror(errno));
 		return -1;
 	}
+	if (taken > own)                  /* the shards' lines join this file: it holds the whole search */
+		for (size_t i = 0; i < r->spec->nconfigs; i++)
+			if (r->rows[i].resumed == 2 && search_append(r, i, err, errlen) != 0)
+				return -1;
 	return 0;
 }
 
@@ -350,8 +379,8 @@ static int search_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 	struct search_run *r = ud;
 	while (r->next < r->spec->nconfigs && !r->failure[0]) {     /* a results file that cannot be written: stop */
 		size_t i = r->order[r->next++];
-		if (r->rows[i].status != SR_TODO)
-			continue;
+		if (r->rows[i].status != SR_TODO || (r->part_n && i % r->part_n != r->part_i - 1))
+			continue;                         /* done, or another part's */
 		if (!search_can_win(r, i)) {
 			r->rows[i].status = SR_SKIPPED;
 			continue;
@@ -449,6 +478,89 @@ static void search_done(void *ud, void *ctx, const struct pp_result *res)
 		        w->status == SR_OK ? "ok" : w->reason);
 }
 
+/* ---- a search spread over machines ---- */
+
+/* Prints the parts as jobs (GNU parallel: a command a line; Slurm: an array script). */
+static int search_export(const struct search_spec *spec, const struct opt_set *o, const char *exe, char *err,
+                         size_t errlen)
+{
+	const char *kind = opt_str(o, "export"), *dir = opt_str(o, "shard-dir");
+	int slurm = strcmp(kind, "slurm") == 0;
+	uint64_t n = opt_given(o, "shards") ? opt_uint(o, "shards") : spec->nconfigs < 64 ? spec->nconfigs : 64;
+	char file[4096];
+	if (!slurm && strcmp(kind, "parallel") != 0) {
+		snprintf(err, errlen, "--export=%s: expected parallel or slurm", kind);
+		return -1;
+	}
+	if (n > spec->nconfigs) {
+		snprintf(err, errlen, "--shards=%llu exceeds the %zu configurations", (unsigned long long)n, spec->nconfigs);
+		return -1;
+	}
+	if (!realpath(spec->path, file)) {             /* absolute: jobs run from any directory */
+		snprintf(err, errlen, "%s: %s", spec->path, err_strerror(errno));
+		return -1;
+	}
+	if (slurm) {
+		printf("#!/bin/bash\n# Slurm job array for the search %s: %zu configurations in %llu array tasks, each\n"
+		       "# writing its own results file (resumable). Generated by `simbatch search FILE --export=slurm`.\n"
+		       "# Submit from a directory every node sees: mkdir -p ", spec->path, spec->nconfigs, (unsigned long long)n);
+		txt_shell_word(stdout, dir);
+		printf(" && sbatch THIS_FILE\n# then: simbatch search FILE ");
+		txt_shell_word(stdout, dir);
+		printf("/search-*.csv\n#SBATCH --job-name=simbatch-search\n#SBATCH --array=1-%llu\n"
+		       "#SBATCH --cpus-per-task=1\n#SBATCH --output=", (unsigned long long)n);
+		txt_shell_word(stdout, dir);
+		printf("/slurm-%%A_%%a.out\nset -eu\n"
+		       ": \"${SLURM_ARRAY_TASK_ID:?run this with sbatch (or set SLURM_ARRAY_TASK_ID=1..%llu)}\"\nexec ",
+		       (unsigned long long)n);
+		txt_shell_word(stdout, exe);
+		fputs(" search ", stdout);
+		txt_shell_word(stdout, file);
+		fputs(" --out=", stdout);
+		txt_shell_word(stdout, dir);
+		printf("/search-\"$SLURM_ARRAY_TASK_ID\".csv --part=\"$SLURM_ARRAY_TASK_ID\"/%llu "
+		       "--jobs=\"${SLURM_CPUS_PER_TASK:-1}\" --quiet\n", (unsigned long long)n);
+	} else {
+		for (uint64_t i = 1; i <= n; i++) {
+			char out[4200];
+			snprintf(out, sizeof out, "--out=%s/search-%llu.csv", dir, (unsigned long long)i);
+			txt_shell_word(stdout, exe);
+			fputs(" search ", stdout);
+			txt_shell_word(stdout, file);
+			putchar(' ');
+			txt_shell_word(stdout, out);
+			printf(" --part=%llu/%llu --jobs=1 --quiet\n", (unsigned long long)i, (unsigned long long)n);
+		}
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		snprintf(err, errlen, "error writing the export");
+		return -1;
+	}
+	fprintf(stderr, "simbatch: %llu parts of %zu configurations; run them (parallel -j CORES < JOBS, or sbatch), "
+	        "then `simbatch search FILE %s/search-*.csv` joins and reports them\n", (unsigned long long)n,
+	        spec->nconfigs, dir);
+	return 0;
+}
+
+/* --part=I/N */
+static int search_part(const char *text, struct search_run *r, char *err, size_t errlen)
+{
+	char buf[64];
+	uint64_t i, n;
+	snprintf(buf, sizeof buf, "%s", text);
+	char *slash = strchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+	if (!slash || txt_parse_uint(buf, 1000000, &i) != 0 || txt_parse_uint(slash + 1, 1000000, &n) != 0 || i < 1 ||
+	    i > n) {
+		snprintf(err, errlen, "--part=%s: expected I/N with 1 <= I <= N", text);
+		return -1;
+	}
+	r->part_i = (size_t)i;
+	r->part_n = (size_t)n;
+	return 0;
+}
+
 /* ---- the command ---- */
 
 int cmd_search(int argc, char **argv)
@@ -460,16 +572,18 @@ int cmd_search(int argc, char **argv)
 	struct search_fit *fits = NULL;
 	size_t nfits = 0;
 	int rc = CLI_BAD_INPUT;
-	if (opt_parse(&o, search_opts, SEARCH_NOPTS, argc, argv, 1, err, sizeof err) != 0)
+	if (opt_parse(&o, search_opts, SEARCH_NOPTS, argc, argv, 8, err, sizeof err) != 0)
 		goto fail;
 	if (opt_flag(&o, "help")) {
 		opt_print_help(stdout, search_usage, search_opts, SEARCH_NOPTS);
 		return CLI_OK;
 	}
-	if (o.npositional != 1) {
-		snprintf(err, sizeof err, "search takes one search file (simbatch search --help)");
+	if (o.npositional < 1) {
+		snprintf(err, sizeof err, "search takes a search file (simbatch search --help)");
 		goto fail;
 	}
+	if (opt_given(&o, "part") && search_part(opt_str(&o, "part"), &r, err, sizeof err) != 0)
+		goto fail;
 	if (search_spec_load(o.positional[0], &spec, err, sizeof err) != 0) {
 		rc = cli_exit_status();
 		goto fail;
@@ -533,7 +647,13 @@ int cmd_search(int argc, char **argv)
 		goto fail;
 	}
 	r.exe = exe;
-	if (search_resume(&r, err, sizeof err) != 0) {
+	if (opt_given(&o, "export")) {
+		rc = search_export(spec, &o, exe, err, sizeof err) == 0 ? CLI_OK : CLI_BAD_INPUT;
+		if (rc != CLI_OK)
+			goto fail;
+		goto out;
+	}
+	if (search_resume(&r, (const char *const *)o.positional + 1, o.npositional - 1, err, sizeof err) != 0) {
 		rc = cli_exit_status();
 		goto fail;
 	}

@@ -72,7 +72,7 @@ static void search_count(const struct search_run *r, size_t count[5], size_t *re
 	*resumed = 0;
 	for (size_t i = 0; i < r->spec->nconfigs; i++) {
 		count[r->rows[i].status]++;
-		*resumed += r->rows[i].resumed;
+		*resumed += r->rows[i].resumed != 0;
 	}
 }
 
@@ -97,6 +97,9 @@ void search_report_text(FILE *f, const struct search_run *r)
 	        "(%zu from %s), %zu infeasible, %zu not run (%s)\n", s->path, s->nconfigs, count[SR_PRUNED],
 	        count[SR_OK] + count[SR_INFEASIBLE], resumed, r->out_path, count[SR_INFEASIBLE], count[SR_SKIPPED],
 	        s->budget > 0 ? "above the budget" : "costlier than a configuration meeting the target");
+	if (r->part_n)
+		fprintf(f, "part       %zu of %zu: %zu configurations are other parts' (`simbatch search FILE PARTS.csv ...` "
+		        "joins them)\n", r->part_i, r->part_n, count[SR_TODO]);
 	size_t a = search_answer(r);
 	if (s->target_rps > 0)
 		fprintf(f, "goal       the cheapest configuration serving %.6g req/s within the SLOs\n", s->target_rps);
@@ -173,6 +176,8 @@ void search_report_json(FILE *f, const struct search_run *r)
 	fprintf(f, ",\"configurations\":%zu,\"pruned\":%zu,\"simulated\":%zu,\"resumed\":%zu,\"infeasible\":%zu,"
 	        "\"not_run\":%zu,", s->nconfigs, count[SR_PRUNED], count[SR_OK] + count[SR_INFEASIBLE], resumed,
 	        count[SR_INFEASIBLE], count[SR_SKIPPED]);
+	if (r->part_n)
+		fprintf(f, "\"part\":[%zu,%zu],\"other_parts\":%zu,", r->part_i, r->part_n, count[SR_TODO]);
 	if (s->target_rps > 0)
 		fprintf(f, "\"target_rps\":%.10g,", s->target_rps);
 	else

@@ -30,6 +30,7 @@ struct search_run {
 	const char *out_path;
 	double best_cost;             /* a target search: the cheapest cost found meeting it */
 	int exhaustive, quiet;
+	size_t part_i, part_n;        /* --part=I/N (part_n 0: the whole search) */
 	size_t simulated, running;
 	char *argv[SEARCH_MAX_OPTS + 8];
 	char failure[512];            /* a write of the results file that failed */
