@@ -67,6 +67,8 @@ struct pol_request {
 	uint32_t prefix_len;         /* LLM: its first prefix_len prompt tokens are the shared prefix prefix_id's */
 	uint64_t prefix_id;          /* (a system prompt, a conversation so far; 0: none), which a prefix cache
 	                              * may hold for it (policies/llm/prefix_cache.h) */
+	uint64_t session_id;         /* LLM: a conversation (0: none): its prompt and answer begin the next turn's
+	                              * prompt, so past its shared prefix its blocks are the session's */
 	const uint64_t *hash_ids;    /* or its prompt's blocks of hash_block tokens as hash ids (a Mooncake
 	                              * trace's; not owned, NULL: none) */
 	uint32_t nhash, hash_block;

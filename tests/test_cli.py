@@ -707,6 +707,37 @@ ss = json.loads(r.stdout).get("policy_stats", {}) if r.returncode == 0 else {}
 check("the shared-prefix trace's hits: 10 blocks x 57 requests of 12 x 60 asked",
       ss.get("prefix_hit_blocks") == 570 and ss.get("prefix_queried_blocks") == 720, (ss, r.stderr))
 
+# multi-turn conversations (--shared-prefix=N:S:U:T): 1 system prompt of 64 tokens, 2 users, 3 turns,
+# 40-token questions, 24-token answers, 2 s apart. A user's turns ask 104, 168, 232 tokens (the
+# conversation so far and the question); 16-token blocks. Turn 1 of each conversation finds the
+# system prompt's 4 blocks (except the very first request); turn 2 its turn 1's 127 cached tokens'
+# 7 full blocks, turn 3 its turn 2's 191 tokens' 11: per user and conversation 4 + 7 + 11, less the
+# first request's 4: 2 x 2 x 22 - 4 = 84 hits of 2 x 2 x (6 + 10 + 14) = 120 blocks asked. Without
+# the session column each turn finds its system prompt alone: 4 x 11 = 44.
+sess = os.path.join(td, "sessions.csv")
+r = subprocess.run([mt, "--rate=0.5", "--requests=12", "--shared-prefix=1:64:2:3", "--input-len=fixed:40",
+                    "--output-len=fixed:24", "-o", sess], capture_output=True, text=True)
+rows = [l.split(",") for l in open(sess).read().splitlines() if l and not l.startswith("#")][1:] if r.returncode == 0 else []
+check("make-trace multi-turn: each turn's prompt the conversation so far, sessions numbered per user and conversation",
+      [int(x[1]) for x in rows] == [104, 104, 168, 168, 232, 232] * 2 and
+      [int(x[5]) for x in rows] == [1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4], (rows, r.stderr))
+r = sb("--model=llama2-7b", f"--trace={sess}", "--no-db", "--json")
+ss = json.loads(r.stdout).get("policy_stats", {}) if r.returncode == 0 else {}
+nosess = os.path.join(td, "nosessions.csv")
+write(nosess, "arrival_s,input_len,output_len,prefix_id,prefix_len\n" + "".join(",".join(x[:5]) + "\n" for x in rows))
+r2 = sb("--model=llama2-7b", f"--trace={nosess}", "--no-db", "--json")
+ns = json.loads(r2.stdout).get("policy_stats", {}) if r2.returncode == 0 else {}
+check("a conversation's turns find the turn before and its answer cached (84 of 120; 44 without sessions)",
+      ss.get("prefix_hit_blocks") == 84 and ss.get("prefix_queried_blocks") == 120 and
+      ns.get("prefix_hit_blocks") == 44, (ss, ns, r.stderr, r2.stderr))
+badsess = os.path.join(td, "badsess", "s.csv")
+os.makedirs(os.path.dirname(badsess), exist_ok=True)
+write(badsess, "arrival_s,input_len,output_len,prefix_id,prefix_len,session_id\n0.1,100,10,1,50,x\n")
+r = sb("--model=llama2-7b", f"--trace={badsess}", "--no-db")
+check("a bad session column: FILE:LINE, exit 2", r.returncode == 2 and "s.csv:2: session_id" in r.stderr, r.stderr)
+r = subprocess.run([mt, "--rate=1", "--requests=5", "--shared-prefix=1:64:2:0"], capture_output=True, text=True)
+check("make-trace --shared-prefix with 0 turns: exit 2", r.returncode == 2 and "N:S:U[:T]" in r.stderr, r.stderr)
+
 # ---- the Mooncake trace's format: JSON lines with the prompt's 512-token blocks as hash ids ----
 # r0 (600 tokens: ids 1, 2) then r1 (700: ids 1, 3), 2 s apart: in 16-token blocks r0's first 32
 # (tokens 0-511) are id 1's, as are r1's, which finds them cached and stops at its 33rd (id 3):

@@ -14,7 +14,13 @@
  * N x U users in turn (request i is user i mod NU's, whose system prompt is
  * user / U), each prompt its system prompt followed by a question of
  * --input-len tokens; the trace's prefix columns name the system prompt
- * (prefix_id 1..N, prefix_len S) for a prefix cache.
+ * (prefix_id 1..N, prefix_len S) for a prefix cache. --shared-prefix=N:S:U:T
+ * makes each user's requests turns of conversations of T turns: a turn's
+ * prompt is the conversation so far (the system prompt, every earlier
+ * question and answer) and its new question, the session column names the
+ * conversation (1 + user + N U x its number), and after T turns the user
+ * starts a new one (a turn arrives N U requests after the one before, so at
+ * a rate the users' answers keep up with, it finds them cached).
  *
  * Exit status: 0 done, 1 write error, 2 bad option.
  */
@@ -46,8 +52,10 @@ static void mt_usage(FILE *f)
 	        "  --input-len=SPEC  input length distribution (default " MT_DEFAULT_LENGTHS ")\n"
 	        "  --output-len=SPEC output length distribution (default " MT_DEFAULT_LENGTHS ")\n"
 	        "                    SPEC: fixed:N | uniform:A:B | lognormal:MU:SIGMA[:MAX] | file:PATH | N\n"
-	        "  --shared-prefix=N:S:U  N system prompts of S tokens, U users each, requests round the users;\n"
-	        "                    --input-len is then a question after the system prompt (prefix columns)\n"
+	        "  --shared-prefix=N:S:U[:T]  N system prompts of S tokens, U users each, requests round the users;\n"
+	        "                    --input-len is then a question after the system prompt (prefix columns);\n"
+	        "                    with T > 1 a user's requests are turns of T-turn conversations, each\n"
+	        "                    prompt the conversation so far and a new question (session column)\n"
 	        "  --seed=S          seed, a non-negative integer (default 1)\n"
 	        "  -o, --output=FILE write there instead of standard output\n"
 	        "  -h, --help        this text\n");
@@ -63,7 +71,8 @@ struct mt_args {
 	double rate_rps, cv;
 	uint64_t requests, seed;
 	const char *in_spec, *out_spec, *out_path;
-	uint64_t prompts, prompt_len, users;     /* --shared-prefix (prompts 0: none) */
+	uint64_t prompts, prompt_len, users;     /* --shared-prefix (prompts 0: none) ... */
+	uint64_t turns;                          /* ... and each conversation's turns (1: single requests) */
 };
 
 /* Reads the options into *a. Returns -1 to go on, else the exit status
@@ -114,13 +123,16 @@ static int mt_parse(int argc, char **argv, struct mt_args *a)
 			break;
 		case 'o': a->out_path = optarg; break;
 		case 'p': {
-			char buf[96], *f[4];
+			char buf[96], *f[5];
 			snprintf(buf, sizeof buf, "%s", optarg);
-			if (txt_split(buf, ':', f, 4) != 3 || txt_parse_uint(f[0], 1000000, &a->prompts) != 0 || a->prompts < 1 ||
+			size_t nf = txt_split(buf, ':', f, 5);
+			a->turns = 1;
+			if ((nf != 3 && nf != 4) || txt_parse_uint(f[0], 1000000, &a->prompts) != 0 || a->prompts < 1 ||
 			    txt_parse_uint(f[1], TRC_LENGTH_LIMIT, &a->prompt_len) != 0 || a->prompt_len < 1 ||
-			    txt_parse_uint(f[2], 1000000, &a->users) != 0 || a->users < 1)
-				return mt_bad("--shared-prefix must be N:S:U, N system prompts (1 to 1000000) of S tokens (1 to "
-				              "1000000), U users each (1 to 1000000)", optarg);
+			    txt_parse_uint(f[2], 1000000, &a->users) != 0 || a->users < 1 ||
+			    (nf == 4 && (txt_parse_uint(f[3], 1000000, &a->turns) != 0 || a->turns < 1)))
+				return mt_bad("--shared-prefix must be N:S:U[:T], N system prompts (1 to 1000000) of S tokens (1 to "
+				              "1000000), U users each (1 to 1000000), T turns a conversation (1 to 1000000)", optarg);
 			break;
 		}
 		case 'h':
@@ -157,11 +169,26 @@ static int mt_write(FILE *out, const struct mt_args *a, const struct trc_arrival
 	if (a->prompts)
 		fprintf(out, " --shared-prefix=%llu:%llu:%llu", (unsigned long long)a->prompts,
 		        (unsigned long long)a->prompt_len, (unsigned long long)a->users);
+	if (a->turns > 1)
+		fprintf(out, ":%llu", (unsigned long long)a->turns);
+	/* a conversation's turn t carries t earlier questions and answers: (T - 1) / 2 on average */
+	double turns_before = a->turns > 1 ? (double)(a->turns - 1) / 2 : 0;
 	fprintf(out, "\n# mean input_len %.6f, mean output_len %.6f (exact, of the distributions%s)\n",
-	        trc_lengths_mean(in_len) + (double)a->prompt_len, trc_lengths_mean(out_len),
-	        a->prompts ? "; input: the system prompt and the question" : "");
-	fputs(a->prompts ? "arrival_s,input_len,output_len,prefix_id,prefix_len\n" : "arrival_s,input_len,output_len\n",
+	        trc_lengths_mean(in_len) + (double)a->prompt_len +
+	        turns_before * (trc_lengths_mean(in_len) + trc_lengths_mean(out_len)), trc_lengths_mean(out_len),
+	        a->turns > 1 ? "; input: the system prompt, the conversation so far and the question, over whole "
+	                       "conversations"
+	        : a->prompts ? "; input: the system prompt and the question" : "");
+	fputs(a->turns > 1 ? "arrival_s,input_len,output_len,prefix_id,prefix_len,session_id\n"
+	      : a->prompts ? "arrival_s,input_len,output_len,prefix_id,prefix_len\n" : "arrival_s,input_len,output_len\n",
 	      out);
+	/* conversations: each user's so far (the users the requests reach, at most one a request) */
+	uint64_t nusers = a->prompts * a->users, used = nusers < a->requests ? nusers : a->requests;
+	uint64_t *so_far = a->turns > 1 ? calloc(used, sizeof *so_far) : NULL;
+	if (a->turns > 1 && !so_far) {
+		fprintf(stderr, "make-trace: out of memory\n");
+		return -1;
+	}
 	/* Nanosecond resolution is the simulator's clock tick, so replaying
 	 * the trace loses nothing; rounding keeps the times non-decreasing. */
 	double t_s = 0;
@@ -175,20 +202,30 @@ static int mt_write(FILE *out, const struct mt_args *a, const struct trc_arrival
 		uint32_t in_l = trc_lengths_draw(in_len, r_len);
 		uint32_t out_l = trc_lengths_draw(out_len, r_len);
 		if (a->prompts) {
-			uint64_t prompt = i % (a->prompts * a->users) / a->users + 1;
-			uint64_t total = (uint64_t)in_l + a->prompt_len;
+			uint64_t user = i % nusers, prompt = user / a->users + 1, turn = i / nusers % a->turns;
+			if (so_far && turn == 0)
+				so_far[user] = a->prompt_len;      /* a new conversation: its system prompt */
+			uint64_t total = (uint64_t)in_l + (so_far ? so_far[user] : a->prompt_len);
 			if (total > TRC_LENGTH_LIMIT) {
 				fprintf(stderr, "make-trace: request %llu's prompt of %llu tokens is past %u\n",
 				        (unsigned long long)i, (unsigned long long)total, TRC_LENGTH_LIMIT);
+				free(so_far);
 				return -1;
 			}
-			if (fprintf(out, "%.9f,%llu,%u,%llu,%llu\n", t_s, (unsigned long long)total, out_l,
-			            (unsigned long long)prompt, (unsigned long long)a->prompt_len) < 0)
+			int w = so_far ? fprintf(out, "%.9f,%llu,%u,%llu,%llu,%llu\n", t_s, (unsigned long long)total, out_l,
+			                         (unsigned long long)prompt, (unsigned long long)a->prompt_len,
+			                         (unsigned long long)(1 + user + nusers * (i / nusers / a->turns)))
+			               : fprintf(out, "%.9f,%llu,%u,%llu,%llu\n", t_s, (unsigned long long)total, out_l,
+			                         (unsigned long long)prompt, (unsigned long long)a->prompt_len);
+			if (so_far)
+				so_far[user] = total + out_l;      /* the next turn's prompt begins with this one and its answer */
+			if (w < 0)
 				break;
 		} else if (fprintf(out, "%.9f,%u,%u\n", t_s, in_l, out_l) < 0) {
 			break;
 		}
 	}
+	free(so_far);
 	return 0;
 }
 

@@ -32,6 +32,8 @@ static void trc_source_prefix_of(const struct trc_trace *t, size_t row, struct t
 		out->prefix_id = t->prefix_id[row];
 		out->prefix_len = t->prefix_len[row];
 	}
+	if (t->session_id)
+		out->session_id = t->session_id[row];
 	if (t->hash_ids) {
 		out->hash_ids = t->hash_ids + t->hash_start[row];
 		out->nhash = t->hash_count[row];

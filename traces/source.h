@@ -48,6 +48,7 @@ struct trc_request {
 	uint32_t input_len, output_len;
 	uint64_t prefix_id;                      /* its prompt's first prefix_len tokens are this shared prefix's */
 	uint32_t prefix_len;                     /* (0: none; a trace's prefix columns) */
+	uint64_t session_id;                     /* the conversation it is a turn of (0: none; a trace's column) */
 	const uint64_t *hash_ids;                /* a Mooncake trace's: its prompt's blocks of hash_block */
 	uint32_t nhash, hash_block;              /* tokens each, as hash ids (NULL: none) */
 };

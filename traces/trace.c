@@ -11,6 +11,7 @@ void trc_trace_free(struct trc_trace *t)
 	free(t->input_len);
 	free(t->output_len);
 	free(t->prefix_id);
+	free(t->session_id);
 	free(t->prefix_len);
 	free(t->hash_ids);
 	free(t->hash_start);

@@ -22,6 +22,7 @@
 
 #define TRC_TRACE_HEADER "arrival_s,input_len,output_len"
 #define TRC_PREFIX_HEADER TRC_TRACE_HEADER ",prefix_id,prefix_len"
+#define TRC_SESSION_HEADER TRC_PREFIX_HEADER ",session_id"
 /* The Azure LLM inference trace 2023 (Splitwise; DESIGN.md section 3b):
  * wall-clock timestamps, prompt and output tokens, CRLF line ends. */
 #define TRC_AZURE_HEADER "TIMESTAMP,ContextTokens,GeneratedTokens"
@@ -55,6 +56,12 @@ static int trc_trace_grow(struct trc_trace *t, size_t *cap)
 		if (!plen)
 			return -1;
 		t->prefix_len = plen;
+	}
+	if (t->session_id) {
+		uint64_t *sid = realloc(t->session_id, ncap * sizeof *sid);
+		if (!sid)
+			return -1;
+		t->session_id = sid;
 	}
 	*cap = ncap;
 	return 0;
@@ -218,10 +225,13 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			}
 			if (strcmp(s, TRC_AZURE_HEADER) == 0) {
 				format = TRC_FORMAT_AZURE;
-			} else if (strcmp(s, TRC_PREFIX_HEADER) == 0) {
-				/* the prefix columns: their arrays grow with the others (a first, empty allocation here) */
+			} else if (strcmp(s, TRC_PREFIX_HEADER) == 0 || strcmp(s, TRC_SESSION_HEADER) == 0) {
+				/* the prefix (and session) columns: their arrays grow with the others (a first, empty
+				 * allocation here) */
 				t->prefix_id = malloc(sizeof *t->prefix_id);
 				t->prefix_len = malloc(sizeof *t->prefix_len);
+				if (strcmp(s, TRC_SESSION_HEADER) == 0 && !(t->session_id = malloc(sizeof *t->session_id)))
+					goto oom;
 				if (!t->prefix_id || !t->prefix_len)
 					goto oom;
 			} else if (strcmp(s, TRC_TRACE_HEADER) != 0) {
@@ -232,12 +242,12 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			seen_header = 1;
 			continue;
 		}
-		char *f[6];
-		size_t nf = txt_split(s, ',', f, 6), want = t->prefix_id ? 5 : 3;
+		char *f[7];
+		size_t nf = txt_split(s, ',', f, 7), want = t->session_id ? 6 : t->prefix_id ? 5 : 3;
 		if (nf != want) {
 			snprintf(err, errlen, "%s:%lu: expected %zu fields (%s), got %zu", path, lineno, want,
-			         format == TRC_FORMAT_AZURE ? TRC_AZURE_HEADER : t->prefix_id ? TRC_PREFIX_HEADER
-			         : TRC_TRACE_HEADER, nf);
+			         format == TRC_FORMAT_AZURE ? TRC_AZURE_HEADER : t->session_id ? TRC_SESSION_HEADER
+			         : t->prefix_id ? TRC_PREFIX_HEADER : TRC_TRACE_HEADER, nf);
 			goto fail;
 		}
 		double arrival_s;
@@ -281,6 +291,11 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			}
 			t->prefix_id[t->n] = pid;
 			t->prefix_len[t->n] = plen;
+		}
+		if (t->session_id && txt_parse_uint(f[5], UINT64_MAX, &t->session_id[t->n]) != 0) {
+			snprintf(err, errlen, "%s:%lu: session_id must be a non-negative integer (0: none), got '%.40s'", path,
+			         lineno, f[5]);
+			goto fail;
 		}
 		t->n++;
 	}

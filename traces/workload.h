@@ -84,6 +84,9 @@ struct trc_trace {
 	uint32_t *output_len;
 	uint64_t *prefix_id;    /* the prefix columns, when the trace has them (else NULL): each prompt's */
 	uint32_t *prefix_len;   /* first prefix_len tokens are shared prefix prefix_id's (0: none) */
+	uint64_t *session_id;   /* the session column, when the trace has it (else NULL): each request's
+	                         * conversation (0: none); a turn's prompt begins with the one before and
+	                         * its answer */
 	/* a Mooncake trace's prompt blocks as hash ids (else NULL): row i's are hash_count[i] ids from
 	 * hash_ids[hash_start[i]], one for each hash_block_tokens tokens of its prompt */
 	uint64_t *hash_ids;
@@ -96,6 +99,9 @@ struct trc_trace {
 /* Loads "arrival_s,input_len,output_len" CSV (header required, # comments,
  * or with two more columns, ",prefix_id,prefix_len": the prompt's first
  * prefix_len tokens are shared prefix prefix_id's, 0 none, for a prefix cache;
+ * or three, ",prefix_id,prefix_len,session_id": and the request is a turn of
+ * conversation session_id (0 none), its prompt the turn before's and its answer
+ * followed by the new question;
  * arrival times non-decreasing, lengths non-negative integers up to
  * TRC_LENGTH_LIMIT), or the Azure LLM inference trace format (header
  * "TIMESTAMP,ContextTokens,GeneratedTokens"; timestamps "YYYY-MM-DD

@@ -29,7 +29,10 @@ static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_siz
 	if (r->hash_ids)               /* the blocks whose last token lies in the prompt's hashed blocks */
 		shared = (uint32_t)(((uint64_t)r->nhash * r->hash_block < r->input_len ? (uint64_t)r->nhash * r->hash_block
 		                                                                        : r->input_len) / block_size);
-	return (struct pc_keys){ .prefix = pc_mix(r->prefix_id), .own = pc_mix(~r->id), .shared = shared, .r = r,
+	/* past the shared prefix, a session's turn's blocks are its conversation's, which the next turn's
+	 * prompt begins with; a request outside any session's are its own (an id no session has: ~id) */
+	uint64_t own = r->session_id ? pc_mix(r->session_id) ^ 0x2545f4914f6cdd1du : pc_mix(~r->id);
+	return (struct pc_keys){ .prefix = pc_mix(r->prefix_id), .own = own, .shared = shared, .r = r,
 	                         .block_size = block_size };
 }
 

@@ -7,7 +7,9 @@
  * request that shares it; with a Mooncake trace's hash ids, a prompt block
  * the id of the hashed block that holds its last token (an id stands for
  * every token up to its block's end); every later block the request's own
- * (its content is unique, so its key is too). A key stands for a hash chained over the
+ * (its content is unique, so its key is too), or, for a turn of a
+ * conversation (pol_request.session_id), the conversation's: its prompt and
+ * answer are the next turn's prompt's beginning, so the next turn finds them. A key stands for a hash chained over the
  * blocks before it and its own tokens: two requests share block j exactly
  * when they share every token up to its end. A computed full block is
  * entered under its key; a request that finds its leading blocks entered

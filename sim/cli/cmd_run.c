@@ -367,6 +367,8 @@ static int run_check_llm_lengths(struct run_job *j, char *err, size_t errlen)
 				t->prefix_id[kept] = t->prefix_id[i];
 				t->prefix_len[kept] = t->prefix_len[i];
 			}
+			if (t->session_id)
+				t->session_id[kept] = t->session_id[i];
 			if (t->hash_ids) {
 				t->hash_start[kept] = t->hash_start[i];
 				t->hash_count[kept] = t->hash_count[i];

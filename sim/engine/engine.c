@@ -121,6 +121,7 @@ static int eng_on_arrival(struct eng *e, const struct event *ev)
 	r->output_len = e->next.output_len;
 	r->prefix_id = e->next.prefix_id;
 	r->prefix_len = e->next.prefix_len;
+	r->session_id = e->next.session_id;
 	r->hash_ids = e->next.hash_ids;
 	r->nhash = e->next.nhash;
 	r->hash_block = e->next.hash_block;
