@@ -12,17 +12,15 @@ const char *const search_status_name[] = { "todo", "ok", "infeasible", "pruned",
 /* The configuration's axis values, "name=value" joined by spaces: what tells it from the others. */
 void search_label(const struct search_spec *s, size_t i, char *buf, size_t len)
 {
-	size_t used = 0, rest = i;
-	buf[0] = '\0';
-	char part[32][160];
+	size_t at[SEARCH_MAX_OPTS], used = 0;         /* each axis's value: the last axis varies fastest */
 	for (size_t a = s->naxes; a-- > 0;) {
-		const struct search_axis *ax = &s->axes[a];
-		if (a < 32)
-			snprintf(part[a], sizeof part[a], "%s=%s", ax->name, ax->values[rest % ax->nvalues]);
-		rest /= ax->nvalues;
+		at[a] = i % s->axes[a].nvalues;
+		i /= s->axes[a].nvalues;
 	}
-	for (size_t a = 0; a < s->naxes && a < 32 && used < len; a++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", a ? " " : "", part[a]);
+	buf[0] = '\0';
+	for (size_t a = 0; a < s->naxes && used < len; a++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s=%s", a ? " " : "", s->axes[a].name,
+		                         s->axes[a].values[at[a]]);
 	if (!s->naxes)
 		snprintf(buf, len, "(the one configuration)");
 }
