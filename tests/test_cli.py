@@ -647,6 +647,11 @@ for args, needle in ((["--prefill-replicas=0", "--decode-replicas=2"], "a pool o
           r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and run_count(ddb) == 1,
           f"exit {r.returncode}: {r.stderr}")
 
+r = sb("live", "--model=llm-tiny", "--prefill-replicas=1", "--decode-replicas=1", "--kv-link=model:10:1",
+       "--requests=5", "--no-db")
+check("live refuses a disaggregated fleet, naming --prefill-replicas", r.returncode == 2 and
+      "--prefill-replicas: a live run" in r.stderr, r.stderr)
+
 # ---- the prefix cache (issue 35): a trace's prefix columns, hits worked out from the trace ----
 # 400 requests, each one of 4 system prompts of 1000 tokens and a question of its own: with 16-token
 # blocks a prompt's first 62 blocks (992 tokens) are its system prompt's; the 63rd holds its question

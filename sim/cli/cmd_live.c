@@ -170,8 +170,8 @@ static int live_check(const struct opt_set *o, const struct eng_config *c, char 
 		return CLI_BAD_INPUT;
 	}
 	if (c->replicas > 1) {    /* one machine's devices serve a live run; a fleet is simulated */
-		snprintf(err, errlen, "--replicas: a live run serves on this machine's devices; fleets behind a router are "
-		         "simulated only");
+		snprintf(err, errlen, "--%s: a live run serves on this machine's devices; fleets behind a router are "
+		         "simulated only", c->disagg ? "prefill-replicas" : "replicas");
 		return CLI_BAD_INPUT;
 	}
 	if (!rt_kernels_find(c->model, err, errlen) || live_gemm_kind(opt_str(o, "gemm"), &g, err, errlen) != 0 ||
