@@ -29,44 +29,6 @@
 
 enum trc_format { TRC_FORMAT_SIMBATCH, TRC_FORMAT_AZURE };
 
-/* Makes room for one more row, doubling the capacity. */
-static int trc_trace_grow(struct trc_trace *t, size_t *cap)
-{
-	if (t->n < *cap)
-		return 0;
-	size_t ncap = *cap ? 2 * *cap : 1024;
-	double *a = realloc(t->arrival_s, ncap * sizeof *a);
-	if (!a)
-		return -1;
-	t->arrival_s = a;
-	uint32_t *in = realloc(t->input_len, ncap * sizeof *in);
-	if (!in)
-		return -1;
-	t->input_len = in;
-	uint32_t *outl = realloc(t->output_len, ncap * sizeof *outl);
-	if (!outl)
-		return -1;
-	t->output_len = outl;
-	if (t->prefix_id) {
-		uint64_t *pid = realloc(t->prefix_id, ncap * sizeof *pid);
-		if (!pid)
-			return -1;
-		t->prefix_id = pid;
-		uint32_t *plen = realloc(t->prefix_len, ncap * sizeof *plen);
-		if (!plen)
-			return -1;
-		t->prefix_len = plen;
-	}
-	if (t->session_id) {
-		uint64_t *sid = realloc(t->session_id, ncap * sizeof *sid);
-		if (!sid)
-			return -1;
-		t->session_id = sid;
-	}
-	*cap = ncap;
-	return 0;
-}
-
 static int trc_trace_length(const char *path, unsigned long lineno, const char *name, const char *field,
                             uint32_t *out, char *err, size_t errlen)
 {

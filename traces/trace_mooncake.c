@@ -52,30 +52,11 @@ static int mc_uint(const char **p, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-/* The trace grows its arrays, hash ids included. */
+/* Room for one more row, and nh more hash ids. */
 static int mc_push(struct trc_trace *t, size_t *cap, size_t *hcap, size_t nh)
 {
-	if (t->n == *cap) {
-		size_t c = *cap ? 2 * *cap : 1024;
-		double *a = realloc(t->arrival_s, c * sizeof *a);
-		if (a)
-			t->arrival_s = a;
-		uint32_t *in = realloc(t->input_len, c * sizeof *in);
-		if (in)
-			t->input_len = in;
-		uint32_t *o = realloc(t->output_len, c * sizeof *o);
-		if (o)
-			t->output_len = o;
-		size_t *hs = realloc(t->hash_start, c * sizeof *hs);
-		if (hs)
-			t->hash_start = hs;
-		uint32_t *hc = realloc(t->hash_count, c * sizeof *hc);
-		if (hc)
-			t->hash_count = hc;
-		if (!a || !in || !o || !hs || !hc)
-			return -1;
-		*cap = c;
-	}
+	if (trc_trace_grow(t, cap) != 0)
+		return -1;
 	while (t->nhash + nh > *hcap) {
 		size_t c = *hcap ? 2 * *hcap : 16384;
 		uint64_t *h = realloc(t->hash_ids, c * sizeof *h);
@@ -99,7 +80,13 @@ int trc_mooncake_load(const char *path, struct trc_trace **out, char *err, size_
 	if (lines_open(&rd, path, LINES_MAX_WORKLOAD_FILE, err, errlen) != 0)
 		return -1;
 	struct trc_trace *t = calloc(1, sizeof *t);
-	if (!t) {
+	/* the hash-id columns: their arrays grow with the others (trc_trace_grow; a first, empty allocation) */
+	if (t) {
+		t->hash_start = malloc(sizeof *t->hash_start);
+		t->hash_count = malloc(sizeof *t->hash_count);
+	}
+	if (!t || !t->hash_start || !t->hash_count) {
+		trc_trace_free(t);
 		lines_close(&rd);
 		return err_memory(err, errlen, "%s: out of memory", path);
 	}

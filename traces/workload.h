@@ -114,5 +114,9 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
  * reads a file whose first line opens with '{' this way. */
 int trc_mooncake_load(const char *path, struct trc_trace **out, char *err, size_t errlen);
 void trc_trace_free(struct trc_trace *t);                      /* NULL is fine */
+/* For the readers: room for one more row in every per-row array the trace
+ * has (the optional ones when allocated), doubling *cap. 0, or -1 out of
+ * memory (the arrays grown so far stay the trace's). */
+int trc_trace_grow(struct trc_trace *t, size_t *cap);
 
 #endif
