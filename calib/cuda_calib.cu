@@ -70,6 +70,10 @@ static const struct opt_def cu_opts[] = {
 	{ "warmup", OPT_UINT, "3", 0, 1000, 0, "untimed calls per point" },
 	{ "reps", OPT_UINT, "11", 1, 100000, 0, "timed samples per point, at least" },
 	{ "max-reps", OPT_UINT, "101", 1, 100000, 0, "timed samples per point, at most" },
+	/* a GPU runs the CPU plan's points about a hundred times faster (an H100's dense fp16 peak, 989
+	 * TFLOP/s by its datasheet, against a core's ~100 GFLOP/s): a quarter of the CPU's time a point
+	 * (CUDA events time to about 0.5 us) and 25 times its per-call budget keep the plan minutes long;
+	 * 16 GiB of operands fit the smallest GPU measured here (the A40's 48 GB) with room to spare */
 	{ "min-time", OPT_DOUBLE, "0.05", 0, 3600, 0, "keep timing a point until S seconds were timed" },
 	{ "max-gflop", OPT_DOUBLE, "4000", 0, 1e9, 0, "skip points above G GFLOP per call" },
 	{ "max-mib", OPT_DOUBLE, "16384", 0, 1e9, 0, "skip points above M MiB of operands" },

@@ -66,6 +66,7 @@ static const struct opt_def ops_opts[] = {
 	{ "warmup", OPT_UINT, "3", 0, 1000, 0, "untimed calls per point" },
 	{ "reps", OPT_UINT, "11", 1, 100000, 0, "timed samples per point, at least" },
 	{ "max-reps", OPT_UINT, "101", 1, 100000, 0, "timed samples per point, at most" },
+	/* as calib-cuda's (cuda_calib.cu): CUDA events time to about 0.5 us, so 0.05 s a point is plenty */
 	{ "min-time", OPT_DOUBLE, "0.05", 0, 3600, 0, "keep timing a point until S seconds were timed" },
 	{ "gpu", OPT_UINT, "0", 0, 1023, 0, "CUDA device index" },
 	{ "name", OPT_STR, NULL, 0, 0, 0, "the GPU's name in the profile (default from the GPU's name)" },

@@ -285,7 +285,7 @@ static void opp_derive(struct op_profile *p)
 			opp_gemm_dims(&c->shape, 1, opp_gemms[g], &k, &n);
 			if (c->tokens[0] == 1 && k * n > most_weight) {
 				most_weight = k * n;
-				p->stream_bytes_s = 2.0 * k * n / (c->ms[opp_gemms[g]] * OPP_S_PER_MS);
+				p->stream_bytes_s = OPP_ELEM_BYTES * k * n / (c->ms[opp_gemms[g]] * OPP_S_PER_MS);
 			}
 			size_t last = c->n - 1;
 			double flops = 2.0 * c->tokens[last] * k * n;

@@ -48,6 +48,8 @@
 #define OPP_ALLREDUCE_KIND_LINE "# simbatch all-reduce profile"
 #define OPP_SENDRECV_KIND_LINE "# simbatch send-recv profile"
 #define OPP_S_PER_MS 1e-3   /* a unit: the profiles hold milliseconds (Vidur's time columns, converted as measured) */
+#define OPP_ELEM_BYTES 2.0  /* bytes an element: Vidur profiles fp16 weights and activations (its model configs'
+                             * torch_dtype float16) */
 
 enum opp_op {
 	OPP_EMB, OPP_INPUT_NORM, OPP_QKV, OPP_ROPE, OPP_ATTN_OUT, OPP_POST_NORM,

@@ -211,13 +211,15 @@ static int64_t fleet_move_end(struct pol_fleet *f, struct fleet_replica *p, cons
 }
 
 /* After an iteration on prefill replica p: each member whose prompt ran
- * (its first token out, not done) moves to a decode replica. 0, or -1. */
+ * (its first token out, not done) moves to a decode replica. A prefill
+ * replica lets a request go once its first token is out, so any member with
+ * one token out got it in this iteration. 0, or -1. */
 static int fleet_hand_off(struct pol_fleet *f, struct fleet_replica *p, const struct pol_task *t)
 {
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
-		if (r->next_node != 1 || pol_req_done(r) || r->first_token_ns != t->end_ns)
-			continue;
+		if (r->next_node != 1 || pol_req_done(r))
+			continue;                 /* a prompt still being chunked, or a request of one token, done here */
 		double bytes;
 		int64_t end = fleet_move_end(f, p, t, r, &bytes);
 		uint32_t k = fleet_route(f, f->dis.prefill, f->n - f->dis.prefill, f->decode_router_state, r);
