@@ -42,6 +42,11 @@ WORKLOADS = {
     "continuous-azure": ["--policy=continuous", "--model=llama2-7b", "--over-context=drop", "--trace-speedup=3",
                          "--requests=19366", "--trace=" + os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                          "..", "shared", "data", "azure-llm-2023", "AzureLLMInferenceTrace_conv.csv")],
+    # a fleet (bench/scaling.py's row): 64 llama2-7b replicas behind least-outstanding, 4.5 req/s each, the
+    # Azure conversation trace's rows drawn jointly; every request's blocks pass through its replica's prefix cache
+    "fleet64": ["--model=llama2-7b", "--replicas=64", "--router=least-outstanding", "--rate=288", "--requests=200000",
+                "--trace-pairs", "--over-context=drop", "--trace=" + os.path.join(os.path.dirname(os.path.abspath(
+                    __file__)), "..", "..", "shared", "data", "azure-llm-2023", "AzureLLMInferenceTrace_conv.csv")],
 }
 
 

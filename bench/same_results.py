@@ -11,11 +11,19 @@ the calibrated CPU; and the four LLM policies on two models at three rates (some
 configurations are refused by their policy, which both binaries must then do alike). A few
 seconds on the 2-core VM.
 
-Usage: bench/same_results.py OLD_SIMBATCH NEW_SIMBATCH [--broad]   (exit 1 when any run differs)"""
+With --prefix, 45 LLM runs where the prefix cache works hard instead: the Azure conversation
+trace 2023's pairs on an A40 and an A100 (KV caches that fill: preemptions, evictions, a preempted
+request's blocks found again), make-trace's shared prefixes and multi-turn conversations, the
+Mooncake conversation trace's hash ids, three workers on one queue, a fleet behind
+prefix-affinity and a disaggregated one (needs ../shared/data; under a minute).
+
+Usage: bench/same_results.py OLD_SIMBATCH NEW_SIMBATCH [--broad | --prefix]   (exit 1 when any run differs)"""
 import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 
 old, new = sys.argv[1], sys.argv[2]
 broad = "--broad" in sys.argv[3:]
@@ -42,6 +50,37 @@ if broad:
         for m in ("llama2-7b", "llama3-8b"):
             for rate in ("2", "10", "40"):
                 cases.append(["--policy=" + pol, "--model=" + m, "--rate=" + rate, "--requests=500", "--seed=5"])
+if "--prefix" in sys.argv[3:]:
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
+    azure = os.path.join(data, "azure-llm-2023", "AzureLLMInferenceTrace_conv.csv")
+    mooncake = os.path.join(data, "mooncake-fast25", "conversation_trace.jsonl")
+    tmp = tempfile.mkdtemp()
+    make_trace = os.path.join(os.path.dirname(new), "make-trace")
+    traces = {}
+    for name, shape in (("system", "4:512:16"), ("turns", "2:256:8:4")):
+        traces[name] = os.path.join(tmp, name + ".csv")
+        subprocess.run([make_trace, "--rate=4", "--requests=3000", "--shared-prefix=" + shape,
+                        "--input-len=lognormal:5.5:0.8:2000", "--output-len=lognormal:5:0.8:1000",
+                        "-o", traces[name]], check=True)
+    pairs = ["--trace=" + azure, "--trace-pairs", "--over-context=drop", "--requests=3000", "--seed=3"]
+    cases = []
+    for pol in ("continuous", "chunked", "slo"):
+        for hw in ("gpu-a40", "gpu-a100"):
+            for rate in ("2", "8"):
+                cases.append(["--policy=" + pol, "--model=llama2-7b", "--hw=" + hw, "--rate=" + rate, *pairs])
+            for name in traces:
+                cases.append(["--policy=" + pol, "--model=llama2-7b", "--hw=" + hw, "--trace=" + traces[name],
+                              "--over-context=drop"])
+                cases.append(["--policy=" + pol, "--model=llama2-7b", "--hw=" + hw, "--trace=" + traces[name],
+                              "--over-context=drop", "--trace-speedup=3"])
+        cases.append(["--policy=" + pol, "--model=llama2-7b", "--hw=gpu-a40", "--trace=" + mooncake,
+                      "--requests=1500", "--over-context=drop", "--trace-speedup=0.05"])
+    for hw in ("gpu-a40", "gpu-h100"):
+        cases.append(["--model=llama2-7b", "--hw=" + hw, "--workers=3", "--rate=15", *pairs])
+        cases.append(["--model=llama2-7b", "--hw=" + hw, "--replicas=4", "--router=prefix-affinity",
+                      "--router-refresh=20", "--trace=" + traces["turns"], "--over-context=drop", "--trace-speedup=6"])
+        cases.append(["--model=llama2-7b", "--prefill-replicas=2:" + hw, "--decode-replicas=2:" + hw, "--rate=12",
+                      *pairs])
 bad = 0
 added = set()
 for c in cases:
@@ -60,7 +99,9 @@ for c in cases:
         # a member one side lacks is a new or dropped field, not a changed result
         added |= set(outs[0]) ^ set(outs[1])
         shared = set(outs[0]) & set(outs[1])
-        outs = [json.dumps({k: o[k] for k in shared}, sort_keys=True) for o in outs]
+        # (a source path in a description, e.g. a KV link's table, is each binary's own tree)
+        outs = [re.sub(r"[^\s(\"]*/(calib/tables|models)/", r"\1/", json.dumps({k: o[k] for k in shared}, sort_keys=True))
+                for o in outs]
     if outs[0] != outs[1]:
         bad += 1
         print("DIFF", " ".join(c), str(outs[0])[:200], str(outs[1])[:200])

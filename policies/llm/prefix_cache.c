@@ -19,26 +19,33 @@ static uint64_t pc_mix(uint64_t z)
 struct pc_keys {
 	uint64_t prefix, own;
 	uint32_t shared;              /* blocks with a shared key */
+	int private_tail;             /* blocks from `shared` on are the request's alone (no session): a run's */
 	const struct pol_request *r;  /* its hash ids, when it has them */
 	uint32_t block_size;
 };
 
+/* The blocks with a shared key: the prefix's whole blocks, or those whose
+ * last token lies in the prompt's hashed blocks. */
+static uint32_t pc_shared_blocks(const struct pol_request *r, uint32_t block_size)
+{
+	if (r->hash_ids)
+		return (uint32_t)(((uint64_t)r->nhash * r->hash_block < r->input_len ? (uint64_t)r->nhash * r->hash_block
+		                                                                       : r->input_len) / block_size);
+	return r->prefix_id ? r->prefix_len / block_size : 0;
+}
+
 static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_size)
 {
-	uint32_t shared = r->prefix_id ? r->prefix_len / block_size : 0;
-	if (r->hash_ids)               /* the blocks whose last token lies in the prompt's hashed blocks */
-		shared = (uint32_t)(((uint64_t)r->nhash * r->hash_block < r->input_len ? (uint64_t)r->nhash * r->hash_block
-		                                                                        : r->input_len) / block_size);
 	/* past the shared prefix, a session's turn's blocks are its conversation's, which the next turn's
 	 * prompt begins with; a request outside any session's are its own (an id no session has: ~id) */
 	uint64_t own = r->session_id ? pc_mix(r->session_id) ^ 0x2545f4914f6cdd1du : pc_mix(~r->id);
-	return (struct pc_keys){ .prefix = pc_mix(r->prefix_id), .own = own, .shared = shared, .r = r,
-	                         .block_size = block_size };
+	return (struct pc_keys){ .prefix = pc_mix(r->prefix_id), .own = own, .shared = pc_shared_blocks(r, block_size),
+	                         .private_tail = !r->session_id, .r = r, .block_size = block_size };
 }
 
 /* Block j: its prefix's key while the block lies within the shared prefix
  * (a hash id's: that of the hashed block holding its last token, which
- * stands for every token up to there), else the request's own (odd and even
+ * stands for every token up to there), else its session's (odd and even
  * keys keep the two apart). */
 static uint64_t pc_key(const struct pc_keys *k, uint32_t j)
 {
@@ -49,6 +56,12 @@ static uint64_t pc_key(const struct pc_keys *k, uint32_t j)
 		return pc_mix(pc_mix(k->r->hash_ids[last / k->r->hash_block] + 0x5bd1e995u) ^ j) | 1;
 	}
 	return pc_mix(k->prefix ^ j) | 1;
+}
+
+/* Whether block j is one of the request's private blocks (a run's when cached and not held). */
+static int pc_private(const struct pc_keys *k, uint32_t j)
+{
+	return k->private_tail && j >= k->shared;
 }
 
 int pc_init(struct prefix_cache *pc, uint64_t capacity)
@@ -83,9 +96,51 @@ void pc_fini(struct prefix_cache *pc)
 static uint32_t pc_find(const struct prefix_cache *pc, uint64_t key)
 {
 	for (uint32_t i = pc->bucket[key & pc->mask]; i != PC_NONE; i = pc->e[i].next)
-		if (pc->e[i].key == key)
+		if (pc->e[i].key == key && pc->e[i].kind == PC_BLOCK)
 			return i;
 	return PC_NONE;
+}
+
+/* The run of the request whose runs are keyed key that holds its block j. */
+static uint32_t pc_find_run(const struct prefix_cache *pc, uint64_t key, uint32_t j)
+{
+	if (!pc->findable_runs)
+		return PC_NONE;
+	for (uint32_t i = pc->bucket[key & pc->mask]; i != PC_NONE; i = pc->e[i].next)
+		if (pc->e[i].key == key && pc->e[i].kind == PC_RUN && pc->e[i].lo <= j && j < pc->e[i].hi)
+			return i;
+	return PC_NONE;
+}
+
+/* A free node under key, chained in its bucket unless a spent run's. Never
+ * none: a node covers a block at least, and the block is already counted. */
+static uint32_t pc_node(struct prefix_cache *pc, uint64_t key, enum pc_kind kind)
+{
+	uint32_t i = pc->free_entry;
+	pc->free_entry = pc->e[i].next;
+	pc->e[i] = (struct pc_entry){ .key = key, .kind = kind, .next = PC_NONE, .lru_prev = PC_NONE,
+	                              .lru_next = PC_NONE };
+	if (kind != PC_SPENT_RUN) {
+		pc->e[i].next = pc->bucket[key & pc->mask];
+		pc->bucket[key & pc->mask] = i;
+	}
+	pc->findable_runs += kind == PC_RUN;
+	return i;
+}
+
+/* Takes node i out of its chain and frees it. */
+static void pc_drop_node(struct prefix_cache *pc, uint32_t i)
+{
+	struct pc_entry *x = &pc->e[i];
+	if (x->kind != PC_SPENT_RUN) {
+		uint32_t *p = &pc->bucket[x->key & pc->mask];
+		while (*p != i)
+			p = &pc->e[*p].next;
+		*p = x->next;
+	}
+	pc->findable_runs -= x->kind == PC_RUN;
+	x->next = pc->free_entry;
+	pc->free_entry = i;
 }
 
 static void pc_lru_unlink(struct prefix_cache *pc, uint32_t i)
@@ -99,7 +154,6 @@ static void pc_lru_unlink(struct prefix_cache *pc, uint32_t i)
 		pc->e[x->lru_next].lru_prev = x->lru_prev;
 	else
 		pc->lru_tail = x->lru_prev;
-	pc->evictable--;
 }
 
 static void pc_lru_append(struct prefix_cache *pc, uint32_t i)
@@ -112,13 +166,27 @@ static void pc_lru_append(struct prefix_cache *pc, uint32_t i)
 	else
 		pc->lru_head = i;
 	pc->lru_tail = i;
-	pc->evictable++;
 }
 
 static void pc_ref(struct prefix_cache *pc, uint32_t i)
 {
-	if (pc->e[i].refs++ == 0)
+	if (pc->e[i].refs++ == 0) {
 		pc_lru_unlink(pc, i);
+		pc->evictable--;
+	}
+}
+
+/* The request takes back the n lowest blocks of its run i (from lo: its
+ * blocks below are held, so lo is the one it asks for); an emptied run goes. */
+static void pc_take_run(struct prefix_cache *pc, uint32_t i, uint32_t n)
+{
+	struct pc_entry *x = &pc->e[i];
+	x->lo += n;
+	pc->evictable -= n;
+	if (x->lo == x->hi) {
+		pc_lru_unlink(pc, i);
+		pc_drop_node(pc, i);
+	}
 }
 
 uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t max,
@@ -127,7 +195,17 @@ uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, u
 	uint32_t n = 0, i;
 	struct pc_keys k = pc_keys_of(r, block_size);
 	*evictable = 0;
-	while (n < max && (i = pc_find(pc, pc_key(&k, n))) != PC_NONE) {
+	while (n < max) {
+		if (pc_private(&k, n)) {         /* the rest are private: found in the request's runs, all evictable */
+			if ((i = pc_find_run(pc, k.own, n)) == PC_NONE)
+				break;
+			uint32_t upto = pc->e[i].hi < max ? pc->e[i].hi : max;
+			*evictable += upto - n;
+			n = upto;
+			continue;
+		}
+		if ((i = pc_find(pc, pc_key(&k, n))) == PC_NONE)
+			break;
 		*evictable += pc->e[i].refs == 0;
 		n++;
 	}
@@ -137,24 +215,44 @@ uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, u
 void pc_take(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n)
 {
 	struct pc_keys k = pc_keys_of(r, block_size);
-	for (uint32_t j = 0; j < n; j++)
-		pc_ref(pc, pc_find(pc, pc_key(&k, j)));
+	for (uint32_t j = 0; j < n;) {
+		if (pc_private(&k, j)) {
+			uint32_t i = pc_find_run(pc, k.own, j);
+			uint32_t upto = pc->e[i].hi < n ? pc->e[i].hi : n;
+			pc_take_run(pc, i, upto - j);
+			j = upto;
+		} else {
+			pc_ref(pc, pc_find(pc, pc_key(&k, j)));
+			j++;
+		}
+	}
 }
 
 int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j)
 {
+	/* most blocks entered are private ones that no run of theirs can hold: counted, and no key made */
+	if (!pc->findable_runs && !r->session_id && j >= pc_shared_blocks(r, block_size)) {
+		pc->entries++;
+		return 1;
+	}
 	struct pc_keys k = pc_keys_of(r, block_size);
+	if (pc_private(&k, j)) {
+		uint32_t i = pc_find_run(pc, k.own, j);
+		if (i != PC_NONE) {              /* its copy from before a preemption, still cached */
+			pc_take_run(pc, i, 1);
+			return 0;
+		}
+		pc->entries++;                   /* held by r alone: counted, no node until it lets go */
+		return 1;
+	}
 	uint64_t key = pc_key(&k, j);
 	uint32_t i = pc_find(pc, key);
 	if (i != PC_NONE) {
 		pc_ref(pc, i);
 		return 0;
 	}
-	i = pc->free_entry;              /* never none: an entry a block, and r's own block becomes it */
-	pc->free_entry = pc->e[i].next;
-	pc->e[i] = (struct pc_entry){ .key = key, .refs = 1, .next = pc->bucket[key & pc->mask],
-	                              .lru_prev = PC_NONE, .lru_next = PC_NONE };
-	pc->bucket[key & pc->mask] = i;
+	i = pc_node(pc, key, PC_BLOCK);
+	pc->e[i].refs = 1;
 	pc->entries++;
 	return 1;
 }
@@ -162,10 +260,22 @@ int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t bloc
 void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n)
 {
 	struct pc_keys k = pc_keys_of(r, block_size);
-	for (uint32_t j = n; j-- > 0;) {     /* the deepest first: a shared prefix's head outlives its tail */
+	/* the deepest first: the private blocks, as one run, then the shared prefix's (its head outlives its tail) */
+	uint32_t j = n;
+	if (n > 0 && pc_private(&k, n - 1)) {
+		j = k.shared;
+		uint32_t i = pc_node(pc, k.own, pol_req_done(r) ? PC_SPENT_RUN : PC_RUN);
+		pc->e[i].lo = j;
+		pc->e[i].hi = n;
+		pc_lru_append(pc, i);
+		pc->evictable += n - j;
+	}
+	while (j-- > 0) {
 		uint32_t i = pc_find(pc, pc_key(&k, j));
-		if (--pc->e[i].refs == 0)
+		if (--pc->e[i].refs == 0) {
 			pc_lru_append(pc, i);
+			pc->evictable++;
+		}
 	}
 }
 
@@ -174,13 +284,12 @@ int pc_evict(struct prefix_cache *pc)
 	uint32_t i = pc->lru_head;
 	if (i == PC_NONE)
 		return 0;
-	pc_lru_unlink(pc, i);
-	uint32_t *p = &pc->bucket[pc->e[i].key & pc->mask];
-	while (*p != i)
-		p = &pc->e[*p].next;
-	*p = pc->e[i].next;
-	pc->e[i].next = pc->free_entry;
-	pc->free_entry = i;
+	struct pc_entry *x = &pc->e[i];
+	if (x->kind == PC_BLOCK || --x->hi == x->lo) {   /* a run loses its deepest block; the last, the node */
+		pc_lru_unlink(pc, i);
+		pc_drop_node(pc, i);
+	}
+	pc->evictable--;
 	pc->entries--;
 	pc->evictions++;
 	return 1;

@@ -26,20 +26,37 @@
 #include <stdint.h>
 #include "../policy.h"
 
+/* A node of the cache: one shared block, or a run of one request's private
+ * blocks. A block past the shared prefix of a request outside any session
+ * (its own, a key no other request has) is found again only by that request,
+ * after a preemption: while the request holds it, it is only counted (no
+ * node); when the request lets go, all its private blocks become one run,
+ * which the LRU list evicts deepest first, as it would the blocks one by one,
+ * at the cost of one node instead of a hash entry a block. */
+enum pc_kind {
+	PC_BLOCK,                    /* one block under its key */
+	PC_RUN,                      /* a request's private blocks [lo, hi), evictable, findable under its key */
+	PC_SPENT_RUN,                /* the same, of a request that finished: never looked up, in no chain */
+};
+
 struct pc_entry {
-	uint64_t key;
-	uint32_t refs;               /* running requests holding it; 0: evictable, in the LRU list */
+	uint64_t key;                /* a block's key, or a run's request's */
+	uint32_t refs;               /* a block's running requests holding it (0: evictable, in the LRU list);
+	                              * a run's always 0 */
 	uint32_t next;               /* the bucket's chain, or the free list */
-	uint32_t lru_prev, lru_next; /* evictable entries, least recently released first */
+	uint32_t lru_prev, lru_next; /* evictable nodes, least recently released first */
+	uint32_t lo, hi;             /* a run's blocks */
+	enum pc_kind kind;
 };
 
 struct prefix_cache {
-	struct pc_entry *e;          /* [capacity]: one a KV block at most */
+	struct pc_entry *e;          /* [capacity]: a node covers one KV block at least */
 	uint32_t *bucket;            /* [mask + 1] chain heads */
 	uint32_t mask;
 	uint32_t free_entry;         /* free list head */
 	uint32_t lru_head, lru_tail;
-	uint64_t entries, evictable;
+	uint64_t entries, evictable; /* cached blocks (held or not), and those no request holds */
+	uint64_t findable_runs;      /* PC_RUN nodes: while none, no private block can be found */
 	uint64_t queried_blocks, hit_blocks, evictions;   /* for the run's statistics */
 };
 

@@ -1,0 +1,244 @@
+/* tests/test_prefix_cache.c: the prefix cache (policies/llm/prefix_cache.h)
+ * against a second, naive implementation: every cached block one row under
+ * its identity (which prefix, session or request, and its index), evicted by
+ * a scan for the least recently released. Random request lives (admitted
+ * with what the cache holds, blocks computed, finished or preempted and
+ * admitted again) drive both; every answer and count must agree. The real
+ * cache keeps a request's private blocks as runs and never hashes them while
+ * held, so this is the check that it still behaves block by block. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+#include "../policies/llm/prefix_cache.h"
+
+#define BS 4                  /* tokens a block */
+#define CAP 48                /* blocks in the cache */
+#define NREQ 24               /* requests alive at once */
+
+/* ---- the naive cache ---- */
+struct naive_block {
+	int used;
+	char kind;                /* 'p' a prefix's, 'h' a hash id's, 's' a session's, 'r' a request's own */
+	uint64_t owner;           /* which prefix, hash id, session or request */
+	uint32_t j;               /* the block's index in its requests */
+	uint32_t refs;
+	uint64_t released;        /* when its references fell to 0: the eviction order */
+};
+
+static struct naive_block naive[CAP];
+static uint64_t naive_clock, naive_evictions;
+
+static uint32_t naive_shared(const struct pol_request *r)
+{
+	if (r->hash_ids) {
+		uint64_t hashed = (uint64_t)r->nhash * r->hash_block;
+		return (uint32_t)((hashed < r->input_len ? hashed : r->input_len) / BS);
+	}
+	return r->prefix_id ? r->prefix_len / BS : 0;
+}
+
+/* Block j's identity as the header defines it (independent of the real cache's keys). */
+static void naive_id(const struct pol_request *r, uint32_t j, char *kind, uint64_t *owner)
+{
+	if (j < naive_shared(r) && r->hash_ids) {
+		*kind = 'h';
+		*owner = r->hash_ids[((uint64_t)(j + 1) * BS - 1) / r->hash_block];
+	} else if (j < naive_shared(r)) {
+		*kind = 'p';
+		*owner = r->prefix_id;
+	} else if (r->session_id) {
+		*kind = 's';
+		*owner = r->session_id;
+	} else {
+		*kind = 'r';
+		*owner = r->id;
+	}
+}
+
+static struct naive_block *naive_find(const struct pol_request *r, uint32_t j)
+{
+	char kind;
+	uint64_t owner;
+	naive_id(r, j, &kind, &owner);
+	for (int i = 0; i < CAP; i++)
+		if (naive[i].used && naive[i].kind == kind && naive[i].owner == owner && naive[i].j == j)
+			return &naive[i];
+	return NULL;
+}
+
+static uint32_t naive_lookup(const struct pol_request *r, uint32_t max, uint32_t *evictable)
+{
+	uint32_t n = 0;
+	struct naive_block *b;
+	*evictable = 0;
+	for (; n < max && (b = naive_find(r, n)); n++)
+		*evictable += b->refs == 0;
+	return n;
+}
+
+static int naive_enter(const struct pol_request *r, uint32_t j)
+{
+	struct naive_block *b = naive_find(r, j);
+	if (b) {
+		b->refs++;
+		return 0;
+	}
+	for (int i = 0; i < CAP; i++)
+		if (!naive[i].used) {
+			naive[i] = (struct naive_block){ .used = 1, .refs = 1, .j = j };
+			naive_id(r, j, &naive[i].kind, &naive[i].owner);
+			return 1;
+		}
+	fail_msg("naive cache full");
+	return -1;
+}
+
+static void naive_release(const struct pol_request *r, uint32_t n)
+{
+	for (uint32_t j = n; j-- > 0;) {
+		struct naive_block *b = naive_find(r, j);
+		if (--b->refs == 0)
+			b->released = ++naive_clock;
+	}
+}
+
+static int naive_evict(void)
+{
+	struct naive_block *oldest = NULL;
+	for (int i = 0; i < CAP; i++)
+		if (naive[i].used && naive[i].refs == 0 && (!oldest || naive[i].released < oldest->released))
+			oldest = &naive[i];
+	if (!oldest)
+		return 0;
+	oldest->used = 0;
+	naive_evictions++;
+	return 1;
+}
+
+static void naive_counts(uint64_t *entries, uint64_t *evictable)
+{
+	*entries = *evictable = 0;
+	for (int i = 0; i < CAP; i++) {
+		*entries += naive[i].used;
+		*evictable += naive[i].used && naive[i].refs == 0;
+	}
+}
+
+/* ---- the random lives ---- */
+static uint64_t rng_state;
+static uint32_t rnd(uint32_t n)
+{
+	rng_state = rng_state * 6364136223846793005u + 1442695040888963407u;
+	return (uint32_t)((rng_state >> 33) % n);
+}
+
+struct life {
+	struct pol_request r;
+	int running;
+	uint32_t held;            /* its leading blocks it holds while running */
+	uint64_t hashes[4];
+};
+
+static uint64_t next_id;
+
+/* A new request: a prefix (one of 3) or a hash-id prompt, a session (one of 3) or none. */
+static void new_life(struct life *l)
+{
+	memset(l, 0, sizeof *l);
+	l->r.id = next_id++;
+	l->r.input_len = 8 + rnd(40);
+	l->r.chain_len = 1;
+	switch (rnd(4)) {
+	case 0:
+		l->r.prefix_id = 1 + rnd(3);
+		l->r.prefix_len = 4 + rnd(14);
+		break;
+	case 1:                   /* hash ids of 6-token blocks, the first shared by all such prompts */
+		l->hashes[0] = 1000;
+		for (int i = 1; i < 4; i++)
+			l->hashes[i] = 1000 + rnd(3) * 10 + (uint64_t)i;
+		l->r.hash_ids = l->hashes;
+		l->r.nhash = 1 + rnd(4);
+		l->r.hash_block = 6;
+		break;
+	default:
+		break;
+	}
+	if (rnd(3) == 0)
+		l->r.session_id = 1 + rnd(3);
+}
+
+static void check_counts(const struct prefix_cache *pc)
+{
+	uint64_t entries, evictable;
+	naive_counts(&entries, &evictable);
+	assert_int_equal(pc->entries, entries);
+	assert_int_equal(pc->evictable, evictable);
+	assert_int_equal(pc->evictions, naive_evictions);
+}
+
+static void run_lives(uint64_t seed, int steps)
+{
+	struct prefix_cache pc;
+	struct life lives[NREQ];
+	assert_int_equal(pc_init(&pc, CAP), 0);
+	memset(naive, 0, sizeof naive);
+	naive_clock = naive_evictions = 0;
+	rng_state = seed;
+	next_id = seed * 1000;
+	for (int i = 0; i < NREQ; i++)
+		new_life(&lives[i]);
+	for (int step = 0; step < steps; step++) {
+		struct life *l = &lives[rnd(NREQ)];
+		if (!l->running) {                    /* admitted: takes what the cache holds for it */
+			uint32_t max = 1 + rnd(14), ev_real, ev_naive;
+			uint32_t n = pc_lookup(&pc, &l->r, BS, max, &ev_real);
+			assert_int_equal(n, naive_lookup(&l->r, max, &ev_naive));
+			assert_int_equal(ev_real, ev_naive);
+			pc_take(&pc, &l->r, BS, n);
+			for (uint32_t j = 0; j < n; j++)
+				naive_find(&l->r, j)->refs++;
+			l->held = n;
+			l->running = 1;
+		} else if (rnd(5) > 0) {              /* computes its next block, evicting to make room */
+			if (pc.entries == CAP) {
+				int e = pc_evict(&pc);
+				assert_int_equal(e, naive_evict());
+				if (!e)
+					continue;
+			}
+			assert_int_equal(pc_enter(&pc, &l->r, BS, l->held), naive_enter(&l->r, l->held));
+			l->held++;
+		} else {                              /* finishes (a new request takes its place) or is preempted */
+			int done = rnd(2);
+			l->r.next_node = done ? 1 : 0;
+			pc_release(&pc, &l->r, BS, l->held);
+			naive_release(&l->r, l->held);
+			l->running = 0;
+			if (done)
+				new_life(l);
+		}
+		check_counts(&pc);
+		if (rnd(7) == 0)                      /* an eviction when none is needed: pressure */
+			assert_int_equal(pc_evict(&pc), naive_evict());
+	}
+	pc_fini(&pc);
+}
+
+static void test_against_naive(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 40; seed++)
+		run_lives(seed, 20000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_against_naive),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
