@@ -175,14 +175,29 @@ int drv_record_tokens(struct pol_driver *d, const struct pol_request *r, int64_t
 }
 
 /* An iteration's members that emit their second token or a later one: the
- * gap since their previous token (measured requests only). */
+ * gap since their previous token (measured requests only). Members whose
+ * last token came at the same instant (most: the device's previous
+ * iteration) share a gap, entered once with their count. */
 void drv_record_gaps(struct pol_driver *d, const struct pol_task *t)
 {
+	int64_t gap = 0;
+	uint32_t times = 0;
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		const struct pol_request *r = t->reqs[i];
-		if (r->next_node > 0 && r->id >= d->c.warmup && pol_iter_emits(t, i))
-			metrics_hist_add(d->itl, t->end_ns - r->last_token_ns);
+		if (r->next_node > 0 && r->id >= d->c.warmup && pol_iter_emits(t, i)) {
+			int64_t g = t->end_ns - r->last_token_ns;
+			if (times && g == gap) {
+				times++;
+				continue;
+			}
+			if (times)
+				metrics_hist_add_n(d->itl, gap, times);
+			gap = g;
+			times = 1;
+		}
 	}
+	if (times)
+		metrics_hist_add_n(d->itl, gap, times);
 }
 
 int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_result *res, char *err,

@@ -372,6 +372,27 @@ static void test_hist_quantiles_one_pass(void **state)
 	gsl_rng_free(r);
 }
 
+/* A gap entered with its count is the gap entered that many times: the same
+ * buckets, count, maximum and exact 128-bit sum, with values past 2^62 ns so
+ * that the sum's high word and the halves' carries are exercised. */
+static void test_hist_add_n_is_repeated_add(void **state)
+{
+	(void)state;
+	static struct metrics_hist once, each;
+	const int64_t values[] = { -5, 0, 1, 255, 4096, 123456789, (int64_t)1 << 40, ((int64_t)1 << 62) + 12345,
+	                           INT64_MAX };
+	const uint32_t times[] = { 0, 1, 2, 7, 256, 65535, 3 };
+	memset(&once, 0, sizeof once);
+	memset(&each, 0, sizeof each);
+	for (size_t a = 0; a < sizeof values / sizeof values[0]; a++)
+		for (size_t b = 0; b < sizeof times / sizeof times[0]; b++) {
+			metrics_hist_add_n(&once, values[a], times[b]);
+			for (uint32_t k = 0; k < times[b]; k++)
+				metrics_hist_add(&each, values[a]);
+		}
+	assert_memory_equal(&once, &each, sizeof once);
+}
+
 static void test_violation_rate_by_hand(void **state)
 {
 	(void)state;
@@ -539,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_fraction_upper),
 		cmocka_unit_test(test_cdf_never_decreases),
 		cmocka_unit_test(test_growth_and_memory),
+		cmocka_unit_test(test_hist_add_n_is_repeated_add),
 		cmocka_unit_test(test_widening_keeps_samples),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -542,6 +542,20 @@ void metrics_hist_add(struct metrics_hist *h, int64_t ns)
 	hist_add(h, ns);
 }
 
+void metrics_hist_add_n(struct metrics_hist *h, int64_t ns, uint32_t times)
+{
+	uint64_t v = ns > 0 ? (uint64_t)ns : 0;
+	h->count[hist_bucket(v)] += times;
+	h->n += times;
+	/* v times, exactly in 128 bits: v's halves times `times` each fit 64 bits */
+	uint64_t high = (v >> 32) * times, low = (v & 0xffffffffu) * times;
+	sum128_add(&h->sum_lo, &h->sum_hi, high << 32);
+	h->sum_hi += high >> 32;
+	sum128_add(&h->sum_lo, &h->sum_hi, low);
+	if (times && (int64_t)v > h->max_ns)
+		h->max_ns = (int64_t)v;
+}
+
 double metrics_hist_quantile_ns(const struct metrics_hist *h, uint64_t num, uint64_t den)
 {
 	/* nearest rank, 1-based: ceil(n num / den) in integers, exact at multiples */

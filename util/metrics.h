@@ -42,6 +42,8 @@ struct metrics_hist {
 	int64_t max_ns;
 };
 void metrics_hist_add(struct metrics_hist *h, int64_t ns);
+/* metrics_hist_add of ns, `times` times over (an iteration's members that share one gap). */
+void metrics_hist_add_n(struct metrics_hist *h, int64_t ns, uint32_t times);
 /* The nearest-rank quantile num/den (rank ceil(n num / den), 1-based, in
  * integers), as its bucket's midpoint in ns; 0 when empty. */
 double metrics_hist_quantile_ns(const struct metrics_hist *h, uint64_t num, uint64_t den);

@@ -138,6 +138,7 @@ static int eng_on_task_done(struct eng *e, const struct event *ev)
 	assert(d->busy);
 	d->busy = 0;
 	e->idle++;
+	e->idle_bits[ev->aux / 64] |= (uint64_t)1 << (ev->aux % 64);
 	if (d->run_nodes > 1)
 		drv_run_extend(&e->drv, &d->task, d->run_nodes);
 	if (e->has_cold)
@@ -247,10 +248,10 @@ static int eng_dispatch(struct eng *e, int64_t now_ns)
 	int64_t wake_ns = INT64_MAX;
 	uint32_t started = 0;
 	int scheduled = 0;
-	for (uint32_t dev = 0; dev < e->c->workers; dev++) {
+	for (uint32_t w = 0; w * 64 < e->c->workers; w++)
+	for (uint64_t bits = e->idle_bits[w]; bits; bits &= bits - 1) {
+		uint32_t dev = w * 64 + (uint32_t)__builtin_ctzll(bits);
 		struct eng_device *d = &e->devices[dev];
-		if (d->busy)
-			continue;
 		/* a wake-up asked for at this instant may end a run sooner (eng_run_end) */
 		d->task.run_until_ns = e->runs ? eng_horizon(e) : 0;
 		int got = drv_next_task(&e->drv, dev, now_ns, &d->task, &wake_ns, &d->shape, e->err, e->errlen);
@@ -259,6 +260,7 @@ static int eng_dispatch(struct eng *e, int64_t now_ns)
 		if (got) {
 			d->busy = 1;
 			e->idle--;
+			e->idle_bits[w] &= ~((uint64_t)1 << (dev % 64));
 			e->started[started++] = dev;
 		}
 	}
@@ -347,6 +349,7 @@ static void eng_teardown(struct eng *e)
 	free(e->devices);
 	free(e->started);
 	free(e->cut_at);
+	free(e->idle_bits);
 	free(e->seg_on_p);
 	for (uint32_t k = 0; e->seg_walk_ns && k < e->c->model->nsegments; k++)
 		free(e->seg_walk_ns[k]);
@@ -533,11 +536,14 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	e.devices = calloc(c->workers, sizeof *e.devices);
 	e.started = calloc(c->workers, sizeof *e.started);
 	e.cut_at = calloc(c->workers, sizeof *e.cut_at);
-	if (!e.q || !e.devices || !e.started || !e.cut_at) {
+	e.idle_bits = calloc((c->workers + 63) / 64, sizeof *e.idle_bits);
+	if (!e.q || !e.devices || !e.started || !e.cut_at || !e.idle_bits) {
 		err_memory(err, errlen, "out of memory setting up the run");
 		goto fail;
 	}
 	e.idle = c->workers;
+	for (uint32_t i = 0; i < c->workers; i++)
+		e.idle_bits[i / 64] |= (uint64_t)1 << (i % 64);
 	e.has_cold = eng_latency_has_cold(e.lat);
 	/* a run is priced to the next arrival, which a closed loop's answers may move earlier */
 	e.runs = !c->timeline && !e.has_cold && !c->concurrency && !c->node_by_node;

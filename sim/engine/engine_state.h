@@ -72,6 +72,9 @@ struct eng {
 	                                 * read every task (elsewhere, one device ran 3% slower) */
 	int64_t wake_pending_ns;        /* earliest scheduled wake-up, INT64_MAX if none */
 	uint32_t idle;                  /* devices not busy: none, and an instant offers nothing */
+	uint64_t *idle_bits;            /* [workers / 64 rounded up]: bit d of word d / 64 set while device d is
+	                                 * idle, so an instant offers the idle ones in device order without
+	                                 * reading every device (a fleet's are mostly busy) */
 
 	uint64_t wakeups;               /* wake-up events handled (the run's events: drv_run_end) */
 	int64_t now_ns;
