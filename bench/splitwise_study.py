@@ -32,7 +32,7 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     for trace in ("conv", "code"):
         spec = os.path.join(HERE, f"splitwise-{trace}.search")
-        r = subprocess.run([sb, "search", spec, "--exhaustive", "--json", "--quiet",
+        r = subprocess.run([sb, "search", spec, "--exhaustive", "--json", "--quiet", f"--db={os.path.join(out, 'simbatch.db')}",
                             f"--out={os.path.join(out, f'splitwise-{trace}.csv')}"], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"splitwise_study: {trace}: {r.stderr.strip()}")

@@ -12,6 +12,7 @@ schema is docs/RESULTS.md). Nothing here writes to the database.
     q = sr.requests(db, 12)         # its per-request rows (stored with --db-requests)
     s = sr.stats(db)                # the counters again, long: run_id, key, value
     f = sr.replicas(db)             # a fleet's runs: a row per run and replica, its share
+    h, c = sr.searches(db)          # configuration searches: a row each, and a row per configuration
     # one series per policy and rate, joined on run_id:
     ttft.merge(runs[["run_id", "policy", "rate_rps"]], on="run_id")
     # from a notebook, through the binary (build/simbatch unless simbatch= is given):
@@ -285,6 +286,37 @@ def sweep(path, db, simbatch=DEFAULT_SIMBATCH, jobs=None):
     if "sweep_name" not in df.columns:
         return df.iloc[0:0]
     return df[df.sweep_name == sweep_name(path)].reset_index(drop=True)
+
+
+def searches(path):
+    """The configuration searches stored (simbatch search): (searches,
+    configs). searches has a row a search: search_id, created_utc,
+    code_version, file, spec_text (the search file's text), target_rps or
+    budget_per_hour (the goal; the other NaN), exhaustive, answer (the chosen
+    configuration, None: none), report_json. configs has a row per search and
+    configuration: search_id, config (its axis values), key (its options),
+    status (ok, infeasible, pruned, skipped), gpus, cost_per_hour,
+    capacity_rps, bracket_lo_rps, bracket_hi_rps, band_lo_rps, band_hi_rps
+    (NaN where not simulated or no band), pareto and answer (booleans),
+    reason. A database stored before schema 4 has none: both empty."""
+    _need_pandas()
+    con = _connect(path)
+    try:
+        has = con.execute("select count(*) from sqlite_master where type = 'table' and name = 'searches'").fetchone()[0]
+        if not has:
+            return (pd.DataFrame(columns=["search_id", "created_utc", "code_version", "file", "spec_text", "target_rps",
+                                          "budget_per_hour", "exhaustive", "answer", "report_json"]),
+                    pd.DataFrame(columns=["search_id", "config", "key", "status", "gpus", "cost_per_hour",
+                                          "capacity_rps", "bracket_lo_rps", "bracket_hi_rps", "band_lo_rps",
+                                          "band_hi_rps", "pareto", "answer", "reason"]))
+        head = pd.read_sql_query("select * from searches order by search_id", con)
+        configs = pd.read_sql_query("select * from search_configs order by search_id, cost_per_hour, config", con)
+    finally:
+        con.close()
+    head["exhaustive"] = head["exhaustive"].astype(bool)
+    for c in ("pareto", "answer"):
+        configs[c] = configs[c].astype(bool)
+    return head, configs
 
 
 def main(argv):

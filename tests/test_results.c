@@ -308,7 +308,7 @@ static void test_create_write_read(void **state)
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_token_cdf"), 2000);
 	assert_int_equal(count_rows(plain,
 		"SELECT count(*) FROM simbatch_meta WHERE (key = 'application' AND value = 'simbatch')"
-		" OR (key = 'schema_version' AND value = '3' AND typeof(value) = 'text')"), 2);
+		" OR (key = 'schema_version' AND value = '4' AND typeof(value) = 'text')"), 2);
 	sqlite3_stmt *st = NULL;
 	assert_int_equal(sqlite3_prepare_v2(plain, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -484,16 +484,16 @@ static void test_wrong_schema_version_refused(void **state)
 {
 	(void)state;
 	char path[128], want[256], err[256];
-	tmp_path(path, sizeof(path), "v4.db");
+	tmp_path(path, sizeof(path), "v5.db");
 	struct results_db *db = NULL;
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 	results_close(db);
 	sqlite3 *plain = open_plain(path);
-	assert_int_equal(sqlite3_exec(plain, "UPDATE simbatch_meta SET value = '4' WHERE key = 'schema_version'",
+	assert_int_equal(sqlite3_exec(plain, "UPDATE simbatch_meta SET value = '5' WHERE key = 'schema_version'",
 	                              NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(plain);
 	snprintf(want, sizeof(want),
-	         "results database '%s' has schema version 4; this simbatch writes version 3", path);
+	         "results database '%s' has schema version 5; this simbatch writes version 4", path);
 	expect_refused(path, want);
 }
 
@@ -501,9 +501,13 @@ static void test_wrong_schema_version_refused(void **state)
 static void downgrade(const char *path, int v)
 {
 	sqlite3 *plain = open_plain(path);
-	assert_int_equal(sqlite3_exec(plain, "DROP TABLE run_token_cdf; ALTER TABLE run_requests DROP COLUMN first_token_s;"
-	                              "UPDATE simbatch_meta SET value = '2' WHERE key = 'schema_version'",
+	assert_int_equal(sqlite3_exec(plain, "DROP TABLE search_configs; DROP TABLE searches;"
+	                              "UPDATE simbatch_meta SET value = '3' WHERE key = 'schema_version'",
 	                              NULL, NULL, NULL), SQLITE_OK);
+	if (v <= 2)
+		assert_int_equal(sqlite3_exec(plain, "DROP TABLE run_token_cdf; ALTER TABLE run_requests DROP COLUMN "
+		                              "first_token_s; UPDATE simbatch_meta SET value = '2' WHERE key = 'schema_version'",
+		                              NULL, NULL, NULL), SQLITE_OK);
 	if (v == 1)
 		assert_int_equal(sqlite3_exec(plain, "ALTER TABLE runs DROP COLUMN saturated;"
 		                              "UPDATE simbatch_meta SET value = '1' WHERE key = 'schema_version'",
@@ -511,9 +515,10 @@ static void downgrade(const char *path, int v)
 	sqlite3_close(plain);
 }
 
-/* A version-1 file (no runs.saturated) or version-2 file (no token CDFs, no
- * first_token_s) is read as it is and upgraded in place when opened for
- * writing: its runs keep NULL and no token CDF, new runs have theirs. */
+/* A version-1 file (no runs.saturated), version-2 file (no token CDFs, no
+ * first_token_s) or version-3 file (no configuration searches) is read as it
+ * is and upgraded in place when opened for writing: its runs keep NULL and no
+ * token CDF, new runs have theirs, and the search tables are made. */
 static void check_upgrade_from(int v)
 {
 	char path[128], err[256], want[256], name[16];
@@ -537,9 +542,12 @@ static void check_upgrade_from(int v)
 	assert_int_equal(results_read_run_info(db, id1, &info, err, sizeof(err)), 0);
 	assert_int_equal(info.saturated, v == 1 ? -1 : 0);
 	assert_int_equal(results_read_cdf(db, id1, cdf, err, sizeof(err)), 0);
-	assert_int_equal(results_read_metric_cdf(db, id1, "ttft", cdf, err, sizeof(err)), -1);
-	snprintf(want, sizeof(want), "run %lld in %s has no ttft CDF (stored before schema version 3)", (long long)id1, path);
-	assert_string_equal(err, want);
+	if (v < 3) {
+		assert_int_equal(results_read_metric_cdf(db, id1, "ttft", cdf, err, sizeof(err)), -1);
+		snprintf(want, sizeof(want), "run %lld in %s has no ttft CDF (stored before schema version 3)", (long long)id1,
+		         path);
+		assert_string_equal(err, want);
+	}
 	results_close(db);
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 	r1.saturated = 1;
@@ -549,13 +557,15 @@ static void check_upgrade_from(int v)
 	assert_memory_equal(cdf, s1.cdf_ms, sizeof(cdf));
 	results_close(db);
 	sqlite3 *plain = open_plain(path);
-	assert_int_equal(count_rows(plain, "SELECT count(*) FROM simbatch_meta WHERE key = 'schema_version' AND value = '3'"), 1);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM simbatch_meta WHERE key = 'schema_version' AND value = '4'"), 1);
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+	                                   "('searches', 'search_configs')"), 2);
 	assert_int_equal(count_rows(plain, v == 1 ? "SELECT count(*) FROM runs WHERE saturated IS NULL"
 	                                          : "SELECT count(*) FROM runs WHERE saturated = 0"), 1);
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM runs WHERE saturated = 1"), 1);
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_token_cdf"), 1000);
-	/* the stored rows lost first_token_s with the downgrade; the new run's odd rows have theirs */
-	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_requests WHERE first_token_s IS NULL"), 5);
+	/* before 3 the stored rows lost first_token_s with the downgrade; the new run's odd rows have theirs */
+	assert_int_equal(count_rows(plain, "SELECT count(*) FROM run_requests WHERE first_token_s IS NULL"), v < 3 ? 5 : 4);
 	sqlite3_close(plain);
 }
 
@@ -564,6 +574,7 @@ static void test_older_versions_upgraded(void **state)
 	(void)state;
 	check_upgrade_from(1);
 	check_upgrade_from(2);
+	check_upgrade_from(3);
 }
 
 static void test_unwritable_refused(void **state)

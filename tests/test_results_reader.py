@@ -234,6 +234,26 @@ check("replicas() of a disaggregated fleet: each replica's pool and KV moves, as
       all(abs(reps.kv_moved_bytes[k] - dis["replicas"][k]["kv_moved_bytes"]) < 1e-3 for k in range(3)),
       (reps, out.stderr))
 
+# ---- searches(): a configuration search as stored, against its own --json report ----
+sdb = os.path.join(td, "search.db")
+spec = os.path.join(td, "t.search")
+with open(spec, "w") as f:
+    f.write("fixed --policy=serial --model=resnet50 --sla=5\naxis workers = 1 2\ncost npu = 1\ntarget 2000\n")
+out = subprocess.run([SB, "search", spec, f"--db={sdb}", f"--out={os.path.join(td, 't.csv')}", "--exhaustive",
+                      "--json", "--quiet"], capture_output=True, text=True)
+rep = json.loads(out.stdout) if out.returncode == 0 else {}
+head, configs = sr.searches(sdb)
+got = sorted((r.config, r.status, r.cost_per_hour, r.capacity_rps, bool(r.answer)) for r in configs.itertuples())
+want = sorted((x["config"], x["status"], x["cost_per_hour"], x["capacity_rps"],
+               x["config"] == (rep.get("answer") or {}).get("config")) for x in rep.get("results", []))
+check("searches(): the search and a row a configuration, as its report gives them",
+      len(head) == 1 and head.search_id[0] == rep.get("search_id") and head.target_rps[0] == 2000 and
+      bool(head.exhaustive[0]) and head.answer[0] == (rep.get("answer") or {}).get("config") and got == want and
+      len(got) == 2, (out.stderr[-300:], head, configs))
+h0, c0 = sr.searches(db)
+check("searches() of a database without searches: both empty, the columns", h0.empty and c0.empty and
+      "capacity_rps" in c0.columns, (h0, c0))
+
 # ---- as a program: one line and exit 2 for anything it cannot read; --help ----
 reader_py = os.path.join(SCRIPTS, "simbatch_results.py")
 empty_db, bad_db, dir_db = (os.path.join(td, n) for n in ("empty.db", "bad.db", "dir.db"))

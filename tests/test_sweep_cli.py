@@ -343,7 +343,7 @@ for ext in ("-wal", "-shm"):
     if os.path.exists(p1 + ext):
         shutil.copy(p1 + ext, v2 + ext)
 con = sqlite3.connect(v2)
-con.execute("update simbatch_meta set value='4' where key='schema_version'")   # a newer simbatch's
+con.execute("update simbatch_meta set value='5' where key='schema_version'")   # a newer simbatch's
 con.commit()
 con.close()
 before = run_count(pm)
@@ -582,7 +582,7 @@ cost   {fast} = 3
 target {target:.6g}
 """)
 out1, out2 = os.path.join(td, "s1.csv"), os.path.join(td, "s2.csv")
-r = sb("search", spec, f"--out={out1}", "--json")
+r = sb("search", spec, "--no-db", f"--out={out1}", "--json")
 sj = json.loads(r.stdout) if r.returncode == 0 else {}
 ans = sj.get("answer") or {}
 check("search: the cheapest configuration meeting the target is the hand-worked one (two slow workers, $2)",
@@ -590,17 +590,53 @@ check("search: the cheapest configuration meeting the target is the hand-worked 
       ans.get("capacity_rps", 0) >= target, r.stderr[-400:] or sj)
 check("search: what costs more than the answer is not run", sj.get("not_run", 0) >= 3 and
       sj.get("simulated") == sj.get("configurations", 0) - sj.get("not_run", 0), sj)
-r2 = sb("search", spec, f"--out={out2}", "--json", "--exhaustive")
+r2 = sb("search", spec, "--no-db", f"--out={out2}", "--json", "--exhaustive")
 sx = json.loads(r2.stdout) if r2.returncode == 0 else {}
 check("search: pruning keeps the answer an exhaustive search picks", (sx.get("answer") or {}).get("config") ==
       ans.get("config") and sx.get("simulated") == 6 and sx.get("not_run") == 0, r2.stderr[-300:] or sx)
 front = [(p["cost_per_hour"], p["capacity_rps"]) for p in sx.get("pareto", [])]
 check("search: the Pareto front rises in both cost and capacity", front and all(
       a[0] < b[0] and a[1] < b[1] for a, b in zip(front, front[1:])), front)
+# stored: the finished search in the database, one row a configuration as the report has it
+sdb = os.path.join(td, "search.db")
+r6 = sb("search", spec, f"--db={sdb}", f"--out={os.path.join(td, 's6.csv')}", "--json", "--exhaustive")
+s6 = json.loads(r6.stdout) if r6.returncode == 0 else {}
+rows6, head6 = [], None
+if os.path.exists(sdb):
+    con = sqlite3.connect(sdb)
+    head6 = con.execute("select search_id, spec_text, target_rps, budget_per_hour, exhaustive, answer, report_json"
+                        " from searches").fetchall()
+    rows6 = con.execute("select config, status, cost_per_hour, capacity_rps, pareto, answer from search_configs"
+                        " where search_id = ? order by config", (s6.get("search_id", -1),)).fetchall()
+    con.close()
+want6 = sorted((x["config"], x["status"], x["cost_per_hour"], x.get("capacity_rps")) for x in s6.get("results", []))
+check("search stored: one search with its file's text, goal, answer and report; a row a configuration, as the "
+      "report gives it, the front and the answer marked",
+      len(head6 or []) == 1 and head6[0][0] == s6.get("search_id") and head6[0][1] == open(spec).read() and
+      head6[0][2] == float(f"{target:.6g}") and head6[0][3] is None and head6[0][4] == 1 and
+      head6[0][5] == ans.get("config") and json.loads(head6[0][6]).get("answer") == s6.get("answer") and
+      sorted((c, st, cost, cap) for c, st, cost, cap, _, _ in rows6) == want6 and len(rows6) == 6 and
+      sorted(c for c, *_, p, _ in rows6 if p) == sorted(x["config"] for x in s6.get("pareto", [])) and
+      [c for c, *_, a in rows6 if a] == [ans.get("config")], (r6.stderr[-300:], head6, rows6))
+# merged: the same search stored in two databases is kept once; another search comes along
+sdb2 = os.path.join(td, "search2.db")
+shutil.copy(sdb, sdb2)
+r7 = sb("search", spec, f"--db={sdb2}", f"--out={os.path.join(td, 's7.csv')}", "--json")   # pruned: another report
+mdb = os.path.join(td, "searches-merged.db")
+r8 = sb("merge", mdb, sdb, sdb2)
+counts = (0, 0)
+if os.path.exists(mdb):
+    con = sqlite3.connect(mdb)
+    counts = (con.execute("select count(*) from searches").fetchone()[0],
+              con.execute("select count(*) from search_configs").fetchone()[0])
+    con.close()
+check("merge: searches without duplicates (the one in both once, the other added), their configurations along",
+      r7.returncode == 0 and r8.returncode == 0 and counts == (2, 12) and
+      "2 configuration searches added, 1 already present" in r8.stdout, (r7.stderr[-200:], r8.stdout, r8.stderr, counts))
 # with a budget of $2 an hour instead: the most capacity it buys is again two slow workers (one fast
 # one costs $3, beyond it); nothing above the budget runs
 bspec = write("hand-budget.search", open(spec).read().replace(f"target {target:.6g}", "budget 2"))
-rb = sb("search", bspec, f"--out={os.path.join(td, 'sb.csv')}", "--json")
+rb = sb("search", bspec, "--no-db", f"--out={os.path.join(td, 'sb.csv')}", "--json")
 sbj = json.loads(rb.stdout) if rb.returncode == 0 else {}
 check("search with a budget: the most capacity within it, nothing above it run",
       (sbj.get("answer") or {}).get("config") == f"hw={table} workers=2" and sbj.get("simulated") == 2 and
@@ -611,7 +647,7 @@ with open(out1) as f:
     lines = f.read().splitlines(keepends=True)
 with open(out1, "w") as f:
     f.write(lines[0] + lines[1] + lines[2][:15])
-r3 = sb("search", spec, f"--out={out1}", "--json")
+r3 = sb("search", spec, "--no-db", f"--out={out1}", "--json")
 s3 = json.loads(r3.stdout) if r3.returncode == 0 else {}
 with open(out1) as f:
     again = list(csv.reader(f))
@@ -620,7 +656,7 @@ check("search resumes from its results file: one configuration read back, the sa
       len(again) == 1 + s3.get("simulated", -1) and all(len(row) == 10 for row in again), (r3.stderr[-300:], s3, again))
 # a search stopped by SIGTERM keeps what it finished and says so; the rerun ends as the uninterrupted one
 out3 = os.path.join(td, "s3.csv")
-proc = subprocess.Popen([SB, "search", spec, f"--out={out3}", "--exhaustive", "--jobs=1"], stdout=subprocess.PIPE,
+proc = subprocess.Popen([SB, "search", spec, "--no-db", f"--out={out3}", "--exhaustive", "--jobs=1"], stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
 deadline = time.time() + 60
 while time.time() < deadline and proc.poll() is None:
@@ -629,7 +665,7 @@ while time.time() < deadline and proc.poll() is None:
     time.sleep(0.02)
 proc.send_signal(signal.SIGTERM)
 _, perr = proc.communicate(timeout=60)
-r4 = sb("search", spec, f"--out={out3}", "--json", "--exhaustive")
+r4 = sb("search", spec, "--no-db", f"--out={out3}", "--json", "--exhaustive")
 s4 = json.loads(r4.stdout) if r4.returncode == 0 else {}
 check("search stopped by SIGTERM: exit 128+15 naming its file; the rerun resumes and ends as the whole search did",
       proc.returncode == 143 and out3 in perr and s4.get("resumed", 0) >= 1 and
@@ -639,7 +675,7 @@ check("search stopped by SIGTERM: exit 128+15 naming its file; the rerun resumes
 # the axis's H100s at TP 2 = $24
 pspec = write("pools.search", "fixed --model=llama2-7b --tp=2 --ttft-slo=500\naxis hw = gpu-h100\n"
               "axis replicas = 3 1:gpu-h100+2:gpu-a100\ncost gpu-h100 = 4\ncost gpu-a100 = 2\ntarget 1\n")
-r = sb("search", pspec, "--list")
+r = sb("search", pspec, "--no-db", "--list")
 costs = sorted(float(l.split()[0][1:]) for l in r.stdout.splitlines())
 check("search --list: a configuration's cost from its pools' own GPUs", r.returncode == 0 and costs == [16, 24],
       r.stdout + r.stderr)
@@ -651,7 +687,7 @@ os.makedirs(os.path.join(td, "sh"), exist_ok=True)
 ran = [subprocess.run(j, shell=True, capture_output=True, text=True, timeout=300).returncode for j in jobs]
 parts = sorted(os.path.join(td, "sh", f) for f in os.listdir(os.path.join(td, "sh")))
 merged = os.path.join(td, "merged.csv")
-r5 = sb("search", spec, *parts, f"--out={merged}", "--json")
+r5 = sb("search", spec, "--no-db", *parts, f"--out={merged}", "--json")
 s5 = json.loads(r5.stdout) if r5.returncode == 0 else {}
 with open(merged) as f:
     mrows = list(csv.reader(f))
@@ -675,16 +711,22 @@ bad_search = [
      "cost gpu-a40 = 1\ntarget 1\n", "no configuration left after pruning"),
     ("a price of zero", "cost gpu-h100 = 0\n", "bad.search:1: a GPU-hour of gpu-h100 must cost a positive"),
 ]
+never_db = os.path.join(td, "never.db")
 for name, text, needle in bad_search:
     path = write("bad.search", text)
     out = os.path.join(td, "never.csv")
-    r = sb("search", path, f"--out={out}")
-    check(f"search bad input: {name} -> one line naming it, exit 2, nothing written",
+    r = sb("search", path, f"--db={never_db}", f"--out={out}")
+    check(f"search bad input: {name} -> one line naming it, exit 2, nothing written or stored",
           r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and
-          not os.path.exists(out), f"exit {r.returncode}: {r.stderr}")
-r = sb("search", spec, "--part=4/3", f"--out={os.path.join(td, 'never.csv')}")
+          not os.path.exists(out) and not os.path.exists(never_db), f"exit {r.returncode}: {r.stderr}")
+r = sb("search", spec, f"--db={never_db}", "--part=4/3", f"--out={os.path.join(td, 'never.csv')}")
 check("search bad input: a part out of range -> one line, exit 2, nothing written", r.returncode == 2 and
-      "--part=4/3" in r.stderr and not os.path.exists(os.path.join(td, "never.csv")), r.stderr)
+      "--part=4/3" in r.stderr and not os.path.exists(os.path.join(td, "never.csv")) and
+      not os.path.exists(never_db), r.stderr)
+# a database that cannot be written: refused before anything runs (no results file either)
+r = sb("search", spec, f"--db={td}", f"--out={os.path.join(td, 'never.csv')}")
+check("search bad input: a database path that is a directory -> one line, exit 2, nothing run", r.returncode == 2 and
+      "not a regular file" in r.stderr and not os.path.exists(os.path.join(td, "never.csv")), r.stderr)
 
 for sub in (["sweep"], ["merge"], ["capacity"], ["search"]):
     r = sb(*sub, "--help")

@@ -61,9 +61,14 @@ int cmd_merge(int argc, char **argv)
 		rc = mrc == RMERGE_BAD_INPUT ? cli_exit_status() : cli_exit_status_late();
 		goto fail;
 	}
-	if (!opt_flag(&o, "quiet"))
-		printf("merged %zu shard(s) into %s: %zu runs read, %zu added, %zu already present\n", st.shards,
+	if (!opt_flag(&o, "quiet")) {
+		printf("merged %zu shard(s) into %s: %zu runs read, %zu added, %zu already present", st.shards,
 		       paths[0], st.runs_read, st.runs_added, st.runs_duplicate);
+		if (st.searches_added || st.searches_duplicate)
+			printf("; %zu configuration searches added, %zu already present", st.searches_added,
+			       st.searches_duplicate);
+		putchar('\n');
+	}
 	free(opts);
 	free(paths);
 	return CLI_OK;

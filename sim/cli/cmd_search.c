@@ -22,7 +22,9 @@
  * Resumable: each answer is appended to the results file (--out, default
  * results/search-NAME.csv) as one whole line in one write, keyed by the
  * configuration's options; a rerun reads it and simulates only what is
- * missing, so a killed search continues where it stopped. */
+ * missing, so a killed search continues where it stopped. A finished whole
+ * search is stored in the results database (--db; search_store), which is
+ * checked before anything runs and written only at the end. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -36,6 +38,7 @@
 #include "search_run.h"
 #include "procpool.h"
 #include "parts_export.h"
+#include "../store/results.h"
 #include "../../hwmodels/hwmodel.h"
 #include "../../models/model.h"
 #include "../../util/errkind.h"
@@ -57,6 +60,9 @@ static const struct opt_def search_opts[] = {
 	  "script, each writing its own results file, and stop" },
 	{ "shards", OPT_UINT, NULL, 1, 1e6, 0, "with --export: parts (default: the configurations, at most 64)" },
 	{ "shard-dir", OPT_STR, "shards", 0, 0, 0, "with --export: where the parts write their results" },
+	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database the finished search is stored in (tables "
+	  "searches and search_configs; a part of a search is not stored)" },
+	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "do not store the search" },
 	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
 	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "no progress on stderr" },
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
@@ -609,6 +615,10 @@ int cmd_search(int argc, char **argv)
 		rc = CLI_OK;
 		goto out;
 	}
+	/* the database is checked now and written only once the search is whole, as a run's */
+	r.db_path = opt_flag(&o, "no-db") || r.part_n ? NULL : opt_str(&o, "db");
+	if (r.db_path && results_check(r.db_path, err, sizeof err) != 0)
+		goto fail;
 	if (search_resume(&r, (const char *const *)o.positional + 1, o.npositional - 1, err, sizeof err) != 0) {
 		rc = cli_exit_status();
 		goto fail;
@@ -640,6 +650,10 @@ int cmd_search(int argc, char **argv)
 		        "go on\n", r.simulated, r.out_path);
 		rc = 128 + (search_stop ? search_stop : SIGTERM);     /* as a shell reports a signal, and sweep exits */
 		goto out;
+	}
+	if (r.db_path && search_store(&r, err, sizeof err) != 0) {
+		rc = CLI_FAILED;
+		goto fail;
 	}
 	if (opt_flag(&o, "json"))
 		search_report_json(stdout, &r);

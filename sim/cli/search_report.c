@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "search_run.h"
+#include "version.h"
+#include "../store/search_store.h"
+#include "../../util/errkind.h"
 #include "../../util/json.h"
 
 const char *const search_status_name[] = { "todo", "ok", "infeasible", "pruned", "skipped" };
@@ -95,6 +98,8 @@ void search_report_text(FILE *f, const struct search_run *r)
 	        "(%zu from %s), %zu infeasible, %zu not run (%s)\n", s->path, s->nconfigs, count[SR_PRUNED],
 	        count[SR_OK] + count[SR_INFEASIBLE], resumed, r->out_path, count[SR_INFEASIBLE], count[SR_SKIPPED],
 	        s->budget > 0 ? "above the budget" : "costlier than a configuration meeting the target");
+	if (r->search_id)
+		fprintf(f, "stored     as search %lld in %s\n", (long long)r->search_id, r->db_path);
 	if (r->part_n)
 		fprintf(f, "part       %zu of %zu: %zu configurations are other parts' (`simbatch search FILE PARTS.csv ...` "
 		        "joins them)\n", r->part_i, r->part_n, count[SR_TODO]);
@@ -171,6 +176,8 @@ void search_report_json(FILE *f, const struct search_run *r)
 	search_count(r, count, &resumed);
 	fprintf(f, "{\"file\":");
 	json_write_string(f, s->path);
+	if (r->search_id)
+		fprintf(f, ",\"search_id\":%lld", (long long)r->search_id);
 	fprintf(f, ",\"configurations\":%zu,\"pruned\":%zu,\"simulated\":%zu,\"resumed\":%zu,\"infeasible\":%zu,"
 	        "\"not_run\":%zu,", s->nconfigs, count[SR_PRUNED], count[SR_OK] + count[SR_INFEASIBLE], resumed,
 	        count[SR_INFEASIBLE], count[SR_SKIPPED]);
@@ -204,4 +211,100 @@ void search_report_json(FILE *f, const struct search_run *r)
 		search_json_row(f, r, i);
 	}
 	fputs("]}\n", f);
+}
+
+/* The search file's text, as read now (malloc'd; NULL when it cannot be read whole). */
+static char *search_file_text(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	for (size_t got; buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0;) {
+		len += got;
+		if (len + 1 == cap) {
+			char *grown = realloc(buf, cap * 2);
+			if (!grown) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = grown;
+			cap *= 2;
+		}
+	}
+	int bad = ferror(f);
+	fclose(f);
+	if (!buf || bad) {
+		free(buf);
+		return NULL;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+int search_store(struct search_run *r, char *err, size_t errlen)
+{
+	const struct search_spec *s = r->spec;
+	struct results_search_config *rows = calloc(s->nconfigs ? s->nconfigs : 1, sizeof *rows);
+	char (*labels)[1024] = calloc(s->nconfigs ? s->nconfigs : 1, sizeof *labels);
+	char (*keys)[2048] = calloc(s->nconfigs ? s->nconfigs : 1, sizeof *keys);
+	size_t *front = calloc(s->nconfigs ? s->nconfigs : 1, sizeof *front);
+	char *spec_text = search_file_text(s->path), *json = NULL;
+	size_t json_len = 0;
+	FILE *mem = open_memstream(&json, &json_len);
+	struct results_db *db = NULL;
+	int rc = -1;
+	if (!rows || !labels || !keys || !front || !mem) {
+		err_memory(err, errlen, "out of memory storing the search");
+		goto done;
+	}
+	search_report_json(mem, r);
+	if (fclose(mem) != 0) {
+		mem = NULL;
+		err_memory(err, errlen, "out of memory storing the search");
+		goto done;
+	}
+	mem = NULL;
+	json[strcspn(json, "\n")] = '\0';
+	size_t a = search_answer(r), nfront = search_pareto(r, front);
+	for (size_t i = 0; i < s->nconfigs; i++) {
+		const struct search_row *w = &r->rows[i];
+		struct search_config c;
+		if (search_config_make(s, i, &c, err, errlen) != 0)
+			goto done;
+		snprintf(keys[i], sizeof keys[i], "%s", c.key);
+		search_config_free(&c);
+		search_label(s, i, labels[i], sizeof labels[i]);
+		int ok = w->status == SR_OK;
+		rows[i] = (struct results_search_config){
+			.config = labels[i], .key = keys[i], .status = search_status_name[w->status], .gpus = w->gpus,
+			.cost_per_hour = w->cost, .capacity_rps = ok ? w->capacity : NAN, .bracket_lo_rps = ok ? w->lo : NAN,
+			.bracket_hi_rps = ok ? w->hi : NAN, .band_lo_rps = ok ? w->band_lo : NAN,
+			.band_hi_rps = ok ? w->band_hi : NAN, .answer = i == a, .reason = w->reason,
+		};
+	}
+	for (size_t k = 0; k < nfront; k++)
+		rows[front[k]].pareto = 1;
+	struct results_search rec = {
+		.code_version = SIMBATCH_VERSION, .file = s->path, .spec_text = spec_text, .target_rps = s->target_rps,
+		.budget_per_hour = s->budget, .exhaustive = r->exhaustive, .answer = a == SIZE_MAX ? NULL : labels[a],
+		.report_json = json, .nconfigs = s->nconfigs, .configs = rows,
+	};
+	if (results_open(r->db_path, &db, err, errlen) != 0 || results_write_search(db, &rec, &r->search_id, err,
+	                                                                            errlen) != 0)
+		goto done;
+	rc = 0;
+done:
+	if (mem)
+		fclose(mem);
+	results_close(db);
+	free(json);
+	free(spec_text);
+	free(front);
+	free(keys);
+	free(labels);
+	free(rows);
+	return rc;
 }

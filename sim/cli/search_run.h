@@ -34,6 +34,8 @@ struct search_run {
 	size_t simulated, running;
 	char *argv[SEARCH_MAX_OPTS + 8];
 	char failure[512];            /* a write of the results file that failed */
+	const char *db_path;          /* where the finished search is stored (NULL: --no-db, or a part) ... */
+	int64_t search_id;            /* ... and its id there once stored (0: not yet) */
 };
 
 /* The configuration's axis values, "name=value" joined by spaces: what tells it from the others. */
@@ -44,5 +46,9 @@ size_t search_answer(const struct search_run *r);
 /* The report of a finished search, as text or one JSON object. */
 void search_report_text(FILE *f, const struct search_run *r);
 void search_report_json(FILE *f, const struct search_run *r);
+/* Stores the finished search in the results database r->db_path (tables
+ * searches and search_configs), setting r->search_id: 0, or -1 with err
+ * (nothing stored). */
+int search_store(struct search_run *r, char *err, size_t errlen);
 
 #endif

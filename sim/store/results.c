@@ -38,6 +38,40 @@
 	"  value_ms REAL,\n" \
 	"  PRIMARY KEY(run_id, metric, quantile)) WITHOUT ROWID;\n"
 
+/* A finished configuration search (simbatch search, sim/SEARCH.md): what was
+ * asked (its file's text, the goal) and its report (the --json object), and
+ * one row a configuration as its results file has it, with its place in the
+ * report (on the Pareto front, the answer). Not runs: a search's
+ * configurations are capacity searches, each many runs, none stored. */
+#define SEARCH_TABLES_SQL \
+	"CREATE TABLE searches(\n" \
+	"  search_id INTEGER PRIMARY KEY AUTOINCREMENT,\n" \
+	"  created_utc TEXT NOT NULL,\n" \
+	"  code_version TEXT,\n" \
+	"  file TEXT,\n" \
+	"  spec_text TEXT,\n" \
+	"  target_rps REAL,\n" \
+	"  budget_per_hour REAL,\n" \
+	"  exhaustive INTEGER,\n" \
+	"  answer TEXT,\n" \
+	"  report_json TEXT);\n" \
+	"CREATE TABLE search_configs(\n" \
+	"  search_id INTEGER NOT NULL REFERENCES searches(search_id) ON DELETE CASCADE,\n" \
+	"  config TEXT NOT NULL,\n" \
+	"  key TEXT,\n" \
+	"  status TEXT NOT NULL,\n" \
+	"  gpus INTEGER,\n" \
+	"  cost_per_hour REAL,\n" \
+	"  capacity_rps REAL,\n" \
+	"  bracket_lo_rps REAL,\n" \
+	"  bracket_hi_rps REAL,\n" \
+	"  band_lo_rps REAL,\n" \
+	"  band_hi_rps REAL,\n" \
+	"  pareto INTEGER NOT NULL,\n" \
+	"  answer INTEGER NOT NULL,\n" \
+	"  reason TEXT,\n" \
+	"  PRIMARY KEY(search_id, config)) WITHOUT ROWID;\n"
+
 /* run_id is AUTOINCREMENT so an id is never reused after a run is deleted:
  * comparisons and plots refer to runs by id. The child tables are WITHOUT
  * ROWID because their primary key is their natural order, which keeps the
@@ -104,7 +138,8 @@ static const char results_schema_sql[] =
 	"  key TEXT NOT NULL,\n"
 	"  value REAL,\n"
 	"  PRIMARY KEY(run_id, key)) WITHOUT ROWID;\n"
-	TOKEN_CDF_TABLE_SQL;
+	TOKEN_CDF_TABLE_SQL
+	SEARCH_TABLES_SQL;
 
 static const char sql_insert_meta[] = "INSERT INTO simbatch_meta(key, value) VALUES(?1, ?2)";
 static const char sql_insert_run[] =
@@ -114,8 +149,9 @@ static const char sql_insert_run[] =
 	" ?11, ?12, ?13, ?14, ?15, ?16)";
 
 /* The upgrades, each from the version before: version 1 lacked
- * runs.saturated, version 2 the LLM token CDFs and first_token_s; the runs
- * already stored keep NULL there (not known) and have no token CDF. */
+ * runs.saturated, version 2 the LLM token CDFs and first_token_s (the runs
+ * already stored keep NULL there, not known, and have no token CDF), version
+ * 3 the configuration searches. */
 static const char sql_migrate_v1[] =
 	"ALTER TABLE runs ADD COLUMN saturated INTEGER;"
 	"UPDATE simbatch_meta SET value = '2' WHERE key = 'schema_version';";
@@ -123,6 +159,9 @@ static const char sql_migrate_v2[] =
 	"ALTER TABLE run_requests ADD COLUMN first_token_s REAL;"
 	TOKEN_CDF_TABLE_SQL
 	"UPDATE simbatch_meta SET value = '3' WHERE key = 'schema_version';";
+static const char sql_migrate_v3[] =
+	SEARCH_TABLES_SQL
+	"UPDATE simbatch_meta SET value = '4' WHERE key = 'schema_version';";
 static const char sql_insert_config[] = "INSERT INTO run_config(run_id, key, value) VALUES(?1, ?2, ?3)";
 static const char sql_insert_metrics[] =
 	"INSERT INTO run_metrics(run_id, count, mean_ms, p50_ms, p90_ms, p95_ms, p99_ms, p999_ms,"
@@ -530,8 +569,9 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 			goto fail;
 		}
 		int upgrade = kind == DB_OLDER;
-		if ((upgrade && r->version == 1 && sqlite3_exec(r->db, sql_migrate_v1, NULL, NULL, NULL) != SQLITE_OK) ||
-		    (upgrade && sqlite3_exec(r->db, sql_migrate_v2, NULL, NULL, NULL) != SQLITE_OK) ||
+		if ((upgrade && r->version <= 1 && sqlite3_exec(r->db, sql_migrate_v1, NULL, NULL, NULL) != SQLITE_OK) ||
+		    (upgrade && r->version <= 2 && sqlite3_exec(r->db, sql_migrate_v2, NULL, NULL, NULL) != SQLITE_OK) ||
+		    (upgrade && sqlite3_exec(r->db, sql_migrate_v3, NULL, NULL, NULL) != SQLITE_OK) ||
 		    sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 			goto not_writable;
 	} else {

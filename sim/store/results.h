@@ -24,9 +24,10 @@
 #include "../../util/metrics.h"
 
 /* 2 added runs.saturated; 3 the LLM token CDFs (run_token_cdf) and
- * run_requests.first_token_s. An older file is upgraded when opened for
- * writing and read as it is. */
-#define RESULTS_SCHEMA_VERSION 3
+ * run_requests.first_token_s; 4 the configuration searches (searches,
+ * search_configs). An older file is upgraded when opened for writing and
+ * read as it is. */
+#define RESULTS_SCHEMA_VERSION 4
 
 /* The token metrics of an LLM run with a CDF each in run_token_cdf: time to
  * first token, time per output token, inter-token gap. */

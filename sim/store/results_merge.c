@@ -1,10 +1,12 @@
 /* sim/store/results_merge.c: merging results databases (results_merge.h).
  *
- * The copy is generic over the schema: the columns of `runs` and of every
- * table with a foreign key to runs(run_id) are read from OUT's own schema
- * (PRAGMA table_info / foreign_key_list), so a table added to the schema
- * later is merged without touching this file. Identities of runs already
- * seen live in a TEMP table of OUT's connection (never in the file). */
+ * The copy is generic over the schema: two families of rows, runs and
+ * configuration searches, each a parent table (`runs`, `searches`) and every
+ * table with a foreign key to it, whose columns are read from OUT's own
+ * schema (PRAGMA table_info / foreign_key_list), so a table added to the
+ * schema later is merged without touching this file. Identities of runs and
+ * searches already seen live in a TEMP table of OUT's connection (never in
+ * the file). */
 #include "results_merge.h"
 #include "../../util/errkind.h"
 #include "../../util/sqlite_read.h"
@@ -34,12 +36,24 @@ struct rmerge_table {                 /* one table copied per run */
 	sqlite3_stmt *ins;                /* owned: INSERT INTO main.<name> */
 };
 
+/* A parent table and the tables that reference it: copied together, the
+ * parent's id assigned afresh in OUT. */
+struct rmerge_family {
+	struct rmerge_table parent;       /* fk unused: its id column is left out and assigned */
+	const char *id;                   /* that column */
+	struct rmerge_table child[RMERGE_MAX_TABLES];
+	size_t nchild;
+	int present;                      /* OUT has the parent table */
+};
+
+enum { RM_RUNS, RM_SEARCHES, RM_FAMILIES };
+static const char *const rm_parent_name[RM_FAMILIES] = { "runs", "searches" };
+static const char *const rm_parent_id[RM_FAMILIES] = { "run_id", "search_id" };
+
 struct rmerge {
 	const char *out_path;
 	sqlite3 *out;                     /* owned */
-	struct rmerge_table runs;         /* fk unused: run_id is left out and assigned */
-	struct rmerge_table child[RMERGE_MAX_TABLES];
-	size_t nchild;
+	struct rmerge_family fam[RM_FAMILIES];
 	sqlite3_stmt *seen;               /* owned: INSERT OR IGNORE INTO temp.rmerge_seen */
 	char *err;
 	size_t errlen;
@@ -131,34 +145,63 @@ static int rm_columns(sqlite3 *db, const char *name, const char *skip, struct rm
 	return rc == SQLITE_DONE ? (int)t->ncols : -1;
 }
 
-/* Learns OUT's tables: runs, and every table whose foreign key names runs. */
+/* Learns OUT's tables: each family's parent (runs, searches), and every table whose foreign key names it. */
 static int rm_schema(struct rmerge *m)
 {
-	sqlite3_stmt *st = NULL;
-	snprintf(m->runs.name, sizeof m->runs.name, "runs");
-	if (rm_columns(m->out, "runs", "run_id", &m->runs) <= 0)
-		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
-	if (sqlite3_prepare_v2(m->out, "SELECT t.name, f.\"from\" FROM sqlite_schema t, pragma_foreign_key_list(t.name) f"
-	                       " WHERE t.type = 'table' AND f.\"table\" = 'runs' ORDER BY t.name", -1, &st, NULL) != SQLITE_OK)
-		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(st, 0), *fk = (const char *)sqlite3_column_text(st, 1);
-		if (m->nchild == RMERGE_MAX_TABLES || !name || !fk || strlen(name) >= 64 || strlen(fk) >= 64) {
-			sqlite3_finalize(st);
-			return rm_fail(m, -1, "'%s': schema too large to merge", m->out_path);
-		}
-		struct rmerge_table *t = &m->child[m->nchild++];
-		snprintf(t->name, sizeof t->name, "%s", name);
-		snprintf(t->fk, sizeof t->fk, "%s", fk);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
-	for (size_t i = 0; i < m->nchild; i++)
-		if (rm_columns(m->out, m->child[i].name, NULL, &m->child[i]) <= 0)
+	for (int f = 0; f < RM_FAMILIES; f++) {
+		struct rmerge_family *fam = &m->fam[f];
+		sqlite3_stmt *st = NULL;
+		fam->id = rm_parent_id[f];
+		snprintf(fam->parent.name, sizeof fam->parent.name, "%s", rm_parent_name[f]);
+		int n = rm_columns(m->out, fam->parent.name, fam->id, &fam->parent);
+		if (n < 0 || (n == 0 && f == RM_RUNS))
 			return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
+		if (!(fam->present = n > 0))
+			continue;
+		if (sqlite3_prepare_v2(m->out, "SELECT t.name, f.\"from\" FROM sqlite_schema t, pragma_foreign_key_list(t.name) f"
+		                       " WHERE t.type = 'table' AND f.\"table\" = ?1 ORDER BY t.name", -1, &st, NULL) != SQLITE_OK)
+			return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
+		sqlite3_bind_text(st, 1, fam->parent.name, -1, SQLITE_STATIC);
+		int rc;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *name = (const char *)sqlite3_column_text(st, 0), *fk = (const char *)sqlite3_column_text(st, 1);
+			if (fam->nchild == RMERGE_MAX_TABLES || !name || !fk || strlen(name) >= 64 || strlen(fk) >= 64) {
+				sqlite3_finalize(st);
+				return rm_fail(m, -1, "'%s': schema too large to merge", m->out_path);
+			}
+			struct rmerge_table *t = &fam->child[fam->nchild++];
+			snprintf(t->name, sizeof t->name, "%s", name);
+			snprintf(t->fk, sizeof t->fk, "%s", fk);
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
+		for (size_t i = 0; i < fam->nchild; i++)
+			if (rm_columns(m->out, fam->child[i].name, NULL, &fam->child[i]) <= 0)
+				return rm_fail(m, -1, "cannot read the schema of '%s': %s", m->out_path, err_sqlite_msg(m->out));
+	}
 	return 0;
+}
+
+/* OUT's table called name (a parent or a child of one), and in *skip the column left out of its copy
+ * (a parent's id; NULL for a child); NULL when OUT has none. */
+static const struct rmerge_table *rm_table_named(const struct rmerge *m, const char *name, const char **skip)
+{
+	for (int f = 0; f < RM_FAMILIES; f++) {
+		const struct rmerge_family *fam = &m->fam[f];
+		if (!fam->present)
+			continue;
+		if (strcmp(fam->parent.name, name) == 0) {
+			*skip = fam->id;
+			return &fam->parent;
+		}
+		for (size_t i = 0; i < fam->nchild; i++)
+			if (strcmp(fam->child[i].name, name) == 0) {
+				*skip = NULL;
+				return &fam->child[i];
+			}
+	}
+	return NULL;
 }
 
 /* Prepares "INSERT INTO main.T(cols) VALUES(?1..?n)" for t. */
@@ -255,17 +298,15 @@ static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver
 		const char *name = (const char *)sqlite3_column_text(st, 0);
 		if (!name || strcmp(name, "simbatch_meta") == 0)
 			continue;
-		const struct rmerge_table *mine = strcmp(name, "runs") == 0 ? &m->runs : NULL;
-		for (size_t i = 0; !mine && i < m->nchild; i++)
-			if (strcmp(m->child[i].name, name) == 0)
-				mine = &m->child[i];
+		const char *skip = NULL;
+		const struct rmerge_table *mine = rm_table_named(m, name, &skip);
 		if (!mine) {
 			rm_fail(m, code, "shard '%s' has a table '%s' that '%s' lacks (written by another simbatch "
 			        "with the same schema version?)", path, name, m->out_path);
 			goto fail;
 		}
 		struct rmerge_table theirs;
-		if (rm_columns(db, name, strcmp(name, "runs") == 0 ? "run_id" : NULL, &theirs) < 0) {
+		if (rm_columns(db, name, skip, &theirs) < 0) {
 			code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, err_sqlite_msg(db));
 			goto fail;
 		}
@@ -320,21 +361,25 @@ static int rm_is_routing(const char *key)
 	return 0;
 }
 
-/* A database runs are read from (a shard, or OUT itself while it is
- * indexed), with its statements prepared once. */
+/* A database runs and searches are read from (a shard, or OUT itself while
+ * it is indexed), with its statements prepared once. */
 struct rm_src {
 	sqlite3 *db;                      /* not owned */
 	const char *path;
-	sqlite3_stmt *id_run, *id_cfg;    /* owned: identity queries */
-	sqlite3_stmt *sel[1 + RMERGE_MAX_TABLES];  /* owned: runs, then m->child[i]; NULL: no such table */
+	sqlite3_stmt *id_run, *id_cfg;    /* owned: identity queries (a run's) ... */
+	sqlite3_stmt *id_search;          /* ... a search's (NULL: the database has no searches) */
+	sqlite3_stmt *sel[RM_FAMILIES][1 + RMERGE_MAX_TABLES];  /* owned: the parent, then its children; NULL:
+	                                                         * no such table */
 };
 
 static void rm_src_release(struct rm_src *s)
 {
 	sqlite3_finalize(s->id_run);
 	sqlite3_finalize(s->id_cfg);
-	for (size_t i = 0; i < 1 + RMERGE_MAX_TABLES; i++)
-		sqlite3_finalize(s->sel[i]);
+	sqlite3_finalize(s->id_search);
+	for (int f = 0; f < RM_FAMILIES; f++)
+		for (size_t i = 0; i < 1 + RMERGE_MAX_TABLES; i++)
+			sqlite3_finalize(s->sel[f][i]);
 	memset(s, 0, sizeof *s);
 }
 
@@ -351,7 +396,34 @@ static int rm_src_init(struct rmerge *m, struct rm_src *s, sqlite3 *db, const ch
 		rm_src_release(s);
 		return -1;
 	}
+	/* a search is what it asked and what it found: its code, file, text and report (older files have none) */
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(code_version, ''), coalesce(file, ''), coalesce(spec_text, ''),"
+	                       " coalesce(report_json, '') FROM searches WHERE search_id = ?1", -1, &s->id_search,
+	                       NULL) != SQLITE_OK)
+		s->id_search = NULL;
 	return 0;
+}
+
+/* The identity text of search id: its code version, file, text and report; malloc'd, or NULL. */
+static char *rm_search_identity(struct rm_src *s, sqlite3_int64 id)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int ok = 0;
+	sqlite3_stmt *st = s->id_search;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		ok = !rm_cat(&buf, &len, &cap, "search\n");
+		for (int c = 0; ok && c < 4; c++)
+			ok = !rm_cat(&buf, &len, &cap, (const char *)sqlite3_column_text(st, c)) &&
+			     !rm_cat(&buf, &len, &cap, "\n");
+	}
+	sqlite3_reset(st);
+	if (!ok) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 /* The identity text of run id (see results_merge.h); malloc'd, or NULL. */
@@ -391,10 +463,10 @@ done:
 	return buf;
 }
 
-/* Records run id's identity as seen; 1 when new, 0 when already seen, -1 on error. */
-static int rm_mark_seen(struct rmerge *m, struct rm_src *s, sqlite3_int64 id)
+/* Records the identity of family f's row id as seen; 1 when new, 0 when already seen, -1 on error. */
+static int rm_mark_seen(struct rmerge *m, struct rm_src *s, int f, sqlite3_int64 id)
 {
-	char *ident = rm_identity(s, id);
+	char *ident = f == RM_RUNS ? rm_identity(s, id) : rm_search_identity(s, id);
 	if (!ident)
 		return -1;
 	sqlite3_bind_text(m->seen, 1, ident, -1, SQLITE_TRANSIENT);
@@ -406,17 +478,18 @@ static int rm_mark_seen(struct rmerge *m, struct rm_src *s, sqlite3_int64 id)
 	return sqlite3_changes(m->out) > 0;
 }
 
-/* Prepares the SELECT of table t's rows of one run in shard s (OUT's
- * column order; NULL for a column the shard lacks); *st stays NULL when the
- * shard predates the table. */
-static int rm_prepare_select(struct rmerge *m, struct rm_src *s, struct rmerge_table *t, sqlite3_stmt **st)
+/* Prepares the SELECT of table t's rows of one parent row (of family fam)
+ * in shard s (OUT's column order; NULL for a column the shard lacks); *st
+ * stays NULL when the shard predates the table. */
+static int rm_prepare_select(struct rmerge *m, struct rm_src *s, const struct rmerge_family *fam,
+                             const struct rmerge_table *t, sqlite3_stmt **st)
 {
 	char sql[8192], q[140];
 	struct rmerge_table theirs;
 	size_t used = 0;
-	int is_runs = t == &m->runs;
+	int is_parent = t == &fam->parent;
 	*st = NULL;
-	int n = rm_columns(s->db, t->name, is_runs ? "run_id" : NULL, &theirs);
+	int n = rm_columns(s->db, t->name, is_parent ? fam->id : NULL, &theirs);
 	if (n < 0)
 		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, err_sqlite_msg(s->db));
 	if (n == 0)
@@ -436,25 +509,26 @@ static int rm_prepare_select(struct rmerge *m, struct rm_src *s, struct rmerge_t
 		return rm_fail(m, -1, "'%s': schema too large to merge", m->out_path);
 	rm_quote(q, sizeof q, t->name);
 	used += (size_t)snprintf(sql + used, sizeof sql - used, " FROM %s WHERE ", q);
-	rm_quote(q, sizeof q, is_runs ? "run_id" : t->fk);
+	rm_quote(q, sizeof q, is_parent ? fam->id : t->fk);
 	snprintf(sql + used, sizeof sql - used, "%s = ?1", q);
 	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
 		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, err_sqlite_msg(s->db));
 	return 0;
 }
 
-/* Copies the rows sel yields for shard run `from` into OUT's table t, as run
- * `to` (for the runs row itself `to` is unused: SQLite assigns the id). */
-static int rm_copy_rows(struct rmerge *m, struct rm_src *s, struct rmerge_table *t, sqlite3_stmt *sel,
-                        sqlite3_int64 from, sqlite3_int64 to)
+/* Copies the rows sel yields for the shard's parent row `from` into OUT's
+ * table t, as parent row `to` (for the parent's own row `to` is unused:
+ * SQLite assigns the id). */
+static int rm_copy_rows(struct rmerge *m, struct rm_src *s, const struct rmerge_family *fam, struct rmerge_table *t,
+                        sqlite3_stmt *sel, sqlite3_int64 from, sqlite3_int64 to)
 {
-	int rc, is_runs = t == &m->runs;
+	int rc, is_parent = t == &fam->parent;
 	if (!sel)
 		return 0;
 	sqlite3_bind_int64(sel, 1, from);
 	while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
 		for (size_t i = 0; i < t->ncols; i++) {
-			if (!is_runs && strcmp(t->cols[i], t->fk) == 0)
+			if (!is_parent && strcmp(t->cols[i], t->fk) == 0)
 				sqlite3_bind_int64(t->ins, (int)i + 1, to);
 			else
 				sqlite3_bind_value(t->ins, (int)i + 1, sqlite3_column_value(sel, (int)i));
@@ -473,50 +547,62 @@ static int rm_copy_rows(struct rmerge *m, struct rm_src *s, struct rmerge_table 
 	return 0;
 }
 
-static int rm_merge_shard(struct rmerge *m, sqlite3 *db, const char *path, struct rmerge_stats *stats)
+/* Copies the shard's rows of family f that OUT has not seen. */
+static int rm_merge_family(struct rmerge *m, struct rm_src *s, int f, struct rmerge_stats *stats)
 {
-	struct rm_src s;
+	struct rmerge_family *fam = &m->fam[f];
 	sqlite3_stmt *ids = NULL;
-	int code = -1, rc;
-	if (rm_src_init(m, &s, db, path) != 0)
-		return -1;
-	/* code carries each step's failure: -1, or RMERGE_BAD_INPUT for a damaged shard */
-	if ((code = rm_prepare_select(m, &s, &m->runs, &s.sel[0])) != 0)
-		goto done;
-	for (size_t i = 0; i < m->nchild; i++)
-		if ((code = rm_prepare_select(m, &s, &m->child[i], &s.sel[1 + i])) != 0)
-			goto done;
-	if (sqlite3_prepare_v2(db, "SELECT run_id FROM runs ORDER BY run_id", -1, &ids, NULL) != SQLITE_OK) {
-		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, err_sqlite_msg(db));
-		goto done;
-	}
+	char sql[128];
+	int code, rc;
+	if ((code = rm_prepare_select(m, s, fam, &fam->parent, &s->sel[f][0])) != 0)
+		return code;
+	if (!s->sel[f][0])
+		return 0;                         /* a shard older than the family: none of its rows */
+	for (size_t i = 0; i < fam->nchild; i++)
+		if ((code = rm_prepare_select(m, s, fam, &fam->child[i], &s->sel[f][1 + i])) != 0)
+			return code;
+	snprintf(sql, sizeof sql, "SELECT %s FROM %s ORDER BY %s", fam->id, fam->parent.name, fam->id);
+	if (sqlite3_prepare_v2(s->db, sql, -1, &ids, NULL) != SQLITE_OK)
+		return rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path, err_sqlite_msg(s->db));
+	code = -1;
 	while ((rc = sqlite3_step(ids)) == SQLITE_ROW) {
 		sqlite3_int64 from = sqlite3_column_int64(ids, 0);
-		stats->runs_read++;
-		int fresh = rm_mark_seen(m, &s, from);
+		stats->runs_read += f == RM_RUNS;
+		int fresh = rm_mark_seen(m, s, f, from);
 		if (fresh < 0) {
-			code = rm_fail(m, -1, "cannot compare runs of '%s' with '%s': %s", path, m->out_path, err_sqlite_msg(m->out));
+			code = rm_fail(m, -1, "cannot compare %s of '%s' with '%s': %s", fam->parent.name, s->path, m->out_path,
+			               err_sqlite_msg(m->out));
 			goto done;
 		}
 		if (!fresh) {
-			stats->runs_duplicate++;
+			*(f == RM_RUNS ? &stats->runs_duplicate : &stats->searches_duplicate) += 1;
 			continue;
 		}
-		if ((code = rm_copy_rows(m, &s, &m->runs, s.sel[0], from, 0)) != 0)
+		if ((code = rm_copy_rows(m, s, fam, &fam->parent, s->sel[f][0], from, 0)) != 0)
 			goto done;
 		sqlite3_int64 to = sqlite3_last_insert_rowid(m->out);
-		for (size_t i = 0; i < m->nchild; i++)
-			if ((code = rm_copy_rows(m, &s, &m->child[i], s.sel[1 + i], from, to)) != 0)
+		for (size_t i = 0; i < fam->nchild; i++)
+			if ((code = rm_copy_rows(m, s, fam, &fam->child[i], s->sel[f][1 + i], from, to)) != 0)
 				goto done;
-		stats->runs_added++;
+		*(f == RM_RUNS ? &stats->runs_added : &stats->searches_added) += 1;
 	}
-	if (rc != SQLITE_DONE) {
-		code = rm_fail(m, rm_read_code(db), "cannot read shard '%s': %s", path, err_sqlite_msg(db));
-		goto done;
-	}
-	code = 0;
+	code = rc == SQLITE_DONE ? 0 : rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path,
+	                                       err_sqlite_msg(s->db));
 done:
 	sqlite3_finalize(ids);
+	return code;
+}
+
+static int rm_merge_shard(struct rmerge *m, sqlite3 *db, const char *path, struct rmerge_stats *stats)
+{
+	struct rm_src s;
+	int code = 0;
+	if (rm_src_init(m, &s, db, path) != 0)
+		return -1;
+	/* code carries each step's failure: -1, or RMERGE_BAD_INPUT for a damaged shard */
+	for (int f = 0; f < RM_FAMILIES && code == 0; f++)
+		if (m->fam[f].present)
+			code = rm_merge_family(m, &s, f, stats);
 	rm_src_release(&s);
 	return code;
 }
@@ -583,11 +669,15 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 		rm_fail(&m, -1, "cannot prepare a merge into '%s': %s", out_path, err_sqlite_msg(m.out));
 		goto done;
 	}
-	if (rm_prepare_insert(&m, &m.runs) != 0)
-		goto done;
-	for (size_t i = 0; i < m.nchild; i++)
-		if (rm_prepare_insert(&m, &m.child[i]) != 0)
+	for (int f = 0; f < RM_FAMILIES; f++) {
+		if (!m.fam[f].present)
+			continue;
+		if (rm_prepare_insert(&m, &m.fam[f].parent) != 0)
 			goto done;
+		for (size_t i = 0; i < m.fam[f].nchild; i++)
+			if (rm_prepare_insert(&m, &m.fam[f].child[i]) != 0)
+				goto done;
+	}
 	if (sqlite3_exec(m.out, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
 		rm_fail(&m, -1, "cannot write to '%s': %s", out_path, err_sqlite_msg(m.out));
 		goto done;
@@ -595,15 +685,22 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 	in_tx = 1;
 	/* what OUT holds already counts as seen */
 	struct rm_src self;
-	sqlite3_stmt *ids = NULL;
 	if (rm_src_init(&m, &self, m.out, out_path) != 0)
 		goto done;
-	int rc = sqlite3_prepare_v2(m.out, "SELECT run_id FROM main.runs", -1, &ids, NULL);
-	if (rc == SQLITE_OK)
-		while ((rc = sqlite3_step(ids)) == SQLITE_ROW)
-			if (rm_mark_seen(&m, &self, sqlite3_column_int64(ids, 0)) < 0)
-				break;
-	sqlite3_finalize(ids);
+	int rc = SQLITE_DONE;
+	for (int f = 0; f < RM_FAMILIES && rc == SQLITE_DONE; f++) {
+		sqlite3_stmt *ids = NULL;
+		char sql[128];
+		if (!m.fam[f].present)
+			continue;
+		snprintf(sql, sizeof sql, "SELECT %s FROM main.%s", m.fam[f].id, m.fam[f].parent.name);
+		rc = sqlite3_prepare_v2(m.out, sql, -1, &ids, NULL);
+		if (rc == SQLITE_OK)
+			while ((rc = sqlite3_step(ids)) == SQLITE_ROW)
+				if (rm_mark_seen(&m, &self, f, sqlite3_column_int64(ids, 0)) < 0)
+					break;
+		sqlite3_finalize(ids);
+	}
 	rm_src_release(&self);
 	if (rc != SQLITE_DONE) {
 		rm_fail(&m, -1, "cannot read '%s': %s", out_path, err_sqlite_msg(m.out));
@@ -629,14 +726,16 @@ done:
 	if (in_tx)
 		sqlite3_exec(m.out, "ROLLBACK", NULL, NULL, NULL);
 	if (code != 0) {
-		stats->runs_added = 0;
+		stats->runs_added = stats->searches_added = 0;
 		stats->shards = 0;
 	}
 	sqlite3_close(db);
 	sqlite3_finalize(m.seen);
-	sqlite3_finalize(m.runs.ins);
-	for (size_t i = 0; i < m.nchild; i++)
-		sqlite3_finalize(m.child[i].ins);
+	for (int f = 0; f < RM_FAMILIES; f++) {
+		sqlite3_finalize(m.fam[f].parent.ins);
+		for (size_t i = 0; i < m.fam[f].nchild; i++)
+			sqlite3_finalize(m.fam[f].child[i].ins);
+	}
 	sqlite3_close(m.out);
 	if (code != 0 && created)
 		results_remove(out_path);

@@ -19,7 +19,10 @@
  *    IMMEDIATE transaction: all shards merge, or (on any failure) none does.
  *  - Runs get fresh ids in OUT; their rows in every table that references
  *    runs(run_id) (config, metrics, CDF, per-request rows, and tables added
- *    later) come along. Shards are opened read-only and never changed.
+ *    later) come along. Configuration searches (schema version 4) likewise,
+ *    with their search_configs rows; a search is the same search when its
+ *    code version, file, file text and report agree. Shards are opened
+ *    read-only and never changed.
  */
 #ifndef SB_RESULTS_MERGE_H
 #define SB_RESULTS_MERGE_H
@@ -34,6 +37,9 @@ struct rmerge_stats {
 	size_t runs_read;        /* runs found in the shards */
 	size_t runs_added;       /* copied into OUT */
 	size_t runs_duplicate;   /* already in OUT (or earlier in the shard list) */
+	size_t searches_added;   /* configuration searches copied (the same one, code, file, text and report alike,
+	                          * once) ... */
+	size_t searches_duplicate;   /* ... and already there */
 };
 
 /* 0 with *st filled, RMERGE_BAD_INPUT or -1 (I/O, out of memory) with err. */
