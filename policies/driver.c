@@ -236,7 +236,7 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 		res->iter_tokens = d->iter_tokens;
 		double blocks = d->fleet ? (double)fleet_kv_blocks(d->fleet) : (double)d->c.env.kv_blocks * end->workers;
 		double capacity = blocks * (double)end->end_ns;
-		res->kv_mean_fraction = capacity > 0 ? d->kv_block_ns / capacity : 0.0;
+		res->kv_mean_fraction = capacity > 0 ? (double)(u128_value(d->kv_block_ns) / (long double)capacity) : 0.0;
 		res->itl_count = d->itl->n;
 		res->itl_mean_ms = metrics_hist_mean_ns(d->itl) * 1e-6;
 		/* a quantile is its bucket's midpoint, which can lie above the largest gap, known exactly:

@@ -134,7 +134,8 @@ struct pol_driver {
 	struct metrics *ttft, *tpot;              /* LLM models: time to first token, time per output token */
 	struct metrics_hist *itl;                 /* LLM models: the gaps between a request's consecutive tokens */
 	uint64_t iter_tokens;                     /* LLM models: tokens the iterations ran */
-	double kv_block_ns;                       /* LLM models: sum over iterations of blocks held x duration */
+	struct u128 kv_block_ns;                  /* LLM models: sum over iterations of blocks held x duration (exact:
+	                                           * the same whatever order the devices' iterations end in) */
 	uint64_t good;                            /* LLM models: measured requests that met both SLOs */
 	/* LLM models: the steady-state window, from the arrival of the measured
 	 * requests' first quarter mark to their third (ids win_ids[0], [1]):
@@ -362,7 +363,7 @@ static inline int drv_task_done(struct pol_driver *d, struct pol_task *t, int64_
 {
 	if (t->kind == POL_TASK_ITER) {
 		drv_record_gaps(d, t);
-		d->kv_block_ns += (double)t->kv_blocks_held * (double)(t->end_ns - t->start_ns);
+		u128_add_mul(&d->kv_block_ns, t->kv_blocks_held, (uint64_t)(t->end_ns - t->start_ns));
 	}
 	pol_task_advance(t, d->c.env.model);
 	d->busy_ns += t->end_ns - t->start_ns;

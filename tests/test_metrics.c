@@ -393,6 +393,22 @@ static void test_hist_add_n_is_repeated_add(void **state)
 	assert_memory_equal(&once, &each, sizeof once);
 }
 
+/* u128_add_mul against the compiler's own 128-bit arithmetic (a second
+ * implementation), on products whose halves all carry. */
+static void test_u128_add_mul(void **state)
+{
+	(void)state;
+	const uint64_t v[] = { 0, 1, 0xffffffffu, 0x100000000u, 123456789012345u, (uint64_t)1 << 63, UINT64_MAX };
+	struct u128 s = { 0, 0 };
+	__extension__ unsigned __int128 want = 0;
+	for (size_t a = 0; a < sizeof v / sizeof v[0]; a++)
+		for (size_t b = 0; b < sizeof v / sizeof v[0]; b++) {
+			u128_add_mul(&s, v[a], v[b]);
+			want += (unsigned __int128)v[a] * v[b];
+			assert_true(s.lo == (uint64_t)want && s.hi == (uint64_t)(want >> 64));
+		}
+}
+
 static void test_violation_rate_by_hand(void **state)
 {
 	(void)state;
@@ -561,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_cdf_never_decreases),
 		cmocka_unit_test(test_growth_and_memory),
 		cmocka_unit_test(test_hist_add_n_is_repeated_add),
+		cmocka_unit_test(test_u128_add_mul),
 		cmocka_unit_test(test_widening_keeps_samples),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

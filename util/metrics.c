@@ -45,7 +45,7 @@ struct metrics {
 	int64_t narrow_max_ns;        /* the largest latency the store takes as it is: NARROW_MAX_NS
 	                               * while narrow, -1 once wide (every record then takes record_slow) */
 	int sorted;                   /* lat is wide and sorted (no record since the last finish) */
-	uint64_t lat_sum_lo, lat_sum_hi;     /* exact 128-bit sum of latencies, ns */
+	struct u128 lat_sum;                 /* exact sum of latencies, ns */
 	struct metrics_hist queue;    /* queueing times */
 };
 
@@ -96,17 +96,6 @@ static double hist_bucket_mid_ns(unsigned b)
 	return (double)lo + (double)(width - 1) / 2.0;
 }
 
-static inline void sum128_add(uint64_t *lo, uint64_t *hi, uint64_t v)
-{
-	uint64_t s = *lo + v;
-	*hi += s < *lo;
-	*lo = s;
-}
-
-static long double sum128_value(uint64_t lo, uint64_t hi)
-{
-	return (long double)hi * 18446744073709551616.0L + (long double)lo;
-}
 
 /* metrics_hist_add, inline for metrics_record (every request's queueing time) */
 static inline void hist_add(struct metrics_hist *h, int64_t ns)
@@ -114,7 +103,7 @@ static inline void hist_add(struct metrics_hist *h, int64_t ns)
 	uint64_t v = ns > 0 ? (uint64_t)ns : 0;
 	h->count[hist_bucket(v)]++;
 	h->n++;
-	sum128_add(&h->sum_lo, &h->sum_hi, v);
+	u128_add(&h->sum, v);
 	if ((int64_t)v > h->max_ns)
 		h->max_ns = (int64_t)v;
 }
@@ -186,7 +175,7 @@ int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns)
 	else if (record_slow(m, (int64_t)l) != 0)
 		return -1;
 	m->sorted = 0;
-	sum128_add(&m->lat_sum_lo, &m->lat_sum_hi, l);
+	u128_add(&m->lat_sum, l);
 	hist_add(&m->queue, (int64_t)q);
 	return 0;
 }
@@ -547,11 +536,7 @@ void metrics_hist_add_n(struct metrics_hist *h, int64_t ns, uint32_t times)
 	uint64_t v = ns > 0 ? (uint64_t)ns : 0;
 	h->count[hist_bucket(v)] += times;
 	h->n += times;
-	/* v times, exactly in 128 bits: v's halves times `times` each fit 64 bits */
-	uint64_t high = (v >> 32) * times, low = (v & 0xffffffffu) * times;
-	sum128_add(&h->sum_lo, &h->sum_hi, high << 32);
-	h->sum_hi += high >> 32;
-	sum128_add(&h->sum_lo, &h->sum_hi, low);
+	u128_add_mul(&h->sum, v, times);
 	if (times && (int64_t)v > h->max_ns)
 		h->max_ns = (int64_t)v;
 }
@@ -585,7 +570,7 @@ void metrics_hist_quantiles_ns(const struct metrics_hist *h, double *out, uint64
 
 double metrics_hist_mean_ns(const struct metrics_hist *h)
 {
-	return h->n ? (double)(sum128_value(h->sum_lo, h->sum_hi) / (long double)h->n) : 0.0;
+	return h->n ? (double)(u128_value(h->sum) / (long double)h->n) : 0.0;
 }
 
 /* What the two finishes share: the count, the exact mean and the queueing times. 0 when m has no samples. */
@@ -595,7 +580,7 @@ static int finish_common(const struct metrics *m, struct metrics_summary *s)
 	s->count = m->n;
 	if (m->n == 0)
 		return 0;
-	s->mean_ms = (double)(sum128_value(m->lat_sum_lo, m->lat_sum_hi) / (long double)m->n) / NS_PER_MS;
+	s->mean_ms = (double)(u128_value(m->lat_sum) / (long double)m->n) / NS_PER_MS;
 	s->queue_mean_ms = metrics_hist_mean_ns(&m->queue) / NS_PER_MS;
 	s->queue_p99_ms = metrics_hist_quantile_ns(&m->queue, 99, 100) / NS_PER_MS;
 	return 1;

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "u128.h"
 
 #define METRICS_CDF_POINTS 1000   /* quantiles stored per run: q = i/1000, i = 1..1000 */
 
@@ -38,7 +39,7 @@ struct metrics_summary {
 struct metrics_hist {
 	uint64_t count[METRICS_HIST_BUCKETS];
 	uint64_t n;
-	uint64_t sum_lo, sum_hi;     /* exact 128-bit sum, ns */
+	struct u128 sum;             /* exact, ns */
 	int64_t max_ns;
 };
 void metrics_hist_add(struct metrics_hist *h, int64_t ns);
