@@ -11,11 +11,12 @@ the calibrated CPU; and the four LLM policies on two models at three rates (some
 configurations are refused by their policy, which both binaries must then do alike). A few
 seconds on the 2-core VM.
 
-With --prefix, 45 LLM runs where the prefix cache works hard instead: the Azure conversation
+With --prefix, 52 LLM runs where the prefix cache works hard instead: the Azure conversation
 trace 2023's pairs on an A40 and an A100 (KV caches that fill: preemptions, evictions, a preempted
 request's blocks found again), make-trace's shared prefixes and multi-turn conversations, the
-Mooncake conversation trace's hash ids, three workers on one queue, a fleet behind
-prefix-affinity and a disaggregated one (needs ../shared/data; under a minute).
+Mooncake conversation trace's hash ids, three workers on one queue, fleets behind
+prefix-affinity, least-outstanding (instant and scraped) and round-robin, a heterogeneous one and a
+disaggregated one (needs ../shared/data; under a minute).
 
 Usage: bench/same_results.py OLD_SIMBATCH NEW_SIMBATCH [--broad | --prefix]   (exit 1 when any run differs)"""
 import json
@@ -81,6 +82,12 @@ if "--prefix" in sys.argv[3:]:
                       "--router-refresh=20", "--trace=" + traces["turns"], "--over-context=drop", "--trace-speedup=6"])
         cases.append(["--model=llama2-7b", "--prefill-replicas=2:" + hw, "--decode-replicas=2:" + hw, "--rate=12",
                       *pairs])
+        # fleets whose replicas run decode runs (their routers read no KV state)
+        for router, refresh in (("least-outstanding", "0"), ("least-outstanding", "50"), ("round-robin", "0")):
+            cases.append(["--model=llama2-7b", "--hw=" + hw, "--replicas=8", "--router=" + router,
+                          "--router-refresh=" + refresh, "--rate=30", *pairs])
+    cases.append(["--model=llama2-7b", "--replicas=2:gpu-h100,2:gpu-a100", "--router=least-outstanding", "--rate=15",
+                  *pairs])
 bad = 0
 added = set()
 for c in cases:

@@ -200,6 +200,55 @@ void drv_record_gaps(struct pol_driver *d, const struct pol_task *t)
 		metrics_hist_add_n(d->itl, gap, times);
 }
 
+uint32_t drv_decode_run(const struct pol_driver *d, uint32_t device, const struct pol_task *t, uint32_t k_cap)
+{
+	if (!d->c.policy->decode_run || t->kind != POL_TASK_ITER)
+		return 1;
+	/* the policy first: most iterations of a loaded device have requests waiting, which it sees at once */
+	uint64_t k = d->fleet ? fleet_decode_run(d->fleet, device, t, k_cap) : d->c.policy->decode_run(d->st, device, t, k_cap);
+	for (uint32_t i = 0; i < t->nreq && k > 1; i++) {
+		const struct pol_request *r = t->reqs[i];
+		/* a decode: one token after its first; the run ends with the iteration of its last */
+		if (t->tokens[i] != 1 || r->next_node == 0 || !pol_iter_emits(t, i))
+			return 1;
+		if (r->chain_len - r->next_node < k)
+			k = r->chain_len - r->next_node;
+	}
+	return k > 1 ? (uint32_t)k : 1;
+}
+
+void drv_decode_advance(struct pol_driver *d, struct pol_task *t, uint32_t k, const int64_t *ends, uint64_t *held)
+{
+	/* the members' tokens of iterations 1..k-1: the first's gaps as any iteration's, then each
+	 * iteration's length, the gap of every member (all emit) */
+	t->end_ns = ends[0];
+	drv_record_gaps(d, t);
+	uint32_t measured = 0;
+	for (uint32_t i = 0; i < t->nreq; i++)
+		measured += t->reqs[i]->id >= d->c.warmup;
+	for (uint32_t j = 1; j + 1 < k && measured; j++)
+		metrics_hist_add_n(d->itl, ends[j] - ends[j - 1], measured);
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		t->reqs[i]->next_node += k - 1;
+		t->reqs[i]->last_token_ns = ends[k - 2];
+	}
+	if (d->fleet)
+		fleet_decode_advance(d->fleet, t->device, t, k, ends, held);
+	else
+		d->c.policy->decode_advance(d->st, t->device, t, k, held);
+	int64_t start = t->start_ns;
+	for (uint32_t j = 0; j + 1 < k; j++) {
+		u128_add_mul(&d->kv_block_ns, held[j], (uint64_t)(ends[j] - start));
+		start = ends[j];
+	}
+	d->busy_ns += ends[k - 2] - t->start_ns;
+	d->tasks += k - 1;
+	d->task_members += (uint64_t)(k - 1) * t->nreq;
+	d->iter_tokens += (uint64_t)(k - 1) * t->nreq;
+	t->start_ns = ends[k - 2];
+	t->end_ns = ends[k - 1];
+}
+
 int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_result *res, char *err,
                size_t errlen)
 {

@@ -176,6 +176,17 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
  * n tasks. The live runtime never calls it. */
 static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint64_t n);
 
+/* Decode runs (policy.h, "Optional capability: decode runs"): how many
+ * iterations, 1..k_cap, the ITER task t just started on device may run as
+ * one: as far as the policy commits to, while every member decodes, up to
+ * the one in which a member gives its last token (1: not a decode run) ... */
+uint32_t drv_decode_run(const struct pol_driver *d, uint32_t device, const struct pol_task *t, uint32_t k_cap);
+/* ... and when the run of k iterations ends (ends[j] the end of iteration
+ * j + 1; held: k slots): iterations 1..k-1 counted and ended as drv_task_done
+ * would (no member finishes in them), the policy advanced, t made the k-th
+ * (start, end, contexts, blocks); then drv_task_done(t) ends it as any task. */
+void drv_decode_advance(struct pol_driver *d, struct pol_task *t, uint32_t k, const int64_t *ends, uint64_t *held);
+
 /* The policy's boundary_waits (policy.h, "Optional capability: runs"), for a policy that has one. */
 static inline int drv_boundary_waits(const struct pol_driver *d, uint32_t device)
 {

@@ -274,6 +274,28 @@ int fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns)
 	return dev < f->dis.prefill ? fleet_hand_off(f, p, t) : 0;
 }
 
+uint32_t fleet_decode_run(const struct pol_fleet *f, uint32_t device, const struct pol_task *t, uint32_t k_max)
+{
+	return f->policy->decode_run(f->rep[device].st, 0, t, k_max);
+}
+
+void fleet_decode_advance(struct pol_fleet *f, uint32_t device, struct pol_task *t, uint32_t k, const int64_t *ends,
+                          uint64_t *held)
+{
+	struct fleet_replica *p = &f->rep[device];
+	f->policy->decode_advance(p->st, 0, t, k, held);
+	/* iterations 1..k-1 end and 2..k start as fleet_task_done and fleet_next_task would have them */
+	int64_t start = t->start_ns;
+	for (uint32_t j = 0; j + 1 < k; j++) {
+		p->busy_ns += ends[j] - start;
+		p->kv_block_ns += (double)held[j] * (double)(ends[j] - start);
+		start = ends[j];
+	}
+	p->kv_used = held[k - 1];
+	if (p->kv_used > p->kv_peak)
+		p->kv_peak = p->kv_used;
+}
+
 uint64_t fleet_kv_blocks(const struct pol_fleet *f)
 {
 	uint64_t sum = 0;

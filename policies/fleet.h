@@ -109,6 +109,12 @@ int fleet_next_task(struct pol_fleet *f, uint32_t device, int64_t now_ns, struct
 /* 0, or -1 out of memory (a KV move could not be queued). */
 int fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns);
 
+/* Decode runs (policy.h) of replica `device`'s policy: decode_run, and
+ * decode_advance with each iteration's end (ends[j], iteration j + 1) for
+ * the replica's busy time and KV occupancy, as k tasks would count them. */
+uint32_t fleet_decode_run(const struct pol_fleet *f, uint32_t device, const struct pol_task *t, uint32_t k_max);
+void fleet_decode_advance(struct pol_fleet *f, uint32_t device, struct pol_task *t, uint32_t k, const int64_t *ends,
+                          uint64_t *held);
 /* The policy's counters over the fleet: summed, the fractions and capacities
  * (a name holding "fraction", kv_blocks) their largest. Returns how many. */
 size_t fleet_stats(const struct pol_fleet *f, struct pol_stat *out, size_t max);

@@ -220,7 +220,32 @@ struct pol_ops {
 	/* optional: fills up to max counters (preemptions, merges, top-ups, ...),
 	 * returns how many; called once after the run */
 	size_t (*stats)(const struct pol_state *st, struct pol_stat *out, size_t max);
+	/* optional (decode runs, the capability below): how many iterations, 1..k_max, the ITER task t
+	 * that next_task just built on device begins ... */
+	uint32_t (*decode_run)(const struct pol_state *st, uint32_t device, const struct pol_task *t, uint32_t k_max);
+	/* ... and the state after k of them: t becomes the k-th, built; held[j] the KV blocks iteration j + 1
+	 * holds (held[0] is t's own kv_blocks_held) */
+	void (*decode_advance)(struct pol_state *st, uint32_t device, struct pol_task *t, uint32_t k, uint64_t *held);
 };
+
+#define POL_DECODE_RUN_MAX 64   /* the most iterations a decode run holds (callers cap k_max at it) */
+
+/* Optional capability: decode runs (a simulation's shortcut, as runs are
+ * for NODE tasks; bench/README.md "Decode runs"). When every member of an
+ * ITER task decodes (one token, a token out already) and nothing waits,
+ * an LLM policy's next iterations are the same members one token further,
+ * until something arrives or a member finishes. decode_run promises that,
+ * barring an arrival at this device and a member's last token, the next
+ * k - 1 builds would each give the same members one token each, preempt
+ * nothing, and change nothing but this device's own KV bookkeeping (no
+ * state another device or a router reads); it returns the largest such k
+ * up to k_max (1: none). The caller prices k iterations (ending the run at
+ * the first boundary at or after an arrival that may join it) and, at the
+ * run's end, calls decode_advance with the k it ran, which must leave the
+ * policy exactly as k - 1 ends and builds one by one would (the k-th
+ * iteration's end then comes through on_task_done as any task's). The
+ * live runtime never uses it; --node-by-node turns it off, to check that
+ * decode runs change no result. */
 
 /* Optional capability: runs (a simulation's shortcut; bench/README.md
  * "Runs"; sim/engine/runs.[ch]). A NODE task may set run_max > 1: a promise

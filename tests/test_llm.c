@@ -82,6 +82,7 @@ static struct {
 	uint64_t emitted[4096];      /* output tokens seen per request id */
 	uint64_t output_len[4096];
 	int violations;
+	uint64_t ends;               /* task ends the policy heard of (a decode run's inner ones it does not) */
 } wrap;
 
 static struct pol_ops wrap_ops;
@@ -109,6 +110,7 @@ static void wrap_arrival(struct pol_state *st, struct pol_request *r, int64_t no
 
 static void wrap_done(struct pol_state *st, const struct pol_task *t, int64_t now)
 {
+	wrap.ends++;
 	if (wrap.nlog < 64) {
 		struct logged_iter *l = &wrap.log[wrap.nlog++];
 		*l = (struct logged_iter){ .start_ns = t->start_ns, .n = t->nreq, .pad = t->pad_tokens };
@@ -173,6 +175,32 @@ static const struct router_ops *run_router;
 static int64_t run_refresh_ns;
 static const struct fleet_disagg *run_disagg;  /* a fleet split into prefill and decode pools */
 
+static uint64_t run_inner_ends;   /* the last run_trace's iterations that ended inside decode runs */
+
+/* Two runs of one configuration, iteration by iteration (a) and with decode
+ * runs (b): every latency, token figure, counter, row and replica's share. */
+static void assert_same_llm_run(const struct drv_result *a, const struct drv_result *b, const char *what)
+{
+	if (memcmp(&a->summary, &b->summary, sizeof a->summary) || memcmp(&a->ttft, &b->ttft, sizeof a->ttft) ||
+	    memcmp(&a->tpot, &b->tpot, sizeof a->tpot) || a->events != b->events || a->tasks != b->tasks ||
+	    a->task_members != b->task_members || a->sim_end_s != b->sim_end_s || a->busy_fraction != b->busy_fraction ||
+	    a->itl_count != b->itl_count || a->itl_mean_ms != b->itl_mean_ms ||
+	    memcmp(a->itl_cdf_ms, b->itl_cdf_ms, sizeof a->itl_cdf_ms) || a->iter_tokens != b->iter_tokens ||
+	    a->kv_mean_fraction != b->kv_mean_fraction || a->goodput_rps != b->goodput_rps)
+		fail_msg("%s: decode runs changed a result (tasks %llu by iterations, %llu in runs)", what,
+		         (unsigned long long)a->tasks, (unsigned long long)b->tasks);
+	assert_int_equal(a->npolicy_stats, b->npolicy_stats);
+	for (size_t k = 0; k < a->npolicy_stats; k++)
+		if (a->policy_stats[k].value != b->policy_stats[k].value)
+			fail_msg("%s: %s %g by iterations, %g in decode runs", what, a->policy_stats[k].name,
+			         a->policy_stats[k].value, b->policy_stats[k].value);
+	assert_int_equal(a->nrows, b->nrows);
+	assert_memory_equal(a->rows, b->rows, a->nrows * sizeof *a->rows);
+	assert_int_equal(a->nreplicas, b->nreplicas);
+	if (a->nreplicas)
+		assert_memory_equal(a->replicas, b->replicas, a->nreplicas * sizeof *a->replicas);
+}
+
 static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_blocks, uint32_t budget, double *arr,
                       uint32_t *in, uint32_t *out, size_t n, struct drv_result *r)
 {
@@ -195,9 +223,19 @@ static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_
 	if (run_window_ns)
 		test_knob(&knobs, "window", "%.17g", run_window_ns * 1e-6);
 	char err[256];
+	/* with decode runs (policy.h) first, then iteration by iteration, which the hand-worked checks read
+	 * (the wrapper logs every iteration it sees): the two must agree in every number */
+	struct drv_result runs;
+	if (eng_run(&c, &runs, err, sizeof err) != 0)
+		fail_msg("%s: %s", p->name, err);
+	run_inner_ends = runs.tasks - wrap.ends;
+	wrap_reset(p);
+	c.node_by_node = 1;
 	if (eng_run(&c, r, err, sizeof err) != 0)
 		fail_msg("%s: %s", p->name, err);
 	assert_int_equal(r->completed, n);
+	assert_same_llm_run(r, &runs, p->name);
+	drv_result_free(&runs);
 }
 
 static void check_iter(size_t i, int64_t start_ms, uint32_t n, const uint64_t *ids, const uint32_t *tokens,
@@ -368,6 +406,75 @@ static void test_conservation(void **state)
 		assert_int_equal(r.ttft.count, N);
 		drv_result_free(&r);
 	}
+	mdl_free(m);
+}
+
+/* Decode runs change nothing (run_trace compares every run with and
+ * without them): 300 requests with long outputs, their prompts under four
+ * shared prefixes, arriving in bursts with gaps that let decodes run on;
+ * every toolkit policy, the prefix cache on and off, a cache small enough to
+ * evict and preempt, iterations whose price grows with their tokens; one
+ * device, and fleets of three behind the routers that read no KV state (now
+ * and scraped every 2 ms). Each configuration must end some iterations
+ * inside runs, or it checked nothing. */
+static void test_decode_runs_change_nothing(void **state)
+{
+	(void)state;
+	struct mdl_model *m = tiny();
+	enum { N = 300 };
+	static double arr[N];
+	static uint32_t in[N], out[N], plen[N];
+	static uint64_t pid[N];
+	uint64_t seed = 7;
+	double t = 0;
+	for (int i = 0; i < N; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		t += (i % 10 == 0) ? 0.02 * (double)((seed >> 50) % 4) : 0.0003 * (double)((seed >> 40) % 5);
+		arr[i] = t;
+		in[i] = 6 + (uint32_t)((seed >> 20) % 40);
+		out[i] = 1 + (uint32_t)((seed >> 30) % 90);
+		pid[i] = 1 + (seed >> 44) % 4;
+		plen[i] = in[i] < 8 ? in[i] : 8;
+	}
+	extern const struct pol_ops slo_policy_ops;
+	const struct pol_ops *pols[3] = { &continuous_policy_ops, &chunked_policy_ops, &slo_policy_ops };
+	const char *routers[3] = { NULL, "least-outstanding", "prefix-affinity" };
+	run_growth = 0.05;
+	run_prefix_id = pid;
+	run_prefix_len = plen;
+	for (int spread = 1; spread <= 4; spread *= 4)       /* loaded (preempting), then light (mostly runs) */
+	for (int p = 0; p < 3; p++)
+		for (int cache = 0; cache < 2; cache++)
+			for (int k = 0; k < 3; k++)
+				for (int refresh = 0; refresh < (k ? 2 : 1); refresh++) {
+					static double at[N];
+					for (int i = 0; i < N; i++)
+						at[i] = arr[i] * spread;
+					run_prefix_cache = cache;
+					run_replicas = k ? 3 : 0;
+					run_router = k ? router_find(routers[k]) : NULL;
+					run_refresh_ns = refresh ? 2 * MS : 0;
+					/* chunked and slo chunk prompts by 16 tokens; slo takes the waiting by TTFT slack */
+					run_ttft_slo_ns = pols[p] == &slo_policy_ops ? 20 * MS : 0;
+					struct drv_result r;
+					run_trace(pols[p], m, 60, p ? 16 : 256, at, in, out, N, &r);
+					if (run_inner_ends == 0)
+						fail_msg("%s, cache %d, %s: no decode run", pols[p]->name, cache, k ? routers[k] : "one device");
+					print_message("  x%d %s, cache %d, %s%s: %llu of %llu iterations inside runs, %g preemptions, "
+					              "%g evictions\n", spread, pols[p]->name, cache, k ? routers[k] : "one device",
+					              refresh ? " (2 ms scrapes)" : "", (unsigned long long)run_inner_ends,
+					              (unsigned long long)r.tasks, stat_of(&r, "preemptions"),
+					              cache ? stat_of(&r, "prefix_evictions") : 0.0);
+					drv_result_free(&r);
+				}
+	run_ttft_slo_ns = 0;
+	run_prefix_cache = 0;
+	run_replicas = 0;
+	run_router = NULL;
+	run_refresh_ns = 0;
+	run_growth = 0;
+	run_prefix_id = NULL;
+	run_prefix_len = NULL;
 	mdl_free(m);
 }
 
@@ -792,6 +899,7 @@ int main(void)
 		cmocka_unit_test(test_static_timeline),
 		cmocka_unit_test(test_cache_fills_and_preempts),
 		cmocka_unit_test(test_conservation),
+		cmocka_unit_test(test_decode_runs_change_nothing),
 		cmocka_unit_test(test_slo_holds_chunks_to_tpot),
 		cmocka_unit_test(test_roofline_iteration),
 		cmocka_unit_test(test_fleet_routers),

@@ -96,13 +96,7 @@ void llm_sched_on_task_done(struct pol_state *st, const struct pol_task *t, int6
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
 		r->pol_word[0] += t->tokens[i];
-		/* its blocks filled this iteration enter the prefix cache (one already there: r's copy freed);
-		 * a multiplication per member, not a division: most iterations fill no block */
-		for (uint64_t j = llm_cached_blocks(r); s->prefix_cache && (j + 1) * s->block_size <= r->pol_word[0]; j++) {
-			if (!pc_enter(&d->pc, r, s->block_size, (uint32_t)j))
-				d->free_blocks++;
-			r->pol_word[1] += ((uint64_t)1 << 32) - 1;     /* one block own -> cached */
-		}
+		llm_enter_filled(s, d, r);
 	}
 	for (uint32_t i = d->nrunning; i-- > 0;)
 		if (pol_req_done(d->running[i]) || (s->prefill_only && d->running[i]->next_node))
@@ -121,18 +115,6 @@ static inline void llm_schedule(struct llm_device *d, struct pol_task *t, struct
 	t->tokens[t->nreq] = tokens;
 	t->context[t->nreq] = (uint32_t)r->pol_word[0];
 	t->nreq++;
-}
-
-/* Frees blocks until want are free, evicting cached blocks no request holds,
- * least recently released first: whether there are want free now. Most
- * calls find them free (a decode's token lands in a block it holds). */
-static inline int llm_room(const struct llm_sched *s, struct llm_device *d, uint64_t want)
-{
-	if (d->free_blocks >= want)
-		return 1;
-	while (d->free_blocks < want && s->prefix_cache && pc_evict(&d->pc))
-		d->free_blocks++;
-	return d->free_blocks >= want;
 }
 
 /* A waiting request's cached start: the leading blocks the prefix cache

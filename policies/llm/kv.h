@@ -124,4 +124,32 @@ static inline void llm_note_peak(const struct llm_sched *s, struct llm_device *d
 		d->peak_blocks = llm_blocks_used(s, d);
 }
 
+/* Frees blocks until want are free, evicting cached blocks no request holds,
+ * least recently released first: whether there are want free now. Most
+ * calls find them free (a decode's token lands in a block it holds). */
+static inline int llm_room(const struct llm_sched *s, struct llm_device *d, uint64_t want)
+{
+	if (d->free_blocks >= want)
+		return 1;
+	while (d->free_blocks < want && s->prefix_cache && pc_evict(&d->pc))
+		d->free_blocks++;
+	return d->free_blocks >= want;
+}
+
+/* r's blocks filled since it last entered any (its cached tokens now pol_word[0]) enter the prefix
+ * cache (one already there: r's copy freed); a multiplication per member, not a division: most
+ * iterations fill no block. */
+static inline void llm_enter_filled(const struct llm_sched *s, struct llm_device *d, struct pol_request *r)
+{
+	for (uint64_t j = llm_cached_blocks(r); s->prefix_cache && (j + 1) * s->block_size <= r->pol_word[0]; j++) {
+		if (!pc_enter(&d->pc, r, s->block_size, (uint32_t)j))
+			d->free_blocks++;
+		r->pol_word[1] += ((uint64_t)1 << 32) - 1;     /* one block own -> cached */
+	}
+}
+
+/* Decode runs (policy.h; decode_run.c), for the toolkit's policies' ops tables. */
+uint32_t llm_sched_decode_run(const struct pol_state *st, uint32_t device, const struct pol_task *t, uint32_t k_max);
+void llm_sched_decode_advance(struct pol_state *st, uint32_t device, struct pol_task *t, uint32_t k, uint64_t *held);
+
 #endif

@@ -90,4 +90,6 @@ const struct pol_ops slo_policy_ops = {
 	.on_task_done = llm_sched_on_task_done,
 	.next_task = llm_sched_next_task,
 	.stats = llm_sched_stats,
+	.decode_run = llm_sched_decode_run,
+	.decode_advance = llm_sched_decode_advance,
 };

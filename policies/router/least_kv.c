@@ -23,4 +23,5 @@ const struct router_ops least_kv_router_ops = {
 	.name = "least-kv",
 	.help = "the replica whose KV cache is least full (ties: fewer outstanding requests, then the lowest index)",
 	.choose = lkv_choose,
+	.reads_kv = 1,
 };

@@ -33,6 +33,8 @@ struct router_ops {
 	int (*init)(void *state, uint32_t n);          /* optional: 0, or -1 out of memory */
 	void (*fini)(void *state);                     /* optional */
 	uint32_t (*choose)(const struct router_view *v, const struct pol_request *r, void *state);
+	int reads_kv;                    /* choose reads v->kv_used, which changes at every iteration: the
+	                                  * replicas then run iteration by iteration (no decode runs, policy.h) */
 };
 
 /* The registry, in `simbatch list routers` order; lookup by name. */

@@ -108,6 +108,25 @@ static inline const struct event *eng_take(struct eng *e, const struct event *ne
 	return buf;
 }
 
+/* A request routed at now to the replica on device dev joins its next
+ * iteration: a decode run there ends at its first boundary at or after now
+ * (the iterations after it are built anew, as they would have been). */
+static void eng_cut_decode_run(struct eng *e, struct eng_device *d, uint32_t dev, int64_t now_ns)
+{
+	if (!d->busy || d->decode_k < 2)
+		return;
+	uint32_t j = 0;
+	while (d->iter_end[j] < now_ns)
+		j++;                              /* the last iteration ends after now: found before the end */
+	if (j + 1 == d->decode_k)
+		return;
+	d->decode_k = j + 1;
+	d->task.end_ns = d->iter_end[j];
+	int moved = evq_advance(e->q, EV_TASK_DONE, dev, d->iter_end[j]);
+	assert(moved);
+	(void)moved;
+}
+
 static int eng_on_arrival(struct eng *e, const struct event *ev)
 {
 	struct pol_request *r = eng_req_alloc(e);
@@ -129,6 +148,8 @@ static int eng_on_arrival(struct eng *e, const struct event *ev)
 		eng_req_release(e, r, 0);
 		return -1;
 	}
+	if (e->decode_runs && e->c->replicas > 1)
+		eng_cut_decode_run(e, &e->devices[r->replica], r->replica, ev->time_ns);
 	return eng_schedule_arrival(e);
 }
 
@@ -143,6 +164,9 @@ static int eng_on_task_done(struct eng *e, const struct event *ev)
 		drv_run_extend(&e->drv, &d->task, d->run_nodes);
 	if (e->has_cold)
 		d->idle_since_ns = ev->time_ns;
+	if (d->decode_k > 1)
+		drv_decode_advance(&e->drv, &d->task, d->decode_k, d->iter_end, d->iter_held);
+	d->decode_k = 0;
 	return drv_task_done(&e->drv, &d->task, ev->time_ns, e->err, e->errlen) < 0 ? -1 : 0;
 }
 
@@ -175,13 +199,47 @@ static int64_t eng_cold_extra(struct eng *e, struct eng_device *d, const struct 
 
 /* An LLM iteration's time (hwmodels/llm_cost.h): the members that reach
  * their target this iteration emit a token, and only they run the LM head. */
+static int64_t eng_iter_emitting_ns(struct eng *e, const struct pol_task *t, uint32_t emitting)
+{
+	struct llm_cost *cost = e->dev_llm ? e->dev_llm[t->device] : e->llm;
+	return llm_cost_iter_ns(cost, t->nreq, t->tokens, t->context, emitting, t->pad_tokens, e->err, e->errlen);
+}
+
 static int64_t eng_iter_ns(struct eng *e, const struct pol_task *t)
 {
 	uint32_t emitting = 0;
 	for (uint32_t i = 0; i < t->nreq; i++)
 		emitting += pol_iter_emits(t, i);
-	struct llm_cost *cost = e->dev_llm ? e->dev_llm[t->device] : e->llm;
-	return llm_cost_iter_ns(cost, t->nreq, t->tokens, t->context, emitting, t->pad_tokens, e->err, e->errlen);
+	return eng_iter_emitting_ns(e, t, emitting);
+}
+
+/* A decode run (policy.h) from the ITER task just started on device dev,
+ * its first iteration priced first_ns: as many iterations as the driver and
+ * the policy allow, each priced with its members one token further, the
+ * next begun only before the horizon (the next arrival on one device, which
+ * joins the iteration after it; a fleet's arrivals end runs as they come).
+ * The run's length, or -1 with e->err. */
+static int64_t eng_decode_run_ns(struct eng *e, struct eng_device *d, uint32_t dev, int64_t now_ns, int64_t first_ns)
+{
+	struct pol_task *t = &d->task;
+	uint32_t k = drv_decode_run(&e->drv, dev, t, POL_DECODE_RUN_MAX), n = 1;
+	d->decode_k = 1;
+	if (k < 2)
+		return first_ns;
+	int64_t horizon = e->c->replicas > 1 ? e->wake_pending_ns : eng_horizon(e);
+	d->iter_end[0] = ns_add(now_ns, first_ns);
+	for (; n < k && d->iter_end[n - 1] < horizon; n++) {
+		for (uint32_t i = 0; i < t->nreq; i++)
+			t->context[i]++;
+		int64_t ns = eng_iter_emitting_ns(e, t, t->nreq);     /* every member decodes: each emits */
+		if (ns < 0)
+			return -1;
+		d->iter_end[n] = ns_add(d->iter_end[n - 1], ns);
+	}
+	for (uint32_t i = 0; i < t->nreq; i++)
+		t->context[i] -= n - 1;           /* the task stays its first iteration until the run ends */
+	d->decode_k = n;
+	return d->iter_end[n - 1] - now_ns;
 }
 
 /* A graph batch's price (eng_latency_graph_ns), the last shape's kept. */
@@ -206,6 +264,8 @@ static int eng_run_task(struct eng *e, uint32_t dev, int64_t now_ns, const struc
 	if (t->kind == POL_TASK_ITER) {
 		dur_ns = eng_iter_ns(e, t);
 		if (dur_ns < 0)
+			return -1;
+		if (e->decode_runs && (dur_ns = eng_decode_run_ns(e, d, dev, now_ns, dur_ns)) < 0)
 			return -1;
 	} else {
 		dur_ns = t->kind == POL_TASK_GRAPH
@@ -345,6 +405,8 @@ static void eng_teardown(struct eng *e)
 			free(e->devices[i].task.context);
 			free(e->devices[i].cold_owed_ns);
 			free(e->devices[i].walk);
+			free(e->devices[i].iter_end);
+			free(e->devices[i].iter_held);
 		}
 	free(e->devices);
 	free(e->started);
@@ -548,6 +610,8 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	/* a run is priced to the next arrival, which a closed loop's answers may move earlier */
 	e.runs = !c->timeline && !e.has_cold && !c->concurrency && !c->node_by_node;
 	e.cut_runs = e.runs && c->workers > 1 && c->policy->boundary_waits;
+	e.decode_runs = e.runs && m->is_llm && c->policy->decode_run &&
+	                (c->replicas > 1 ? !c->router->reads_kv && !c->disagg : c->workers == 1);
 	if (e.runs && !m->is_llm && eng_pass_table(&e) != 0) {
 		err_memory(err, errlen, "out of memory setting up the run");
 		goto fail;
@@ -558,6 +622,14 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 			e.devices[i].task.tokens = calloc(c->env.max_batch, sizeof(uint32_t));
 			e.devices[i].task.context = calloc(c->env.max_batch, sizeof(uint32_t));
 			if (!e.devices[i].task.tokens || !e.devices[i].task.context) {
+				err_memory(err, errlen, "out of memory setting up the run");
+				goto fail;
+			}
+		}
+		if (e.decode_runs) {
+			e.devices[i].iter_end = calloc(POL_DECODE_RUN_MAX, sizeof(int64_t));
+			e.devices[i].iter_held = calloc(POL_DECODE_RUN_MAX, sizeof(uint64_t));
+			if (!e.devices[i].iter_end || !e.devices[i].iter_held) {
 				err_memory(err, errlen, "out of memory setting up the run");
 				goto fail;
 			}

@@ -26,6 +26,9 @@ struct eng_device {
 	int64_t *walk;                 /* runs: its run's pass summed node by node where the members set the
 	                                * prices (2 * nnodes + 1, as seg_walk_ns), kept to price the run again */
 	int walk_ready;                /* walk holds this run's sums */
+	uint32_t decode_k;             /* decode runs: the iterations its ITER task runs (0 or 1: one) ... */
+	int64_t *iter_end;             /* ... [POL_DECODE_RUN_MAX] each one's end ... */
+	uint64_t *iter_held;           /* ... and the KV blocks each holds, filled when the run ends */
 };
 
 struct eng_pool_chunk {             /* requests are allocated in chunks and recycled */
@@ -66,6 +69,9 @@ struct eng {
 	struct event arrival;           /* the next arrival, when arrival_pending */
 	struct trc_request next;        /* its request */
 	int arrival_pending;
+	int decode_runs;                /* LLM iterations may run as decode runs (policy.h): one device, or a
+	                                 * fleet whose router reads no KV state and whose replicas all serve
+	                                 * whole requests; an arrival ends its replica's run (eng_cut_decode_run) */
 	int cut_runs;                   /* runs on several devices with the policy's boundary_waits: an
 	                                 * arrival ends only the runs whose boundaries wait for it
 	                                 * (eng_cut_runs). Here, in arrival_pending's padding: both are
