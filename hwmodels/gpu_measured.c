@@ -23,7 +23,8 @@ struct gpu_measured {
 	double pair_flops;                /* a query-key pair's FLOPs in one layer on one GPU */
 	double kv_token_bytes;            /* a token's keys and values in one layer on one GPU */
 	uint32_t max_cached;              /* token counts priced ahead: the profile's last row */
-	double *op_s, *ar_s, *emb_s;      /* [max_cached + 1]: a layer's operators, its all-reduces, emb */
+	double *op_s, *ar_s, *emb_s;      /* [max_cached + 1]: a layer's operators, its all-reduces, emb ... */
+	double *head_s;                   /* ... and the LM head, at that many rows (tokens emitted) */
 };
 
 const struct gpu_measured_info *gpu_measured_info(const struct hw_model *hw)
@@ -48,6 +49,14 @@ static double gpu_layer_ops_s(const struct gpu_measured *g, double t, int *extra
 		if (!gpu_excluded(g, (unsigned)op))
 			ms += opp_curve_ms(g->info.curve, (enum opp_op)op, t, extrapolated);
 	return ms * OPP_S_PER_MS;
+}
+
+/* The LM head over rows tokens: the MLP's up projection's curve at those rows, scaled by the
+ * weights' ratio (head_per_up). */
+static double gpu_head_s(const struct gpu_measured *g, uint32_t rows)
+{
+	int ignored = 0;
+	return opp_curve_ms(g->info.curve, OPP_MLP_UP, rows, &ignored) * OPP_S_PER_MS * g->head_per_up;
 }
 
 static double gpu_allreduce_s(const struct gpu_measured *g, double t, int *extrapolated)
@@ -93,10 +102,8 @@ void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32
 	if (!gpu_excluded(g, OPP_TERM_ATTN_DECODE))
 		out->decode_attn_s = (read_tokens + (double)(total - pad)) * g->kv_token_bytes / g->prof->stream_bytes_s *
 		                     g->layers;
-	if (emitting && !gpu_excluded(g, OPP_TERM_LM_HEAD)) {
-		int ignored = 0;
-		out->head_s = opp_curve_ms(c, OPP_MLP_UP, emitting, &ignored) * OPP_S_PER_MS * g->head_per_up;
-	}
+	if (emitting && !gpu_excluded(g, OPP_TERM_LM_HEAD))
+		out->head_s = emitting <= g->max_cached ? g->head_s[emitting] : gpu_head_s(g, emitting);
 }
 
 static double gpu_iter_cost(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
@@ -132,6 +139,7 @@ static void gpu_close(struct hw_model *hw)
 	free(g->op_s);
 	free(g->ar_s);
 	free(g->emb_s);
+	free(g->head_s);
 	free(g);
 }
 
@@ -208,13 +216,15 @@ static int gpu_fill_cache(struct gpu_measured *g)
 	g->op_s = calloc(n, sizeof *g->op_s);
 	g->ar_s = calloc(n, sizeof *g->ar_s);
 	g->emb_s = calloc(n, sizeof *g->emb_s);
-	if (!g->op_s || !g->ar_s || !g->emb_s)
+	g->head_s = calloc(n, sizeof *g->head_s);
+	if (!g->op_s || !g->ar_s || !g->emb_s || !g->head_s)
 		return -1;
 	for (uint32_t t = 1; t <= g->max_cached; t++) {
 		int ignored = 0;
 		g->op_s[t] = gpu_layer_ops_s(g, t, &ignored);
 		g->ar_s[t] = gpu_allreduce_s(g, t, &ignored);
 		g->emb_s[t] = gpu_excluded(g, OPP_EMB) ? 0 : opp_curve_ms(c, OPP_EMB, t, &ignored) * OPP_S_PER_MS;
+		g->head_s[t] = gpu_head_s(g, t);
 	}
 	return 0;
 }

@@ -222,7 +222,7 @@ static int64_t eng_iter_ns(struct eng *e, const struct pol_task *t)
 static int64_t eng_decode_run_ns(struct eng *e, struct eng_device *d, uint32_t dev, int64_t now_ns, int64_t first_ns)
 {
 	struct pol_task *t = &d->task;
-	uint32_t k = drv_decode_run(&e->drv, dev, t, POL_DECODE_RUN_MAX), n = 1;
+	uint32_t k = drv_decode_run(&e->drv, dev, t, e->c->replicas > 1 ? ENG_FLEET_DECODE_RUN : POL_DECODE_RUN_MAX), n = 1;
 	d->decode_k = 1;
 	if (k < 2)
 		return first_ns;

@@ -11,6 +11,13 @@
 #include "latency.h"
 
 #define ENG_POOL_CHUNK 4096
+/* A fleet's decode runs are priced this many iterations ahead at most: an
+ * arrival the router places on the replica ends its run, and the iterations
+ * priced past it are wasted (64 replicas of llama2-7b at 4.5 req/s each, the
+ * Azure conversation trace: 1,097M instructions at 64, 1,041M at 24, 1,048M
+ * at 16, 1,142M at 8; bench/README.md "Decode runs"). One device prices to
+ * its next arrival, which it knows, up to POL_DECODE_RUN_MAX. */
+#define ENG_FLEET_DECODE_RUN 24
 
 struct eng_device {
 	int busy;
