@@ -11,12 +11,12 @@ the calibrated CPU; and the four LLM policies on two models at three rates (some
 configurations are refused by their policy, which both binaries must then do alike). A few
 seconds on the 2-core VM.
 
-With --prefix, 52 LLM runs where the prefix cache works hard instead: the Azure conversation
+With --prefix, 54 LLM runs where the prefix cache works hard instead: the Azure conversation
 trace 2023's pairs on an A40 and an A100 (KV caches that fill: preemptions, evictions, a preempted
 request's blocks found again), make-trace's shared prefixes and multi-turn conversations, the
 Mooncake conversation trace's hash ids, three workers on one queue, fleets behind
-prefix-affinity, least-outstanding (instant and scraped) and round-robin, a heterogeneous one and a
-disaggregated one (needs ../shared/data; under a minute).
+prefix-affinity, least-outstanding (instant and scraped) and round-robin, a heterogeneous one, the
+roofline GPU and a disaggregated one (needs ../shared/data; under a minute).
 
 Usage: bench/same_results.py OLD_SIMBATCH NEW_SIMBATCH [--broad | --prefix]   (exit 1 when any run differs)"""
 import json
@@ -88,6 +88,10 @@ if "--prefix" in sys.argv[3:]:
                           "--router-refresh=" + refresh, "--rate=30", *pairs])
     cases.append(["--model=llama2-7b", "--replicas=2:gpu-h100,2:gpu-a100", "--router=least-outstanding", "--rate=15",
                   *pairs])
+    # the roofline prices each member's attention (no price from the members' sum): one device and a fleet
+    cases.append(["--model=llama2-7b", "--hw=gpu-h100-roofline", "--rate=4", *pairs])
+    cases.append(["--model=llama2-7b", "--hw=gpu-h100-roofline", "--replicas=4", "--router=least-outstanding",
+                  "--rate=12", *pairs])
 bad = 0
 added = set()
 for c in cases:

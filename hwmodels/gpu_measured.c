@@ -69,23 +69,14 @@ static double gpu_allreduce_s(const struct gpu_measured *g, double t, int *extra
 	return 2 * opp_collective_ms(g->ar, g->info.tp, bytes, extrapolated) * OPP_S_PER_MS;
 }
 
-void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
-                             uint32_t emitting, uint32_t pad, struct gpu_iter_parts *out)
+/* An iteration's parts from its sums: total rows (pad included), the
+ * query-key pairs of its multi-token members, the cached tokens its
+ * one-token members read. */
+static void gpu_parts_of(const struct gpu_measured *g, uint64_t total, double pairs, double read_tokens,
+                         uint32_t emitting, uint32_t pad, struct gpu_iter_parts *out)
 {
-	const struct gpu_measured *g = (const struct gpu_measured *)hw;
 	const struct opp_curve *c = g->info.curve;
-	double pairs = 0, read_tokens = 0;
-	uint64_t total = pad;
 	memset(out, 0, sizeof *out);
-	for (uint32_t i = 0; i < n; i++) {
-		total += tokens[i];
-		/* causal attention of a prompt chunk of T tokens after C cached ones: token j (1..T) attends
-		 * to C + j keys, T C + T (T + 1) / 2 query-key pairs in all */
-		if (tokens[i] > 1)
-			pairs += (double)tokens[i] * context[i] + (double)tokens[i] * (tokens[i] + 1) / 2.0;
-		else
-			read_tokens += context[i];
-	}
 	if (total <= g->max_cached) {
 		out->layers_s = g->op_s[total] * g->layers;
 		out->allreduce_s = g->ar_s[total] * g->layers;
@@ -106,12 +97,43 @@ void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32
 		out->head_s = emitting <= g->max_cached ? g->head_s[emitting] : gpu_head_s(g, emitting);
 }
 
+void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
+                             uint32_t emitting, uint32_t pad, struct gpu_iter_parts *out)
+{
+	double pairs = 0, read_tokens = 0;
+	uint64_t total = pad;
+	for (uint32_t i = 0; i < n; i++) {
+		total += tokens[i];
+		/* causal attention of a prompt chunk of T tokens after C cached ones: token j (1..T) attends
+		 * to C + j keys, T C + T (T + 1) / 2 query-key pairs in all */
+		if (tokens[i] > 1)
+			pairs += (double)tokens[i] * context[i] + (double)tokens[i] * (tokens[i] + 1) / 2.0;
+		else
+			read_tokens += context[i];
+	}
+	gpu_parts_of((const struct gpu_measured *)hw, total, pairs, read_tokens, emitting, pad, out);
+}
+
+static double gpu_parts_sum(const struct gpu_iter_parts *p)
+{
+	return p->layers_s + p->allreduce_s + p->prefill_attn_s + p->decode_attn_s + p->emb_s + p->head_s;
+}
+
 static double gpu_iter_cost(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
                             uint32_t emitting, uint32_t pad)
 {
 	struct gpu_iter_parts p;
 	gpu_measured_iter_parts(hw, n, tokens, context, emitting, pad, &p);
-	return p.layers_s + p.allreduce_s + p.prefill_attn_s + p.decode_attn_s + p.emb_s + p.head_s;
+	return gpu_parts_sum(&p);
+}
+
+/* n one-token members on context_sum cached tokens in all: iter_cost's sums, read_tokens exact as
+ * iter_cost adds it (whole numbers below 2^53), no pairs, every member emitting. */
+static double gpu_decode_cost(const struct hw_model *hw, uint32_t n, uint64_t context_sum)
+{
+	struct gpu_iter_parts p;
+	gpu_parts_of((const struct gpu_measured *)hw, n, 0, (double)context_sum, n, 0, &p);
+	return gpu_parts_sum(&p);
 }
 
 static int gpu_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out, char *err,
@@ -561,7 +583,7 @@ static int gpu_open_file(const char *arg, const struct mdl_model *m, struct hw_m
 
 #define GPU_MEASURED_OPS(NAME, HELP, OPEN, OPEN_TP)                                                       \
 	{ .name = NAME, .help = HELP, .open = OPEN, .close = gpu_close, .node_cost = gpu_node_cost,        \
-	  .device = gpu_device, .iter_cost = gpu_iter_cost, .open_tp = OPEN_TP }
+	  .device = gpu_device, .iter_cost = gpu_iter_cost, .decode_cost = gpu_decode_cost, .open_tp = OPEN_TP }
 
 const struct hw_ops gpu_h100_ops = GPU_MEASURED_OPS(
 	"gpu-h100", "NVIDIA H100 80 GB measured: Vidur's operator and all-reduce profiles (calib/tables/ops-h100.csv), LLMs, --tp 1-8",

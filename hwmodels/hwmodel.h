@@ -94,6 +94,10 @@ struct hw_ops {
 	 * hwmodels/llm_cost.c uses it in place of the GEMMs. A pure function. */
 	double (*iter_cost)(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
 	                    uint32_t emitting, uint32_t pad);
+	/* optional, with iter_cost: iter_cost of n members of one token each, every one emitting, no
+	 * padding, on caches of context_sum tokens in all, the same for any such members (a decode
+	 * run's iterations, priced without the members; sim/engine). A pure function. */
+	double (*decode_cost)(const struct hw_model *hw, uint32_t n, uint64_t context_sum);
 	/* optional: a pass node's per-request work (mdl_member_node) for one
 	 * request of len tokens. node_cost prices the rest at batch = the
 	 * tokens of all the requests; a pass batch costs that plus this for each

@@ -126,6 +126,14 @@ int64_t llm_cost_iter_ns(struct llm_cost *c, uint32_t n, const uint32_t *tokens,
 	return ns > 0 ? ns : 1;
 }
 
+int64_t llm_cost_decode_ns(const struct llm_cost *c, uint32_t n, uint64_t context_sum)
+{
+	if (!c->hw->ops->decode_cost)
+		return 0;
+	int64_t ns = (int64_t)llround(c->hw->ops->decode_cost(c->hw, n, context_sum) * 1e9);   /* as llm_cost_iter_ns */
+	return ns > 0 ? ns : 1;
+}
+
 uint64_t llm_cost_kv_blocks(const struct llm_cost *c, uint32_t block_size, char *err, size_t errlen)
 {
 	double weights = (double)mdl_llm_weight_bytes(c->llm);

@@ -42,6 +42,11 @@ void llm_cost_destroy(struct llm_cost *c);
  * attention is not priced). -1 with err if the hardware model fails a GEMM. */
 int64_t llm_cost_iter_ns(struct llm_cost *c, uint32_t n, const uint32_t *tokens, const uint32_t *context,
                          uint32_t emitting, uint32_t pad, char *err, size_t errlen);
+/* llm_cost_iter_ns of n members decoding one token each, all emitting, on
+ * caches of context_sum tokens in all, from the sum alone where the hardware
+ * model prices that way (hw_ops.decode_cost); 0 where it does not (the
+ * caller prices the members). */
+int64_t llm_cost_decode_ns(const struct llm_cost *c, uint32_t n, uint64_t context_sum);
 
 /* KV cache blocks of block_size tokens the device's memory holds after the
  * weights. 0 with err when the device models no capacity or the weights

@@ -227,17 +227,27 @@ static int64_t eng_decode_run_ns(struct eng *e, struct eng_device *d, uint32_t d
 	if (k < 2)
 		return first_ns;
 	int64_t horizon = e->c->replicas > 1 ? e->wake_pending_ns : eng_horizon(e);
+	const struct llm_cost *cost = e->dev_llm ? e->dev_llm[dev] : e->llm;
+	uint64_t context_sum = 0;
+	for (uint32_t i = 0; i < t->nreq; i++)
+		context_sum += t->context[i];
 	d->iter_end[0] = ns_add(now_ns, first_ns);
 	for (; n < k && d->iter_end[n - 1] < horizon; n++) {
-		for (uint32_t i = 0; i < t->nreq; i++)
-			t->context[i]++;
-		int64_t ns = eng_iter_emitting_ns(e, t, t->nreq);     /* every member decodes: each emits */
+		/* every member decodes a token further (each emits): priced from the sum where the hardware
+		 * model can, else member by member */
+		context_sum += t->nreq;
+		int64_t ns = llm_cost_decode_ns(cost, t->nreq, context_sum);
+		if (ns == 0) {                    /* iteration n + 1: each member n tokens on */
+			for (uint32_t i = 0; i < t->nreq; i++)
+				t->context[i] += n;
+			ns = eng_iter_emitting_ns(e, t, t->nreq);
+			for (uint32_t i = 0; i < t->nreq; i++)
+				t->context[i] -= n;       /* the task stays its first iteration until the run ends */
+		}
 		if (ns < 0)
 			return -1;
 		d->iter_end[n] = ns_add(d->iter_end[n - 1], ns);
 	}
-	for (uint32_t i = 0; i < t->nreq; i++)
-		t->context[i] -= n - 1;           /* the task stays its first iteration until the run ends */
 	d->decode_k = n;
 	return d->iter_end[n - 1] - now_ns;
 }
