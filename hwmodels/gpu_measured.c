@@ -24,7 +24,9 @@ struct gpu_measured {
 	double kv_token_bytes;            /* a token's keys and values in one layer on one GPU */
 	uint32_t max_cached;              /* token counts priced ahead: the profile's last row */
 	double *op_s, *ar_s, *emb_s;      /* [max_cached + 1]: a layer's operators, its all-reduces, emb ... */
-	double *head_s;                   /* ... and the LM head, at that many rows (tokens emitted) */
+	double *head_s;                   /* ... and the LM head, at that many rows (tokens emitted) ... */
+	double *layers_ar_s;              /* ... and every layer's operators plus its all-reduces, summed as
+	                                   * iter_cost sums them (gpu_decode_cost) */
 };
 
 const struct gpu_measured_info *gpu_measured_info(const struct hw_model *hw)
@@ -131,9 +133,18 @@ static double gpu_iter_cost(const struct hw_model *hw, uint32_t n, const uint32_
  * iter_cost adds it (whole numbers below 2^53), no pairs, every member emitting. */
 static double gpu_decode_cost(const struct hw_model *hw, uint32_t n, uint64_t context_sum)
 {
+	const struct gpu_measured *g = (const struct gpu_measured *)hw;
 	struct gpu_iter_parts p;
-	gpu_parts_of((const struct gpu_measured *)hw, n, 0, (double)context_sum, n, 0, &p);
-	return gpu_parts_sum(&p);
+	if (n > g->max_cached) {
+		gpu_parts_of(g, n, 0, (double)context_sum, n, 0, &p);
+		return gpu_parts_sum(&p);
+	}
+	/* gpu_parts_sum's terms in its order, from the cached rows: layers and all-reduces (plus the prefill
+	 * attention's 0), the decode attention as gpu_parts_of computes it, the embedding, the head */
+	double decode = gpu_excluded(g, OPP_TERM_ATTN_DECODE) ? 0 :
+	                ((double)context_sum + (double)n) * g->kv_token_bytes / g->prof->stream_bytes_s * g->layers;
+	double head = gpu_excluded(g, OPP_TERM_LM_HEAD) ? 0 : g->head_s[n];
+	return g->layers_ar_s[n] + decode + g->emb_s[n] + head;
 }
 
 static int gpu_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b, struct hw_node_cost *out, char *err,
@@ -162,6 +173,7 @@ static void gpu_close(struct hw_model *hw)
 	free(g->ar_s);
 	free(g->emb_s);
 	free(g->head_s);
+	free(g->layers_ar_s);
 	free(g);
 }
 
@@ -239,7 +251,8 @@ static int gpu_fill_cache(struct gpu_measured *g)
 	g->ar_s = calloc(n, sizeof *g->ar_s);
 	g->emb_s = calloc(n, sizeof *g->emb_s);
 	g->head_s = calloc(n, sizeof *g->head_s);
-	if (!g->op_s || !g->ar_s || !g->emb_s || !g->head_s)
+	g->layers_ar_s = calloc(n, sizeof *g->layers_ar_s);
+	if (!g->op_s || !g->ar_s || !g->emb_s || !g->head_s || !g->layers_ar_s)
 		return -1;
 	for (uint32_t t = 1; t <= g->max_cached; t++) {
 		int ignored = 0;
@@ -247,6 +260,7 @@ static int gpu_fill_cache(struct gpu_measured *g)
 		g->ar_s[t] = gpu_allreduce_s(g, t, &ignored);
 		g->emb_s[t] = gpu_excluded(g, OPP_EMB) ? 0 : opp_curve_ms(c, OPP_EMB, t, &ignored) * OPP_S_PER_MS;
 		g->head_s[t] = gpu_head_s(g, t);
+		g->layers_ar_s[t] = g->op_s[t] * g->layers + g->ar_s[t] * g->layers;
 	}
 	return 0;
 }

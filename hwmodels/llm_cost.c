@@ -84,11 +84,23 @@ void llm_cost_destroy(struct llm_cost *c)
 	free(c);
 }
 
+/* llround(s * 1e9), as the prices have always been rounded, without libm's
+ * call: below 2^52 ns y - trunc(y) is exact, above it y is whole, so the
+ * comparison with a half rounds as llround does (half away from zero). */
+static inline int64_t llm_round_ns(double s)
+{
+	double y = s * 1e9;
+	if (!(y >= 0 && y < 9.2e18))
+		return (int64_t)llround(y);
+	int64_t i = (int64_t)y;
+	return i + (y - (double)i >= 0.5);
+}
+
 int64_t llm_cost_iter_ns(struct llm_cost *c, uint32_t n, const uint32_t *tokens, const uint32_t *context,
                          uint32_t emitting, uint32_t pad, char *err, size_t errlen)
 {
 	if (c->hw->ops->iter_cost) {          /* measured whole (llm_iter.h) */
-		int64_t ns = (int64_t)llround(c->hw->ops->iter_cost(c->hw, n, tokens, context, emitting, pad) * 1e9);
+		int64_t ns = llm_round_ns(c->hw->ops->iter_cost(c->hw, n, tokens, context, emitting, pad));
 		return ns > 0 ? ns : 1;
 	}
 	const struct mdl_llm *l = c->llm;
@@ -122,7 +134,7 @@ int64_t llm_cost_iter_ns(struct llm_cost *c, uint32_t n, const uint32_t *tokens,
 			c->head_s[emitting] = head;
 	}
 	double s = layers + (emitting ? head : 0) + attn_s;
-	int64_t ns = (int64_t)llround(s * 1e9);
+	int64_t ns = llm_round_ns(s);
 	return ns > 0 ? ns : 1;
 }
 
@@ -130,7 +142,7 @@ int64_t llm_cost_decode_ns(const struct llm_cost *c, uint32_t n, uint64_t contex
 {
 	if (!c->hw->ops->decode_cost)
 		return 0;
-	int64_t ns = (int64_t)llround(c->hw->ops->decode_cost(c->hw, n, context_sum) * 1e9);   /* as llm_cost_iter_ns */
+	int64_t ns = llm_round_ns(c->hw->ops->decode_cost(c->hw, n, context_sum));   /* as llm_cost_iter_ns */
 	return ns > 0 ? ns : 1;
 }
 

@@ -203,7 +203,7 @@ static void run_lives(uint64_t seed, int steps)
 				naive_find(&l->r, j)->refs++;
 			l->held = n;
 			l->running = 1;
-		} else if (rnd(5) > 0) {              /* computes its next block, evicting to make room */
+		} else if (rnd(5) > 1) {              /* computes its next block, evicting to make room */
 			if (pc.entries == CAP) {
 				int e = pc_evict(&pc);
 				assert_int_equal(e, naive_evict());
@@ -212,6 +212,23 @@ static void run_lives(uint64_t seed, int steps)
 			}
 			assert_int_equal(pc_enter(&pc, &l->r, BS, l->held), naive_enter(&l->r, l->held));
 			l->held++;
+		} else if (rnd(2)) {                  /* computes several at once (a prompt), room made in one go */
+			uint32_t m = 1 + rnd(6);
+			uint64_t want = m, freed = 0, room = CAP - pc.entries;
+			if (room < want) {
+				freed = pc_evict_n(&pc, want - room);
+				uint64_t naive_freed = 0;
+				while (naive_freed < want - room && naive_evict())
+					naive_freed++;
+				assert_int_equal(freed, naive_freed);
+				if (room + freed < want)
+					continue;
+			}
+			uint32_t already = 0;
+			for (uint32_t j = l->held; j < l->held + m; j++)
+				already += !naive_enter(&l->r, j);
+			assert_int_equal(pc_enter_blocks(&pc, &l->r, BS, l->held, l->held + m), already);
+			l->held += m;
 		} else {                              /* finishes (a new request takes its place) or is preempted */
 			int done = rnd(2);
 			l->r.next_node = done ? 1 : 0;
@@ -224,6 +241,12 @@ static void run_lives(uint64_t seed, int steps)
 		check_counts(&pc);
 		if (rnd(7) == 0)                      /* an eviction when none is needed: pressure */
 			assert_int_equal(pc_evict(&pc), naive_evict());
+		if (rnd(11) == 0) {                   /* several at once, as llm_room asks */
+			uint64_t n = 1 + rnd(8), naive_n = 0;
+			while (naive_n < n && naive_evict())
+				naive_n++;
+			assert_int_equal(pc_evict_n(&pc, n), naive_n);
+		}
 	}
 	pc_fini(&pc);
 }

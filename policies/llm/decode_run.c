@@ -43,9 +43,13 @@ uint32_t llm_sched_decode_run(const struct pol_state *st, uint32_t device, const
 	uint32_t alloc[POL_DECODE_RUN_MAX + 1];
 	if (k_max > POL_DECODE_RUN_MAX)
 		k_max = POL_DECODE_RUN_MAX;
+	/* most runs are far from the cache's end: each member takes at most one block a block_size
+	 * builds, from its second on */
+	uint64_t room = d->free_blocks + d->pc.evictable, taken = 0;
+	if ((uint64_t)t->nreq * (1 + (k_max - 2) / s->block_size) <= room)
+		return k_max;
 	llm_decode_allocs(s, t, k_max, alloc);
 	/* build j preempts unless the blocks of builds 2..j fit what is free or evictable now */
-	uint64_t room = d->free_blocks + d->pc.evictable, taken = 0;
 	uint32_t k = 1;
 	while (k < k_max && (taken += alloc[k + 1]) <= room)
 		k++;

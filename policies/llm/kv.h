@@ -131,8 +131,8 @@ static inline int llm_room(const struct llm_sched *s, struct llm_device *d, uint
 {
 	if (d->free_blocks >= want)
 		return 1;
-	while (d->free_blocks < want && s->prefix_cache && pc_evict(&d->pc))
-		d->free_blocks++;
+	if (s->prefix_cache)
+		d->free_blocks += pc_evict_n(&d->pc, want - d->free_blocks);
 	return d->free_blocks >= want;
 }
 
@@ -141,11 +141,12 @@ static inline int llm_room(const struct llm_sched *s, struct llm_device *d, uint
  * iterations fill no block. */
 static inline void llm_enter_filled(const struct llm_sched *s, struct llm_device *d, struct pol_request *r)
 {
-	for (uint64_t j = llm_cached_blocks(r); s->prefix_cache && (j + 1) * s->block_size <= r->pol_word[0]; j++) {
-		if (!pc_enter(&d->pc, r, s->block_size, (uint32_t)j))
-			d->free_blocks++;
-		r->pol_word[1] += ((uint64_t)1 << 32) - 1;     /* one block own -> cached */
-	}
+	uint64_t from = llm_cached_blocks(r);
+	if (!s->prefix_cache || (from + 1) * s->block_size > r->pol_word[0])
+		return;
+	uint64_t to = r->pol_word[0] / s->block_size;
+	d->free_blocks += pc_enter_blocks(&d->pc, r, s->block_size, (uint32_t)from, (uint32_t)to);
+	r->pol_word[1] += (to - from) * (((uint64_t)1 << 32) - 1);     /* each block own -> cached */
 }
 
 /* Decode runs (policy.h; decode_run.c), for the toolkit's policies' ops tables. */

@@ -279,18 +279,43 @@ void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t b
 	}
 }
 
+uint32_t pc_enter_blocks(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j0,
+                         uint32_t j1)
+{
+	/* pc_enter's own first case for each: private blocks no run can hold, only counted */
+	if (!pc->findable_runs && !r->session_id && j0 >= pc_shared_blocks(r, block_size)) {
+		pc->entries += j1 - j0;
+		return 0;
+	}
+	uint32_t already = 0;
+	for (uint32_t j = j0; j < j1; j++)
+		already += !pc_enter(pc, r, block_size, j);
+	return already;
+}
+
+uint64_t pc_evict_n(struct prefix_cache *pc, uint64_t n)
+{
+	uint64_t done = 0;
+	while (done < n && pc->lru_head != PC_NONE) {
+		uint32_t i = pc->lru_head;
+		struct pc_entry *x = &pc->e[i];
+		/* a block, or as many of a run's blocks as asked, deepest first, the node going with its last */
+		uint64_t m = x->kind == PC_BLOCK ? 1 : x->hi - x->lo < n - done ? x->hi - x->lo : n - done;
+		if (x->kind != PC_BLOCK)
+			x->hi -= (uint32_t)m;
+		if (x->kind == PC_BLOCK || x->hi == x->lo) {
+			pc_lru_unlink(pc, i);
+			pc_drop_node(pc, i);
+		}
+		pc->evictable -= m;
+		pc->entries -= m;
+		pc->evictions += m;
+		done += m;
+	}
+	return done;
+}
+
 int pc_evict(struct prefix_cache *pc)
 {
-	uint32_t i = pc->lru_head;
-	if (i == PC_NONE)
-		return 0;
-	struct pc_entry *x = &pc->e[i];
-	if (x->kind == PC_BLOCK || --x->hi == x->lo) {   /* a run loses its deepest block; the last, the node */
-		pc_lru_unlink(pc, i);
-		pc_drop_node(pc, i);
-	}
-	pc->evictable--;
-	pc->entries--;
-	pc->evictions++;
-	return 1;
+	return pc_evict_n(pc, 1) == 1;
 }

@@ -75,9 +75,14 @@ void pc_take(struct prefix_cache *pc, const struct pol_request *r, uint32_t bloc
  * request that computed it too (r takes a reference there; the caller frees
  * r's copy). */
 int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j);
+/* pc_enter of r's blocks j0..j1-1 in turn: how many were entered already (r's copies to free). */
+uint32_t pc_enter_blocks(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j0,
+                         uint32_t j1);
 /* r lets go of its blocks [0, n): each left unreferenced becomes evictable, the most recent. */
 void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n);
 /* Evicts the least recently released evictable block: 1 (a block freed), or 0 when none is. */
 int pc_evict(struct prefix_cache *pc);
+/* pc_evict up to n times: how many blocks it freed. */
+uint64_t pc_evict_n(struct prefix_cache *pc, uint64_t n);
 
 #endif
