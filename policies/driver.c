@@ -18,7 +18,7 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 		return -1;
 	}
 	uint64_t expect = c->expected_requests > c->warmup ? c->expected_requests - c->warmup : 1;
-	d->metrics = metrics_create(expect);
+	d->metrics = c->histogram_quantiles ? metrics_create_histogram(c->env.sla_ns) : metrics_create(expect);
 	d->node_tasks = calloc(m->nnodes ? m->nnodes : 1, sizeof *d->node_tasks);
 	d->node_cells = calloc(m->nnodes ? m->nnodes : 1, sizeof *d->node_cells);
 	d->run_tasks_step = calloc(m->nnodes + 1, sizeof *d->run_tasks_step);
@@ -34,8 +34,10 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 		d->win_ids[0] = c->warmup + measured / 4;
 		d->win_ids[1] = c->warmup + 3 * measured / 4;
 		d->win_ns[0] = d->win_ns[1] = -1;
-		d->ttft = metrics_create(expect);
-		d->tpot = metrics_create(expect);
+		int64_t ttft_over = c->env.ttft_slo_ns ? c->env.ttft_slo_ns : INT64_MAX;   /* as drv_finish asks */
+		int64_t tpot_over = c->env.tpot_slo_ns ? c->env.tpot_slo_ns : INT64_MAX;
+		d->ttft = c->histogram_quantiles ? metrics_create_histogram(ttft_over) : metrics_create(expect);
+		d->tpot = c->histogram_quantiles ? metrics_create_histogram(tpot_over) : metrics_create(expect);
 		d->itl = calloc(1, sizeof *d->itl);
 		if (!d->ttft || !d->tpot || !d->itl) {
 			err_memory(err, errlen, "out of memory setting up the run");

@@ -97,6 +97,8 @@ struct drv_config {
 	uint64_t warmup;                    /* requests with smaller ids are not measured */
 	uint64_t expected_requests;         /* sizes the latency store (a hint) */
 	int keep_request_rows;
+	int histogram_quantiles;            /* latencies (and TTFT, TPOT) in histograms of constant size, not one
+	                                     * by one (metrics_create_histogram; --quantiles=histogram) */
 	int summary_only;                   /* no latency CDF wanted (a run not stored): the summary's
 	                                     * quantiles are selected, not sorted for (metrics_finish_summary) */
 	void (*release)(void *ctx, struct pol_request *r, int64_t finish_ns);   /* optional: a finished

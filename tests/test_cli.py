@@ -833,5 +833,24 @@ con.close()
 check("every knob is stored with every run, given or its default", cfg.get((1, "window")) == "0" and
       cfg.get((1, "coverage")) == "0.9" and cfg.get((2, "window")) == "5" and cfg.get((2, "coverage")) == "0.9", cfg)
 
+# ---- --quantiles=histogram: constant memory, quantiles within 1/256, the exact figures exact ----
+qruns = {}
+for q in ("exact", "histogram"):
+    r = sb("--model=llama2-7b", "--rate=8", "--requests=600", "--ttft-slo=200", "--tpot-slo=50", "--json", "--no-db",
+           f"--quantiles={q}")
+    qruns[q] = json.loads(r.stdout) if r.returncode == 0 else {}
+qe, qh = qruns["exact"], qruns["histogram"]
+close = lambda a, b: abs(a - b) <= a / 100   # nearest rank against interpolation, then 1/256
+check("--quantiles=histogram: mean, min, max, counts and goodput as the exact run's; each quantile within 1%",
+      qe and qh and all(qe[m][k] == qh[m][k] for m in ("latency_ms", "ttft_ms", "tpot_ms") for k in ("mean", "max")) and
+      qe["latency_ms"]["min"] == qh["latency_ms"]["min"] and
+      qe["completed"] == qh["completed"] and qe["goodput_rps"] == qh["goodput_rps"] and
+      all(close(qe[m][k], qh[m][k]) for m in ("latency_ms", "ttft_ms", "tpot_ms") for k in ("p50", "p90", "p99")),
+      (qe.get("latency_ms"), qh.get("latency_ms")))
+r = sb("--model=llama2-7b", "--requests=10", "--quantiles=approx", f"--db={os.path.join(td, 'q.db')}")
+check("--quantiles=approx: one line naming it, exit 2, nothing stored", r.returncode == 2 and
+      "--quantiles must be exact or histogram" in r.stderr and len(r.stderr.strip().splitlines()) == 1 and
+      not os.path.exists(os.path.join(td, "q.db")), r.stderr)
+
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -15,6 +15,7 @@ static const struct opt_def defs[] = {
 	{ "reps", OPT_UINT, "5", 1, 100, 0, "" },
 	{ "time", OPT_DOUBLE, "0.5", 0, 10, 1, "" },
 	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "" },
+	{ "cache", OPT_STR, "on", 0, 0, 0, "" },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 
@@ -80,12 +81,29 @@ static void test_defaults_and_put(void **state)
 	assert_null(opt_str(NULL, "reps"));                                    /* no set: nothing */
 }
 
+/* A word of two: its index, the default's when not given, and anything else refused naming both. */
+static void test_either(void **state)
+{
+	(void)state;
+	struct opt_set s;
+	char err[256] = "";
+	char *none[] = { "prog" }, *off[] = { "prog", "--cache=off" }, *bad[] = { "prog", "--cache=maybe" };
+	assert_int_equal(parse(&s, err, sizeof err, 1, none), 0);
+	assert_int_equal(opt_either(&s, "cache", "on", "off", err, sizeof err), 0);
+	assert_int_equal(parse(&s, err, sizeof err, 2, off), 0);
+	assert_int_equal(opt_either(&s, "cache", "on", "off", err, sizeof err), 1);
+	assert_int_equal(parse(&s, err, sizeof err, 2, bad), 0);
+	assert_int_equal(opt_either(&s, "cache", "on", "off", err, sizeof err), -1);
+	assert_string_equal(err, "--cache must be on or off, got 'maybe'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_list_keeps_every_value_in_order),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_defaults_and_put),
+		cmocka_unit_test(test_either),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

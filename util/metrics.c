@@ -47,6 +47,11 @@ struct metrics {
 	int sorted;                   /* lat is wide and sorted (no record since the last finish) */
 	struct u128 lat_sum;                 /* exact sum of latencies, ns */
 	struct metrics_hist queue;    /* queueing times */
+	struct metrics_hist *lat_hist;/* owned: a histogram store (metrics_create_histogram) keeps the
+	                               * latencies here, none one by one (lat NULL) ... */
+	int64_t min_ns;               /* ... with the smallest exactly ... */
+	int64_t over_ns;              /* ... and how many exceed over_ns, counted exactly */
+	uint64_t over;
 };
 
 struct metrics *metrics_create(size_t expected_samples)
@@ -67,11 +72,24 @@ fail:
 	return NULL;
 }
 
+struct metrics *metrics_create_histogram(int64_t over_ns)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+	if (!m || !(m->lat_hist = calloc(1, sizeof *m->lat_hist))) {
+		free(m);
+		return NULL;
+	}
+	m->over_ns = over_ns;
+	m->min_ns = INT64_MAX;
+	return m;
+}
+
 void metrics_destroy(struct metrics *m)
 {
 	if (!m)
 		return;
 	free(m->lat);
+	free(m->lat_hist);
 	free(m);
 }
 
@@ -170,7 +188,12 @@ int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns)
 	/* a negative time is a caller bug; counting it as 0 keeps release builds sane */
 	uint64_t q = queue_ns > 0 ? (uint64_t)queue_ns : 0;
 	uint64_t l = latency_ns > 0 ? (uint64_t)latency_ns : 0;
-	if (m->n < m->cap && (int64_t)l <= m->narrow_max_ns)
+	if (m->lat_hist) {
+		hist_add(m->lat_hist, (int64_t)l);
+		m->n++;
+		m->min_ns = (int64_t)l < m->min_ns ? (int64_t)l : m->min_ns;
+		m->over += (int64_t)l > m->over_ns;
+	} else if (m->n < m->cap && (int64_t)l <= m->narrow_max_ns)
 		((uint32_t *)m->lat)[m->n++] = (uint32_t)l;
 	else if (record_slow(m, (int64_t)l) != 0)
 		return -1;
@@ -629,10 +652,38 @@ static void finish_sorted(const struct metrics *m, int64_t sla_ns, int with_cdf,
 	}
 }
 
+/* A histogram store's summary: the quantiles and CDF its buckets' midpoints at the nearest ranks
+ * (within 1/256), the mean, min and max exact; the violation rate exact at the threshold counted,
+ * else the buckets' (a bucket counts as over when its midpoint is). */
+static void finish_histogram(const struct metrics *m, int64_t sla_ns, int with_cdf, struct metrics_summary *s)
+{
+	const struct metrics_hist *h = m->lat_hist;
+	static const uint64_t per_mille[SUMMARY_QUANTILES] = { 500, 900, 950, 990, 999 };
+	for (unsigned k = 0; k < SUMMARY_QUANTILES; k++)
+		*summary_quantile_ms(s, k) = metrics_hist_quantile_ns(h, per_mille[k], 1000) / NS_PER_MS;
+	s->max_ms = (double)h->max_ns / NS_PER_MS;
+	s->min_ms = (double)m->min_ns / NS_PER_MS;
+	uint64_t over = m->over;
+	if (sla_ns != m->over_ns) {
+		over = 0;
+		for (unsigned b = 0; b < HIST_BUCKETS; b++)
+			over += hist_bucket_mid_ns(b) > (double)sla_ns ? h->count[b] : 0;
+	}
+	s->sla_violation_rate = (double)over / (double)m->n;
+	if (with_cdf)
+		metrics_hist_quantiles_ns(h, s->cdf_ms, METRICS_CDF_POINTS);
+	for (size_t i = 0; with_cdf && i < METRICS_CDF_POINTS; i++)
+		s->cdf_ms[i] /= NS_PER_MS;
+}
+
 int metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
 {
 	if (!finish_common(m, s))
 		return 0;
+	if (m->lat_hist) {
+		finish_histogram(m, sla_ns, 1, s);
+		return 0;
+	}
 	if (metrics_sort(m) != 0)
 		return -1;
 	finish_sorted(m, sla_ns, 1, s);
@@ -643,6 +694,10 @@ int metrics_finish_summary(struct metrics *m, int64_t sla_ns, struct metrics_sum
 {
 	if (!finish_common(m, s))
 		return 0;
+	if (m->lat_hist) {
+		finish_histogram(m, sla_ns, 0, s);
+		return 0;
+	}
 	if (wide(m)) {
 		/* a latency past 4.3 s: a saturated run, where the sort is the simple way */
 		if (metrics_sort(m) != 0)
@@ -688,7 +743,7 @@ const int64_t *metrics_sorted_ns(const struct metrics *m, size_t *n)
 
 size_t metrics_memory_bytes(const struct metrics *m)
 {
-	return sizeof(*m) + m->cap * sample_bytes(m);
+	return sizeof(*m) + (m->lat_hist ? sizeof *m->lat_hist : m->cap * sample_bytes(m));
 }
 
 uint64_t metrics_tail_min_requests(double q, uint64_t over, double conf)

@@ -54,6 +54,12 @@ void metrics_hist_quantiles_ns(const struct metrics_hist *h, double *out, uint64
 double metrics_hist_mean_ns(const struct metrics_hist *h);
 
 struct metrics *metrics_create(size_t expected_samples);
+/* A store of constant size (--quantiles=histogram): the latencies in a
+ * metrics_hist, so a run's memory does not grow with its requests; the
+ * summary's quantiles and CDF are the histogram's (nearest rank, within
+ * 1/256), its mean, min and max exact, and the violation rate exact for the
+ * deadline over_ns (another deadline: by bucket). NULL out of memory. */
+struct metrics *metrics_create_histogram(int64_t over_ns);
 void metrics_destroy(struct metrics *m);
 int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns);
 /* Fills s; sla_ns is the deadline for the violation rate. Sorts in place
@@ -64,14 +70,14 @@ int metrics_finish(struct metrics *m, int64_t sla_ns, struct metrics_summary *s)
  * found without sorting the samples (the quantiles' neighbourhoods only),
  * and the samples are left in no order. */
 int metrics_finish_summary(struct metrics *m, int64_t sla_ns, struct metrics_summary *s);
-/* Sorted latency samples (valid after metrics_finish), ns. */
+/* Sorted latency samples (valid after metrics_finish; an exact store's), ns. */
 const int64_t *metrics_sorted_ns(const struct metrics *m, size_t *n);
 /* Sorts any int64 array ascending (the radix sort metrics_finish uses), in
  * place with no memory beyond the array's own. */
 void metrics_sort_ns(int64_t *v, size_t n);
 /* Heap bytes m holds now: 4 per sample of capacity while every latency fits
  * in 32 bits, else 8, plus a fixed ~58 KiB (the queueing-time histogram);
- * metrics_finish sorts in 8 bytes a sample. */
+ * metrics_finish sorts in 8 bytes a sample. A histogram store: a fixed ~116 KiB. */
 size_t metrics_memory_bytes(const struct metrics *m);
 
 /* MLPerf LoadGen's early-stopping rule (binomial, one-sided): the fewest

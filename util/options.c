@@ -183,6 +183,18 @@ const char *opt_str(const struct opt_set *s, const char *name)
 	return i < 0 ? NULL : s->values[i];
 }
 
+int opt_either(const struct opt_set *s, const char *name, const char *first, const char *second, char *err,
+               size_t errlen)
+{
+	const char *v = opt_str(s, name);
+	if (v && strcmp(v, first) == 0)
+		return 0;
+	if (v && strcmp(v, second) == 0)
+		return 1;
+	snprintf(err, errlen, "--%s must be %s or %s, got '%s'", name, first, second, v ? v : "");
+	return -1;
+}
+
 uint64_t opt_uint(const struct opt_set *s, const char *name)
 {
 	uint64_t v = 0;

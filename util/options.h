@@ -50,6 +50,9 @@ struct opt_set {
 int opt_parse(struct opt_set *s, const struct opt_def *defs, size_t ndefs,
               int argc, char **argv, size_t max_positional, char *err, size_t errlen);
 const char *opt_str(const struct opt_set *s, const char *name);
+/* An OPT_STR option that takes one of two words: 0 (first), 1 (second), or -1 with err naming both. */
+int opt_either(const struct opt_set *s, const char *name, const char *first, const char *second, char *err,
+               size_t errlen);
 uint64_t opt_uint(const struct opt_set *s, const char *name);
 double opt_double(const struct opt_set *s, const char *name);
 int opt_flag(const struct opt_set *s, const char *name);

@@ -91,8 +91,11 @@ static const struct opt_def run_opts_tail[] = {
 	{ "sweep-name", OPT_STR, NULL, 0, 0, 0, "the sweep's name, its file's without .sweep (set by simbatch sweep)" },
 	{ "sweep-variant", OPT_STR, NULL, 0, 0, 0, "the point's variant label (set by simbatch sweep)" },
 	{ "dry-run", OPT_FLAG, NULL, 0, 0, 0, "check every input, then exit without simulating" },
-	{ "node-by-node", OPT_FLAG, NULL, 0, 0, 0, "every node its own task: the engine's runs of nodes off, to check "
-	  "that they change no result (slower; stored with the run)" },
+	{ "node-by-node", OPT_FLAG, NULL, 0, 0, 0, "every node (LLM: every iteration) its own task: the engine's runs "
+	  "of nodes and decode runs off, to check that they change no result (slower; stored with the run)" },
+	{ "quantiles", OPT_STR, "exact", 0, 0, 0, "exact: every latency kept, quantiles exact (memory grows with the "
+	  "requests served, 4-8 bytes each a metric); histogram: latencies, TTFT and TPOT in log-linear histograms, "
+	  "quantiles within 1/256 (nearest rank), memory fixed: a run grows only with its requests in flight" },
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
 };
 
@@ -340,12 +343,9 @@ static int run_check_llm_lengths(struct run_job *j, char *err, size_t errlen)
 {
 	const struct mdl_model *m = j->model;
 	uint32_t ctx = m->llm.context;
-	const char *over = opt_str(&j->o, "over-context");
-	int drop = strcmp(over, "drop") == 0;
-	if (!drop && strcmp(over, "refuse") != 0) {
-		snprintf(err, errlen, "--over-context must be refuse or drop, got '%s'", over);
+	int drop = opt_either(&j->o, "over-context", "refuse", "drop", err, errlen);
+	if (drop < 0)
 		return -1;
-	}
 	if (j->trace) {
 		struct trc_trace *t = j->trace;
 		size_t kept = 0;
@@ -427,12 +427,10 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 		                            : pol->default_batched_tokens ? pol->default_batched_tokens
 		                            : l->context > 2048 ? l->context : 2048;
 		c->env.ttft_slo_ns = opt_given(o, "ttft-slo") ? llround(opt_double(o, "ttft-slo") * 1e6) : 0;
-		const char *pc = opt_str(o, "prefix-cache");
-		if (strcmp(pc, "on") != 0 && strcmp(pc, "off") != 0) {
-			snprintf(err, errlen, "--prefix-cache must be on or off, got '%s'", pc);
+		int off = opt_either(o, "prefix-cache", "on", "off", err, errlen);
+		if (off < 0)
 			return -1;
-		}
-		c->env.prefix_cache = strcmp(pc, "on") == 0;
+		c->env.prefix_cache = !off;
 		c->env.tpot_slo_ns = opt_given(o, "tpot-slo") ? llround(opt_double(o, "tpot-slo") * 1e6) : 0;
 		if (run_check_llm_lengths(j, err, errlen) != 0)
 			return -1;
@@ -442,6 +440,8 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 	c->trace_pairs = j->trace && opt_flag(o, "trace-pairs");
 	c->concurrency = opt_given(o, "concurrency") ? (uint32_t)opt_uint(o, "concurrency") : 0;
 	c->node_by_node = opt_flag(o, "node-by-node");
+	if ((c->histogram_quantiles = opt_either(o, "quantiles", "exact", "histogram", err, errlen)) < 0)
+		return -1;
 	c->think_ns = llround(opt_double(o, "think-time") * 1e6);
 	c->trace_speedup = opt_double(o, "trace-speedup");
 	if (j->trace && !c->trace_pairs) {

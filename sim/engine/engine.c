@@ -590,7 +590,8 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	struct drv_config dc = {
 		.policy = c->policy, .env = c->env, .max_cells = max_cells, .warmup = c->warmup,
 		.expected_requests = expect, .keep_request_rows = c->keep_request_rows,
-		.summary_only = c->summary_only, .release = eng_req_release, .release_ctx = &e,
+		.summary_only = c->summary_only, .histogram_quantiles = c->histogram_quantiles,
+		.release = eng_req_release, .release_ctx = &e,
 		.replicas = c->replicas, .router = c->router, .router_refresh_ns = c->router_refresh_ns,
 		.disagg = c->disagg,
 	};

@@ -56,6 +56,7 @@ struct eng_config {
 	int64_t sla_ns;
 	int keep_request_rows;              /* record per-request rows (for --requests-out / the db) */
 	int summary_only;                   /* the latency CDF is not wanted (drv_config) */
+	int histogram_quantiles;            /* latencies in histograms of constant size (drv_config) */
 	struct timeline *timeline;          /* not owned; every task is written to it when set */
 };
 
