@@ -11,7 +11,7 @@ the calibrated CPU; and the four LLM policies on two models at three rates (some
 configurations are refused by their policy, which both binaries must then do alike). A few
 seconds on the 2-core VM.
 
-With --prefix, 54 LLM runs where the prefix cache works hard instead: the Azure conversation
+With --prefix, 56 LLM runs where the prefix cache works hard instead: the Azure conversation
 trace 2023's pairs on an A40 and an A100 (KV caches that fill: preemptions, evictions, a preempted
 request's blocks found again), make-trace's shared prefixes and multi-turn conversations, the
 Mooncake conversation trace's hash ids, three workers on one queue, fleets behind
@@ -80,8 +80,9 @@ if "--prefix" in sys.argv[3:]:
         cases.append(["--model=llama2-7b", "--hw=" + hw, "--workers=3", "--rate=15", *pairs])
         cases.append(["--model=llama2-7b", "--hw=" + hw, "--replicas=4", "--router=prefix-affinity",
                       "--router-refresh=20", "--trace=" + traces["turns"], "--over-context=drop", "--trace-speedup=6"])
-        cases.append(["--model=llama2-7b", "--prefill-replicas=2:" + hw, "--decode-replicas=2:" + hw, "--rate=12",
-                      *pairs])
+        for transfer in ("after", "layerwise"):
+            cases.append(["--model=llama2-7b", "--prefill-replicas=2:" + hw, "--decode-replicas=2:" + hw, "--rate=12",
+                          "--kv-transfer=" + transfer, *pairs])
         # fleets whose replicas run decode runs (their routers read no KV state)
         for router, refresh in (("least-outstanding", "0"), ("least-outstanding", "50"), ("round-robin", "0")):
             cases.append(["--model=llama2-7b", "--hw=" + hw, "--replicas=8", "--router=" + router,

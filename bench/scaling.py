@@ -10,6 +10,7 @@ Usage: bench/scaling.py SIMBATCH REPS WORKLOAD [MAX_REQUESTS]
             lazy   (gnmt on npu, 300 req/s per worker)
             fleet  (llama2-7b on H100 replicas behind least-outstanding, 4.5 req/s a replica, each
                     request a row of the Azure conversation trace 2023, prompt and output together)
+            fleet-hist (the same, --quantiles=histogram)
 Prints a markdown table of medians over REPS runs (user+system CPU of the
 child, wall time as the run reports it, the child's own peak resident memory)."""
 import json
@@ -25,6 +26,9 @@ WORKLOADS = {   # base options, rate per device, the option that sets the device
     "lazy": (["--policy=lazy", "--model=gnmt", "--hw=npu"], 300.0, "workers", (1, 4, 16)),
     "fleet": (["--model=llama2-7b", "--trace=" + AZURE_CONV, "--trace-pairs", "--over-context=drop"], 4.5, "replicas",
               (1, 4, 16, 64)),
+    # the same with --quantiles=histogram: memory that grows with the requests in flight only
+    "fleet-hist": (["--model=llama2-7b", "--trace=" + AZURE_CONV, "--trace-pairs", "--over-context=drop",
+                    "--quantiles=histogram"], 4.5, "replicas", (1, 4, 16, 64)),
 }
 
 

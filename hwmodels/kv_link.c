@@ -80,11 +80,10 @@ static int kv_link_measured(const char *spec, const char *tables_dir, const char
 		snprintf(err, errlen, "%s holds no send/recv %s", path, l->nodes == 1 ? "within one node" : "across two nodes");
 		return -1;
 	}
-	size_t first = 0, n = 0;
-	while (l->prof->key[first] != l->nodes)
-		first++;
-	while (first + n < l->prof->n && l->prof->key[first + n] == l->nodes)
-		n++;
+	size_t first, n;
+	opp_collective_rows(l->prof, l->nodes, &first, &n);
+	l->row_first = first;
+	l->rows = n;
 	size_t k = n < KV_LINK_TAIL_ROWS ? n : KV_LINK_TAIL_ROWS;
 	double rate[KV_LINK_TAIL_ROWS];
 	for (size_t i = 0; i < k; i++)
@@ -131,7 +130,7 @@ double kv_link_seconds(const struct kv_link *l, double bytes, int *extrapolated)
 	if (!l->measured)
 		return l->model_latency_s + bytes / l->model_bytes_per_s;
 	if (bytes <= l->max_bytes)
-		return opp_collective_ms(l->prof, l->nodes, bytes, extrapolated) * OPP_S_PER_MS;
+		return opp_collective_rows_ms(l->prof, l->row_first, l->rows, bytes, extrapolated) * OPP_S_PER_MS;
 	*extrapolated = 1;
 	return (l->max_ms + (bytes - l->max_bytes) / l->tail_bytes_per_ms) * OPP_S_PER_MS;
 }

@@ -25,7 +25,8 @@ struct kv_link {
 	char label[1200];               /* what it is, where its numbers come from (results, --help) */
 	int measured;
 	struct opp_collective *prof;     /* measured: the send/recv profile (owned) ... */
-	uint32_t nodes;                  /* ... the nodes the pair spans (1, 2) */
+	uint32_t nodes;                  /* ... the nodes the pair spans (1, 2), their rows in it ... */
+	size_t row_first, rows;
 	double max_bytes, max_ms;        /* ... its largest message */
 	double tail_bytes_per_ms;        /* ... and the rate past it */
 	double model_bytes_per_s, model_latency_s;   /* model: */

@@ -537,12 +537,23 @@ int opp_collective_has(const struct opp_collective *a, uint32_t key)
 	return 0;
 }
 
+void opp_collective_rows(const struct opp_collective *a, uint32_t key, size_t *first, size_t *n)
+{
+	*first = *n = 0;
+	while (*first < a->n && a->key[*first] != key)
+		(*first)++;
+	while (*first + *n < a->n && a->key[*first + *n] == key)
+		(*n)++;
+}
+
+double opp_collective_rows_ms(const struct opp_collective *a, size_t first, size_t n, double bytes, int *extrapolated)
+{
+	return n ? opp_polyline(n, &a->bytes[first], &a->ms[first], 1, bytes, extrapolated) : 0;
+}
+
 double opp_collective_ms(const struct opp_collective *a, uint32_t key, double bytes, int *extrapolated)
 {
-	size_t first = 0, n = 0;
-	while (first < a->n && a->key[first] != key)
-		first++;
-	while (first + n < a->n && a->key[first + n] == key)
-		n++;
-	return n ? opp_polyline(n, &a->bytes[first], &a->ms[first], 1, bytes, extrapolated) : 0;
+	size_t first, n;
+	opp_collective_rows(a, key, &first, &n);
+	return opp_collective_rows_ms(a, first, n, bytes, extrapolated);
 }

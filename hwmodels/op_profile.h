@@ -148,5 +148,9 @@ int opp_collective_has(const struct opp_collective *a, uint32_t key);
 /* One collective of bytes at key (opp_collective_has must hold), in ms;
  * *extrapolated as opp_curve_ms. */
 double opp_collective_ms(const struct opp_collective *a, uint32_t key, double bytes, int *extrapolated);
+/* The rows of key, [first, first + n), found once (a scan of the table) ... */
+void opp_collective_rows(const struct opp_collective *a, uint32_t key, size_t *first, size_t *n);
+/* ... and opp_collective_ms from them, for a caller that prices many messages at one key. */
+double opp_collective_rows_ms(const struct opp_collective *a, size_t first, size_t n, double bytes, int *extrapolated);
 
 #endif

@@ -188,6 +188,12 @@ uint32_t drv_decode_run(const struct pol_driver *d, uint32_t device, const struc
  * would (no member finishes in them), the policy advanced, t made the k-th
  * (start, end, contexts, blocks); then drv_task_done(t) ends it as any task. */
 void drv_decode_advance(struct pol_driver *d, struct pol_task *t, uint32_t k, const int64_t *ends, uint64_t *held);
+/* A disaggregated fleet's decode replica on device: when its next KV move lands (INT64_MAX: none, or no
+ * such fleet), which a decode run there must not run past. */
+static inline int64_t drv_next_move_ns(const struct pol_driver *d, uint32_t device)
+{
+	return d->fleet && d->fleet->dis.prefill ? fleet_next_move_ns(d->fleet, device) : INT64_MAX;
+}
 
 /* The policy's boundary_waits (policy.h, "Optional capability: runs"), for a policy that has one. */
 static inline int drv_boundary_waits(const struct pol_driver *d, uint32_t device)

@@ -274,6 +274,12 @@ int fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns)
 	return dev < f->dis.prefill ? fleet_hand_off(f, p, t) : 0;
 }
 
+int64_t fleet_next_move_ns(const struct pol_fleet *f, uint32_t device)
+{
+	const struct fleet_replica *p = &f->rep[device];
+	return p->ndue ? p->due[0].end_ns : INT64_MAX;
+}
+
 uint32_t fleet_decode_run(const struct pol_fleet *f, uint32_t device, const struct pol_task *t, uint32_t k_max)
 {
 	return f->policy->decode_run(f->rep[device].st, 0, t, k_max);

@@ -113,6 +113,9 @@ int fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns);
  * decode_advance with each iteration's end (ends[j], iteration j + 1) for
  * the replica's busy time and KV occupancy, as k tasks would count them. */
 uint32_t fleet_decode_run(const struct pol_fleet *f, uint32_t device, const struct pol_task *t, uint32_t k_max);
+/* When the next KV move to decode replica `device` lands (its request joins the first iteration built at
+ * or after it), INT64_MAX when none is under way. */
+int64_t fleet_next_move_ns(const struct pol_fleet *f, uint32_t device);
 void fleet_decode_advance(struct pol_fleet *f, uint32_t device, struct pol_task *t, uint32_t k, const int64_t *ends,
                           uint64_t *held);
 /* The policy's counters over the fleet: summed, the fractions and capacities

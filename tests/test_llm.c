@@ -176,6 +176,7 @@ static int64_t run_refresh_ns;
 static const struct fleet_disagg *run_disagg;  /* a fleet split into prefill and decode pools */
 
 static uint64_t run_inner_ends;   /* the last run_trace's iterations that ended inside decode runs */
+static double test_link_s(const void *link, double bytes, int *extrapolated);   /* a KV link, below */
 
 /* Two runs of one configuration, iteration by iteration (a) and with decode
  * runs (b): every latency, token figure, counter, row and replica's share. */
@@ -187,8 +188,10 @@ static void assert_same_llm_run(const struct drv_result *a, const struct drv_res
 	    a->itl_count != b->itl_count || a->itl_mean_ms != b->itl_mean_ms ||
 	    memcmp(a->itl_cdf_ms, b->itl_cdf_ms, sizeof a->itl_cdf_ms) || a->iter_tokens != b->iter_tokens ||
 	    a->kv_mean_fraction != b->kv_mean_fraction || a->goodput_rps != b->goodput_rps)
-		fail_msg("%s: decode runs changed a result (tasks %llu by iterations, %llu in runs)", what,
-		         (unsigned long long)a->tasks, (unsigned long long)b->tasks);
+		fail_msg("%s: decode runs changed a result (tasks %llu by iterations, %llu in runs; latency mean %.9g "
+		         "against %.9g ms, ITL mean %.9g against %.9g, KV %.9g against %.9g)", what,
+		         (unsigned long long)a->tasks, (unsigned long long)b->tasks, a->summary.mean_ms, b->summary.mean_ms,
+		         a->itl_mean_ms, b->itl_mean_ms, a->kv_mean_fraction, b->kv_mean_fraction);
 	assert_int_equal(a->npolicy_stats, b->npolicy_stats);
 	for (size_t k = 0; k < a->npolicy_stats; k++)
 		if (a->policy_stats[k].value != b->policy_stats[k].value)
@@ -414,9 +417,10 @@ static void test_conservation(void **state)
  * shared prefixes, arriving in bursts with gaps that let decodes run on;
  * every toolkit policy, the prefix cache on and off, a cache small enough to
  * evict and preempt, iterations whose price grows with their tokens; one
- * device, and fleets of three behind the routers that read no KV state (now
- * and scraped every 2 ms). Each configuration must end some iterations
- * inside runs, or it checked nothing. */
+ * device, fleets of three behind the routers that read no KV state (now and
+ * scraped every 2 ms), and a disaggregated one (a prefill replica, two
+ * decode replicas). Each configuration must end some iterations inside
+ * runs, or it checked nothing. */
 static void test_decode_runs_change_nothing(void **state)
 {
 	(void)state;
@@ -438,14 +442,17 @@ static void test_decode_runs_change_nothing(void **state)
 	}
 	extern const struct pol_ops slo_policy_ops;
 	const struct pol_ops *pols[3] = { &continuous_policy_ops, &chunked_policy_ops, &slo_policy_ops };
-	const char *routers[3] = { NULL, "least-outstanding", "prefix-affinity" };
+	const char *routers[4] = { NULL, "least-outstanding", "prefix-affinity", "least-outstanding" };
+	/* the last: one prefill replica and two decode replicas, whose runs a KV move ends as an arrival does */
+	struct fleet_disagg dis = { .prefill = 1, .move_s = test_link_s, .pairs = 1, .layers = m->llm.layers,
+	                            .kv_bytes_per_token = (double)mdl_llm_kv_bytes_per_token(&m->llm) };
 	run_growth = 0.05;
 	run_prefix_id = pid;
 	run_prefix_len = plen;
 	for (int spread = 1; spread <= 4; spread *= 4)       /* loaded (preempting), then light (mostly runs) */
 	for (int p = 0; p < 3; p++)
 		for (int cache = 0; cache < 2; cache++)
-			for (int k = 0; k < 3; k++)
+			for (int k = 0; k < 4; k++)
 				for (int refresh = 0; refresh < (k ? 2 : 1); refresh++) {
 					static double at[N];
 					for (int i = 0; i < N; i++)
@@ -454,20 +461,23 @@ static void test_decode_runs_change_nothing(void **state)
 					run_replicas = k ? 3 : 0;
 					run_router = k ? router_find(routers[k]) : NULL;
 					run_refresh_ns = refresh ? 2 * MS : 0;
+					run_disagg = k == 3 ? &dis : NULL;
 					/* chunked and slo chunk prompts by 16 tokens; slo takes the waiting by TTFT slack */
 					run_ttft_slo_ns = pols[p] == &slo_policy_ops ? 20 * MS : 0;
 					struct drv_result r;
 					run_trace(pols[p], m, 60, p ? 16 : 256, at, in, out, N, &r);
 					if (run_inner_ends == 0)
 						fail_msg("%s, cache %d, %s: no decode run", pols[p]->name, cache, k ? routers[k] : "one device");
-					print_message("  x%d %s, cache %d, %s%s: %llu of %llu iterations inside runs, %g preemptions, "
+					print_message("  x%d %s, cache %d, %s%s%s: %llu of %llu iterations inside runs, %g preemptions, "
 					              "%g evictions\n", spread, pols[p]->name, cache, k ? routers[k] : "one device",
+					              k == 3 ? ", disaggregated 1+2" : "",
 					              refresh ? " (2 ms scrapes)" : "", (unsigned long long)run_inner_ends,
 					              (unsigned long long)r.tasks, stat_of(&r, "preemptions"),
 					              cache ? stat_of(&r, "prefix_evictions") : 0.0);
 					drv_result_free(&r);
 				}
 	run_ttft_slo_ns = 0;
+	run_disagg = NULL;
 	run_prefix_cache = 0;
 	run_replicas = 0;
 	run_router = NULL;

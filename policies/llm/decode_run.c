@@ -33,8 +33,9 @@ uint32_t llm_sched_decode_run(const struct pol_state *st, uint32_t device, const
 	if (k_max < 2 || s->hooks->build || s->hooks->after_task || s->prefill_only || s->waiting.head ||
 	    t->nreq != d->nrunning)
 		return 1;
-	/* a block a member fills must enter the prefix cache as a count alone (prefix_cache.c's fast path):
-	 * no run of a preempted request's blocks to take back, no conversation's blocks to share */
+	/* a block a member fills after the first iteration must enter the prefix cache as a count alone
+	 * (prefix_cache.c's fast path): no run of a preempted request's blocks to take back, no
+	 * conversation's blocks to share */
 	if (s->prefix_cache && d->pc.findable_runs)
 		return 1;
 	for (uint32_t i = 0; i < t->nreq; i++)
@@ -63,20 +64,27 @@ void llm_sched_decode_advance(struct pol_state *st, uint32_t device, struct pol_
 	uint32_t alloc[POL_DECODE_RUN_MAX + 1];
 	llm_decode_allocs(s, t, k, alloc);
 	held[0] = t->kv_blocks_held;
-	/* builds 2..k: each takes its blocks (evicting least recently released cached ones first, as
-	 * llm_room); a block entered in between changes only counts (decode_run's condition), so the
-	 * ends' entries can follow in one pass */
+	/* the first iteration's end as on_task_done: each member a token further, its filled blocks entered,
+	 * which may find some cached already and free the copies (a decode replica's first iteration of a
+	 * request whose prompt's KV came with it enters the prompt's blocks) ... */
+	for (uint32_t i = 0; i < t->nreq; i++) {
+		struct pol_request *r = t->reqs[i];
+		r->pol_word[1] += llm_blocks_for(s, r->pol_word[0] + k) - llm_blocks_for(s, r->pol_word[0] + 1);
+		r->pol_word[0]++;
+		llm_enter_filled(s, d, r);
+	}
+	/* ... builds 2..k: each takes its blocks (evicting least recently released cached ones first, as
+	 * llm_room); the blocks the ends between them fill are past every prompt, private, so entering
+	 * them changes only counts (decode_run's condition) and can follow in one pass */
 	for (uint32_t j = 2; j <= k; j++) {
 		llm_room(s, d, alloc[j]);
 		d->free_blocks -= alloc[j];
 		llm_note_peak(s, d);
 		held[j - 1] = llm_blocks_used(s, d);
 	}
-	/* ends 1..k-1: each member a token further, its filled blocks entered (on_task_done's loop) */
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
-		r->pol_word[1] += llm_blocks_for(s, r->pol_word[0] + k) - llm_blocks_for(s, r->pol_word[0] + 1);
-		r->pol_word[0] += k - 1;
+		r->pol_word[0] += k - 2;
 		llm_enter_filled(s, d, r);
 		t->context[i] = (uint32_t)r->pol_word[0];
 	}

@@ -108,18 +108,17 @@ static inline const struct event *eng_take(struct eng *e, const struct event *ne
 	return buf;
 }
 
-/* A request routed at now to the replica on device dev joins its next
- * iteration: a decode run there ends at its first boundary at or after now
+/* A request that reaches the replica on device dev at at_ns (routed there
+ * now, or its KV moved there then) joins the iteration built first at or
+ * after it: a decode run there ends at its first boundary at or after at_ns
  * (the iterations after it are built anew, as they would have been). */
-static void eng_cut_decode_run(struct eng *e, struct eng_device *d, uint32_t dev, int64_t now_ns)
+static void eng_cut_decode_run(struct eng *e, struct eng_device *d, uint32_t dev, int64_t at_ns)
 {
-	if (!d->busy || d->decode_k < 2)
-		return;
+	if (!d->busy || d->decode_k < 2 || d->iter_end[d->decode_k - 2] < at_ns)
+		return;                           /* no boundary of the run's at or after at_ns but its end */
 	uint32_t j = 0;
-	while (d->iter_end[j] < now_ns)
-		j++;                              /* the last iteration ends after now: found before the end */
-	if (j + 1 == d->decode_k)
-		return;
+	while (d->iter_end[j] < at_ns)
+		j++;
 	d->decode_k = j + 1;
 	d->task.end_ns = d->iter_end[j];
 	int moved = evq_advance(e->q, EV_TASK_DONE, dev, d->iter_end[j]);
@@ -167,7 +166,12 @@ static int eng_on_task_done(struct eng *e, const struct event *ev)
 	if (d->decode_k > 1)
 		drv_decode_advance(&e->drv, &d->task, d->decode_k, d->iter_end, d->iter_held);
 	d->decode_k = 0;
-	return drv_task_done(&e->drv, &d->task, ev->time_ns, e->err, e->errlen) < 0 ? -1 : 0;
+	if (drv_task_done(&e->drv, &d->task, ev->time_ns, e->err, e->errlen) < 0)
+		return -1;
+	/* a prefill replica's iteration may have sent KV to decode replicas in decode runs */
+	for (uint32_t dev = e->prefill_replicas; e->decode_runs && ev->aux < e->prefill_replicas && dev < e->c->workers; dev++)
+		eng_cut_decode_run(e, &e->devices[dev], dev, drv_next_move_ns(&e->drv, dev));
+	return 0;
 }
 
 /* What a task pays for weights its device lost while idle (hwmodel.h
@@ -226,7 +230,9 @@ static int64_t eng_decode_run_ns(struct eng *e, struct eng_device *d, uint32_t d
 	d->decode_k = 1;
 	if (k < 2)
 		return first_ns;
-	int64_t horizon = e->c->replicas > 1 ? e->wake_pending_ns : eng_horizon(e);
+	int64_t horizon = e->c->replicas > 1 ? e->wake_pending_ns : eng_horizon(e), move = drv_next_move_ns(&e->drv, dev);
+	if (move < horizon)
+		horizon = move;                   /* a decode replica: a request whose KV lands then joins */
 	const struct llm_cost *cost = e->dev_llm ? e->dev_llm[dev] : e->llm;
 	uint64_t context_sum = 0;
 	for (uint32_t i = 0; i < t->nreq; i++)
@@ -622,7 +628,8 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	e.runs = !c->timeline && !e.has_cold && !c->concurrency && !c->node_by_node;
 	e.cut_runs = e.runs && c->workers > 1 && c->policy->boundary_waits;
 	e.decode_runs = e.runs && m->is_llm && c->policy->decode_run &&
-	                (c->replicas > 1 ? !c->router->reads_kv && !c->disagg : c->workers == 1);
+	                (c->replicas > 1 ? !c->router->reads_kv : c->workers == 1);
+	e.prefill_replicas = c->disagg ? c->disagg->prefill : 0;
 	if (e.runs && !m->is_llm && eng_pass_table(&e) != 0) {
 		err_memory(err, errlen, "out of memory setting up the run");
 		goto fail;

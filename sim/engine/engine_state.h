@@ -77,8 +77,9 @@ struct eng {
 	struct trc_request next;        /* its request */
 	int arrival_pending;
 	int decode_runs;                /* LLM iterations may run as decode runs (policy.h): one device, or a
-	                                 * fleet whose router reads no KV state and whose replicas all serve
-	                                 * whole requests; an arrival ends its replica's run (eng_cut_decode_run) */
+	                                 * fleet whose router reads no KV state; an arrival ends its replica's
+	                                 * run, a KV move its decode replica's (eng_cut_decode_run) */
+	uint32_t prefill_replicas;      /* a disaggregated fleet: devices [0, this) run prompts (0: none) */
 	int cut_runs;                   /* runs on several devices with the policy's boundary_waits: an
 	                                 * arrival ends only the runs whose boundaries wait for it
 	                                 * (eng_cut_runs). Here, in arrival_pending's padding: both are
