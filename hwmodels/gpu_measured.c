@@ -16,7 +16,8 @@ struct gpu_measured {
 	struct hw_model base;
 	struct gpu_measured_info info;
 	struct op_profile *prof;          /* owned */
-	struct opp_collective *ar;         /* owned; NULL when none was measured */
+	struct opp_collective *ar;         /* owned; NULL when none was measured; ... */
+	size_t ar_first, ar_rows;         /* ... its rows at --tp, found once */
 	struct hw_device dev;             /* the replica: tp GPUs */
 	uint32_t layers;
 	double head_per_up;               /* LM head / MLP up projection at equal rows */
@@ -68,7 +69,7 @@ static double gpu_allreduce_s(const struct gpu_measured *g, double t, int *extra
 	double bytes = t * g->base.model->llm.hidden * g->base.model->llm.elem_bytes;
 	/* two all-reduces of the activations a layer, after attention and after the MLP: Megatron-LM's
 	 * tensor parallelism (Shoeybi et al., 2019, Sec. 3), as vLLM and Vidur split a layer */
-	return 2 * opp_collective_ms(g->ar, g->info.tp, bytes, extrapolated) * OPP_S_PER_MS;
+	return 2 * opp_collective_rows_ms(g->ar, g->ar_first, g->ar_rows, bytes, extrapolated) * OPP_S_PER_MS;
 }
 
 /* An iteration's parts from its sums: total rows (pad included), the
@@ -336,6 +337,7 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 			goto fail;
 		}
 		g->info.has_allreduce = 1;
+		opp_collective_rows(g->ar, tp, &g->ar_first, &g->ar_rows);
 	}
 	double usable = p->mem_bytes * GPU_MEM_UTILIZATION, weights = (double)mdl_llm_weight_bytes(l);
 	if (weights / tp >= usable) {

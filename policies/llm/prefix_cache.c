@@ -228,16 +228,11 @@ void pc_take(struct prefix_cache *pc, const struct pol_request *r, uint32_t bloc
 	}
 }
 
-int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j)
+/* pc_enter with r's keys made (k). */
+static int pc_enter_keyed(struct prefix_cache *pc, const struct pc_keys *k, uint32_t j)
 {
-	/* most blocks entered are private ones that no run of theirs can hold: counted, and no key made */
-	if (!pc->findable_runs && !r->session_id && j >= pc_shared_blocks(r, block_size)) {
-		pc->entries++;
-		return 1;
-	}
-	struct pc_keys k = pc_keys_of(r, block_size);
-	if (pc_private(&k, j)) {
-		uint32_t i = pc_find_run(pc, k.own, j);
+	if (pc_private(k, j)) {
+		uint32_t i = pc_find_run(pc, k->own, j);
 		if (i != PC_NONE) {              /* its copy from before a preemption, still cached */
 			pc_take_run(pc, i, 1);
 			return 0;
@@ -245,7 +240,7 @@ int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t bloc
 		pc->entries++;                   /* held by r alone: counted, no node until it lets go */
 		return 1;
 	}
-	uint64_t key = pc_key(&k, j);
+	uint64_t key = pc_key(k, j);
 	uint32_t i = pc_find(pc, key);
 	if (i != PC_NONE) {
 		pc_ref(pc, i);
@@ -255,6 +250,17 @@ int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t bloc
 	pc->e[i].refs = 1;
 	pc->entries++;
 	return 1;
+}
+
+int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j)
+{
+	/* most blocks entered are private ones that no run of theirs can hold: counted, and no key made */
+	if (!pc->findable_runs && !r->session_id && j >= pc_shared_blocks(r, block_size)) {
+		pc->entries++;
+		return 1;
+	}
+	struct pc_keys k = pc_keys_of(r, block_size);
+	return pc_enter_keyed(pc, &k, j);
 }
 
 void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n)
@@ -287,9 +293,10 @@ uint32_t pc_enter_blocks(struct prefix_cache *pc, const struct pol_request *r, u
 		pc->entries += j1 - j0;
 		return 0;
 	}
+	struct pc_keys k = pc_keys_of(r, block_size);
 	uint32_t already = 0;
 	for (uint32_t j = j0; j < j1; j++)
-		already += !pc_enter(pc, r, block_size, j);
+		already += !pc_enter_keyed(pc, &k, j);
 	return already;
 }
 
