@@ -671,6 +671,26 @@ check("search stopped by SIGTERM: exit 128+15 naming its file; the rerun resumes
       proc.returncode == 143 and out3 in perr and s4.get("resumed", 0) >= 1 and
       [(p["config"], p["capacity_rps"]) for p in s4.get("pareto", [])] ==
       [(p["config"], p["capacity_rps"]) for p in sx.get("pareto", [])], (proc.returncode, perr[-300:], s4))
+# the capacity bound from a cheaper run: llama2-7b on H100s, 1 to 8 replicas, a target of 60 req/s. One
+# replica's capacity search sees it saturate at some rate R; N replicas cannot serve more than N x R, so
+# the fleets with N x R below 60 are pruned unsimulated (the router is left out of the one-replica
+# configuration, which has none to choose among), and the answer is the exhaustive search's
+bspec = write("bound.search", "fixed --model=llama2-7b --policy=chunked --ttft-slo=1000 --tpot-slo=100 "
+              "--router=least-outstanding\naxis replicas = 1 2 3 4 8\ncost gpu-h100 = 4\ntarget 60\n")
+rb1 = sb("search", bspec, "--no-db", f"--out={os.path.join(td, 'bound1.csv')}", "--json", "--jobs=1")
+rb2 = sb("search", bspec, "--no-db", f"--out={os.path.join(td, 'bound2.csv')}", "--json", "--exhaustive")
+b1 = json.loads(rb1.stdout) if rb1.returncode == 0 else {}
+b2 = json.loads(rb2.stdout) if rb2.returncode == 0 else {}
+by1 = {x["config"]: x for x in b1.get("results", [])}
+by2 = {x["config"]: x for x in b2.get("results", [])}
+bounded = [c for c, x in by1.items() if x["status"] == "pruned" and "saturated at" in x.get("reason", "")]
+sat = float(bounded and by1[bounded[0]]["reason"].split("saturated at ")[1].split()[0] or 0)
+check("search: a fleet whose replicas x one replica's saturating rate is below the target is pruned "
+      "unsimulated; the answer is the exhaustive one's, and every simulated fleet's capacity is within the bound",
+      bounded == ["replicas=2"] and (b1.get("answer") or {}).get("config") == (b2.get("answer") or {}).get("config")
+      and by2.get("replicas=1", {}).get("status") == "ok" and sat > 0 and
+      all(x["capacity_rps"] <= int(c.split("=")[1]) * sat for c, x in by2.items() if x["status"] == "ok"),
+      (rb1.stderr[-300:], bounded, sat, b1.get("answer"), b2.get("answer")))
 # a configuration's cost: its pools, each on its own GPUs: (1 x $4 + 2 x $2) x TP 2 = $16; 3 replicas of
 # the axis's H100s at TP 2 = $24
 pspec = write("pools.search", "fixed --model=llama2-7b --tp=2 --ttft-slo=500\naxis hw = gpu-h100\n"

@@ -14,7 +14,11 @@
  *    one that costs more than a configuration already found to meet the
  *    target is not started (it cannot be the cheapest); with a budget, one
  *    that costs more than the budget. --exhaustive simulates every one (the
- *    full Pareto front; the check that pruning kept the answer).
+ *    full Pareto front; the check that pruning kept the answer);
+ *  - with a target, a fleet of N replicas is not simulated when its one-
+ *    replica sibling (the same options but --replicas) saw saturation at R
+ *    req/s and N x R is below the target: N replicas cannot serve more than
+ *    N times what one can (search_bounded).
  * A configuration capacity refuses (a KV cache that cannot hold a request,
  * no rate meeting the targets even at the lowest probe) is infeasible, with
  * capacity's reason.
@@ -357,6 +361,72 @@ static int search_resume(struct search_run *r, const char *const *more, size_t n
 	return 0;
 }
 
+/* ---- the capacity bound from a cheaper run ---- */
+
+/* Whether c is a plain fleet (replicas of one GPU kind serving whole requests, behind a router that
+ * does not route by prefix), its replica count, and its options but --replicas hashed: its family. */
+static void search_family(const struct search_config *c, struct search_row *w)
+{
+	uint64_t h = 1469598103934665603ull;
+	w->plain_replicas = 1;
+	for (size_t k = 0; k < c->nopts; k++) {
+		const char *o = c->opts[k];
+		if (strncmp(o, "--replicas=", 11) == 0) {
+			uint64_t n;
+			w->plain_replicas = txt_parse_uint(o + 11, UINT32_MAX, &n) == 0 ? (uint32_t)n : 0;
+			continue;
+		}
+		if (strncmp(o, "--prefill-replicas=", 19) == 0 || strcmp(o, "--router=prefix-affinity") == 0)
+			w->plain_replicas = 0;
+		if (strncmp(o, "--router", 8) == 0)
+			continue;                     /* one replica has none (search_config_make leaves it out) */
+		for (const char *p = o; *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ull;
+		h = (h ^ ' ') * 1099511628211ull;
+	}
+	w->family = h;
+}
+
+/* 1 when configuration i cannot meet the target: a plain fleet of N replicas whose one-replica
+ * sibling's capacity search saw one replica saturate at R req/s, with N x R below the target. One
+ * replica's throughput is below any rate that saturates it, and N replicas each fed a thinned share
+ * of the same stream serve at most N times that (not so behind prefix-affinity, whose replicas may
+ * each hit their caches more than one replica does: no bound there). The reason in w. */
+static int search_bounded(struct search_run *r, size_t i)
+{
+	struct search_row *w = &r->rows[i];
+	if (r->exhaustive || r->spec->target_rps <= 0 || w->plain_replicas < 2)
+		return 0;
+	for (size_t j = 0; j < r->spec->nconfigs; j++) {
+		const struct search_row *one = &r->rows[j];
+		if (one->plain_replicas != 1 || one->family != w->family || isnan(one->saturated_rps) ||
+		    w->plain_replicas * one->saturated_rps >= r->spec->target_rps)
+			continue;
+		char label[1024];
+		search_label(r->spec, j, label, sizeof label);
+		snprintf(w->reason, sizeof w->reason, "%u replicas cannot serve %.6g req/s: one saturated at %.6g req/s "
+		         "(%.120s)", w->plain_replicas, r->spec->target_rps, one->saturated_rps, label);
+		return 1;
+	}
+	return 0;
+}
+
+/* The lowest rate capacity's JSON (its "points") found saturated, NaN when none. */
+static double search_saturated_rps(const char *json)
+{
+	double lowest = NAN;
+	const char *p = strstr(json, "\"points\":[");
+	while (p && (p = strstr(p, "{\"rate_rps\":")) != NULL) {
+		char *end;
+		double rate = strtod(p + 12, &end);
+		const char *close = strchr(end, '}'), *sat = strstr(end, "\"saturated\":true");
+		if (close && sat && sat < close && end != p + 12 && (isnan(lowest) || rate < lowest))
+			lowest = rate;
+		p = end;
+	}
+	return lowest;
+}
+
 /* ---- simulating: one capacity child a configuration ---- */
 
 static int search_can_win(const struct search_run *r, size_t i)
@@ -390,6 +460,10 @@ static int search_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 			continue;                         /* done, or another part's */
 		if (!search_can_win(r, i)) {
 			r->rows[i].status = SR_SKIPPED;
+			continue;
+		}
+		if (search_bounded(r, i)) {
+			r->rows[i].status = SR_PRUNED;
 			continue;
 		}
 		struct search_config c;
@@ -456,6 +530,8 @@ static void search_done(void *ud, void *ctx, const struct pp_result *res)
 	r->running--;
 	search_config_free(&job->c);
 	free(job);
+	if (res->exit_code == 0)
+		w->saturated_rps = search_saturated_rps(res->out);
 	if (res->exit_code == 0 && search_json_number(res->out, NULL, "capacity_rps", -1, &w->capacity) == 0 &&
 	    search_json_number(res->out, NULL, "bracket_rps", 0, &w->lo) == 0 &&
 	    search_json_number(res->out, NULL, "bracket_rps", 1, &w->hi) == 0) {
@@ -568,6 +644,8 @@ int cmd_search(int argc, char **argv)
 		w->gpus = c.replicas * c.tp;
 		w->key_hash = search_hash(c.key);
 		w->band_lo = w->band_hi = NAN;
+		w->saturated_rps = NAN;
+		search_family(&c, w);
 		if (!search_fits(&c, &fits, &nfits, w->reason, sizeof w->reason))
 			w->status = SR_PRUNED;
 		else

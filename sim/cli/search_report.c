@@ -94,7 +94,7 @@ void search_report_text(FILE *f, const struct search_run *r)
 	const struct search_spec *s = r->spec;
 	size_t count[5], resumed;
 	search_count(r, count, &resumed);
-	fprintf(f, "simbatch search %s: %zu configurations: %zu pruned (their hardware cannot hold them), %zu simulated "
+	fprintf(f, "simbatch search %s: %zu configurations: %zu pruned (their hardware cannot hold them, or a cheaper run bounds their capacity below the target), %zu simulated "
 	        "(%zu from %s), %zu infeasible, %zu not run (%s)\n", s->path, s->nconfigs, count[SR_PRUNED],
 	        count[SR_OK] + count[SR_INFEASIBLE], resumed, r->out_path, count[SR_INFEASIBLE], count[SR_SKIPPED],
 	        s->budget > 0 ? "above the budget" : "costlier than a configuration meeting the target");

@@ -18,6 +18,12 @@ struct search_row {
 	uint64_t key_hash;
 	int resumed;
 	char reason[300];
+	/* the capacity bound (cmd_search.c search_bounded): a plain fleet's replicas (0: not one: disaggregated,
+	 * heterogeneous, or behind prefix-affinity), its options but the replicas hashed, and once simulated the
+	 * lowest rate its capacity search found saturated (NaN: none seen) */
+	uint32_t plain_replicas;
+	uint64_t family;
+	double saturated_rps;
 };
 
 struct search_run {

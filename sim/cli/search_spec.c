@@ -507,6 +507,15 @@ int search_config_make(const struct search_spec *s, size_t i, struct search_conf
 			c->cost_per_hour += search_price_of(s, colon ? colon + 1 : hw) * (double)n * c->tp;
 		}
 	}
+	/* one replica has no router to choose among replicas: a router given for the fleets of the search
+	 * (fixed, or an axis) is left out of it, as a run without a fleet refuses one */
+	for (size_t k = 0; c->replicas == 1 && !pool[0] && k < c->nopts;)
+		if (strncmp(c->opts[k], "--router=", 9) == 0 || strncmp(c->opts[k], "--router-refresh=", 17) == 0) {
+			free(c->opts[k]);
+			c->opts[k] = c->opts[--c->nopts];
+		} else {
+			k++;
+		}
 	/* the key: its options sorted */
 	char *sorted[SEARCH_MAX_OPTS];
 	memcpy(sorted, c->opts, c->nopts * sizeof *sorted);
