@@ -18,7 +18,10 @@ Mooncake conversation trace's hash ids, three workers on one queue, fleets behin
 prefix-affinity, least-outstanding (instant and scraped) and round-robin, a heterogeneous one, the
 roofline GPU and a disaggregated one (needs ../shared/data; under a minute).
 
-Usage: bench/same_results.py OLD_SIMBATCH NEW_SIMBATCH [--broad | --prefix]   (exit 1 when any run differs)"""
+With --node-by-node, OLD runs each case with --node-by-node (runs of nodes and decode runs off): give
+one binary twice to check that its shortcuts change no result.
+
+Usage: bench/same_results.py OLD_SIMBATCH NEW_SIMBATCH [--broad | --prefix] [--node-by-node]   (exit 1 when any run differs)"""
 import json
 import os
 import re
@@ -28,6 +31,7 @@ import tempfile
 
 old, new = sys.argv[1], sys.argv[2]
 broad = "--broad" in sys.argv[3:]
+by_node = "--node-by-node" in sys.argv[3:]   # OLD runs every node and iteration as its own task
 cases = []
 for pol, models in [("serial", ["resnet50", "gnmt", "transformer", "treelstm"]), ("graph", ["resnet50", "gnmt", "seq2seq"]),
                     ("lazy", ["gnmt", "transformer", "resnet50"]), ("oracle", ["gnmt", "transformer"]),
@@ -97,8 +101,8 @@ bad = 0
 added = set()
 for c in cases:
     outs = []
-    for b in (old, new):
-        r = subprocess.run([b, *c, "--no-db", "--json"], capture_output=True, text=True)
+    for b, extra in ((old, ["--node-by-node"] if by_node else []), (new, [])):
+        r = subprocess.run([b, *c, *extra, "--no-db", "--json"], capture_output=True, text=True)
         if r.returncode != 0:
             # the same message, whichever source tree each binary reads its tables and models from
             outs.append(("exit", r.returncode, re.sub(r"\S*/(calib/tables|models)/", r"\1/", r.stderr.strip())))
