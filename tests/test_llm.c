@@ -446,6 +446,13 @@ static void test_decode_runs_change_nothing(void **state)
 	/* the last: one prefill replica and two decode replicas, whose runs a KV move ends as an arrival does */
 	struct fleet_disagg dis = { .prefill = 1, .move_s = test_link_s, .pairs = 1, .layers = m->llm.layers,
 	                            .kv_bytes_per_token = (double)mdl_llm_kv_bytes_per_token(&m->llm) };
+	/* first one request alone: its cache grows block by block inside its runs, and its peak with it */
+	double one_arr[1] = { 0 };
+	uint32_t one_in[1] = { 4 }, one_out[1] = { 90 };
+	struct drv_result one;
+	run_trace(&continuous_policy_ops, m, 60, 256, one_arr, one_in, one_out, 1, &one);
+	assert_true(run_inner_ends > 0 && stat_of(&one, "kv_peak_fraction") == 24.0 / 60);   /* 94 tokens: 24 blocks */
+	drv_result_free(&one);
 	run_growth = 0.05;
 	run_prefix_id = pid;
 	run_prefix_len = plen;
