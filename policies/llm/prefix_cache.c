@@ -22,6 +22,10 @@ struct pc_keys {
 	int private_tail;             /* blocks from `shared` on are the request's alone (no session): a run's */
 	const struct pol_request *r;  /* its hash ids, when it has them */
 	uint32_t block_size;
+	uint64_t hashed_mix;          /* the mix of the hash id last keyed, and the blocks whose last token lies in
+	                               * its hashed block ([hashed_lo, hashed_hi]; lo > hi: none yet): Mooncake's 512
+	                               * tokens are 32 blocks, which a call keys in a row */
+	uint64_t hashed_lo, hashed_hi;
 };
 
 /* The blocks with a shared key: the prefix's whole blocks, or those whose
@@ -40,20 +44,26 @@ static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_siz
 	 * prompt begins with; a request outside any session's are its own (an id no session has: ~id) */
 	uint64_t own = r->session_id ? pc_mix(r->session_id) ^ 0x2545f4914f6cdd1du : pc_mix(~r->id);
 	return (struct pc_keys){ .prefix = pc_mix(r->prefix_id), .own = own, .shared = pc_shared_blocks(r, block_size),
-	                         .private_tail = !r->session_id, .r = r, .block_size = block_size };
+	                         .private_tail = !r->session_id, .r = r, .block_size = block_size, .hashed_lo = 1,
+	                         .hashed_hi = 0 };
 }
 
 /* Block j: its prefix's key while the block lies within the shared prefix
  * (a hash id's: that of the hashed block holding its last token, which
  * stands for every token up to there), else its session's (odd and even
  * keys keep the two apart). */
-static uint64_t pc_key(const struct pc_keys *k, uint32_t j)
+static uint64_t pc_key(struct pc_keys *k, uint32_t j)
 {
 	if (j >= k->shared)
 		return pc_mix(k->own ^ j) & ~(uint64_t)1;
 	if (k->r->hash_ids) {
-		uint64_t last = (uint64_t)(j + 1) * k->block_size - 1;
-		return pc_mix(pc_mix(k->r->hash_ids[last / k->r->hash_block] + 0x5bd1e995u) ^ j) | 1;
+		if (j < k->hashed_lo || j > k->hashed_hi) {
+			uint64_t hb = k->r->hash_block, bs = k->block_size, g = ((uint64_t)(j + 1) * bs - 1) / hb;
+			k->hashed_mix = pc_mix(k->r->hash_ids[g] + 0x5bd1e995u);
+			k->hashed_lo = (g * hb + 1 + bs - 1) / bs - 1;     /* (j + 1) bs - 1 in [g hb, (g + 1) hb) */
+			k->hashed_hi = (g + 1) * hb / bs - 1;
+		}
+		return pc_mix(k->hashed_mix ^ j) | 1;
 	}
 	return pc_mix(k->prefix ^ j) | 1;
 }
@@ -229,7 +239,7 @@ void pc_take(struct prefix_cache *pc, const struct pol_request *r, uint32_t bloc
 }
 
 /* pc_enter with r's keys made (k). */
-static int pc_enter_keyed(struct prefix_cache *pc, const struct pc_keys *k, uint32_t j)
+static int pc_enter_keyed(struct prefix_cache *pc, struct pc_keys *k, uint32_t j)
 {
 	if (pc_private(k, j)) {
 		uint32_t i = pc_find_run(pc, k->own, j);
