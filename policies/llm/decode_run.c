@@ -3,9 +3,10 @@
  * and nothing waits, the builder's next iterations are the same members a
  * token further each, taking a KV block whenever one's last block fills,
  * until the cache runs short (then it would preempt: the run stops before).
- * decode_advance replays those builds and ends in one pass: the blocks each
- * build takes (evicting from the prefix cache as llm_room would), the peak,
- * and each member's tokens and full blocks. */
+ * decode_advance replays them: the first iteration's end as on_task_done,
+ * then the builds (the blocks each takes, evicting from the prefix cache as
+ * llm_room would, and the peak), then the other ends in one pass (each
+ * member's tokens and full blocks). */
 #include "kv.h"
 
 /* alloc[j], 2 <= j <= k: the blocks build j takes. A member with c tokens
