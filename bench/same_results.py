@@ -11,11 +11,11 @@ the calibrated CPU; and the four LLM policies on two models at three rates (some
 configurations are refused by their policy, which both binaries must then do alike). A few
 seconds on the 2-core VM.
 
-With --prefix, 56 LLM runs where the prefix cache works hard instead: the Azure conversation
+With --prefix, 62 LLM runs where the prefix cache works hard instead: the Azure conversation
 trace 2023's pairs on an A40 and an A100 (KV caches that fill: preemptions, evictions, a preempted
 request's blocks found again), make-trace's shared prefixes and multi-turn conversations, the
 Mooncake conversation trace's hash ids, three workers on one queue, fleets behind
-prefix-affinity, least-outstanding (instant and scraped) and round-robin, a heterogeneous one, the
+prefix-affinity, least-outstanding and least-kv (instant and scraped) and round-robin, a heterogeneous one, the
 roofline GPU and a disaggregated one (needs ../shared/data; under a minute).
 
 With --node-by-node, OLD runs each case with --node-by-node (runs of nodes and decode runs off): give
@@ -88,7 +88,8 @@ if "--prefix" in sys.argv[3:]:
             cases.append(["--model=llama2-7b", "--prefill-replicas=2:" + hw, "--decode-replicas=2:" + hw, "--rate=12",
                           "--kv-transfer=" + transfer, *pairs])
         # fleets whose replicas run decode runs (their routers read no KV state)
-        for router, refresh in (("least-outstanding", "0"), ("least-outstanding", "50"), ("round-robin", "0")):
+        for router, refresh in (("least-outstanding", "0"), ("least-outstanding", "50"), ("round-robin", "0"),
+                                ("least-kv", "0"), ("least-kv", "20"), ("least-kv", "200")):
             cases.append(["--model=llama2-7b", "--hw=" + hw, "--replicas=8", "--router=" + router,
                           "--router-refresh=" + refresh, "--rate=30", *pairs])
     cases.append(["--model=llama2-7b", "--replicas=2:gpu-h100,2:gpu-a100", "--router=least-outstanding", "--rate=15",

@@ -202,12 +202,14 @@ void drv_record_gaps(struct pol_driver *d, const struct pol_task *t)
 		metrics_hist_add_n(d->itl, gap, times);
 }
 
-uint32_t drv_decode_run(const struct pol_driver *d, uint32_t device, const struct pol_task *t, uint32_t k_cap)
+uint32_t drv_decode_run(const struct pol_driver *d, uint32_t device, const struct pol_task *t, uint32_t k_cap,
+                        uint64_t *held)
 {
 	if (!d->c.policy->decode_run || t->kind != POL_TASK_ITER)
 		return 1;
 	/* the policy first: most iterations of a loaded device have requests waiting, which it sees at once */
-	uint64_t k = d->fleet ? fleet_decode_run(d->fleet, device, t, k_cap) : d->c.policy->decode_run(d->st, device, t, k_cap);
+	uint64_t k = d->fleet ? fleet_decode_run(d->fleet, device, t, k_cap, held)
+	                      : d->c.policy->decode_run(d->st, device, t, k_cap, held);
 	for (uint32_t i = 0; i < t->nreq && k > 1; i++) {
 		const struct pol_request *r = t->reqs[i];
 		/* a decode: one token after its first; the run ends with the iteration of its last */

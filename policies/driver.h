@@ -182,12 +182,25 @@ static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint
  * iterations, 1..k_cap, the ITER task t just started on device may run as
  * one: as far as the policy commits to, while every member decodes, up to
  * the one in which a member gives its last token (1: not a decode run) ... */
-uint32_t drv_decode_run(const struct pol_driver *d, uint32_t device, const struct pol_task *t, uint32_t k_cap);
+uint32_t drv_decode_run(const struct pol_driver *d, uint32_t device, const struct pol_task *t, uint32_t k_cap,
+                        uint64_t *held);                    /* held: as pol_ops.decode_run's */
 /* ... and when the run of k iterations ends (ends[j] the end of iteration
  * j + 1; held: k slots): iterations 1..k-1 counted and ended as drv_task_done
  * would (no member finishes in them), the policy advanced, t made the k-th
  * (start, end, contexts, blocks); then drv_task_done(t) ends it as any task. */
 void drv_decode_advance(struct pol_driver *d, struct pol_task *t, uint32_t k, const int64_t *ends, uint64_t *held);
+/* A fleet's replica on device holds blocks KV blocks now (inside a decode run; fleet_kv_now). */
+static inline void drv_fleet_kv_now(struct pol_driver *d, uint32_t device, uint64_t blocks)
+{
+	fleet_kv_now(d->fleet, device, blocks);
+}
+
+/* A fleet's router scrapes (refresh > 0) and the first event at or after now_ns takes a snapshot. */
+static inline int drv_fleet_scrape_due(const struct pol_driver *d, int64_t now_ns)
+{
+	return d->fleet->refresh_ns && now_ns >= d->fleet->next_scrape_ns;
+}
+
 /* A disaggregated fleet's decode replica on device: when its next KV move lands (INT64_MAX: none, or no
  * such fleet), which a decode run there must not run past. */
 static inline int64_t drv_next_move_ns(const struct pol_driver *d, uint32_t device)

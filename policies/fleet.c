@@ -280,9 +280,15 @@ int64_t fleet_next_move_ns(const struct pol_fleet *f, uint32_t device)
 	return p->ndue ? p->due[0].end_ns : INT64_MAX;
 }
 
-uint32_t fleet_decode_run(const struct pol_fleet *f, uint32_t device, const struct pol_task *t, uint32_t k_max)
+uint32_t fleet_decode_run(const struct pol_fleet *f, uint32_t device, const struct pol_task *t, uint32_t k_max,
+                          uint64_t *held)
 {
-	return f->policy->decode_run(f->rep[device].st, 0, t, k_max);
+	return f->policy->decode_run(f->rep[device].st, 0, t, k_max, held);
+}
+
+void fleet_kv_now(struct pol_fleet *f, uint32_t device, uint64_t blocks)
+{
+	f->rep[device].kv_used = blocks;
 }
 
 void fleet_decode_advance(struct pol_fleet *f, uint32_t device, struct pol_task *t, uint32_t k, const int64_t *ends,

@@ -112,7 +112,11 @@ int fleet_task_done(struct pol_fleet *f, struct pol_task *t, int64_t now_ns);
 /* Decode runs (policy.h) of replica `device`'s policy: decode_run, and
  * decode_advance with each iteration's end (ends[j], iteration j + 1) for
  * the replica's busy time and KV occupancy, as k tasks would count them. */
-uint32_t fleet_decode_run(const struct pol_fleet *f, uint32_t device, const struct pol_task *t, uint32_t k_max);
+uint32_t fleet_decode_run(const struct pol_fleet *f, uint32_t device, const struct pol_task *t, uint32_t k_max,
+                          uint64_t *held);
+/* The KV blocks replica `device` holds now, inside a decode run (the iteration then running), for a router
+ * that reads them. */
+void fleet_kv_now(struct pol_fleet *f, uint32_t device, uint64_t blocks);
 /* When the next KV move to decode replica `device` lands (its request joins the first iteration built at
  * or after it), INT64_MAX when none is under way. */
 int64_t fleet_next_move_ns(const struct pol_fleet *f, uint32_t device);

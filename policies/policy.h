@@ -221,8 +221,10 @@ struct pol_ops {
 	 * returns how many; called once after the run */
 	size_t (*stats)(const struct pol_state *st, struct pol_stat *out, size_t max);
 	/* optional (decode runs, the capability below): how many iterations, 1..k_max, the ITER task t
-	 * that next_task just built on device begins ... */
-	uint32_t (*decode_run)(const struct pol_state *st, uint32_t device, const struct pol_task *t, uint32_t k_max);
+	 * that next_task just built on device begins (held, when not NULL: k_max slots, the first k
+	 * filled with the KV blocks each iteration will hold, for a router that reads them) ... */
+	uint32_t (*decode_run)(const struct pol_state *st, uint32_t device, const struct pol_task *t, uint32_t k_max,
+	                       uint64_t *held);
 	/* ... and the state after k of them: t becomes the k-th, built; held[j] the KV blocks iteration j + 1
 	 * holds (held[0] is t's own kv_blocks_held) */
 	void (*decode_advance)(struct pol_state *st, uint32_t device, struct pol_task *t, uint32_t k, uint64_t *held);

@@ -417,8 +417,9 @@ static void test_conservation(void **state)
  * shared prefixes, arriving in bursts with gaps that let decodes run on;
  * every toolkit policy, the prefix cache on and off, a cache small enough to
  * evict and preempt, iterations whose price grows with their tokens; one
- * device, fleets of three behind the routers that read no KV state (now and
- * scraped every 2 ms), and a disaggregated one (a prefill replica, two
+ * device, fleets of three behind least-outstanding, prefix-affinity and
+ * least-kv (whose view of each replica's blocks a run must keep up to date),
+ * now and scraped every 2 ms, and a disaggregated one (a prefill replica, two
  * decode replicas). Each configuration must end some iterations inside
  * runs, or it checked nothing. */
 static void test_decode_runs_change_nothing(void **state)
@@ -442,7 +443,7 @@ static void test_decode_runs_change_nothing(void **state)
 	}
 	extern const struct pol_ops slo_policy_ops;
 	const struct pol_ops *pols[3] = { &continuous_policy_ops, &chunked_policy_ops, &slo_policy_ops };
-	const char *routers[4] = { NULL, "least-outstanding", "prefix-affinity", "least-outstanding" };
+	const char *routers[5] = { NULL, "least-outstanding", "prefix-affinity", "least-kv", "least-outstanding" };
 	/* the last: one prefill replica and two decode replicas, whose runs a KV move ends as an arrival does */
 	struct fleet_disagg dis = { .prefill = 1, .move_s = test_link_s, .pairs = 1, .layers = m->llm.layers,
 	                            .kv_bytes_per_token = (double)mdl_llm_kv_bytes_per_token(&m->llm) };
@@ -459,7 +460,7 @@ static void test_decode_runs_change_nothing(void **state)
 	for (int spread = 1; spread <= 4; spread *= 4)       /* loaded (preempting), then light (mostly runs) */
 	for (int p = 0; p < 3; p++)
 		for (int cache = 0; cache < 2; cache++)
-			for (int k = 0; k < 4; k++)
+			for (int k = 0; k < 5; k++)
 				for (int refresh = 0; refresh < (k ? 2 : 1); refresh++) {
 					static double at[N];
 					for (int i = 0; i < N; i++)
@@ -468,7 +469,7 @@ static void test_decode_runs_change_nothing(void **state)
 					run_replicas = k ? 3 : 0;
 					run_router = k ? router_find(routers[k]) : NULL;
 					run_refresh_ns = refresh ? 2 * MS : 0;
-					run_disagg = k == 3 ? &dis : NULL;
+					run_disagg = k == 4 ? &dis : NULL;
 					/* chunked and slo chunk prompts by 16 tokens; slo takes the waiting by TTFT slack */
 					run_ttft_slo_ns = pols[p] == &slo_policy_ops ? 20 * MS : 0;
 					struct drv_result r;
@@ -477,7 +478,7 @@ static void test_decode_runs_change_nothing(void **state)
 						fail_msg("%s, cache %d, %s: no decode run", pols[p]->name, cache, k ? routers[k] : "one device");
 					print_message("  x%d %s, cache %d, %s%s%s: %llu of %llu iterations inside runs, %g preemptions, "
 					              "%g evictions\n", spread, pols[p]->name, cache, k ? routers[k] : "one device",
-					              k == 3 ? ", disaggregated 1+2" : "",
+					              k == 4 ? ", disaggregated 1+2" : "",
 					              refresh ? " (2 ms scrapes)" : "", (unsigned long long)run_inner_ends,
 					              (unsigned long long)r.tasks, stat_of(&r, "preemptions"),
 					              cache ? stat_of(&r, "prefix_evictions") : 0.0);

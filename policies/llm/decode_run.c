@@ -25,7 +25,8 @@ static void llm_decode_allocs(const struct llm_sched *s, const struct pol_task *
 	}
 }
 
-uint32_t llm_sched_decode_run(const struct pol_state *st, uint32_t device, const struct pol_task *t, uint32_t k_max)
+uint32_t llm_sched_decode_run(const struct pol_state *st, uint32_t device, const struct pol_task *t, uint32_t k_max,
+                              uint64_t *held)
 {
 	const struct llm_sched *s = (const struct llm_sched *)st;
 	const struct llm_device *d = &s->devs[device];
@@ -48,13 +49,17 @@ uint32_t llm_sched_decode_run(const struct pol_state *st, uint32_t device, const
 	/* most runs are far from the cache's end: each member takes at most one block a block_size
 	 * builds, from its second on */
 	uint64_t room = d->free_blocks + d->pc.evictable, taken = 0;
-	if ((uint64_t)t->nreq * (1 + (k_max - 2) / s->block_size) <= room)
+	if (!held && (uint64_t)t->nreq * (1 + (k_max - 2) / s->block_size) <= room)
 		return k_max;
 	llm_decode_allocs(s, t, k_max, alloc);
 	/* build j preempts unless the blocks of builds 2..j fit what is free or evictable now */
 	uint32_t k = 1;
 	while (k < k_max && (taken += alloc[k + 1]) <= room)
 		k++;
+	/* each build takes its blocks; the ends in between free none (they fill only private blocks past every
+	 * prompt, but for a request whose prompt's KV came with it: the caller asks no blocks ahead then) */
+	for (uint32_t j = 0; held && j < k; j++)
+		held[j] = j ? held[j - 1] + alloc[j + 1] : t->kv_blocks_held;
 	return k;
 }
 

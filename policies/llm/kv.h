@@ -150,7 +150,8 @@ static inline void llm_enter_filled(const struct llm_sched *s, struct llm_device
 }
 
 /* Decode runs (policy.h; decode_run.c), for the toolkit's policies' ops tables. */
-uint32_t llm_sched_decode_run(const struct pol_state *st, uint32_t device, const struct pol_task *t, uint32_t k_max);
+uint32_t llm_sched_decode_run(const struct pol_state *st, uint32_t device, const struct pol_task *t, uint32_t k_max,
+                              uint64_t *held);
 void llm_sched_decode_advance(struct pol_state *st, uint32_t device, struct pol_task *t, uint32_t k, uint64_t *held);
 
 #endif

@@ -34,7 +34,8 @@ struct router_ops {
 	void (*fini)(void *state);                     /* optional */
 	uint32_t (*choose)(const struct router_view *v, const struct pol_request *r, void *state);
 	int reads_kv;                    /* choose reads v->kv_used, which changes at every iteration: the
-	                                  * replicas then run iteration by iteration (no decode runs, policy.h) */
+	                                  * engine then shows each replica's blocks as its decode run goes
+	                                  * (eng_kv_now), and a disaggregated fleet runs iteration by iteration */
 };
 
 /* The registry, in `simbatch list routers` order; lookup by name. */

@@ -226,7 +226,8 @@ static int64_t eng_iter_ns(struct eng *e, const struct pol_task *t)
 static int64_t eng_decode_run_ns(struct eng *e, struct eng_device *d, uint32_t dev, int64_t now_ns, int64_t first_ns)
 {
 	struct pol_task *t = &d->task;
-	uint32_t k = drv_decode_run(&e->drv, dev, t, e->c->replicas > 1 ? ENG_FLEET_DECODE_RUN : POL_DECODE_RUN_MAX), n = 1;
+	uint32_t k = drv_decode_run(&e->drv, dev, t, e->c->replicas > 1 ? ENG_FLEET_DECODE_RUN : POL_DECODE_RUN_MAX,
+	                            e->kv_view ? d->iter_held : NULL), n = 1;
 	d->decode_k = 1;
 	if (k < 2)
 		return first_ns;
@@ -355,8 +356,40 @@ static int eng_dispatch(struct eng *e, int64_t now_ns)
 	return scheduled || started > 0;
 }
 
+/* Before an event at now_ns, a router that reads KV state must find each replica in a decode run
+ * holding what the iteration running then holds, as built one by one (an iteration ending exactly at
+ * that time: its own, the next being built only after the instant's events). A scraping router's
+ * snapshot is of the first event at or after the scrape instant, and one by one that may have been an
+ * inner boundary of some run: the replicas are shown as of then (nothing else changes in between: no
+ * event of the engine's came between). */
+static void eng_kv_now(struct eng *e, int64_t now_ns)
+{
+	int64_t at = now_ns, refresh = e->c->router_refresh_ns;
+	if (refresh > 0) {
+		if (!drv_fleet_scrape_due(&e->drv, now_ns))
+			return;                       /* nothing reads the replicas' blocks before the next scrape */
+		for (uint32_t dev = 0; dev < e->c->workers; dev++) {
+			const struct eng_device *d = &e->devices[dev];
+			for (uint32_t j = 0; d->busy && d->decode_k > 1 && j < d->decode_k && d->iter_end[j] < at; j++)
+				if (d->iter_end[j] >= now_ns / refresh * refresh)
+					at = d->iter_end[j];
+		}
+	}
+	for (uint32_t dev = 0; dev < e->c->workers; dev++) {
+		const struct eng_device *d = &e->devices[dev];
+		if (!d->busy || d->decode_k < 2)
+			continue;
+		uint32_t j = 0;
+		while (j + 1 < d->decode_k && d->iter_end[j] < at)
+			j++;
+		drv_fleet_kv_now(&e->drv, dev, d->iter_held[j]);
+	}
+}
+
 static int eng_handle(struct eng *e, const struct event *ev)
 {
+	if (e->kv_view)
+		eng_kv_now(e, ev->time_ns);
 	switch (ev->kind) {
 	case EV_ARRIVAL:
 		return eng_on_arrival(e, ev);
@@ -627,8 +660,12 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	/* a run is priced to the next arrival, which a closed loop's answers may move earlier */
 	e.runs = !c->timeline && !e.has_cold && !c->concurrency && !c->node_by_node;
 	e.cut_runs = e.runs && c->workers > 1 && c->policy->boundary_waits;
+	/* behind a router that reads KV state, each replica's blocks are shown as its run goes
+	 * (eng_kv_now); not on a disaggregated fleet, whose decode replicas' first iteration of a moved
+	 * request may free blocks the run cannot foresee */
 	e.decode_runs = e.runs && m->is_llm && c->policy->decode_run &&
-	                (c->replicas > 1 ? !c->router->reads_kv : c->workers == 1);
+	                (c->replicas > 1 ? !c->router->reads_kv || !c->disagg : c->workers == 1);
+	e.kv_view = e.decode_runs && c->replicas > 1 && c->router->reads_kv;
 	e.prefill_replicas = c->disagg ? c->disagg->prefill : 0;
 	if (e.runs && !m->is_llm && eng_pass_table(&e) != 0) {
 		err_memory(err, errlen, "out of memory setting up the run");

@@ -80,6 +80,8 @@ struct eng {
 	                                 * fleet whose router reads no KV state; an arrival ends its replica's
 	                                 * run, a KV move its decode replica's (eng_cut_decode_run) */
 	uint32_t prefill_replicas;      /* a disaggregated fleet: devices [0, this) run prompts (0: none) */
+	int kv_view;                    /* a fleet whose router reads KV state: before each event, each replica in a
+	                                 * decode run shows the blocks of the iteration running then (eng_kv_now) */
 	int cut_runs;                   /* runs on several devices with the policy's boundary_waits: an
 	                                 * arrival ends only the runs whose boundaries wait for it
 	                                 * (eng_cut_runs). Here, in arrival_pending's padding: both are
