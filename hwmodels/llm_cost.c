@@ -86,11 +86,13 @@ void llm_cost_destroy(struct llm_cost *c)
 
 /* llround(s * 1e9), as the prices have always been rounded, without libm's
  * call: below 2^52 ns y - trunc(y) is exact, above it y is whole, so the
- * comparison with a half rounds as llround does (half away from zero). */
+ * comparison with a half rounds as llround does (half away from zero). The
+ * cast is defined below 2^63 (int64's range); outside it, negative or NaN,
+ * llround itself answers. */
 static inline int64_t llm_round_ns(double s)
 {
 	double y = s * 1e9;
-	if (!(y >= 0 && y < 9.2e18))
+	if (!(y >= 0 && y < 0x1p63))
 		return (int64_t)llround(y);
 	int64_t i = (int64_t)y;
 	return i + (y - (double)i >= 0.5);

@@ -3,50 +3,34 @@
 #include <stdlib.h>
 #include "workload.h"
 
-/* Makes room for one more row, doubling the capacity. */
+/* Reallocates column col to ncap rows, or returns -1 from the caller. */
+#define TRC_GROW_COLUMN(col, ncap)                                            \
+	do {                                                                  \
+		void *grown_ = realloc((col), (ncap) * sizeof *(col));        \
+		if (!grown_)                                                  \
+			return -1;                                            \
+		(col) = grown_;                                               \
+	} while (0)
+
+/* Makes room for one more row, doubling the capacity; the optional columns only where the trace has them. */
 int trc_trace_grow(struct trc_trace *t, size_t *cap)
 {
 	if (t->n < *cap)
 		return 0;
 	size_t ncap = *cap ? 2 * *cap : 1024;
-	double *a = realloc(t->arrival_s, ncap * sizeof *a);
-	if (!a)
-		return -1;
-	t->arrival_s = a;
-	uint32_t *in = realloc(t->input_len, ncap * sizeof *in);
-	if (!in)
-		return -1;
-	t->input_len = in;
-	uint32_t *outl = realloc(t->output_len, ncap * sizeof *outl);
-	if (!outl)
-		return -1;
-	t->output_len = outl;
+	TRC_GROW_COLUMN(t->arrival_s, ncap);
+	TRC_GROW_COLUMN(t->input_len, ncap);
+	TRC_GROW_COLUMN(t->output_len, ncap);
 	if (t->prefix_id) {
-		uint64_t *pid = realloc(t->prefix_id, ncap * sizeof *pid);
-		if (!pid)
-			return -1;
-		t->prefix_id = pid;
-		uint32_t *plen = realloc(t->prefix_len, ncap * sizeof *plen);
-		if (!plen)
-			return -1;
-		t->prefix_len = plen;
+		TRC_GROW_COLUMN(t->prefix_id, ncap);
+		TRC_GROW_COLUMN(t->prefix_len, ncap);
 	}
 	if (t->hash_start) {
-		size_t *hs = realloc(t->hash_start, ncap * sizeof *hs);
-		if (!hs)
-			return -1;
-		t->hash_start = hs;
-		uint32_t *hc = realloc(t->hash_count, ncap * sizeof *hc);
-		if (!hc)
-			return -1;
-		t->hash_count = hc;
+		TRC_GROW_COLUMN(t->hash_start, ncap);
+		TRC_GROW_COLUMN(t->hash_count, ncap);
 	}
-	if (t->session_id) {
-		uint64_t *sid = realloc(t->session_id, ncap * sizeof *sid);
-		if (!sid)
-			return -1;
-		t->session_id = sid;
-	}
+	if (t->session_id)
+		TRC_GROW_COLUMN(t->session_id, ncap);
 	*cap = ncap;
 	return 0;
 }

@@ -264,13 +264,7 @@ static int pc_enter_keyed(struct prefix_cache *pc, struct pc_keys *k, uint32_t j
 
 int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j)
 {
-	/* most blocks entered are private ones that no run of theirs can hold: counted, and no key made */
-	if (!pc->findable_runs && !r->session_id && j >= pc_shared_blocks(r, block_size)) {
-		pc->entries++;
-		return 1;
-	}
-	struct pc_keys k = pc_keys_of(r, block_size);
-	return pc_enter_keyed(pc, &k, j);
+	return pc_enter_blocks(pc, r, block_size, j, j + 1) == 0;
 }
 
 void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n)
@@ -298,7 +292,7 @@ void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t b
 uint32_t pc_enter_blocks(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j0,
                          uint32_t j1)
 {
-	/* pc_enter's own first case for each: private blocks no run can hold, only counted */
+	/* most blocks entered are private ones no run of theirs can hold: counted, and no key made */
 	if (!pc->findable_runs && !r->session_id && j0 >= pc_shared_blocks(r, block_size)) {
 		pc->entries += j1 - j0;
 		return 0;

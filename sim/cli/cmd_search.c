@@ -88,12 +88,19 @@ static void search_on_signal(int sig)
 	search_stop = sig;
 }
 
-static uint64_t search_hash(const char *s)
+#define SEARCH_HASH_START 1469598103934665603ull   /* FNV-1a's offset basis */
+
+/* FNV-1a of s, continued from h (SEARCH_HASH_START: s alone). */
+static uint64_t search_hash_more(uint64_t h, const char *s)
 {
-	uint64_t h = 1469598103934665603ull;        /* FNV-1a */
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
 	return h;
+}
+
+static uint64_t search_hash(const char *s)
+{
+	return search_hash_more(SEARCH_HASH_START, s);
 }
 
 /* ---- pruning: can the hardware hold this configuration at all? ---- */
@@ -367,7 +374,7 @@ static int search_resume(struct search_run *r, const char *const *more, size_t n
  * does not route by prefix), its replica count, and its options but --replicas hashed: its family. */
 static void search_family(const struct search_config *c, struct search_row *w)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = SEARCH_HASH_START;
 	w->plain_replicas = 1;
 	for (size_t k = 0; k < c->nopts; k++) {
 		const char *o = c->opts[k];
@@ -380,9 +387,7 @@ static void search_family(const struct search_config *c, struct search_row *w)
 			w->plain_replicas = 0;
 		if (strncmp(o, "--router", 8) == 0)
 			continue;                     /* one replica has none (search_config_make leaves it out) */
-		for (const char *p = o; *p; p++)
-			h = (h ^ (unsigned char)*p) * 1099511628211ull;
-		h = (h ^ ' ') * 1099511628211ull;
+		h = search_hash_more(search_hash_more(h, o), " ");
 	}
 	w->family = h;
 }

@@ -108,6 +108,16 @@ static inline const struct event *eng_take(struct eng *e, const struct event *ne
 	return buf;
 }
 
+/* The decode run on d: its iteration running at at_ns (0-based; one ending exactly then counts, the next
+ * being built only after the instant's events), the last when at_ns is past them all. */
+static uint32_t eng_run_iteration_at(const struct eng_device *d, int64_t at_ns)
+{
+	uint32_t j = 0;
+	while (j + 1 < d->decode_k && d->iter_end[j] < at_ns)
+		j++;
+	return j;
+}
+
 /* A request that reaches the replica on device dev at at_ns (routed there
  * now, or its KV moved there then) joins the iteration built first at or
  * after it: a decode run there ends at its first boundary at or after at_ns
@@ -116,9 +126,7 @@ static void eng_cut_decode_run(struct eng *e, struct eng_device *d, uint32_t dev
 {
 	if (!d->busy || d->decode_k < 2 || d->iter_end[d->decode_k - 2] < at_ns)
 		return;                           /* no boundary of the run's at or after at_ns but its end */
-	uint32_t j = 0;
-	while (d->iter_end[j] < at_ns)
-		j++;
+	uint32_t j = eng_run_iteration_at(d, at_ns);
 	d->decode_k = j + 1;
 	d->task.end_ns = d->iter_end[j];
 	int moved = evq_advance(e->q, EV_TASK_DONE, dev, d->iter_end[j]);
@@ -169,7 +177,8 @@ static int eng_on_task_done(struct eng *e, const struct event *ev)
 	if (drv_task_done(&e->drv, &d->task, ev->time_ns, e->err, e->errlen) < 0)
 		return -1;
 	/* a prefill replica's iteration may have sent KV to decode replicas in decode runs */
-	for (uint32_t dev = e->prefill_replicas; e->decode_runs && ev->aux < e->prefill_replicas && dev < e->c->workers; dev++)
+	uint32_t prefill = e->c->disagg ? e->c->disagg->prefill : 0;
+	for (uint32_t dev = prefill; e->decode_runs && ev->aux < prefill && dev < e->c->workers; dev++)
 		eng_cut_decode_run(e, &e->devices[dev], dev, drv_next_move_ns(&e->drv, dev));
 	return 0;
 }
@@ -377,12 +386,8 @@ static void eng_kv_now(struct eng *e, int64_t now_ns)
 	}
 	for (uint32_t dev = 0; dev < e->c->workers; dev++) {
 		const struct eng_device *d = &e->devices[dev];
-		if (!d->busy || d->decode_k < 2)
-			continue;
-		uint32_t j = 0;
-		while (j + 1 < d->decode_k && d->iter_end[j] < at)
-			j++;
-		drv_fleet_kv_now(&e->drv, dev, d->iter_held[j]);
+		if (d->busy && d->decode_k > 1)
+			drv_fleet_kv_now(&e->drv, dev, d->iter_held[eng_run_iteration_at(d, at)]);
 	}
 }
 
@@ -666,7 +671,6 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 	e.decode_runs = e.runs && m->is_llm && c->policy->decode_run &&
 	                (c->replicas > 1 ? !c->router->reads_kv || !c->disagg : c->workers == 1);
 	e.kv_view = e.decode_runs && c->replicas > 1 && c->router->reads_kv;
-	e.prefill_replicas = c->disagg ? c->disagg->prefill : 0;
 	if (e.runs && !m->is_llm && eng_pass_table(&e) != 0) {
 		err_memory(err, errlen, "out of memory setting up the run");
 		goto fail;

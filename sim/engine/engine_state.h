@@ -79,7 +79,6 @@ struct eng {
 	int decode_runs;                /* LLM iterations may run as decode runs (policy.h): one device, or a
 	                                 * fleet whose router reads no KV state; an arrival ends its replica's
 	                                 * run, a KV move its decode replica's (eng_cut_decode_run) */
-	uint32_t prefill_replicas;      /* a disaggregated fleet: devices [0, this) run prompts (0: none) */
 	int kv_view;                    /* a fleet whose router reads KV state: before each event, each replica in a
 	                                 * decode run shows the blocks of the iteration running then (eng_kv_now) */
 	int cut_runs;                   /* runs on several devices with the policy's boundary_waits: an
