@@ -157,28 +157,6 @@ struct cap_search {
 	size_t npts;
 };
 
-/* The number after "key": inside the object that follows "obj": in the JSON
- * a run printed (its shape is the DESIGN.md contract). */
-static int cap_json_number(const char *json, const char *obj, const char *key, double *out)
-{
-	char pat[64];
-	const char *p = json;
-	if (obj) {
-		snprintf(pat, sizeof pat, "\"%s\":{", obj);
-		if (!(p = strstr(json, pat)))
-			return -1;
-		p += strlen(pat);
-	}
-	snprintf(pat, sizeof pat, "\"%s\":", key);
-	const char *end = obj ? strchr(p, '}') : NULL;
-	const char *k = strstr(p, pat);
-	if (!k || (end && k > end))
-		return -1;
-	char *stop;
-	*out = strtod(k + strlen(pat), &stop);
-	return stop == k + strlen(pat) ? -1 : 0;
-}
-
 static int cap_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 {
 	struct cap_search *s = ud;
@@ -217,17 +195,17 @@ static int cap_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 static int cap_llm_counts(struct cap_search *s, const char *json)
 {
 	double met, measured, e;
-	if (cap_json_number(json, NULL, "slo_met", &met) != 0 || cap_json_number(json, NULL, "slo_measured", &measured) != 0)
+	if (json_number_after(json, NULL, "slo_met", -1, &met) != 0 || json_number_after(json, NULL, "slo_measured", -1, &measured) != 0)
 		return -1;
 	s->sum_missed += (uint64_t)(measured - met);
 	s->sum_measured += (uint64_t)measured;
 	double arrival, departure;
-	if (cap_json_number(json, "steady_window", "arrival_rps", &arrival) == 0 &&
-	    cap_json_number(json, "steady_window", "departure_rps", &departure) == 0)
+	if (json_number_after(json, "steady_window", "arrival_rps", -1, &arrival) == 0 &&
+	    json_number_after(json, "steady_window", "departure_rps", -1, &departure) == 0)
 		s->any_saturated |= departure < CAP_LLM_KEEP_UP * arrival;
 	else
 		s->any_saturated |= strstr(json, "\"saturated\":true") != NULL;
-	if (cap_json_number(json, "hw_layer_error_pct", "p90", &e) == 0)
+	if (json_number_after(json, "hw_layer_error_pct", "p90", -1, &e) == 0)
 		s->hw_error_p90 = e / 100;
 	return 0;
 }
@@ -236,8 +214,8 @@ static void cap_done(void *ud, void *ctx, const struct pp_result *r)
 {
 	struct cap_search *s = ud;
 	double p99 = 0, viol = 0;
-	if (r->exit_code != 0 || cap_json_number(r->out, "latency_ms", "p99", &p99) != 0 ||
-	    cap_json_number(r->out, NULL, "sla_violation_rate", &viol) != 0 ||
+	if (r->exit_code != 0 || json_number_after(r->out, "latency_ms", "p99", -1, &p99) != 0 ||
+	    json_number_after(r->out, NULL, "sla_violation_rate", -1, &viol) != 0 ||
 	    (s->llm && cap_llm_counts(s, r->out) != 0)) {
 		if (!s->failure[0]) {
 			const char *e = r->errtext;

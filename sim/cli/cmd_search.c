@@ -46,6 +46,7 @@
 #include "../../hwmodels/hwmodel.h"
 #include "../../models/model.h"
 #include "../../util/errkind.h"
+#include "../../util/json.h"
 #include "../../util/options.h"
 #include "../../util/text.h"
 
@@ -500,32 +501,6 @@ static int search_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 	return 0;
 }
 
-/* The number after "key": (inside "obj": when given) of capacity's JSON; [k] of an array. */
-static int search_json_number(const char *json, const char *obj, const char *key, int k, double *out)
-{
-	const char *p = json;
-	char pat[80];
-	if (obj) {
-		snprintf(pat, sizeof pat, "\"%s\":", obj);
-		if (!(p = strstr(p, pat)))
-			return -1;
-	}
-	snprintf(pat, sizeof pat, "\"%s\":", key);
-	if (!(p = strstr(p, pat)))
-		return -1;
-	p += strlen(pat);
-	if (k >= 0) {
-		if (*p++ != '[')
-			return -1;
-		for (int j = 0; j < k; j++)
-			if (!(p = strchr(p, ',')) || !*++p)
-				return -1;
-	}
-	char *end;
-	*out = strtod(p, &end);
-	return end == p ? -1 : 0;
-}
-
 static void search_done(void *ud, void *ctx, const struct pp_result *res)
 {
 	struct search_run *r = ud;
@@ -537,12 +512,12 @@ static void search_done(void *ud, void *ctx, const struct pp_result *res)
 	free(job);
 	if (res->exit_code == 0)
 		w->saturated_rps = search_saturated_rps(res->out);
-	if (res->exit_code == 0 && search_json_number(res->out, NULL, "capacity_rps", -1, &w->capacity) == 0 &&
-	    search_json_number(res->out, NULL, "bracket_rps", 0, &w->lo) == 0 &&
-	    search_json_number(res->out, NULL, "bracket_rps", 1, &w->hi) == 0) {
+	if (res->exit_code == 0 && json_number_after(res->out, NULL, "capacity_rps", -1, &w->capacity) == 0 &&
+	    json_number_after(res->out, NULL, "bracket_rps", 0, &w->lo) == 0 &&
+	    json_number_after(res->out, NULL, "bracket_rps", 1, &w->hi) == 0) {
 		w->status = SR_OK;
-		if (search_json_number(res->out, "llm", "hw_band_rps", 0, &w->band_lo) != 0 ||
-		    search_json_number(res->out, "llm", "hw_band_rps", 1, &w->band_hi) != 0)
+		if (json_number_after(res->out, "llm", "hw_band_rps", 0, &w->band_lo) != 0 ||
+		    json_number_after(res->out, "llm", "hw_band_rps", 1, &w->band_hi) != 0)
 			w->band_lo = w->band_hi = NAN;
 	} else if (search_stop) {
 		return;                          /* stopped by the search's own signal: simulated again next time */
