@@ -11,12 +11,13 @@ the calibrated CPU; and the four LLM policies on two models at three rates (some
 configurations are refused by their policy, which both binaries must then do alike). A few
 seconds on the 2-core VM.
 
-With --prefix, 62 LLM runs where the prefix cache works hard instead: the Azure conversation
+With --prefix, 65 LLM runs where the prefix cache works hard instead: the Azure conversation
 trace 2023's pairs on an A40 and an A100 (KV caches that fill: preemptions, evictions, a preempted
 request's blocks found again), make-trace's shared prefixes and multi-turn conversations, the
-Mooncake conversation trace's hash ids, three workers on one queue, fleets behind
-prefix-affinity, least-outstanding and least-kv (instant and scraped) and round-robin, a heterogeneous one, the
-roofline GPU and a disaggregated one (needs ../shared/data; under a minute).
+Mooncake conversation trace's hash ids (slowed, and at its own pace with three block sizes), three
+workers on one queue, fleets behind prefix-affinity, least-outstanding and least-kv (instant and
+scraped) and round-robin, a heterogeneous one, the roofline GPU and a disaggregated one (needs
+../shared/data; under a minute).
 
 With --node-by-node, OLD runs each case with --node-by-node (runs of nodes and decode runs off): give
 one binary twice to check that its shortcuts change no result.
@@ -80,6 +81,11 @@ if "--prefix" in sys.argv[3:]:
                               "--over-context=drop", "--trace-speedup=3"])
         cases.append(["--policy=" + pol, "--model=llama2-7b", "--hw=gpu-a40", "--trace=" + mooncake,
                       "--requests=1500", "--over-context=drop", "--trace-speedup=0.05"])
+    # the Mooncake trace at its own pace on an A40: evictions and preemptions of hashed blocks, whose
+    # 512 tokens are one chunk of 32 blocks, two of 8-token blocks, and 10.7 48-token blocks
+    for bs in ("8", "16", "48"):
+        cases.append(["--policy=chunked", "--model=llama2-7b", "--hw=gpu-a40", "--trace=" + mooncake,
+                      "--requests=1500", "--over-context=drop", "--block-size=" + bs])
     for hw in ("gpu-a40", "gpu-h100"):
         cases.append(["--model=llama2-7b", "--hw=" + hw, "--workers=3", "--rate=15", *pairs])
         cases.append(["--model=llama2-7b", "--hw=" + hw, "--replicas=4", "--router=prefix-affinity",

@@ -5,7 +5,10 @@
  * with what the cache holds, blocks computed, finished or preempted and
  * admitted again) drive both; every answer and count must agree. The real
  * cache keeps a request's private blocks as runs and never hashes them while
- * held, so this is the check that it still behaves block by block. */
+ * held, and shared blocks in chunks of PC_CHUNK_BLOCKS with their holders
+ * counted by where they end, so this is the check that it still behaves
+ * block by block. Two shapes: short prompts in a small cache, and prefixes
+ * and hashed blocks long enough to span several chunks. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,8 +18,17 @@
 #include "../policies/llm/prefix_cache.h"
 
 #define BS 4                  /* tokens a block */
-#define CAP 48                /* blocks in the cache */
+#define MAXCAP 320            /* blocks in the cache, at most */
 #define NREQ 24               /* requests alive at once */
+
+/* A shape of the random lives. */
+struct shape {
+	uint32_t cap;             /* blocks in the cache */
+	uint32_t input, prefix;   /* prompt tokens: 8 + up to input; a prefix's: 4 + up to prefix */
+	uint32_t hash_block;      /* a hash id's tokens */
+	uint32_t look;            /* a lookup's limit: up to look blocks */
+};
+static const struct shape *shape;
 
 /* ---- the naive cache ---- */
 struct naive_block {
@@ -28,7 +40,7 @@ struct naive_block {
 	uint64_t released;        /* when its references fell to 0: the eviction order */
 };
 
-static struct naive_block naive[CAP];
+static struct naive_block naive[MAXCAP];
 static uint64_t naive_clock, naive_evictions;
 
 static uint32_t naive_shared(const struct pol_request *r)
@@ -63,7 +75,7 @@ static struct naive_block *naive_find(const struct pol_request *r, uint32_t j)
 	char kind;
 	uint64_t owner;
 	naive_id(r, j, &kind, &owner);
-	for (int i = 0; i < CAP; i++)
+	for (uint32_t i = 0; i < shape->cap; i++)
 		if (naive[i].used && naive[i].kind == kind && naive[i].owner == owner && naive[i].j == j)
 			return &naive[i];
 	return NULL;
@@ -86,7 +98,7 @@ static int naive_enter(const struct pol_request *r, uint32_t j)
 		b->refs++;
 		return 0;
 	}
-	for (int i = 0; i < CAP; i++)
+	for (uint32_t i = 0; i < shape->cap; i++)
 		if (!naive[i].used) {
 			naive[i] = (struct naive_block){ .used = 1, .refs = 1, .j = j };
 			naive_id(r, j, &naive[i].kind, &naive[i].owner);
@@ -108,7 +120,7 @@ static void naive_release(const struct pol_request *r, uint32_t n)
 static int naive_evict(void)
 {
 	struct naive_block *oldest = NULL;
-	for (int i = 0; i < CAP; i++)
+	for (uint32_t i = 0; i < shape->cap; i++)
 		if (naive[i].used && naive[i].refs == 0 && (!oldest || naive[i].released < oldest->released))
 			oldest = &naive[i];
 	if (!oldest)
@@ -121,7 +133,7 @@ static int naive_evict(void)
 static void naive_counts(uint64_t *entries, uint64_t *evictable)
 {
 	*entries = *evictable = 0;
-	for (int i = 0; i < CAP; i++) {
+	for (uint32_t i = 0; i < shape->cap; i++) {
 		*entries += naive[i].used;
 		*evictable += naive[i].used && naive[i].refs == 0;
 	}
@@ -149,20 +161,20 @@ static void new_life(struct life *l)
 {
 	memset(l, 0, sizeof *l);
 	l->r.id = next_id++;
-	l->r.input_len = 8 + rnd(40);
+	l->r.input_len = 8 + rnd(shape->input);
 	l->r.chain_len = 1;
 	switch (rnd(4)) {
 	case 0:
 		l->r.prefix_id = 1 + rnd(3);
-		l->r.prefix_len = 4 + rnd(14);
+		l->r.prefix_len = 4 + rnd(shape->prefix);
 		break;
-	case 1:                   /* hash ids of 6-token blocks, the first shared by all such prompts */
+	case 1:                   /* hash ids, the first shared by all such prompts */
 		l->hashes[0] = 1000;
 		for (int i = 1; i < 4; i++)
 			l->hashes[i] = 1000 + rnd(3) * 10 + (uint64_t)i;
 		l->r.hash_ids = l->hashes;
 		l->r.nhash = 1 + rnd(4);
-		l->r.hash_block = 6;
+		l->r.hash_block = shape->hash_block;
 		break;
 	default:
 		break;
@@ -180,11 +192,12 @@ static void check_counts(const struct prefix_cache *pc)
 	assert_int_equal(pc->evictions, naive_evictions);
 }
 
-static void run_lives(uint64_t seed, int steps)
+static void run_lives(const struct shape *sh, uint64_t seed, int steps)
 {
+	shape = sh;
 	struct prefix_cache pc;
 	struct life lives[NREQ];
-	assert_int_equal(pc_init(&pc, CAP), 0);
+	assert_int_equal(pc_init(&pc, shape->cap), 0);
 	memset(naive, 0, sizeof naive);
 	naive_clock = naive_evictions = 0;
 	rng_state = seed;
@@ -194,7 +207,7 @@ static void run_lives(uint64_t seed, int steps)
 	for (int step = 0; step < steps; step++) {
 		struct life *l = &lives[rnd(NREQ)];
 		if (!l->running) {                    /* admitted: takes what the cache holds for it */
-			uint32_t max = 1 + rnd(14), ev_real, ev_naive;
+			uint32_t max = 1 + rnd(shape->look), ev_real, ev_naive;
 			uint32_t n = pc_lookup(&pc, &l->r, BS, max, &ev_real);
 			assert_int_equal(n, naive_lookup(&l->r, max, &ev_naive));
 			assert_int_equal(ev_real, ev_naive);
@@ -204,7 +217,7 @@ static void run_lives(uint64_t seed, int steps)
 			l->held = n;
 			l->running = 1;
 		} else if (rnd(5) > 1) {              /* computes its next block, evicting to make room */
-			if (pc.entries == CAP) {
+			if (pc.entries == shape->cap) {
 				int e = pc_evict(&pc);
 				assert_int_equal(e, naive_evict());
 				if (!e)
@@ -214,7 +227,7 @@ static void run_lives(uint64_t seed, int steps)
 			l->held++;
 		} else if (rnd(2)) {                  /* computes several at once (a prompt), room made in one go */
 			uint32_t m = 1 + rnd(6);
-			uint64_t want = m, freed = 0, room = CAP - pc.entries;
+			uint64_t want = m, freed = 0, room = shape->cap - pc.entries;
 			if (room < want) {
 				freed = pc_evict_n(&pc, want - room);
 				uint64_t naive_freed = 0;
@@ -254,14 +267,28 @@ static void run_lives(uint64_t seed, int steps)
 static void test_against_naive(void **state)
 {
 	(void)state;
+	/* 6-token hash blocks straddle 4-token blocks; a chunk never fills */
+	static const struct shape short_prompts = { .cap = 48, .input = 40, .prefix = 14, .hash_block = 6, .look = 14 };
 	for (uint64_t seed = 1; seed <= 40; seed++)
-		run_lives(seed, 20000);
+		run_lives(&short_prompts, seed, 20000);
+}
+
+static void test_chunks_against_naive(void **state)
+{
+	(void)state;
+	/* prefixes of up to 75 blocks and hash ids of 70 blocks (280 tokens): up to three chunks each, and
+	 * blocks computed six at a time across a chunk's end */
+	static const struct shape long_prompts = { .cap = 320, .input = 600, .prefix = 300, .hash_block = 280,
+	                                           .look = 160 };
+	for (uint64_t seed = 1; seed <= 12; seed++)
+		run_lives(&long_prompts, seed, 12000);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_against_naive),
+		cmocka_unit_test(test_chunks_against_naive),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #include "prefix_cache.h"
 
 #define PC_NONE UINT32_MAX
+#define PC_MIN_BUCKETS 64
 
 /* splitmix64's finalizer: a well-mixed 64-bit key from a 64-bit input. */
 static uint64_t pc_mix(uint64_t z)
@@ -26,6 +27,7 @@ struct pc_keys {
 	                               * its hashed block ([hashed_lo, hashed_hi]; lo > hi: none yet): Mooncake's 512
 	                               * tokens are 32 blocks, which a call keys in a row */
 	uint64_t hashed_lo, hashed_hi;
+	uint32_t per_hashed;          /* blocks a hashed block, when they divide it (Mooncake's 512 tokens); else 0 */
 };
 
 /* The blocks with a shared key: the prefix's whole blocks, or those whose
@@ -45,27 +47,46 @@ static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_siz
 	uint64_t own = r->session_id ? pc_mix(r->session_id) ^ 0x2545f4914f6cdd1du : pc_mix(~r->id);
 	return (struct pc_keys){ .prefix = pc_mix(r->prefix_id), .own = own, .shared = pc_shared_blocks(r, block_size),
 	                         .private_tail = !r->session_id, .r = r, .block_size = block_size, .hashed_lo = 1,
-	                         .hashed_hi = 0 };
+	                         .hashed_hi = 0,
+	                         .per_hashed = r->hash_ids && r->hash_block % block_size == 0 ? r->hash_block / block_size
+	                                                                                       : 0 };
 }
 
-/* Block j: its prefix's key while the block lies within the shared prefix
- * (a hash id's: that of the hashed block holding its last token, which
- * stands for every token up to there), else its session's (odd and even
- * keys keep the two apart). */
-static uint64_t pc_key(struct pc_keys *k, uint32_t j)
+/* The chunk holding shared block j (j < k->shared): its key, its first
+ * block (*lo) and the end of the request's blocks in it (*end). The blocks
+ * keyed from one base (a prefix's from block 0; a hash id's, those whose
+ * last token lies in its hashed block, which it stands for up to there) are
+ * cut into chunks of PC_CHUNK_BLOCKS from the first. */
+static uint64_t pc_chunk(struct pc_keys *k, uint32_t j, uint32_t *lo, uint32_t *end)
 {
-	if (j >= k->shared)
-		return pc_mix(k->own ^ j) & ~(uint64_t)1;
+	uint64_t base = k->prefix;
+	uint32_t first = 0, last = k->shared;            /* the blocks keyed from base: [first, last) */
 	if (k->r->hash_ids) {
-		if (j < k->hashed_lo || j > k->hashed_hi) {
+		if ((j < k->hashed_lo || j > k->hashed_hi) && k->per_hashed) {
+			uint32_t g = j / k->per_hashed;
+			k->hashed_mix = pc_mix(k->r->hash_ids[g] + 0x5bd1e995u);
+			k->hashed_lo = (uint64_t)g * k->per_hashed;
+			k->hashed_hi = k->hashed_lo + k->per_hashed - 1;
+		} else if (j < k->hashed_lo || j > k->hashed_hi) {
 			uint64_t hb = k->r->hash_block, bs = k->block_size, g = ((uint64_t)(j + 1) * bs - 1) / hb;
 			k->hashed_mix = pc_mix(k->r->hash_ids[g] + 0x5bd1e995u);
 			k->hashed_lo = (g * hb + 1 + bs - 1) / bs - 1;     /* (j + 1) bs - 1 in [g hb, (g + 1) hb) */
 			k->hashed_hi = (g + 1) * hb / bs - 1;
 		}
-		return pc_mix(k->hashed_mix ^ j) | 1;
+		base = k->hashed_mix;
+		first = (uint32_t)k->hashed_lo;
+		if (k->hashed_hi + 1 < last)
+			last = (uint32_t)k->hashed_hi + 1;
 	}
-	return pc_mix(k->prefix ^ j) | 1;
+	*lo = first + (j - first) / PC_CHUNK_BLOCKS * PC_CHUNK_BLOCKS;
+	*end = last - *lo < PC_CHUNK_BLOCKS ? last : *lo + PC_CHUNK_BLOCKS;
+	return pc_mix(base ^ *lo) | 1;
+}
+
+/* Block j past the shared prefix: its session's key (even: a chunk's is odd). */
+static uint64_t pc_key(const struct pc_keys *k, uint32_t j)
+{
+	return pc_mix(k->own ^ j) & ~(uint64_t)1;
 }
 
 /* Whether block j is one of the request's private blocks (a run's when cached and not held). */
@@ -77,21 +98,17 @@ static int pc_private(const struct pc_keys *k, uint32_t j)
 int pc_init(struct prefix_cache *pc, uint64_t capacity)
 {
 	memset(pc, 0, sizeof *pc);
-	uint64_t nb = 1;
-	while (nb < capacity * 2)
-		nb <<= 1;
-	pc->e = malloc((capacity ? capacity : 1) * sizeof *pc->e);
-	pc->bucket = malloc(nb * sizeof *pc->bucket);
-	if (!pc->e || !pc->bucket || capacity >= PC_NONE) {
+	/* a node covers a block at least, but a chunk's evictable blocks have a segment's node too: 2 a block;
+	 * taken in order from fresh_entry, so the pages of those never needed are never touched */
+	pc->e = malloc((capacity ? 2 * capacity : 1) * sizeof *pc->e);
+	pc->holders = malloc((capacity ? capacity : 1) * sizeof *pc->holders);
+	pc->bucket = calloc(PC_MIN_BUCKETS, sizeof *pc->bucket);
+	if (!pc->e || !pc->holders || !pc->bucket || 2 * capacity >= PC_NONE) {
 		pc_fini(pc);
 		return -1;
 	}
-	pc->mask = (uint32_t)(nb - 1);
-	for (uint64_t i = 0; i < nb; i++)
-		pc->bucket[i] = PC_NONE;
-	for (uint64_t i = 0; i < capacity; i++)
-		pc->e[i].next = i + 1 < capacity ? (uint32_t)(i + 1) : PC_NONE;
-	pc->free_entry = capacity ? 0 : PC_NONE;
+	pc->mask = PC_MIN_BUCKETS - 1;
+	pc->free_entry = pc->free_holders = PC_NONE;
 	pc->lru_head = pc->lru_tail = PC_NONE;
 	return 0;
 }
@@ -100,13 +117,20 @@ void pc_fini(struct prefix_cache *pc)
 {
 	free(pc->e);
 	free(pc->bucket);
+	free(pc->holders);
 	memset(pc, 0, sizeof *pc);
 }
 
-static uint32_t pc_find(const struct prefix_cache *pc, uint64_t key)
+/* A key's bucket, from its high bits: a chunk's and a session block's keys differ in the lowest. */
+static uint32_t pc_bucket_of(const struct prefix_cache *pc, uint64_t key)
 {
-	for (uint32_t i = pc->bucket[key & pc->mask]; i != PC_NONE; i = pc->e[i].next)
-		if (pc->e[i].key == key && pc->e[i].kind == PC_BLOCK)
+	return (uint32_t)(key >> 32) & pc->mask;
+}
+
+static uint32_t pc_find_kind(const struct prefix_cache *pc, uint64_t key, enum pc_kind kind)
+{
+	for (uint32_t i = pc->bucket[pc_bucket_of(pc, key)] - 1; i != PC_NONE; i = pc->e[i].next)
+		if (pc->e[i].key == key && pc->e[i].kind == kind)
 			return i;
 	return PC_NONE;
 }
@@ -116,23 +140,52 @@ static uint32_t pc_find_run(const struct prefix_cache *pc, uint64_t key, uint32_
 {
 	if (!pc->findable_runs)
 		return PC_NONE;
-	for (uint32_t i = pc->bucket[key & pc->mask]; i != PC_NONE; i = pc->e[i].next)
+	for (uint32_t i = pc->bucket[pc_bucket_of(pc, key)] - 1; i != PC_NONE; i = pc->e[i].next)
 		if (pc->e[i].key == key && pc->e[i].kind == PC_RUN && pc->e[i].lo <= j && j < pc->e[i].hi)
 			return i;
 	return PC_NONE;
 }
 
-/* A free node under key, chained in its bucket unless a spent run's. Never
- * none: a node covers a block at least, and the block is already counted. */
+/* Chunks, blocks and findable runs are chained in their key's bucket; segments and spent runs in none. */
+static int pc_chained(enum pc_kind kind)
+{
+	return kind == PC_BLOCK || kind == PC_CHUNK || kind == PC_RUN;
+}
+
+/* Twice the buckets, when the chained nodes outnumber them: chains stay short and the table small
+ * enough to stay in the processor's caches (most nodes are chunks of 32 blocks, or in no chain). A
+ * table that cannot grow keeps its chains, longer. */
+static void pc_grow_buckets(struct prefix_cache *pc)
+{
+	uint64_t nb = 2 * ((uint64_t)pc->mask + 1);
+	uint32_t *b = calloc(nb, sizeof *b);
+	if (!b)
+		return;
+	free(pc->bucket);
+	pc->bucket = b;
+	pc->mask = (uint32_t)(nb - 1);
+	for (uint32_t i = 0; i < pc->fresh_entry; i++)
+		if (pc_chained(pc->e[i].kind)) {
+			pc->e[i].next = pc->bucket[pc_bucket_of(pc, pc->e[i].key)] - 1;
+			pc->bucket[pc_bucket_of(pc, pc->e[i].key)] = i + 1;
+		}
+}
+
+/* A free node under key. Never none: see pc_init. */
 static uint32_t pc_node(struct prefix_cache *pc, uint64_t key, enum pc_kind kind)
 {
 	uint32_t i = pc->free_entry;
-	pc->free_entry = pc->e[i].next;
+	if (i != PC_NONE)
+		pc->free_entry = pc->e[i].next;
+	else
+		i = pc->fresh_entry++;
 	pc->e[i] = (struct pc_entry){ .key = key, .kind = kind, .next = PC_NONE, .lru_prev = PC_NONE,
-	                              .lru_next = PC_NONE };
-	if (kind != PC_SPENT_RUN) {
-		pc->e[i].next = pc->bucket[key & pc->mask];
-		pc->bucket[key & pc->mask] = i;
+	                              .lru_next = PC_NONE, .up = PC_NONE };
+	if (pc_chained(kind)) {
+		pc->e[i].next = pc->bucket[pc_bucket_of(pc, key)] - 1;
+		pc->bucket[pc_bucket_of(pc, key)] = i + 1;
+		if (++pc->chained > (uint64_t)pc->mask + 1)
+			pc_grow_buckets(pc);
 	}
 	pc->findable_runs += kind == PC_RUN;
 	return i;
@@ -142,13 +195,19 @@ static uint32_t pc_node(struct prefix_cache *pc, uint64_t key, enum pc_kind kind
 static void pc_drop_node(struct prefix_cache *pc, uint32_t i)
 {
 	struct pc_entry *x = &pc->e[i];
-	if (x->kind != PC_SPENT_RUN) {
-		uint32_t *p = &pc->bucket[x->key & pc->mask];
-		while (*p != i)
-			p = &pc->e[*p].next;
-		*p = x->next;
+	if (pc_chained(x->kind)) {
+		uint32_t *head = &pc->bucket[pc_bucket_of(pc, x->key)], p = *head - 1;
+		if (p == i) {
+			*head = x->next + 1;
+		} else {
+			while (pc->e[p].next != i)
+				p = pc->e[p].next;
+			pc->e[p].next = x->next;
+		}
+		pc->chained--;
 	}
 	pc->findable_runs -= x->kind == PC_RUN;
+	x->kind = PC_FREE;
 	x->next = pc->free_entry;
 	pc->free_entry = i;
 }
@@ -199,6 +258,114 @@ static void pc_take_run(struct prefix_cache *pc, uint32_t i, uint32_t n)
 	}
 }
 
+/* ---- chunks ---- */
+
+/* A new chunk from block lo: nothing cached, no holder. Never none: a chunk covers a cached block. */
+static uint32_t pc_new_chunk(struct prefix_cache *pc, uint64_t key, uint32_t lo)
+{
+	uint32_t h = pc->free_holders;
+	if (h != PC_NONE)
+		pc->free_holders = pc->holders[h].at_end[0];
+	else
+		h = pc->fresh_holders++;
+	memset(&pc->holders[h], 0, sizeof pc->holders[h]);
+	uint32_t i = pc_node(pc, key, PC_CHUNK);
+	pc->e[i].lo = pc->e[i].hi = lo;
+	pc->e[i].refs = h;
+	return i;
+}
+
+/* The end of chunk i's blocks some request holds (its first block: none). */
+static uint32_t pc_held_end(const struct prefix_cache *pc, uint32_t i)
+{
+	uint32_t ends = pc->holders[pc->e[i].refs].ends;
+	return pc->e[i].lo + (ends ? 32 - (uint32_t)__builtin_clz(ends) : 0);
+}
+
+/* A holder of chunk i's blocks [lo, from) now holds [lo, to) (from = lo: a new one; to = lo: none). */
+static void pc_move_holder(struct prefix_cache *pc, uint32_t i, uint32_t from, uint32_t to)
+{
+	struct pc_holders *h = &pc->holders[pc->e[i].refs];
+	uint32_t lo = pc->e[i].lo;
+	if (from > lo && --h->at_end[from - lo - 1] == 0)
+		h->ends &= ~((uint32_t)1 << (from - lo - 1));
+	if (to > lo && h->at_end[to - lo - 1]++ == 0)
+		h->ends |= (uint32_t)1 << (to - lo - 1);
+}
+
+/* Chunk i's evictable blocks [z, upto) (z its held end) are held again: out of their segments, the
+ * shallowest first (they are the chunk's most recently let go). */
+static void pc_hold_evictable(struct prefix_cache *pc, uint32_t i, uint32_t upto)
+{
+	uint32_t z = pc_held_end(pc, i);
+	if (upto <= z)
+		return;
+	pc->evictable -= upto - z;
+	while (z < upto) {
+		uint32_t sg = pc->e[i].up;
+		struct pc_entry *x = &pc->e[sg];
+		if (x->hi > upto) {
+			x->lo = upto;
+			break;
+		}
+		z = x->hi;
+		pc->e[i].up = x->next;
+		if (x->next != PC_NONE)
+			pc->e[x->next].up = PC_NONE;
+		pc_lru_unlink(pc, sg);
+		pc_drop_node(pc, sg);
+	}
+}
+
+/* A holder of chunk i's blocks [lo, to) lets go of them: those no one else holds become evictable, one
+ * segment, the most recent, and the chunk's shallowest. */
+static void pc_let_go(struct prefix_cache *pc, uint32_t i, uint32_t to)
+{
+	pc_move_holder(pc, i, to, pc->e[i].lo);
+	uint32_t z = pc_held_end(pc, i);
+	if (to <= z)
+		return;
+	uint32_t sg = pc_node(pc, 0, PC_SEGMENT);
+	struct pc_entry *x = &pc->e[sg];
+	x->lo = z;
+	x->hi = to;
+	x->refs = i;
+	x->next = pc->e[i].up;
+	if (x->next != PC_NONE)
+		pc->e[x->next].up = sg;
+	pc->e[i].up = sg;
+	pc_lru_append(pc, sg);
+	pc->evictable += to - z;
+}
+
+/* Evicts up to n of segment sg's blocks (the least recently let go), deepest first: its chunk's deepest
+ * cached blocks. How many. */
+static uint64_t pc_evict_segment(struct prefix_cache *pc, uint32_t sg, uint64_t n)
+{
+	struct pc_entry *x = &pc->e[sg];
+	uint32_t ch = x->refs;
+	uint64_t m = x->hi - x->lo < n ? x->hi - x->lo : n;
+	x->hi -= (uint32_t)m;
+	pc->e[ch].hi -= (uint32_t)m;
+	if (x->hi == x->lo) {                /* the chunk's deepest segment: its shallower one is now */
+		if (x->up != PC_NONE)
+			pc->e[x->up].next = PC_NONE;
+		else
+			pc->e[ch].up = PC_NONE;
+		pc_lru_unlink(pc, sg);
+		pc_drop_node(pc, sg);
+	}
+	if (pc->e[ch].hi == pc->e[ch].lo) {  /* nothing cached: the chunk goes, with its holders' record */
+		uint32_t h = pc->e[ch].refs;
+		pc->holders[h].at_end[0] = pc->free_holders;
+		pc->free_holders = h;
+		pc_drop_node(pc, ch);
+	}
+	return m;
+}
+
+/* ---- the interface ---- */
+
 uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t max,
                    uint32_t *evictable)
 {
@@ -206,6 +373,19 @@ uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, u
 	struct pc_keys k = pc_keys_of(r, block_size);
 	*evictable = 0;
 	while (n < max) {
+		if (n < k.shared) {              /* a chunk from n: its cached blocks, up to the request's end in it */
+			uint32_t lo, end;
+			if ((i = pc_find_kind(pc, pc_chunk(&k, n, &lo, &end), PC_CHUNK)) == PC_NONE)
+				break;
+			uint32_t upto = pc->e[i].hi < end ? pc->e[i].hi : end, z = pc_held_end(pc, i);
+			if (upto > max)
+				upto = max;
+			*evictable += upto > z ? upto - (z > n ? z : n) : 0;
+			n = upto;
+			if (upto < end)
+				break;
+			continue;
+		}
 		if (pc_private(&k, n)) {         /* the rest are private: found in the request's runs, all evictable */
 			if ((i = pc_find_run(pc, k.own, n)) == PC_NONE)
 				break;
@@ -214,7 +394,7 @@ uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, u
 			n = upto;
 			continue;
 		}
-		if ((i = pc_find(pc, pc_key(&k, n))) == PC_NONE)
+		if ((i = pc_find_kind(pc, pc_key(&k, n), PC_BLOCK)) == PC_NONE)
 			break;
 		*evictable += pc->e[i].refs == 0;
 		n++;
@@ -226,19 +406,42 @@ void pc_take(struct prefix_cache *pc, const struct pol_request *r, uint32_t bloc
 {
 	struct pc_keys k = pc_keys_of(r, block_size);
 	for (uint32_t j = 0; j < n;) {
-		if (pc_private(&k, j)) {
+		if (j < k.shared) {
+			uint32_t lo, end, i = pc_find_kind(pc, pc_chunk(&k, j, &lo, &end), PC_CHUNK);
+			uint32_t upto = end < n ? end : n;
+			pc_hold_evictable(pc, i, upto);
+			pc_move_holder(pc, i, lo, upto);
+			j = upto;
+		} else if (pc_private(&k, j)) {
 			uint32_t i = pc_find_run(pc, k.own, j);
 			uint32_t upto = pc->e[i].hi < n ? pc->e[i].hi : n;
 			pc_take_run(pc, i, upto - j);
 			j = upto;
 		} else {
-			pc_ref(pc, pc_find(pc, pc_key(&k, j)));
+			pc_ref(pc, pc_find_kind(pc, pc_key(&k, j), PC_BLOCK));
 			j++;
 		}
 	}
 }
 
-/* pc_enter with r's keys made (k). */
+/* r, holding its blocks [0, from), enters [from, to) of the chunk keyed key from block lo: those cached
+ * already it holds too (how many: r's copies to free), the rest are new. */
+static uint32_t pc_enter_chunk(struct prefix_cache *pc, uint64_t key, uint32_t lo, uint32_t from, uint32_t to)
+{
+	uint32_t i = pc_find_kind(pc, key, PC_CHUNK);
+	if (i == PC_NONE)
+		i = pc_new_chunk(pc, key, lo);
+	uint32_t cached = pc->e[i].hi, found = cached > from ? (cached < to ? cached : to) - from : 0;
+	pc_hold_evictable(pc, i, cached < to ? cached : to);
+	if (to > cached) {
+		pc->entries += to - cached;
+		pc->e[i].hi = to;
+	}
+	pc_move_holder(pc, i, from, to);
+	return found;
+}
+
+/* pc_enter of a block past the shared prefix, with r's keys made (k). */
 static int pc_enter_keyed(struct prefix_cache *pc, struct pc_keys *k, uint32_t j)
 {
 	if (pc_private(k, j)) {
@@ -251,7 +454,7 @@ static int pc_enter_keyed(struct prefix_cache *pc, struct pc_keys *k, uint32_t j
 		return 1;
 	}
 	uint64_t key = pc_key(k, j);
-	uint32_t i = pc_find(pc, key);
+	uint32_t i = pc_find_kind(pc, key, PC_BLOCK);
 	if (i != PC_NONE) {
 		pc_ref(pc, i);
 		return 0;
@@ -270,7 +473,8 @@ int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t bloc
 void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n)
 {
 	struct pc_keys k = pc_keys_of(r, block_size);
-	/* the deepest first: the private blocks, as one run, then the shared prefix's (its head outlives its tail) */
+	/* the deepest first: the private blocks, as one run, or the session's, then the shared prefix's chunks
+	 * (its head outlives its tail) */
 	uint32_t j = n;
 	if (n > 0 && pc_private(&k, n - 1)) {
 		j = k.shared;
@@ -280,12 +484,17 @@ void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t b
 		pc_lru_append(pc, i);
 		pc->evictable += n - j;
 	}
-	while (j-- > 0) {
-		uint32_t i = pc_find(pc, pc_key(&k, j));
+	for (; j > k.shared; j--) {
+		uint32_t i = pc_find_kind(pc, pc_key(&k, j - 1), PC_BLOCK);
 		if (--pc->e[i].refs == 0) {
 			pc_lru_append(pc, i);
 			pc->evictable++;
 		}
+	}
+	while (j > 0) {
+		uint32_t lo, end;
+		pc_let_go(pc, pc_find_kind(pc, pc_chunk(&k, j - 1, &lo, &end), PC_CHUNK), j);
+		j = lo;
 	}
 }
 
@@ -298,8 +507,15 @@ uint32_t pc_enter_blocks(struct prefix_cache *pc, const struct pol_request *r, u
 		return 0;
 	}
 	struct pc_keys k = pc_keys_of(r, block_size);
-	uint32_t already = 0;
-	for (uint32_t j = j0; j < j1; j++)
+	uint32_t already = 0, j = j0;
+	while (j < j1 && j < k.shared) {
+		uint32_t lo, end;
+		uint64_t key = pc_chunk(&k, j, &lo, &end);
+		uint32_t upto = end < j1 ? end : j1;
+		already += pc_enter_chunk(pc, key, lo, j, upto);
+		j = upto;
+	}
+	for (; j < j1; j++)
 		already += !pc_enter_keyed(pc, &k, j);
 	return already;
 }
@@ -310,13 +526,19 @@ uint64_t pc_evict_n(struct prefix_cache *pc, uint64_t n)
 	while (done < n && pc->lru_head != PC_NONE) {
 		uint32_t i = pc->lru_head;
 		struct pc_entry *x = &pc->e[i];
-		/* a block, or as many of a run's blocks as asked, deepest first, the node going with its last */
-		uint64_t m = x->kind == PC_BLOCK ? 1 : x->hi - x->lo < n - done ? x->hi - x->lo : n - done;
-		if (x->kind != PC_BLOCK)
-			x->hi -= (uint32_t)m;
-		if (x->kind == PC_BLOCK || x->hi == x->lo) {
-			pc_lru_unlink(pc, i);
-			pc_drop_node(pc, i);
+		/* a block, or as many of a run's or segment's blocks as asked, deepest first, the node going with
+		 * its last */
+		uint64_t m;
+		if (x->kind == PC_SEGMENT) {
+			m = pc_evict_segment(pc, i, n - done);
+		} else {
+			m = x->kind == PC_BLOCK ? 1 : x->hi - x->lo < n - done ? x->hi - x->lo : n - done;
+			if (x->kind != PC_BLOCK)
+				x->hi -= (uint32_t)m;
+			if (x->kind == PC_BLOCK || x->hi == x->lo) {
+				pc_lru_unlink(pc, i);
+				pc_drop_node(pc, i);
+			}
 		}
 		pc->evictable -= m;
 		pc->entries -= m;

@@ -26,35 +26,59 @@
 #include <stdint.h>
 #include "../policy.h"
 
-/* A node of the cache: one shared block, or a run of one request's private
- * blocks. A block past the shared prefix of a request outside any session
- * (its own, a key no other request has) is found again only by that request,
- * after a preemption: while the request holds it, it is only counted (no
- * node); when the request lets go, all its private blocks become one run,
- * which the LRU list evicts deepest first, as it would the blocks one by one,
- * at the cost of one node instead of a hash entry a block. */
+/* A node of the cache: a run of shared blocks (a chunk), a session's block,
+ * a run of one request's private blocks, or a chunk's evictable segment.
+ *
+ * Shared blocks (a prefix's, or a prompt's under one hash id) live in chunks
+ * of up to PC_CHUNK_BLOCKS blocks with one key: whoever holds a block of a
+ * chunk holds every block of the chunk before it (a key stands for all
+ * tokens before its block), so a chunk's cached blocks are a prefix of it,
+ * its references fall in a staircase (each holder counted at the end of
+ * what it holds), and the blocks no request holds are a suffix that was let
+ * go deepest first: one LRU segment per release, each evicted deepest first,
+ * in the order the blocks one by one would have been.
+ * A block past the shared prefix of a request outside any session (its own,
+ * a key no other request has) is found again only by that request, after a
+ * preemption: while the request holds it, it is only counted (no node); when
+ * the request lets go, all its private blocks become one run, which the LRU
+ * list evicts deepest first, as it would the blocks one by one. */
 enum pc_kind {
-	PC_BLOCK,                    /* one block under its key */
+	PC_BLOCK,                    /* one session block under its key */
+	PC_CHUNK,                    /* shared blocks [lo, hi) cached of a chunk starting at lo */
+	PC_SEGMENT,                  /* a chunk's blocks [lo, hi) no request holds, evictable; in no chain */
 	PC_RUN,                      /* a request's private blocks [lo, hi), evictable, findable under its key */
 	PC_SPENT_RUN,                /* the same, of a request that finished: never looked up, in no chain */
+	PC_FREE,                     /* on the free list */
 };
 
+#define PC_CHUNK_BLOCKS 32
+
 struct pc_entry {
-	uint64_t key;                /* a block's key, or a run's request's */
+	uint64_t key;                /* a block's or chunk's key, or a run's request's */
 	uint32_t refs;               /* a block's running requests holding it (0: evictable, in the LRU list);
-	                              * a run's always 0 */
-	uint32_t next;               /* the bucket's chain, or the free list */
+	                              * a chunk's holders (an index into holders); a segment's chunk node */
+	uint32_t next;               /* the bucket's chain, or the free list; a segment's deeper neighbour */
 	uint32_t lru_prev, lru_next; /* evictable nodes, least recently released first */
-	uint32_t lo, hi;             /* a run's blocks */
+	uint32_t lo, hi;             /* a run's, chunk's or segment's blocks */
+	uint32_t up;                 /* a chunk's shallowest segment; a segment's shallower neighbour */
 	enum pc_kind kind;
 };
 
+/* A chunk's holders: how many hold its blocks up to each end, and which ends have any. */
+struct pc_holders {
+	uint32_t at_end[PC_CHUNK_BLOCKS];   /* [k]: holders of its first k + 1 blocks (no more); the free list's link */
+	uint32_t ends;                      /* bit k: at_end[k] > 0 */
+};
+
 struct prefix_cache {
-	struct pc_entry *e;          /* [capacity]: a node covers one KV block at least */
-	uint32_t *bucket;            /* [mask + 1] chain heads */
+	struct pc_entry *e;          /* [2 capacity]: a chunk's blocks may also be its segments' */
+	uint32_t *bucket;            /* [mask + 1] chain heads, each its first node + 1 (0: none) */
 	uint32_t mask;
-	uint32_t free_entry;         /* free list head */
+	uint64_t chained;            /* nodes in the chains: the buckets double when they outnumber them */
+	uint32_t free_entry, fresh_entry;   /* free list head; entries from fresh_entry on never used */
 	uint32_t lru_head, lru_tail;
+	struct pc_holders *holders;  /* [capacity]: a chunk covers a cached block; in order, as entries */
+	uint32_t free_holders, fresh_holders;
 	uint64_t entries, evictable; /* cached blocks (held or not), and those no request holds */
 	uint64_t findable_runs;      /* PC_RUN nodes: while none, no private block can be found */
 	uint64_t queried_blocks, hit_blocks, evictions;   /* for the run's statistics */
