@@ -11,13 +11,13 @@ the calibrated CPU; and the four LLM policies on two models at three rates (some
 configurations are refused by their policy, which both binaries must then do alike). A few
 seconds on the 2-core VM.
 
-With --prefix, 65 LLM runs where the prefix cache works hard instead: the Azure conversation
+With --prefix, 66 LLM runs where the prefix cache works hard instead: the Azure conversation
 trace 2023's pairs on an A40 and an A100 (KV caches that fill: preemptions, evictions, a preempted
 request's blocks found again), make-trace's shared prefixes and multi-turn conversations, the
-Mooncake conversation trace's hash ids (slowed, and at its own pace with three block sizes), three
-workers on one queue, fleets behind prefix-affinity, least-outstanding and least-kv (instant and
-scraped) and round-robin, a heterogeneous one, the roofline GPU and a disaggregated one (needs
-../shared/data; under a minute).
+Mooncake conversation trace's hash ids (slowed, at its own pace with three block sizes, and on a
+prefix-affinity fleet), three workers on one queue, fleets behind prefix-affinity,
+least-outstanding and least-kv (instant and scraped) and round-robin, a heterogeneous one, the
+roofline GPU and a disaggregated one (needs ../shared/data; under a minute).
 
 With --node-by-node, OLD runs each case with --node-by-node (runs of nodes and decode runs off): give
 one binary twice to check that its shortcuts change no result.
@@ -86,6 +86,9 @@ if "--prefix" in sys.argv[3:]:
     for bs in ("8", "16", "48"):
         cases.append(["--policy=chunked", "--model=llama2-7b", "--hw=gpu-a40", "--trace=" + mooncake,
                       "--requests=1500", "--over-context=drop", "--block-size=" + bs])
+    # and on four replicas behind prefix-affinity, which routes by the prompts' hash ids
+    cases.append(["--model=llama2-7b", "--hw=gpu-a40", "--replicas=4", "--router=prefix-affinity", "--trace=" + mooncake,
+                  "--requests=3000", "--over-context=drop", "--trace-speedup=3"])
     for hw in ("gpu-a40", "gpu-h100"):
         cases.append(["--model=llama2-7b", "--hw=" + hw, "--workers=3", "--rate=15", *pairs])
         cases.append(["--model=llama2-7b", "--hw=" + hw, "--replicas=4", "--router=prefix-affinity",

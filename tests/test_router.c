@@ -1,0 +1,93 @@
+/* tests/test_router.c: prefix-affinity's choices for prompts given as hash
+ * ids (a Mooncake trace's), by hand. The router sends a prompt where its
+ * leading hash ids went before when they cover more than 0.3 of it (ties:
+ * fewer outstanding), else to the replica whose record (tokens sent there
+ * that matched nothing) is smallest; an id stands for its block and every
+ * block before it. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include "../policies/router/router.h"
+
+struct fixture {
+	const struct router_ops *ops;
+	void *state;
+	uint32_t outstanding[80];
+	uint64_t kv_used[80], kv_blocks[80];
+	struct router_view view;
+};
+
+static void open_router(struct fixture *f, uint32_t n)
+{
+	f->ops = router_find("prefix-affinity");
+	assert_non_null(f->ops);
+	f->state = calloc(1, f->ops->state_size);
+	assert_non_null(f->state);
+	assert_int_equal(f->ops->init(f->state, n), 0);
+	f->view = (struct router_view){ .n = n, .outstanding = f->outstanding, .kv_used = f->kv_used,
+	                                .kv_blocks = f->kv_blocks };
+}
+
+static void close_router(struct fixture *f)
+{
+	f->ops->fini(f->state);
+	free(f->state);
+}
+
+static uint32_t route(struct fixture *f, uint32_t input_len, const uint64_t *ids, uint32_t nids)
+{
+	struct pol_request r = { .input_len = input_len, .hash_ids = ids, .nhash = nids, .hash_block = 512 };
+	return f->ops->choose(&f->view, &r, f->state);
+}
+
+static void test_hash_ids_by_hand(void **state)
+{
+	(void)state;
+	struct fixture f = { 0 };
+	open_router(&f, 3);
+	/* nothing sent yet: the smallest record, the lowest index of equals; records 1536, 1024, 0 */
+	assert_int_equal(route(&f, 1536, (const uint64_t[]){ 1, 2, 3 }, 3), 0);
+	assert_int_equal(route(&f, 1024, (const uint64_t[]){ 4, 5 }, 2), 1);
+	/* ids 1, 2 went to 0: 1024 of 1536 tokens (0.67): there; its record grows by the 512 unmatched */
+	assert_int_equal(route(&f, 1536, (const uint64_t[]){ 1, 2, 6 }, 3), 0);
+	/* id 1 alone covers 512 of 2560 (0.2): no affinity; the smallest record, replica 2's 0 */
+	assert_int_equal(route(&f, 2560, (const uint64_t[]){ 1, 7, 8, 9, 10 }, 5), 2);
+	/* 1, 7, 8 went to 2: 1536 of 1800 tokens there against 512 at 0 */
+	assert_int_equal(route(&f, 1800, (const uint64_t[]){ 1, 7, 8, 11 }, 4), 2);
+	/* a match is a leading run of ids: 1, 5 matches 1 at 0 and at 2, and nothing at 1 (which has 5, but
+	 * after 4); 512 of 1024 at 0 and 2, equal: the fewer outstanding */
+	f.outstanding[0] = 2;
+	f.outstanding[2] = 1;
+	assert_int_equal(route(&f, 1024, (const uint64_t[]){ 1, 5 }, 2), 2);
+	f.outstanding[2] = 3;
+	assert_int_equal(route(&f, 1024, (const uint64_t[]){ 1, 12 }, 2), 0);
+	/* the last id covers the prompt's end, not a whole block: 1, 2, 3 (1536) cover all of 1500 at 0 */
+	assert_int_equal(route(&f, 1500, (const uint64_t[]){ 1, 2, 3 }, 3), 0);
+	close_router(&f);
+}
+
+/* Past 64 replicas, a hash id's replicas take a second word: 70 distinct prompts fill replicas 0-69 in
+ * turn (each the smallest record), and a prompt beginning with the last one's id goes to 69. */
+static void test_hash_ids_past_64_replicas(void **state)
+{
+	(void)state;
+	struct fixture f = { 0 };
+	open_router(&f, 70);
+	for (uint64_t i = 0; i < 70; i++)
+		assert_int_equal(route(&f, 512, (const uint64_t[]){ 1000 + i }, 1), i);
+	assert_int_equal(route(&f, 1024, (const uint64_t[]){ 1069, 5000 }, 2), 69);
+	assert_int_equal(route(&f, 1024, (const uint64_t[]){ 1064, 5001 }, 2), 64);
+	close_router(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hash_ids_by_hand),
+		cmocka_unit_test(test_hash_ids_past_64_replicas),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
