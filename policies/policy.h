@@ -173,6 +173,7 @@ struct pol_env {
 	uint32_t max_batched_tokens;     /* --max-batched-tokens: tokens one iteration may run */
 	uint32_t block_size;             /* --block-size: tokens a KV cache block holds */
 	uint64_t kv_blocks;              /* KV cache blocks a device holds: its memory less the weights, in blocks */
+	uint64_t kv_blocks_given;        /* --kv-blocks: kv_blocks in place of the memory's (0: none given) */
 	uint64_t longest_request_tokens; /* the run's largest prompt + output (from the trace or the length limits) */
 	int64_t ttft_slo_ns, tpot_slo_ns;/* --ttft-slo, --tpot-slo (0: none) */
 	int prefix_cache;                /* --prefix-cache: full KV blocks are kept and shared across requests */

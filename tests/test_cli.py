@@ -754,6 +754,27 @@ r = sb("--model=llama2-7b", f"--trace={mc}", "--no-db", "--json")
 ms = json.loads(r.stdout).get("policy_stats", {}) if r.returncode == 0 else {}
 check("Mooncake lines: shared hash ids are shared blocks (32 of 80)", ms.get("prefix_hit_blocks") == 32 and
       ms.get("prefix_queried_blocks") == 80, (ms, r.stderr))
+# --kv-blocks=50 (a cache of 50 blocks in place of the GPU's): between r0 and r1 comes rX (700 tokens, ids 9,
+# 10: 44 blocks) at 1 s. r0 left its 37 full blocks cached (id 2's 5, let go first, then id 1's 32), 13 blocks
+# free: rX evicts 31, id 2's 5 and id 1's deepest 26, so r1 finds id 1's first 6 blocks only: 6 hits of
+# 37 + 43 + 43 asked. A cache that cannot hold the longest request (701 tokens: 44 blocks) is refused.
+mc3 = os.path.join(td, "mc3.jsonl")
+write(mc3, '{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1, 2]}\n'
+           '{"timestamp": 1000, "input_length": 700, "output_length": 1, "hash_ids": [9, 10]}\n'
+           '{"timestamp": 2000, "input_length": 700, "output_length": 1, "hash_ids": [1, 3]}\n')
+r = sb("--model=llama2-7b", f"--trace={mc3}", "--kv-blocks=50", "--no-db", "--json")
+ks = json.loads(r.stdout).get("policy_stats", {}) if r.returncode == 0 else {}
+check("--kv-blocks=50: the cache holds 50 blocks, r1 finds 6 of id 1's 32 left (6 of 123 asked)",
+      ks.get("kv_blocks") == 50 and ks.get("prefix_hit_blocks") == 6 and ks.get("prefix_queried_blocks") == 123 and
+      ks.get("prefix_evictions") == 31 + 37, (ks, r.stderr))
+r = sb("--model=llama2-7b", f"--trace={mc3}", "--no-db", "--json")
+ks = json.loads(r.stdout).get("policy_stats", {}) if r.returncode == 0 else {}
+check("without --kv-blocks the H100's cache keeps all of id 1 (32 hits)", ks.get("prefix_hit_blocks") == 32, ks)
+r = sb("--model=llama2-7b", f"--trace={mc3}", "--kv-blocks=43", "--no-db")
+check("--kv-blocks too small for the longest request: one line, exit 2", r.returncode == 2 and
+      "43 blocks of 16 tokens" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+r = sb("--model=resnet50", "--kv-blocks=43", "--requests=5", "--no-db")
+check("--kv-blocks on a node-level model: exit 2", r.returncode == 2 and "applies to an LLM" in r.stderr, r.stderr)
 head = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mooncake-conversation-head40.jsonl")
 rows = [json.loads(l) for l in open(head)]
 fits = [x for x in rows if x["input_length"] + x["output_length"] <= 16384]

@@ -73,6 +73,8 @@ static const struct opt_def run_opts_tail[] = {
 	  "larger of the context and 2048, as vLLM; chunked 512; slo 2048; static pads whole prompts, unbounded)" },
 	{ "max-seqs", OPT_UINT, NULL, 1, 65536, 0, "LLM: requests one iteration may run (default 256, as vLLM)" },
 	{ "block-size", OPT_UINT, "16", 1, 65536, 0, "LLM: tokens a KV cache block holds (vLLM's default 16)" },
+	{ "kv-blocks", OPT_UINT, NULL, 1, 1e9, 0, "LLM: each replica's KV cache in blocks, not its memory's (vLLM's "
+	  "--num-gpu-blocks-override), e.g. a CPU tier's size; where blocks live is not priced (default: the memory's)" },
 	{ "ttft-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-to-first-token SLO in ms, for goodput (default: none)" },
 	{ "tpot-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-per-output-token SLO in ms, for goodput (default: none)" },
 	{ "prefix-cache", OPT_STR, "on", 0, 0, 0, "LLM: on (vLLM V1's default): full KV blocks stay cached and are "
@@ -285,8 +287,8 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 	}
 	const char *trace_path = opt_str(o, "trace");
 	/* options that would be ignored are refused: a run does what its options say */
-	static const char *const llm_only[] = { "max-batched-tokens", "max-seqs", "block-size", "ttft-slo", "tpot-slo",
-	                                        "over-context", "prefix-cache" };
+	static const char *const llm_only[] = { "max-batched-tokens", "max-seqs", "block-size", "kv-blocks", "ttft-slo",
+	                                        "tpot-slo", "over-context", "prefix-cache" };
 	for (size_t i = 0; !j->model->is_llm && i < sizeof llm_only / sizeof llm_only[0]; i++)
 		if (opt_given(o, llm_only[i])) {
 			snprintf(err, errlen, "--%s applies to an LLM; model %s is node-level", llm_only[i], j->model->name);
@@ -423,6 +425,7 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 		if (opt_given(o, "max-seqs"))
 			c->env.max_batch = (uint32_t)opt_uint(o, "max-seqs");
 		c->env.block_size = (uint32_t)opt_uint(o, "block-size");
+		c->env.kv_blocks_given = opt_given(o, "kv-blocks") ? opt_uint(o, "kv-blocks") : 0;
 		c->env.max_batched_tokens = opt_given(o, "max-batched-tokens") ? (uint32_t)opt_uint(o, "max-batched-tokens")
 		                            : pol->default_batched_tokens ? pol->default_batched_tokens
 		                            : l->context > 2048 ? l->context : 2048;

@@ -545,9 +545,11 @@ int eng_llm_env_on(const struct eng_config *c, const struct hw_model *hw, struct
 		return -1;
 	env->lat.iter_ns = eng_iter_estimate_ns;
 	env->lat.iter_ctx = *cost;
-	env->kv_blocks = llm_cost_kv_blocks(*cost, env->block_size, err, errlen);
+	env->kv_blocks = llm_cost_kv_blocks(*cost, env->block_size, err, errlen);   /* the weights must fit */
 	if (env->kv_blocks == 0)
 		goto fail;
+	if (env->kv_blocks_given)
+		env->kv_blocks = env->kv_blocks_given;
 	uint64_t longest = 0;
 	if (c->trace) {
 		for (size_t i = 0; i < c->trace->n; i++)
