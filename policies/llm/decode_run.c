@@ -81,9 +81,15 @@ void llm_sched_decode_advance(struct pol_state *st, uint32_t device, struct pol_
 	}
 	/* ... builds 2..k: each takes its blocks (evicting least recently released cached ones first, as
 	 * llm_room); the blocks the ends between them fill are past every prompt, private, so entering
-	 * them changes only counts (decode_run's condition) and can follow in one pass */
+	 * them changes only counts (decode_run's condition) and can follow in one pass. Nothing between
+	 * the builds lets a block go, so their evictions are the same blocks in the same order made at
+	 * once (and a block moved from evictable to free leaves the blocks used, and so held and the
+	 * peak, as they were) */
+	uint64_t builds = 0;
+	for (uint32_t j = 2; j <= k; j++)
+		builds += alloc[j];
+	llm_room(s, d, builds);
 	for (uint32_t j = 2; j <= k; j++) {
-		llm_room(s, d, alloc[j]);
 		d->free_blocks -= alloc[j];
 		llm_note_peak(s, d);
 		held[j - 1] = llm_blocks_used(s, d);
