@@ -26,30 +26,93 @@
 #define ROUTER_BALANCE_ABS 64         /* --balance-abs-threshold's default */
 #define ROUTER_BALANCE_REL 1.5        /* --balance-rel-threshold's default */
 
+/* What was sent where, by id: an open-addressing table whose every id has a row of row_bytes. */
+struct pa_table {
+	uint64_t *ids;                   /* [cap] where full */
+	uint8_t *full;                   /* [cap] 1: the slot holds an id (any value may be one) */
+	uint8_t *rows;                   /* [cap * row_bytes], zeros when entered */
+	size_t cap, used, row_bytes;
+};
+
 struct pa_state {
 	uint32_t n;
 	uint64_t *record;                /* [n] tokens sent that matched nothing there */
-	uint64_t *ids;                   /* [cap] prefix ids (0: empty slot); open addressing */
-	uint32_t *lens;                  /* [cap * n] the longest prefix_len of that id sent to each replica */
-	size_t cap, used;
-	uint64_t *hids;                  /* [hcap] hash ids, where hfull; open addressing */
-	uint8_t *hfull;                  /* [hcap] 1: a slot holds a hash id (any value may be an id) */
-	uint64_t *sent;                  /* [hcap * words] the replicas that hash id was sent to, a bit each */
-	size_t hcap, hused;
+	struct pa_table prefixes;        /* prefix id -> [n] uint32: the longest prefix_len of it sent to each replica */
+	struct pa_table hashes;          /* hash id -> [words] uint64: the replicas it was sent to, a bit each */
 	uint32_t words;                  /* 64-bit words a replica set */
 	uint32_t *match;                 /* [n] scratch: this request's prompt tokens each replica was sent */
 	uint64_t *alive;                 /* [words] scratch */
 };
 
+static void pa_table_free(struct pa_table *t)
+{
+	free(t->ids);
+	free(t->full);
+	free(t->rows);
+}
+
+/* An empty table of cap slots (a power of two); -1 out of memory. */
+static int pa_table_init(struct pa_table *t, size_t cap, size_t row_bytes)
+{
+	*t = (struct pa_table){ .cap = cap, .row_bytes = row_bytes };
+	t->ids = calloc(cap, sizeof *t->ids);
+	t->full = calloc(cap, sizeof *t->full);
+	t->rows = calloc(cap, row_bytes);
+	if (!t->ids || !t->full || !t->rows) {
+		pa_table_free(t);
+		return -1;
+	}
+	return 0;
+}
+
+static size_t pa_table_slot(const struct pa_table *t, uint64_t id)
+{
+	size_t i = (size_t)(id * 0x9e3779b97f4a7c15u >> 17) & (t->cap - 1);
+	while (t->full[i] && t->ids[i] != id)
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+/* id's row, or NULL when it was never entered. */
+static void *pa_table_find(const struct pa_table *t, uint64_t id)
+{
+	size_t i = pa_table_slot(t, id);
+	return t->full[i] ? t->rows + i * t->row_bytes : NULL;
+}
+
+/* id's row, entered (zeros) if new; NULL out of memory. */
+static void *pa_table_entry(struct pa_table *t, uint64_t id)
+{
+	if ((t->used + 1) * 2 > t->cap) {            /* at most half full */
+		struct pa_table g;
+		if (pa_table_init(&g, t->cap * 2, t->row_bytes) != 0)
+			return NULL;
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->full[i]) {
+				size_t j = pa_table_slot(&g, t->ids[i]);
+				g.ids[j] = t->ids[i];
+				g.full[j] = 1;
+				memcpy(g.rows + j * t->row_bytes, t->rows + i * t->row_bytes, t->row_bytes);
+			}
+		g.used = t->used;
+		pa_table_free(t);
+		*t = g;
+	}
+	size_t i = pa_table_slot(t, id);
+	if (!t->full[i]) {
+		t->ids[i] = id;
+		t->full[i] = 1;
+		t->used++;
+	}
+	return t->rows + i * t->row_bytes;
+}
+
 static void pa_fini(void *state)
 {
 	struct pa_state *s = state;
 	free(s->record);
-	free(s->ids);
-	free(s->lens);
-	free(s->hids);
-	free(s->hfull);
-	free(s->sent);
+	pa_table_free(&s->prefixes);
+	pa_table_free(&s->hashes);
 	free(s->match);
 	free(s->alive);
 	memset(s, 0, sizeof *s);
@@ -58,110 +121,18 @@ static void pa_fini(void *state)
 static int pa_init(void *state, uint32_t n)
 {
 	struct pa_state *s = state;
+	memset(s, 0, sizeof *s);
 	s->n = n;
-	s->cap = s->hcap = 64;
 	s->words = (n + 63) / 64;
 	s->record = calloc(n, sizeof *s->record);
-	s->ids = calloc(s->cap, sizeof *s->ids);
-	s->lens = calloc(s->cap * n, sizeof *s->lens);
-	s->hids = calloc(s->hcap, sizeof *s->hids);
-	s->hfull = calloc(s->hcap, sizeof *s->hfull);
-	s->sent = calloc(s->hcap * s->words, sizeof *s->sent);
 	s->match = calloc(n, sizeof *s->match);
 	s->alive = calloc(s->words, sizeof *s->alive);
-	if (!s->record || !s->ids || !s->lens || !s->hids || !s->hfull || !s->sent || !s->match || !s->alive) {
+	if (!s->record || !s->match || !s->alive || pa_table_init(&s->prefixes, 64, n * sizeof(uint32_t)) != 0 ||
+	    pa_table_init(&s->hashes, 64, s->words * sizeof(uint64_t)) != 0) {
 		pa_fini(s);
 		return -1;
 	}
 	return 0;
-}
-
-static size_t pa_slot(const struct pa_state *s, uint64_t id)
-{
-	size_t i = (size_t)(id * 0x9e3779b97f4a7c15u) & (s->cap - 1);
-	while (s->ids[i] && s->ids[i] != id)
-		i = (i + 1) & (s->cap - 1);
-	return i;
-}
-
-/* The lens of prefix id, entered (zeros) if new; NULL out of memory. */
-static uint32_t *pa_entry(struct pa_state *s, uint64_t id)
-{
-	if ((s->used + 1) * 2 > s->cap) {            /* at most half full */
-		struct pa_state g = { .n = s->n, .record = s->record, .cap = s->cap * 2 };
-		g.ids = calloc(g.cap, sizeof *g.ids);
-		g.lens = calloc(g.cap * s->n, sizeof *g.lens);
-		if (!g.ids || !g.lens) {
-			free(g.ids);
-			free(g.lens);
-			return NULL;
-		}
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->ids[i]) {
-				size_t j = pa_slot(&g, s->ids[i]);
-				g.ids[j] = s->ids[i];
-				memcpy(g.lens + j * s->n, s->lens + i * s->n, s->n * sizeof *g.lens);
-			}
-		free(s->ids);
-		free(s->lens);
-		s->ids = g.ids;
-		s->lens = g.lens;
-		s->cap = g.cap;
-	}
-	size_t i = pa_slot(s, id);
-	if (!s->ids[i]) {
-		s->ids[i] = id;
-		s->used++;
-	}
-	return s->lens + i * s->n;
-}
-
-/* ---- hash ids: which replicas each was sent to ---- */
-
-static size_t pa_hash_slot(const struct pa_state *s, uint64_t id)
-{
-	size_t i = (size_t)(id * 0x9e3779b97f4a7c15u >> 17) & (s->hcap - 1);
-	while (s->hfull[i] && s->hids[i] != id)
-		i = (i + 1) & (s->hcap - 1);
-	return i;
-}
-
-/* The replica set of hash id, entered (empty) if new; NULL out of memory. */
-static uint64_t *pa_hash_entry(struct pa_state *s, uint64_t id)
-{
-	if ((s->hused + 1) * 2 > s->hcap) {          /* at most half full */
-		struct pa_state g = { .hcap = s->hcap * 2, .words = s->words };
-		g.hids = calloc(g.hcap, sizeof *g.hids);
-		g.hfull = calloc(g.hcap, sizeof *g.hfull);
-		g.sent = calloc(g.hcap * s->words, sizeof *g.sent);
-		if (!g.hids || !g.hfull || !g.sent) {
-			free(g.hids);
-			free(g.hfull);
-			free(g.sent);
-			return NULL;
-		}
-		for (size_t i = 0; i < s->hcap; i++)
-			if (s->hfull[i]) {
-				size_t j = pa_hash_slot(&g, s->hids[i]);
-				g.hids[j] = s->hids[i];
-				g.hfull[j] = 1;
-				memcpy(g.sent + j * s->words, s->sent + i * s->words, s->words * sizeof *g.sent);
-			}
-		free(s->hids);
-		free(s->hfull);
-		free(s->sent);
-		s->hids = g.hids;
-		s->hfull = g.hfull;
-		s->sent = g.sent;
-		s->hcap = g.hcap;
-	}
-	size_t i = pa_hash_slot(s, id);
-	if (!s->hfull[i]) {
-		s->hids[i] = id;
-		s->hfull[i] = 1;
-		s->hused++;
-	}
-	return s->sent + i * s->words;
 }
 
 /* s->match[i]: the tokens of r's prompt its leading hash ids sent to replica i cover. */
@@ -172,8 +143,7 @@ static void pa_hash_matches(struct pa_state *s, const struct pol_request *r)
 		s->alive[w] = w + 1 < s->words || s->n % 64 == 0 ? ~(uint64_t)0 : ((uint64_t)1 << (s->n % 64)) - 1;
 	uint64_t covered = 0;
 	for (uint32_t k = 0; k < r->nhash; k++) {
-		size_t i = pa_hash_slot(s, r->hash_ids[k]);
-		const uint64_t *sent = s->hfull[i] ? s->sent + i * s->words : NULL;
+		const uint64_t *sent = pa_table_find(&s->hashes, r->hash_ids[k]);
 		uint64_t any = 0;
 		for (uint32_t w = 0; w < s->words; w++)
 			any |= s->alive[w] &= sent ? sent[w] : 0;
@@ -196,9 +166,9 @@ static void pa_matches(struct pa_state *s, const struct pol_request *r)
 	memset(s->match, 0, s->n * sizeof *s->match);
 	if (!r->prefix_id)
 		return;
-	size_t i = pa_slot(s, r->prefix_id);
-	for (uint32_t k = 0; s->ids[i] && k < s->n; k++)
-		s->match[k] = s->lens[i * s->n + k] < r->prefix_len ? s->lens[i * s->n + k] : r->prefix_len;
+	const uint32_t *lens = pa_table_find(&s->prefixes, r->prefix_id);
+	for (uint32_t k = 0; lens && k < s->n; k++)
+		s->match[k] = lens[k] < r->prefix_len ? lens[k] : r->prefix_len;
 }
 
 /* Replica k was sent r: its prefix is known there now. Out of memory: unrecorded, routing still sound. */
@@ -206,13 +176,13 @@ static void pa_remember(struct pa_state *s, const struct pol_request *r, uint32_
 {
 	if (r->hash_ids) {
 		for (uint32_t j = 0; j < r->nhash; j++) {
-			uint64_t *sent = pa_hash_entry(s, r->hash_ids[j]);
+			uint64_t *sent = pa_table_entry(&s->hashes, r->hash_ids[j]);
 			if (!sent)
 				return;
 			sent[k / 64] |= (uint64_t)1 << (k % 64);
 		}
 	} else if (r->prefix_id) {
-		uint32_t *mine = pa_entry(s, r->prefix_id);
+		uint32_t *mine = pa_table_entry(&s->prefixes, r->prefix_id);
 		if (mine && mine[k] < r->prefix_len)
 			mine[k] = r->prefix_len;
 	}
