@@ -62,16 +62,18 @@ static uint64_t pc_chunk(struct pc_keys *k, uint32_t j, uint32_t *lo, uint32_t *
 	uint64_t base = k->prefix;
 	uint32_t first = 0, last = k->shared;            /* the blocks keyed from base: [first, last) */
 	if (k->r->hash_ids) {
-		if ((j < k->hashed_lo || j > k->hashed_hi) && k->per_hashed) {
-			uint32_t g = j / k->per_hashed;
+		if (j < k->hashed_lo || j > k->hashed_hi) {
+			uint64_t hb = k->r->hash_block, bs = k->block_size, g;
+			if (k->per_hashed) {                          /* no division of 64 bits */
+				g = j / k->per_hashed;
+				k->hashed_lo = g * k->per_hashed;
+				k->hashed_hi = k->hashed_lo + k->per_hashed - 1;
+			} else {
+				g = ((uint64_t)(j + 1) * bs - 1) / hb;
+				k->hashed_lo = (g * hb + 1 + bs - 1) / bs - 1;     /* (j + 1) bs - 1 in [g hb, (g + 1) hb) */
+				k->hashed_hi = (g + 1) * hb / bs - 1;
+			}
 			k->hashed_mix = pc_mix(k->r->hash_ids[g] + 0x5bd1e995u);
-			k->hashed_lo = (uint64_t)g * k->per_hashed;
-			k->hashed_hi = k->hashed_lo + k->per_hashed - 1;
-		} else if (j < k->hashed_lo || j > k->hashed_hi) {
-			uint64_t hb = k->r->hash_block, bs = k->block_size, g = ((uint64_t)(j + 1) * bs - 1) / hb;
-			k->hashed_mix = pc_mix(k->r->hash_ids[g] + 0x5bd1e995u);
-			k->hashed_lo = (g * hb + 1 + bs - 1) / bs - 1;     /* (j + 1) bs - 1 in [g hb, (g + 1) hb) */
-			k->hashed_hi = (g + 1) * hb / bs - 1;
 		}
 		base = k->hashed_mix;
 		first = (uint32_t)k->hashed_lo;
@@ -98,12 +100,14 @@ static int pc_private(const struct pc_keys *k, uint32_t j)
 int pc_init(struct prefix_cache *pc, uint64_t capacity)
 {
 	memset(pc, 0, sizeof *pc);
+	if (2 * capacity >= PC_NONE)
+		return -1;
 	/* a node covers a block at least, but a chunk's evictable blocks have a segment's node too: 2 a block;
 	 * taken in order from fresh_entry, so the pages of those never needed are never touched */
 	pc->e = malloc((capacity ? 2 * capacity : 1) * sizeof *pc->e);
 	pc->holders = malloc((capacity ? capacity : 1) * sizeof *pc->holders);
 	pc->bucket = calloc(PC_MIN_BUCKETS, sizeof *pc->bucket);
-	if (!pc->e || !pc->holders || !pc->bucket || 2 * capacity >= PC_NONE) {
+	if (!pc->e || !pc->holders || !pc->bucket) {
 		pc_fini(pc);
 		return -1;
 	}

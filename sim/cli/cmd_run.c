@@ -73,7 +73,7 @@ static const struct opt_def run_opts_tail[] = {
 	  "larger of the context and 2048, as vLLM; chunked 512; slo 2048; static pads whole prompts, unbounded)" },
 	{ "max-seqs", OPT_UINT, NULL, 1, 65536, 0, "LLM: requests one iteration may run (default 256, as vLLM)" },
 	{ "block-size", OPT_UINT, "16", 1, 65536, 0, "LLM: tokens a KV cache block holds (vLLM's default 16)" },
-	{ "kv-blocks", OPT_UINT, NULL, 1, 1e9, 0, "LLM: each replica's KV cache in blocks, not its memory's (vLLM's "
+	{ "kv-blocks", OPT_UINT, NULL, 1, 1e8, 0, "LLM: each replica's KV cache in blocks, not its memory's (vLLM's "
 	  "--num-gpu-blocks-override), e.g. a CPU tier's size; where blocks live is not priced (default: the memory's)" },
 	{ "ttft-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-to-first-token SLO in ms, for goodput (default: none)" },
 	{ "tpot-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-per-output-token SLO in ms, for goodput (default: none)" },
