@@ -47,6 +47,11 @@ WORKLOADS = {
     "fleet64": ["--model=llama2-7b", "--replicas=64", "--router=least-outstanding", "--rate=288", "--requests=200000",
                 "--trace-pairs", "--over-context=drop", "--trace=" + os.path.join(os.path.dirname(os.path.abspath(
                     __file__)), "..", "..", "shared", "data", "azure-llm-2023", "AzureLLMInferenceTrace_conv.csv")],
+    # the KV cache issue's other speed case: the Mooncake conversation trace at its own timestamps, 4 replicas of
+    # CodeLlama-34B at TP 4 behind prefix-affinity (routing by the prompts' hash ids), prompts shared in chunks
+    "mooncake4": ["--model=codellama-34b", "--tp=4", "--replicas=4", "--router=prefix-affinity", "--over-context=drop",
+                  "--trace=" + os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
+                                            "mooncake-fast25", "conversation_trace.jsonl")],
 }
 
 
