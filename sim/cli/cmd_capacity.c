@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "run_options.h"
 #include "cli.h"
 #include "../../util/errkind.h"
 #include "../../util/json.h"
@@ -354,14 +355,13 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	const struct pol_ops *pol;
 	if (mdl_load(opt_str(ro, "model"), &m, err, errlen) != 0)
 		goto done;
-	/* an LLM's default policy, as run's (cmd_run.c RUN_DEFAULT_LLM_POLICY) */
-	const char *pol_name = m->is_llm && !opt_given(ro, "policy") ? "continuous" : opt_str(ro, "policy");
+	/* an LLM's default policy and hardware, as run's */
+	const char *pol_name = m->is_llm && !opt_given(ro, "policy") ? RUN_DEFAULT_LLM_POLICY : opt_str(ro, "policy");
 	if (!(pol = pol_find(pol_name))) {
 		cli_unknown_policy(pol_name, err, errlen);
 		goto done;
 	}
-	/* an LLM runs on gpu-h100 unless told, as in run (cmd_run.c RUN_DEFAULT_LLM_HW) */
-	const char *hw_name = m->is_llm && !opt_given(ro, "hw") ? "gpu-h100" : opt_str(ro, "hw");
+	const char *hw_name = m->is_llm && !opt_given(ro, "hw") ? RUN_DEFAULT_LLM_HW : opt_str(ro, "hw");
 	if (hw_open_tp(hw_name, m, (uint32_t)opt_uint(ro, "tp"), &hw, err, errlen) != 0)
 		goto done;
 	const char *opt[2] = { "input-len", "output-len" };

@@ -10,6 +10,7 @@
 #include "../../util/text.h"
 #include "../../util/errkind.h"
 #include "cli.h"
+#include "run_options.h"
 #include "../../hwmodels/llm_cost.h"
 #include "../../util/json.h"
 #include "../../util/options.h"
@@ -301,7 +302,7 @@ int cmd_model_info(int argc, char **argv)
 	if (mdl_load(opt_str(&o, "model"), &m, err, sizeof err) != 0)
 		goto fail;
 	if (m->is_llm && !opt_given(&o, "hw"))
-		opt_set_default(&o, "hw", "gpu-h100");
+		opt_set_default(&o, "hw", RUN_DEFAULT_LLM_HW);    /* as run's */
 	if (info_open_hw(opt_str(&o, "hw"), m, (uint32_t)opt_uint(&o, "tp"), opt_str(&o, "dataflow"), &hw, err,
 	                 sizeof err) != 0)
 		goto fail;

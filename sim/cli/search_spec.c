@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "run_options.h"
 #include "search_spec.h"
 #include "cli.h"
 #include "../../models/model.h"
@@ -11,7 +12,6 @@
 #include "../../util/options.h"
 #include "../../util/text.h"
 
-#define SEARCH_DEFAULT_LLM_HW "gpu-h100"   /* as run's (cmd_run.c RUN_DEFAULT_LLM_HW) */
 
 /* Options the search sets for each configuration, or that make no sense in one. */
 static const char *const search_forbidden[] = { "json", "quiet", "jobs", "help", "rate", "db", "no-db" };
@@ -274,7 +274,7 @@ static int search_check_prices(struct search_spec *s, char *err, size_t errlen)
 		}
 		size_t nr;
 		const struct opt_def *rd = cmd_run_options(&nr);
-		one[0] = llm ? SEARCH_DEFAULT_LLM_HW : opt_find(rd, nr, "hw")->defval;
+		one[0] = llm ? RUN_DEFAULT_LLM_HW : opt_find(rd, nr, "hw")->defval;
 		if (!(s->default_hw = strdup(one[0])))
 			return err_memory(err, errlen, "out of memory");
 	} else if (!hw_axis) {
