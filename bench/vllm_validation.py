@@ -35,7 +35,11 @@ is requests/s x generated tokens for the same reason.
 of its terms priced at 0 in turn (the operator profile's "# exclude"), and
 what that does to every metric of every stage: each term's contribution.
 
-Usage: bench/vllm_validation.py SIMBATCH [--hw=H ...] [--data=DIR] [--ablate]
+--async-scheduling: every simulation with vLLM's async scheduling, which the
+server ran (its default since v0.14): an arrival joins the iteration after
+next.
+
+Usage: bench/vllm_validation.py SIMBATCH [--hw=H ...] [--data=DIR] [--ablate] [--async-scheduling]
 (default hardware: gpu-h100 and gpu-h100-roofline)."""
 import csv
 import json
@@ -131,6 +135,9 @@ def percentile(xs, q):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+EXTRA = []   # options given to every simulation (--async-scheduling)
+
+
 def simulate(binary, e, hw, mode, tmp):
     tag = mode.replace(" ", "-")
     trace = os.path.join(tmp, f"{e['name']}-{tag}.csv")
@@ -139,7 +146,7 @@ def simulate(binary, e, hw, mode, tmp):
     args = [binary, "--model=llama2-7b", f"--hw={hw}", "--policy=chunked", f"--trace={trace}",
             f"--max-batched-tokens={e['exp']['max_num_batched_tokens']}", f"--max-seqs={e['exp']['max_num_seqs']}",
             f"--tp={e['exp']['tensor_parallelism']}", f"--block-size={BLOCK}", "--no-db", "--json",
-            f"--requests-out={reqs}", f"--prefix-cache={'on' if mode == 'prefix cache' else 'off'}"]
+            f"--requests-out={reqs}", f"--prefix-cache={'on' if mode == 'prefix cache' else 'off'}", *EXTRA]
     t = time.monotonic()
     subprocess.run(args, check=True, capture_output=True, text=True)
     wall = time.monotonic() - t
@@ -209,6 +216,8 @@ def main(argv):
             data = a[7:]
         elif a == "--ablate":
             ablate = True
+        elif a == "--async-scheduling":
+            EXTRA.append(a)
         elif binary is None:
             binary = a
         else:

@@ -177,6 +177,7 @@ struct pol_env {
 	uint64_t longest_request_tokens; /* the run's largest prompt + output (from the trace or the length limits) */
 	int64_t ttft_slo_ns, tpot_slo_ns;/* --ttft-slo, --tpot-slo (0: none) */
 	int prefix_cache;                /* --prefix-cache: full KV blocks are kept and shared across requests */
+	int async_scheduling;            /* --async-scheduling: an iteration is planned while the one before runs */
 	int prefill_only;                /* a disaggregated prefill replica (policies/fleet.h): a request leaves
 	                                  * when its prompt has run and its first token is out */
 	struct pol_latency lat;

@@ -773,6 +773,14 @@ check("without --kv-blocks the H100's cache keeps all of id 1 (32 hits)", ks.get
 r = sb("--model=llama2-7b", f"--trace={mc3}", "--kv-blocks=43", "--no-db")
 check("--kv-blocks too small for the longest request: one line, exit 2", r.returncode == 2 and
       "43 blocks of 16 tokens" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+for args, needle in ((["--policy=slo"], "modelled for continuous and chunked"),
+                     (["--policy=static"], "modelled for continuous and chunked"),
+                     (["--prefill-replicas=1", "--decode-replicas=1"], "modelled for continuous and chunked"),
+                     (["--model=resnet50"], "applies to an LLM")):
+    model = [] if args[0].startswith("--model") else ["--model=llama2-7b"]
+    r = sb(*model, *args, "--async-scheduling", "--requests=5", "--no-db")
+    check(f"--async-scheduling with {' '.join(args)}: one line, exit 2", r.returncode == 2 and needle in r.stderr and
+          len(r.stderr.strip().splitlines()) == 1, r.stderr)
 r = sb("--model=resnet50", "--kv-blocks=43", "--requests=5", "--no-db")
 check("--kv-blocks on a node-level model: exit 2", r.returncode == 2 and "applies to an LLM" in r.stderr, r.stderr)
 head = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mooncake-conversation-head40.jsonl")
@@ -805,6 +813,9 @@ for body, needle in (('{"timestamp": 0, "input_length": 600, "output_length": 1,
 
 r = sb("live", "--model=llm-tiny", "--prefix-cache=on", "--requests=3", "--no-db")
 check("live refuses the prefix cache (its kernels keep no KV across requests)", r.returncode == 2 and
+      "simulated only" in r.stderr, r.stderr)
+r = sb("live", "--model=llm-tiny", "--async-scheduling", "--requests=3", "--no-db")
+check("live refuses async scheduling (it plans each iteration when the one before ends)", r.returncode == 2 and
       "simulated only" in r.stderr, r.stderr)
 r = sb("--model=llama2-7b", "--prefix-cache=maybe", "--requests=10", "--no-db")
 check("--prefix-cache=maybe: exit 2", r.returncode == 2 and "on or off" in r.stderr, r.stderr)

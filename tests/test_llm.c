@@ -98,6 +98,7 @@ static void wrap_fini(struct pol_state *st)
 }
 
 static int run_prefix_cache;                  /* the next run_trace's --prefix-cache */
+static int run_async;                         /* ... and --async-scheduling */
 static const uint64_t *run_prefix_id;         /* [request] its shared prefix (NULL: none) ... */
 static const uint32_t *run_prefix_len;        /* ... over this many prompt tokens */
 
@@ -222,7 +223,8 @@ static void run_trace(const struct pol_ops *p, struct mdl_model *m, uint64_t kv_
 	static struct test_knobs knobs;
 	c.env = (struct pol_env){ .max_batch = 4, .max_batched_tokens = budget, .block_size = 4, .sla_ns = 1000 * MS,
 	                          .tpot_slo_ns = run_tpot_slo_ns, .ttft_slo_ns = run_ttft_slo_ns,
-	                          .params = test_knobs(&knobs, p), .prefix_cache = run_prefix_cache };
+	                          .params = test_knobs(&knobs, p), .prefix_cache = run_prefix_cache,
+	                          .async_scheduling = run_async };
 	if (run_window_ns)
 		test_knob(&knobs, "window", "%.17g", run_window_ns * 1e-6);
 	char err[256];
@@ -298,6 +300,40 @@ static void test_continuous_timeline(void **state)
 	/* blocks of 4 tokens held in each 1 ms iteration: A 2; A 2 + B 1; A 2 + B 1 + C 2; D 1; D 1:
 	 * 12 block-ms over 5 ms of 1000 blocks */
 	assert_true(fabs(r.kv_mean_fraction - 12.0 / (5 * 1000)) < 1e-15);
+	drv_result_free(&r);
+	mdl_free(m);
+}
+
+/* The same requests and E (2 tokens, 1 out, at 5.5 ms), with vLLM's async scheduling: the iteration
+ * starting at t was planned at the start of the one before (t - 1), with what had arrived by then.
+ *   0: A prefills 5 (the device was idle: planned at A's arrival)
+ *   1: A decodes (planned at 0: B and C, at 0.5, not yet there)
+ *   2: A decodes, B prefills 3 (planned at 1; C's 6 would pass the budget of 8) -> A ends at 3
+ *   3: B decodes, C prefills 6 (planned at 2; D, at 2.5, not yet there)     -> B, C end at 4
+ *   4: D prefills 2 (planned at 3)
+ *   5: D decodes (planned at 4)                                              -> D ends at 6
+ *   6: E prefills 2: the plan made at 5 had nothing to run (D's last token, nothing waiting), so vLLM
+ *      launched none and planned again at 6, with E                          -> E ends at 7
+ * Without it (test_continuous_timeline) A, B, C end at 3, D at 5; E would run 5.5-6.5. */
+static void test_async_scheduling_timeline(void **state)
+{
+	(void)state;
+	struct mdl_model *m = tiny();
+	double arr[5] = { 0, 0.0005, 0.0005, 0.0025, 0.0055 };
+	uint32_t in[5] = { 5, 3, 6, 2, 2 }, out[5] = { 3, 2, 1, 2, 1 };
+	struct drv_result r;
+	run_async = 1;
+	run_trace(&continuous_policy_ops, m, 1000, 8, arr, in, out, 5, &r);
+	run_async = 0;
+	assert_int_equal(wrap.nlog, 7);
+	check_iter(0, 0, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 5 }, (uint32_t[]){ 0 });
+	check_iter(1, 1, 1, (uint64_t[]){ 0 }, (uint32_t[]){ 1 }, (uint32_t[]){ 5 });
+	check_iter(2, 2, 2, (uint64_t[]){ 0, 1 }, (uint32_t[]){ 1, 3 }, (uint32_t[]){ 6, 0 });
+	check_iter(3, 3, 2, (uint64_t[]){ 1, 2 }, (uint32_t[]){ 1, 6 }, (uint32_t[]){ 3, 0 });
+	check_iter(4, 4, 1, (uint64_t[]){ 3 }, (uint32_t[]){ 2 }, (uint32_t[]){ 0 });
+	check_iter(5, 5, 1, (uint64_t[]){ 3 }, (uint32_t[]){ 1 }, (uint32_t[]){ 2 });
+	check_iter(6, 6, 1, (uint64_t[]){ 4 }, (uint32_t[]){ 2 }, (uint32_t[]){ 0 });
+	check_finish(&r, (double[]){ 3, 4, 4, 6, 7 }, (double[]){ 1, 2.5, 3.5, 2.5, 1.5 }, 5, arr);
 	drv_result_free(&r);
 	mdl_free(m);
 }
@@ -914,6 +950,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_continuous_timeline),
 		cmocka_unit_test(test_chunked_timeline),
+		cmocka_unit_test(test_async_scheduling_timeline),
 		cmocka_unit_test(test_static_timeline),
 		cmocka_unit_test(test_cache_fills_and_preempts),
 		cmocka_unit_test(test_conservation),

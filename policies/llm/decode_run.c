@@ -33,7 +33,7 @@ uint32_t llm_sched_decode_run(const struct pol_state *st, uint32_t device, const
 	/* only the builder's own decisions repeat: no whole-batch builder, no hook after a task, nothing
 	 * waiting, every running request in the iteration */
 	if (k_max < 2 || s->hooks->build || s->hooks->after_task || s->prefill_only || s->waiting.head ||
-	    t->nreq != d->nrunning)
+	    t->nreq != d->nrunning || s->async_scheduling)     /* (async: an arrival's plan needs each start) */
 		return 1;
 	/* a block a member fills after the first iteration must enter the prefix cache as a count alone
 	 * (prefix_cache.c's fast path): no run of a preempted request's blocks to take back, no

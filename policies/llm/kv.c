@@ -42,6 +42,12 @@ int llm_sched_init(struct llm_sched *s, const struct pol_env *env, const char *n
 	s->ndevs = env->workers ? env->workers : 1;
 	s->prefix_cache = env->prefix_cache && !h->build;
 	s->prefill_only = env->prefill_only;
+	s->async_scheduling = env->async_scheduling;
+	if (s->async_scheduling && (h->build || h->admit_next || s->prefill_only)) {
+		snprintf(err, errlen, "%s: --async-scheduling is modelled for continuous and chunked on a whole replica "
+		         "(not whole batches, an admission order of its own, or a disaggregated pool)", name);
+		return -1;
+	}
 	if (s->prefill_only && h->build) {
 		snprintf(err, errlen, "%s: runs whole batches to their end, so it cannot serve as a prefill replica "
 		         "(--prefill-replicas needs continuous, chunked or slo)", name);
@@ -93,6 +99,7 @@ void llm_sched_on_task_done(struct pol_state *st, const struct pol_task *t, int6
 	(void)now_ns;
 	struct llm_sched *s = (struct llm_sched *)st;
 	struct llm_device *d = &s->devs[t->device];
+	d->last_end_ns = now_ns;
 	for (uint32_t i = 0; i < t->nreq; i++) {
 		struct pol_request *r = t->reqs[i];
 		r->pol_word[0] += t->tokens[i];
@@ -129,6 +136,20 @@ static uint32_t llm_cached_start(struct llm_sched *s, struct llm_device *d, cons
 	uint64_t target = pol_llm_target(r);
 	uint32_t h = pc_lookup(&d->pc, r, s->block_size, (uint32_t)((target - 1) / s->block_size), evictable_hits);
 	return h;
+}
+
+/* The latest arrival the iteration being built may admit. vLLM's async scheduling (its default since
+ * v0.14, release notes) plans an iteration while the one before runs, as soon as that one starts: an
+ * iteration that follows another at once was planned when that one started, and admits only what had
+ * arrived by then; unless it had nothing to run then (no running request's next tokens, no request
+ * waiting from before), when vLLM launches no batch and plans again as the running one ends. */
+static int64_t llm_admit_cutoff(const struct llm_sched *s, const struct llm_device *d, const struct pol_task *t,
+                                int64_t now_ns)
+{
+	if (!s->async_scheduling || d->last_end_ns != now_ns)
+		return now_ns;
+	int planned = t->nreq > 0 || (s->waiting.head && s->waiting.head->arrival_ns <= d->last_start_ns);
+	return planned ? d->last_start_ns : now_ns;
 }
 
 int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, struct pol_task *t, int64_t *wake_ns)
@@ -177,9 +198,13 @@ int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, s
 		budget -= tokens;
 		i++;
 	}
-	/* 2. waiting requests, when nothing had to give way */
+	/* 2. waiting requests, when nothing had to give way (first come, first served: one that arrived too late
+	 * for this iteration's plan is followed by none that did not) */
+	int64_t cutoff = llm_admit_cutoff(s, d, t, now_ns);
 	while (!preempted && s->waiting.head && d->nrunning < s->max_seqs && budget > 0) {
 		struct pol_request *prev = NULL, *r = h->admit_next ? h->admit_next(s, now_ns, &prev) : s->waiting.head;
+		if (r->arrival_ns > cutoff)
+			break;
 		/* its leading blocks the prefix cache holds need not be computed again; nor a cache it came with */
 		uint32_t evictable_hits = 0, hits = r->kv_ready ? 0 : llm_cached_start(s, d, r, &evictable_hits);
 		uint64_t start = r->kv_ready ? r->kv_ready : (uint64_t)hits * s->block_size;
@@ -212,6 +237,8 @@ int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, s
 	}
 	llm_note_peak(s, d);
 	t->kv_blocks_held = llm_blocks_used(s, d);
+	if (t->nreq > 0)
+		d->last_start_ns = now_ns;
 	return t->nreq > 0;
 }
 

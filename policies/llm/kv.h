@@ -48,6 +48,7 @@ struct llm_device {
 	                                  * batch started with (0: none) ... */
 	uint64_t batch_blocks;           /* ... and the blocks it reserved for them */
 	struct prefix_cache pc;          /* with a prefix cache: the device's full blocks, shared and evictable */
+	int64_t last_start_ns, last_end_ns;   /* its latest iteration's (async scheduling) */
 };
 
 struct llm_sched;
@@ -80,6 +81,8 @@ struct llm_sched {
 	uint64_t preemptions;
 	int prefix_cache;                /* --prefix-cache (not with a whole-iteration builder: static) */
 	int prefill_only;                /* a disaggregated prefill replica: requests leave after their first token */
+	int async_scheduling;            /* vLLM's async scheduling: the iteration after next is planned while one
+	                                  * runs, so an arrival joins the one after next (kv.c, llm_admit_cutoff) */
 };
 
 /* Checks env (a KV cache, and without chunking a budget that holds the

@@ -169,6 +169,11 @@ static int live_check(const struct opt_set *o, const struct eng_config *c, char 
 		         "is simulated only");
 		return CLI_BAD_INPUT;
 	}
+	if (c->env.async_scheduling) {
+		snprintf(err, errlen, "--async-scheduling: a live run plans each iteration when the one before ends; vLLM's "
+		         "async scheduling is simulated only");
+		return CLI_BAD_INPUT;
+	}
 	if (c->replicas > 1) {    /* one machine's devices serve a live run; a fleet is simulated */
 		snprintf(err, errlen, "--%s: a live run serves on this machine's devices; fleets behind a router are "
 		         "simulated only", c->disagg ? "prefill-replicas" : "replicas");

@@ -187,7 +187,7 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 	const char *trace_path = opt_str(o, "trace");
 	/* options that would be ignored are refused: a run does what its options say */
 	static const char *const llm_only[] = { "max-batched-tokens", "max-seqs", "block-size", "kv-blocks", "ttft-slo",
-	                                        "tpot-slo", "over-context", "prefix-cache" };
+	                                        "tpot-slo", "over-context", "prefix-cache", "async-scheduling" };
 	for (size_t i = 0; !j->model->is_llm && i < sizeof llm_only / sizeof llm_only[0]; i++)
 		if (opt_given(o, llm_only[i])) {
 			snprintf(err, errlen, "--%s applies to an LLM; model %s is node-level", llm_only[i], j->model->name);
@@ -333,6 +333,7 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 		if (off < 0)
 			return -1;
 		c->env.prefix_cache = !off;
+		c->env.async_scheduling = opt_flag(o, "async-scheduling");
 		c->env.tpot_slo_ns = opt_given(o, "tpot-slo") ? llround(opt_double(o, "tpot-slo") * 1e6) : 0;
 		if (run_check_llm_lengths(j, err, errlen) != 0)
 			return -1;

@@ -57,6 +57,9 @@ static const struct opt_def run_opts_tail[] = {
 	{ "tpot-slo", OPT_DOUBLE, NULL, 0, 1e9, 1, "LLM: time-per-output-token SLO in ms, for goodput (default: none)" },
 	{ "prefix-cache", OPT_STR, "on", 0, 0, 0, "LLM: on (vLLM V1's default): full KV blocks stay cached and are "
 	  "shared by requests with the same prefix, evicted least recently used; off: every request computes all" },
+	{ "async-scheduling", OPT_FLAG, NULL, 0, 0, 0, "LLM: vLLM's async scheduling (its default since v0.14): each "
+	  "iteration is planned as the one before it starts, so a request arriving during one joins the one after next "
+	  "(continuous, chunked; off: planned when the one before ends, vLLM's --no-async-scheduling)" },
 	{ "over-context", OPT_STR, "refuse", 0, 0, 0, "LLM: trace rows beyond the model's context: refuse (exit 2), or "
 	  "drop them as a server rejects them" },
 	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database" },
