@@ -96,7 +96,6 @@ static void llm_release(const struct llm_sched *s, struct llm_device *d, uint32_
 
 void llm_sched_on_task_done(struct pol_state *st, const struct pol_task *t, int64_t now_ns)
 {
-	(void)now_ns;
 	struct llm_sched *s = (struct llm_sched *)st;
 	struct llm_device *d = &s->devs[t->device];
 	d->last_end_ns = now_ns;
