@@ -2,7 +2,10 @@
  * a line of exactly LINES_MAX_LINE bytes is read and one byte more is
  * refused; the last line needs no newline; a NUL byte is refused on the line
  * it is on; the size limit holds for regular files (by their size, before
- * reading) and for pipes (by the bytes delivered). */
+ * reading) and for pipes (by the bytes delivered). And on random inputs fed
+ * through a FIFO (NULs, long and short lines, size limits, reads of any
+ * size), every line and every message is the one a byte-by-byte reading
+ * (a second implementation, here) gives. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "../util/lines.h"
@@ -110,6 +116,153 @@ static void test_fail_format(void **state)
 	assert_int_equal(lines_fail(NULL, 0, "a", 1, "x"), -1);
 }
 
+/* ---- a byte-by-byte reader, the reference ---- */
+
+struct ref_line {
+	int got;                     /* 1 a line, 0 the end, -1 an error */
+	size_t len;
+	char msg[512];
+};
+
+/* The next line of data[*at, n) as the reader must give it: each byte, in order, a NUL, then the size
+ * limit (bytes so far), then the line's length checked; the line ends with its newline. */
+static struct ref_line ref_next(const char *data, size_t n, size_t *at, uint64_t max_bytes, uint64_t *bytes,
+                                unsigned long lineno, const char *path, char *line)
+{
+	struct ref_line out = { 0 };
+	size_t len = 0;
+	while (*at < n) {
+		char c = data[(*at)++];
+		if (c == '\0') {
+			snprintf(out.msg, sizeof out.msg, "%s:%lu: a NUL byte (is this a text file?)", path, lineno);
+			out.got = -1;
+			return out;
+		}
+		if (++*bytes > max_bytes) {
+			snprintf(out.msg, sizeof out.msg, "%s: more than the %llu MiB this kind of file may have", path,
+			         (unsigned long long)(max_bytes >> 20));
+			out.got = -1;
+			return out;
+		}
+		if (len >= LINES_MAX_LINE) {
+			snprintf(out.msg, sizeof out.msg, "%s:%lu: line longer than %zu bytes (is this a text file?)", path,
+			         lineno, LINES_MAX_LINE);
+			out.got = -1;
+			return out;
+		}
+		line[len++] = c;
+		if (c == '\n')
+			break;
+	}
+	out.got = len > 0;
+	out.len = len;
+	return out;
+}
+
+static uint64_t rng = 88172645463325252u;
+static uint64_t rnd(uint64_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng % n;
+}
+
+/* data through a FIFO in a private directory, written by a child in pieces of random size, read by the
+ * reader with the limit max_bytes; every answer compared with ref_next's. */
+static void compare_through_fifo(const char *dir, const char *data, size_t n, uint64_t max_bytes, char *ref_buf)
+{
+	char fifo[256];
+	snprintf(fifo, sizeof fifo, "%s/in", dir);
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		FILE *w = fopen(fifo, "wb");
+		for (size_t at = 0; w && at < n;) {
+			size_t piece = 1 + (size_t)(rng % 70000), left = n - at;
+			piece = piece < left ? piece : left;
+			if (fwrite(data + at, 1, piece, w) != piece)
+				_exit(1);
+			fflush(w);
+			at += piece;
+			rng = rng * 6364136223846793005u + 1;
+		}
+		_exit(0);
+	}
+	struct lines_reader r;
+	char err[256], *line;
+	size_t len, at = 0;
+	uint64_t bytes = 0;
+	assert_int_equal(lines_open(&r, fifo, max_bytes, err, sizeof err), 0);
+	for (unsigned long lineno = 1;; lineno++) {
+		struct ref_line want = ref_next(data, n, &at, max_bytes, &bytes, lineno, fifo, ref_buf);
+		int got = lines_next(&r, &line, &len, err, sizeof err);
+		assert_int_equal(got, want.got);
+		if (got < 0) {
+			assert_string_equal(err, want.msg);
+			break;
+		}
+		if (got == 0)
+			break;
+		assert_int_equal(len, want.len);
+		assert_memory_equal(line, ref_buf, len);
+	}
+	lines_close(&r);
+	int status;
+	assert_int_equal(waitpid(child, &status, 0), child);
+	unlink(fifo);
+}
+
+static void test_against_byte_by_byte(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/test_lines_fifo.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	signal(SIGPIPE, SIG_IGN);      /* a child writing to a reader that stopped at an error */
+	size_t cap = LINES_MAX_LINE + 300000;
+	char *data = malloc(cap), *ref_buf = malloc(cap);
+	assert_non_null(data);
+	assert_non_null(ref_buf);
+	for (int round = 0; round < 48; round++) {
+		/* 0: plain text to its end; 1: cut by the size limit; 2: a rare NUL; 3: a first line about
+		 * LINES_MAX_LINE long (as long, or longer: refused). Lines of 0-200 bytes, now and then one of
+		 * 60-200 kB (across reads), a last line without a newline now and then */
+		int mode = round % 4;
+		size_t n = 0, want = mode == 3 ? LINES_MAX_LINE + 1000 + rnd(200000) : 1 + rnd(300000);
+		while (n < want) {
+			size_t line = rnd(20) == 0 ? 60000 + rnd(140000) : rnd(200);
+			if (mode == 3 && n == 0)
+				line = LINES_MAX_LINE - 2 + rnd(4);
+			for (size_t k = 0; k < line && n < want; k++)
+				data[n++] = mode == 2 && rnd(100000) == 0 ? '\0' : (char)('a' + rnd(26));
+			if (n < want && rnd(50) != 0)
+				data[n++] = '\n';
+		}
+		/* the size limit anywhere, or where a line's newline is the byte past it or the last within it */
+		uint64_t max_bytes = n + rnd(10);
+		if (mode == 1) {
+			const char *nl = memchr(data + rnd(n), '\n', n / 2);
+			max_bytes = nl && rnd(3) ? (uint64_t)(nl - data) + rnd(2) : 1 + rnd(n);
+		}
+		compare_through_fifo(dir, data, n, max_bytes, ref_buf);
+	}
+	/* where the limits meet on one byte: a NUL is reported before the size, the size before the length */
+	static const struct { const char *text; size_t n; uint64_t max_bytes; } edges[] = {
+		{ "ab\0d\n", 5, 2 },        /* the NUL is the byte past the limit: the NUL */
+		{ "abcd\0\n", 6, 2 },       /* past the limit before the NUL: the size */
+		{ "ab\nc\0", 5, 3 },        /* line 1 within, line 2's first byte past it: the size */
+		{ "ab\ncd\n", 6, 6 },       /* exactly the limit: both lines */
+		{ "ab\ncd\n", 6, 5 },       /* one short: the size, on line 2's newline */
+	};
+	for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
+		compare_through_fifo(dir, edges[i].text, edges[i].n, edges[i].max_bytes, ref_buf);
+	free(data);
+	free(ref_buf);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	int fd = mkstemp(tmp_path);
@@ -118,6 +271,7 @@ int main(void)
 	close(fd);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_line_length_edge),
+		cmocka_unit_test(test_against_byte_by_byte),
 		cmocka_unit_test(test_last_line_and_nul),
 		cmocka_unit_test(test_size_limit),
 		cmocka_unit_test(test_fail_format),

@@ -38,8 +38,11 @@ struct lines_reader {
 	const char *path;
 	uint64_t max_bytes, bytes;
 	unsigned long lineno;       /* of the line last returned, from 1 */
-	char *buf;
+	char *buf;                  /* the line returned last */
 	size_t cap;
+	char *in;                   /* what was read from the file and not yet returned: in[at, end) */
+	size_t at, end;
+	int eof;
 };
 
 int lines_open(struct lines_reader *r, const char *path, uint64_t max_bytes, char *err, size_t errlen);
