@@ -984,13 +984,7 @@ static void assert_same_run(const struct drv_result *a, const struct drv_result 
 	assert_true(a->sim_end_s == b->sim_end_s && a->busy_fraction == b->busy_fraction);
 	assert_memory_equal(a->node_tasks, b->node_tasks, m->nnodes * sizeof *a->node_tasks);
 	assert_memory_equal(a->node_cells, b->node_cells, m->nnodes * sizeof *a->node_cells);
-	assert_int_equal(a->npolicy_stats, b->npolicy_stats);
-	for (size_t k = 0; k < a->npolicy_stats; k++)
-		if (a->policy_stats[k].value != b->policy_stats[k].value)
-			fail_msg("%s: %s %g node by node, %g in runs", what, a->policy_stats[k].name,
-			         a->policy_stats[k].value, b->policy_stats[k].value);
-	assert_int_equal(a->nrows, b->nrows);
-	assert_memory_equal(a->rows, b->rows, a->nrows * sizeof *a->rows);
+	assert_same_stats_and_rows(a, b, what, "node by node", "in runs");
 }
 
 /* Runs are a shortcut, not a model: every built-in model under lazy and the

@@ -193,13 +193,7 @@ static void assert_same_llm_run(const struct drv_result *a, const struct drv_res
 		         "against %.9g ms, ITL mean %.9g against %.9g, KV %.9g against %.9g)", what,
 		         (unsigned long long)a->tasks, (unsigned long long)b->tasks, a->summary.mean_ms, b->summary.mean_ms,
 		         a->itl_mean_ms, b->itl_mean_ms, a->kv_mean_fraction, b->kv_mean_fraction);
-	assert_int_equal(a->npolicy_stats, b->npolicy_stats);
-	for (size_t k = 0; k < a->npolicy_stats; k++)
-		if (a->policy_stats[k].value != b->policy_stats[k].value)
-			fail_msg("%s: %s %g by iterations, %g in decode runs", what, a->policy_stats[k].name,
-			         a->policy_stats[k].value, b->policy_stats[k].value);
-	assert_int_equal(a->nrows, b->nrows);
-	assert_memory_equal(a->rows, b->rows, a->nrows * sizeof *a->rows);
+	assert_same_stats_and_rows(a, b, what, "by iterations", "in decode runs");
 	assert_int_equal(a->nreplicas, b->nreplicas);
 	if (a->nreplicas)
 		assert_memory_equal(a->replicas, b->replicas, a->nreplicas * sizeof *a->replicas);
