@@ -218,12 +218,12 @@ static void run_lives(const struct shape *sh, uint64_t seed, int steps)
 			l->running = 1;
 		} else if (rnd(5) > 1) {              /* computes its next block, evicting to make room */
 			if (pc.entries == shape->cap) {
-				int e = pc_evict(&pc);
+				int e = (int)pc_evict_n(&pc, 1);
 				assert_int_equal(e, naive_evict());
 				if (!e)
 					continue;
 			}
-			assert_int_equal(pc_enter(&pc, &l->r, BS, l->held), naive_enter(&l->r, l->held));
+			assert_int_equal(pc_enter_blocks(&pc, &l->r, BS, l->held, l->held + 1) == 0, naive_enter(&l->r, l->held));
 			l->held++;
 		} else if (rnd(2)) {                  /* computes several at once (a prompt), room made in one go */
 			uint32_t m = 1 + rnd(6);
@@ -253,7 +253,7 @@ static void run_lives(const struct shape *sh, uint64_t seed, int steps)
 		}
 		check_counts(&pc);
 		if (rnd(7) == 0)                      /* an eviction when none is needed: pressure */
-			assert_int_equal(pc_evict(&pc), naive_evict());
+			assert_int_equal(pc_evict_n(&pc, 1), naive_evict());
 		if (rnd(11) == 0) {                   /* several at once, as llm_room asks */
 			uint64_t n = 1 + rnd(8), naive_n = 0;
 			while (naive_n < n && naive_evict())

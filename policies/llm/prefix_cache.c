@@ -445,7 +445,7 @@ static uint32_t pc_enter_chunk(struct prefix_cache *pc, uint64_t key, uint32_t l
 	return found;
 }
 
-/* pc_enter of a block past the shared prefix, with r's keys made (k). */
+/* pc_enter_blocks of one block past the shared prefix, with r's keys made (k): 1 new, 0 there already. */
 static int pc_enter_keyed(struct prefix_cache *pc, struct pc_keys *k, uint32_t j)
 {
 	if (pc_private(k, j)) {
@@ -467,11 +467,6 @@ static int pc_enter_keyed(struct prefix_cache *pc, struct pc_keys *k, uint32_t j
 	pc->e[i].refs = 1;
 	pc->entries++;
 	return 1;
-}
-
-int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j)
-{
-	return pc_enter_blocks(pc, r, block_size, j, j + 1) == 0;
 }
 
 void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n)
@@ -550,9 +545,4 @@ uint64_t pc_evict_n(struct prefix_cache *pc, uint64_t n)
 		done += m;
 	}
 	return done;
-}
-
-int pc_evict(struct prefix_cache *pc)
-{
-	return pc_evict_n(pc, 1) == 1;
 }

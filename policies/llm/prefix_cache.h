@@ -94,19 +94,14 @@ uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, u
                    uint32_t *evictable);   /* how many of those no request holds now */
 /* Takes a reference on each of r's blocks [0, n), all entered. */
 void pc_take(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n);
-/* r computed its block j: entered under its key with r's reference. 1: a new
- * entry (r's own block now the cache's); 0: already entered by another
- * request that computed it too (r takes a reference there; the caller frees
- * r's copy). */
-int pc_enter(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j);
-/* pc_enter of r's blocks j0..j1-1 in turn: how many were entered already (r's copies to free). */
+/* r, holding its blocks [0, j0), computed its blocks [j0, j1): each is entered under its key with r's
+ * reference, as a new entry (r's own block now the cache's) or, when another request that computed it
+ * too entered it already, with a reference there (r's copy to free). How many were there already. */
 uint32_t pc_enter_blocks(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j0,
                          uint32_t j1);
 /* r lets go of its blocks [0, n): each left unreferenced becomes evictable, the most recent. */
 void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n);
-/* Evicts the least recently released evictable block: 1 (a block freed), or 0 when none is. */
-int pc_evict(struct prefix_cache *pc);
-/* pc_evict up to n times: how many blocks it freed. */
+/* Evicts up to n evictable blocks, the least recently released first: how many it freed. */
 uint64_t pc_evict_n(struct prefix_cache *pc, uint64_t n);
 
 #endif
