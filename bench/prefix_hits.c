@@ -11,24 +11,13 @@
  * prompt tokens) and in blocks (hit over the full blocks the prompts' hash
  * ids cover: a partial last block is never cached), and the blocks evicted.
  * A prompt larger than the cache enters only what fits. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../policies/llm/prefix_cache.h"
 #include "../traces/workload.h"
-
-static int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-	errno = 0;
-	double d = strtod(s, &end);
-	if (errno || end == s || *end || !(d >= 1 && d < 1e12) || d != (double)(uint64_t)d)
-		return -1;
-	*v = (uint64_t)d;
-	return 0;
-}
+#include "../util/text.h"
 
 /* Replays t through a cache of capacity_blocks: 0, or -1 (out of memory). */
 static int replay(const struct trc_trace *t, uint32_t bs, uint64_t capacity_blocks, uint64_t *hit_tokens,
@@ -66,7 +55,7 @@ static int replay(const struct trc_trace *t, uint32_t bs, uint64_t capacity_bloc
 int main(int argc, char **argv)
 {
 	uint64_t bs, cap;
-	if (argc < 4 || parse_u64(argv[2], &bs) != 0 || bs > UINT32_MAX) {
+	if (argc < 4 || txt_parse_uint(argv[2], UINT32_MAX, &bs) != 0 || bs == 0) {
 		fprintf(stderr, "usage: prefix_hits TRACE BLOCK_TOKENS CAPACITY_TOKENS...\n");
 		return 2;
 	}
@@ -84,7 +73,7 @@ int main(int argc, char **argv)
 	printf("capacity_tokens,block_tokens,hit_rate_tokens,hit_rate_blocks,evicted_blocks\n");
 	for (int a = 3; a < argc; a++) {
 		uint64_t ht, tk, hb, bk, ev;
-		if (parse_u64(argv[a], &cap) != 0 || cap / bs == 0) {
+		if (txt_parse_uint(argv[a], (uint64_t)1e12, &cap) != 0 || cap / bs == 0) {
 			fprintf(stderr, "prefix_hits: capacity %s: not a whole number of tokens of at least one block\n",
 			        argv[a]);
 			trc_trace_free(t);

@@ -8,6 +8,9 @@
 #include "lines.h"
 #include "errkind.h"
 
+/* Bytes read from the file at a time (a read may return fewer: a pipe's, as they come). */
+#define LINES_READ_CHUNK ((size_t)1 << 16)
+
 int lines_open(struct lines_reader *r, const char *path, uint64_t max_bytes, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
@@ -32,6 +35,11 @@ int lines_open(struct lines_reader *r, const char *path, uint64_t max_bytes, cha
 		lines_close(r);
 		return -1;
 	}
+	if (!(r->in = malloc(LINES_READ_CHUNK))) {
+		err_memory(err, errlen, "%s: out of memory for a read buffer", path);
+		lines_close(r);
+		return -1;
+	}
 	return 0;
 }
 
@@ -50,9 +58,6 @@ static int lines_grow(struct lines_reader *r, size_t need)
 	return 0;
 }
 
-/* Bytes read from the file at a time (a read may return fewer: a pipe's, as they come). */
-#define LINES_READ_CHUNK ((size_t)1 << 16)
-
 /* More of the file into r->in when all of it was returned: 1, 0 at its end, -1 on a read error. */
 static int lines_fill(struct lines_reader *r)
 {
@@ -60,8 +65,6 @@ static int lines_fill(struct lines_reader *r)
 		return 1;
 	if (r->eof)
 		return 0;
-	if (!r->in && !(r->in = malloc(LINES_READ_CHUNK)))
-		return -2;
 	ssize_t k;
 	do
 		k = read(fileno(r->f), r->in, LINES_READ_CHUNK);
@@ -80,10 +83,6 @@ int lines_next(struct lines_reader *r, char **line, size_t *len, char *err, size
 	unsigned long lineno = r->lineno + 1;
 	for (;;) {
 		int got = lines_fill(r);
-		if (got == -2) {
-			err_memory(err, errlen, "%s: out of memory reading line %lu", r->path, lineno);
-			return -1;
-		}
 		if (got < 0) {
 			err_io(err, errlen, "%s: read error: %s", r->path, err_strerror(errno));
 			return -1;

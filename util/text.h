@@ -34,10 +34,10 @@ int txt_setting(char *line, char **key, char **value);
  * max: the caller reports that as an error). */
 size_t txt_split(char *s, char sep, char **fields, size_t max);
 
-/* Decimal digits only, value <= max. Returns 0, or -1 (out untouched). */
 /* Prints s to f as one shell word (quoted when it needs to be). */
 void txt_shell_word(FILE *f, const char *s);
 
+/* Decimal digits only, value <= max. Returns 0, or -1 (out untouched). */
 int txt_parse_uint(const char *s, uint64_t max, uint64_t *out);
 
 /* A whole decimal or exponent-form number that is finite. Returns 0, or -1
