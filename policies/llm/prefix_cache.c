@@ -30,14 +30,19 @@ struct pc_keys {
 	uint32_t per_hashed;          /* blocks a hashed block, when they divide it (Mooncake's 512 tokens); else 0 */
 };
 
+/* The prompt tokens with a shared key: the prefix's, or those its hash ids cover. */
+static uint64_t pc_shared_tokens(const struct pol_request *r)
+{
+	if (r->hash_ids)
+		return (uint64_t)r->nhash * r->hash_block < r->input_len ? (uint64_t)r->nhash * r->hash_block : r->input_len;
+	return r->prefix_id ? r->prefix_len : 0;
+}
+
 /* The blocks with a shared key: the prefix's whole blocks, or those whose
  * last token lies in the prompt's hashed blocks. */
 static uint32_t pc_shared_blocks(const struct pol_request *r, uint32_t block_size)
 {
-	if (r->hash_ids)
-		return (uint32_t)(((uint64_t)r->nhash * r->hash_block < r->input_len ? (uint64_t)r->nhash * r->hash_block
-		                                                                       : r->input_len) / block_size);
-	return r->prefix_id ? r->prefix_len / block_size : 0;
+	return (uint32_t)(pc_shared_tokens(r) / block_size);
 }
 
 static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_size)
@@ -500,8 +505,9 @@ void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t b
 uint32_t pc_enter_blocks(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t j0,
                          uint32_t j1)
 {
-	/* most blocks entered are private ones no run of theirs can hold: counted, and no key made */
-	if (!pc->findable_runs && !r->session_id && j0 >= pc_shared_blocks(r, block_size)) {
+	/* most blocks entered are private ones no run of theirs can hold: counted, and no key made (j0 at or
+	 * past the shared blocks, pc_shared_blocks, without its division: entered at every block a decode fills) */
+	if (!pc->findable_runs && !r->session_id && (uint64_t)(j0 + 1) * block_size > pc_shared_tokens(r)) {
 		pc->entries += j1 - j0;
 		return 0;
 	}
