@@ -9,9 +9,10 @@
  * Precision (--precision): fp16 (default) or bf16 run cublasGemmEx on
  * tensor cores with fp32 accumulation and fp32 output; fp32 runs
  * cublasSgemm on the CUDA cores (tensor-core TF32 math is not allowed).
- * Timing: CUDA events around each timed sample on the default stream after
- * warm-up calls; a call under 20 us is timed in groups of calls, so the
- * event resolution (about 0.5 us) stays out; median sample.
+ * Timing: as cuda_common.cuh says: CUDA events around each timed sample on
+ * the default stream, behind a spin kernel that covers the host's queueing
+ * (the GPU's time, not the launch latency), after warm-up calls; a call
+ * under 20 us is timed in groups of calls; median sample.
  *
  * Built by meson only when nvcc and cuBLAS are found; it must build on a
  * machine with no GPU, and there it says so and exits 1.
@@ -348,8 +349,9 @@ static int cu_header(caltab *t, const cu_args *a, const cudaDeviceProp *prop, co
 		    caltab_set_fieldf(t, "elementwise", err, errlen, "fused fp32 kernels: LSTM cell (%d ops per unit) and GRU "
 		             "cell (%d ops per unit), hidden %u, the live runtime's kernels (kernels/gpu_cells.cuh), one thread "
 		             "per element, %d per block", CU_LSTM_OPS_PER_UNIT, CU_GRU_OPS_PER_UNIT, a->hidden, GPU_CELLS_THREADS) ||
-		    caltab_set_fieldf(t, "timing", err, errlen, "CUDA events on the default stream; %u warm-up calls, then %u to %u "
-		             "samples until %.3g s timed (calls under 20 us timed in groups); median sample", a->warmup,
+		    caltab_set_fieldf(t, "timing", err, errlen, "CUDA events on the default stream, each sample behind a spin kernel "
+		             "that covers the host's queueing of its calls (the GPU's time, not the launch latency); %u warm-up "
+		             "calls, then %u to %u samples until %.3g s timed (calls under 20 us timed in groups); median sample", a->warmup,
 		             a->min_reps, a->max_reps, a->min_time_s) ||
 		    caltab_set_fieldf(t, "budget", err, errlen, "points above %.4g GFLOP per call or %.4g MiB of operands not "
 		             "measured", a->max_gflop, a->max_mib) ||

@@ -5,7 +5,12 @@
  *
  * Timing: CUDA events around each timed sample on the default stream after
  * warm-up calls; a call under CU_MIN_SAMPLE_S is timed in groups of calls, so
- * the event resolution (about 0.5 us) stays out; the median sample. */
+ * the event resolution (about 0.5 us) stays out; the median sample. Each
+ * sample starts behind a kernel that spins on the GPU while the host queues
+ * the sample's calls, so the first event fires with every call already
+ * queued: the sample is the GPU's time, not the host's launch latency (on an
+ * H100, 2026-11-26, a 1-token Llama-2-7B QKV GEMM timed without the spin took
+ * 48 us, about 10 us of it the launch; bench/README.md "GPU calibration"). */
 #ifndef SB_CALIB_CUDA_COMMON_CUH
 #define SB_CALIB_CUDA_COMMON_CUH
 
@@ -21,6 +26,11 @@
 
 #define CU_MIN_SAMPLE_S 20e-6       /* shortest timed sample */
 #define CU_MAX_GROUP 1000           /* most calls in one timed sample */
+/* The spin ahead of a sample: long enough for the host to queue the event
+ * and every call of the group (a cuBLAS call or a kernel launch takes the
+ * host a few microseconds; 15 us a call leaves room). */
+#define CU_SPIN_BASE_NS 50000ull
+#define CU_SPIN_PER_CALL_NS 15000ull
 
 /* How long and how often to time a call. */
 struct cu_timing {
@@ -93,15 +103,29 @@ static inline int cu_open_gpu(unsigned device, cudaDeviceProp *prop, cublasHandl
 	return 0;
 }
 
+/* Keeps the GPU busy for ns nanoseconds of its global timer. */
+static __global__ void cu_spin(unsigned long long ns)
+{
+	unsigned long long t0, t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	while (t - t0 < ns);
+}
+
 /* Times group calls of issue() (which launches one call on the default
- * stream and returns 0, or -1 with err) between two events; seconds a call. */
+ * stream and returns 0, or -1 with err) between two events, behind a spin
+ * that covers their queueing; seconds a call. */
 template <typename Issue>
 static int cu_sample(Issue issue, unsigned group, cudaEvent_t e0, cudaEvent_t e1, double *per_call, char *err,
                      size_t errlen)
 {
 	float ms = 0;
 
-	if (cu_fail_cuda(cudaEventRecord(e0, 0), "cudaEventRecord", err, errlen))
+	cu_spin<<<1, 1>>>(CU_SPIN_BASE_NS + CU_SPIN_PER_CALL_NS * group);
+	if (cu_fail_cuda(cudaGetLastError(), "the spin ahead of a sample", err, errlen) ||
+	    cu_fail_cuda(cudaEventRecord(e0, 0), "cudaEventRecord", err, errlen))
 		return -1;
 	for (unsigned i = 0; i < group; i++)
 		if (issue() != 0)

@@ -13,8 +13,12 @@
  * torch.nn.Linear calls it); RMS norms (input and after attention), rotary
  * embedding over the queries and keys (NeoX halves), SiLU-and-multiply (GELU
  * for a plain MLP), the residual add and the embedding gather by kernels of
- * this file, one thread block a token for the norms. Each operator runs on
- * operands of its own, timed as cuda_common.cuh says (median of samples).
+ * this file, written as vLLM's are: one thread block a token for the norms,
+ * the activation, the rotary embedding (angles from a cosine/sine table
+ * computed once, vLLM's cos_sin_cache) and the embedding; 16-byte loads and
+ * stores where rows allow (every width a multiple of 8 elements). Each
+ * operator runs on operands of its own, timed as cuda_common.cuh says
+ * (median of samples).
  *
  * Built by meson only when nvcc and cuBLAS are found; on a machine with no
  * GPU it says so and exits 1. Exit status: 0 done, 1 failure (no GPU,
@@ -164,50 +168,89 @@ __global__ void ops_rms_norm(const __half *x, const __half *w, __half *y, unsign
 		y[(size_t)blockIdx.x * width + i] = __float2half(__half2float(row[i]) * scale * __half2float(w[i]));
 }
 
-/* Rotary embedding in place over the query and key heads of each token (NeoX: the two halves of a head). */
-__global__ void ops_rope(__half *qk, unsigned tokens, unsigned heads, unsigned head_dim, size_t row_stride)
+/* The rotary angles' cosines and sines, a row per position (vLLM's
+ * cos_sin_cache): position t, pair d of a head of head_dim. */
+__global__ void ops_rope_table(float2 *cs, unsigned tokens, unsigned head_dim)
 {
 	unsigned half_dim = head_dim / 2;
-	size_t n = (size_t)tokens * heads * half_dim;
+	size_t n = (size_t)tokens * half_dim;
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-		unsigned d = (unsigned)(i % half_dim), h = (unsigned)(i / half_dim % heads);
-		size_t t = i / half_dim / heads;
-		float angle = (float)t * powf(10000.0f, -2.0f * d / head_dim), c, s;
+		float angle = (float)(i / half_dim) * powf(10000.0f, -2.0f * (float)(i % half_dim) / head_dim), c, s;
 		sincosf(angle, &s, &c);
-		__half *head = qk + t * row_stride + (size_t)h * head_dim;
+		cs[i] = make_float2(c, s);
+	}
+}
+
+/* Rotary embedding in place over the query and key heads of one token a
+ * block (NeoX: the two halves of a head), its angles from the table. */
+__global__ void ops_rope(__half *qk, const float2 *cs, unsigned heads, unsigned head_dim, size_t row_stride)
+{
+	unsigned half_dim = head_dim / 2;
+	__half *row = qk + blockIdx.x * row_stride;
+	const float2 *angle = cs + (size_t)blockIdx.x * half_dim;
+	for (unsigned i = threadIdx.x; i < heads * half_dim; i += blockDim.x) {
+		unsigned h = i / half_dim, d = i % half_dim;
+		float2 c = angle[d];
+		__half *head = row + (size_t)h * head_dim;
 		float a = __half2float(head[d]), b = __half2float(head[d + half_dim]);
-		head[d] = __float2half(a * c - b * s);
-		head[d + half_dim] = __float2half(b * c + a * s);
+		head[d] = __float2half(a * c.x - b * c.y);
+		head[d + half_dim] = __float2half(b * c.x + a * c.y);
 	}
 }
 
-/* Gated: y = silu(gate) * up from rows [gate | up]; plain: y = gelu(x) (tanh form). */
-__global__ void ops_act(const __half *x, __half *y, unsigned tokens, unsigned width, int gated)
+/* 8 halves, one 16-byte access. */
+union ops_h8 {
+	uint4 v;
+	__half2 h[4];
+};
+
+/* One token a block. Gated: y = silu(gate) * up from rows [gate | up];
+ * plain: y = gelu(x) (tanh form). */
+__global__ void ops_act(const __half *x, __half *y, unsigned width, int gated)
 {
-	size_t n = (size_t)tokens * width;
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-		size_t t = i / width, j = i % width;
-		if (gated) {
-			float g = __half2float(x[t * 2 * width + j]), u = __half2float(x[t * 2 * width + width + j]);
-			y[i] = __float2half(g / (1.0f + __expf(-g)) * u);
-		} else {
-			float v = __half2float(x[i]);
-			y[i] = __float2half(0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v))));
+	size_t t = blockIdx.x;
+	const uint4 *in = (const uint4 *)(x + t * (gated ? 2 : 1) * width), *up = in + width / 8;
+	uint4 *out = (uint4 *)(y + t * width);
+	for (unsigned j = threadIdx.x; j < width / 8; j += blockDim.x) {
+		ops_h8 a, u, r;
+		a.v = in[j];
+		if (gated)
+			u.v = up[j];
+		for (int k = 0; k < 4; k++) {
+			float2 g = __half22float2(a.h[k]), o;
+			if (gated) {
+				float2 v = __half22float2(u.h[k]);
+				o = make_float2(g.x / (1.0f + __expf(-g.x)) * v.x, g.y / (1.0f + __expf(-g.y)) * v.y);
+			} else {
+				o.x = 0.5f * g.x * (1.0f + tanhf(0.7978845608f * (g.x + 0.044715f * g.x * g.x * g.x)));
+				o.y = 0.5f * g.y * (1.0f + tanhf(0.7978845608f * (g.y + 0.044715f * g.y * g.y * g.y)));
+			}
+			r.h[k] = __float22half2_rn(o);
 		}
+		out[j] = r.v;
 	}
 }
 
-__global__ void ops_add(const __half *a, const __half *b, __half *y, size_t n)
+/* y = a + b over n8 groups of 8 halves. */
+__global__ void ops_add(const uint4 *a, const uint4 *b, uint4 *y, size_t n8)
 {
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-		y[i] = __hadd(a[i], b[i]);
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n8; i += (size_t)gridDim.x * blockDim.x) {
+		ops_h8 x, z, r;
+		x.v = a[i];
+		z.v = b[i];
+		for (int k = 0; k < 4; k++)
+			r.h[k] = __hadd2(x.h[k], z.h[k]);
+		y[i] = r.v;
+	}
 }
 
-__global__ void ops_embed(const int *ids, const __half *table, __half *y, unsigned tokens, unsigned width)
+/* One token a block: its row of the table, 16 bytes at a time. */
+__global__ void ops_embed(const int *ids, const __half *table, __half *y, unsigned width)
 {
-	size_t n = (size_t)tokens * width;
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-		y[i] = table[(size_t)ids[i / width] * width + i % width];
+	const uint4 *row = (const uint4 *)(table + (size_t)ids[blockIdx.x] * width);
+	uint4 *out = (uint4 *)(y + (size_t)blockIdx.x * width);
+	for (unsigned j = threadIdx.x; j < width / 8; j += blockDim.x)
+		out[j] = row[j];
 }
 
 __global__ void ops_fill_ids(int *ids, unsigned n, unsigned vocab)
@@ -227,6 +270,7 @@ static unsigned ops_blocks(size_t n)
 struct ops_buffers {
 	std::vector<void *> all;
 	__half *x, *y, *res, *w_norm, *w_qkv, *qkv, *w_out, *attn, *w_up, *up, *act, *w_down, *table;
+	float2 *rope_table;
 	int *ids;
 };
 
@@ -265,9 +309,11 @@ static int ops_setup(ops_buffers *b, const mdl_llm *l, unsigned max_t, char *err
 	    ops_half(b, &b->act, max_t * l->ffn, 11, err, errlen) ||
 	    ops_half(b, &b->w_down, (size_t)l->ffn * h, 12, err, errlen) ||
 	    ops_half(b, &b->table, (size_t)l->vocab * h, 13, err, errlen) ||
-	    ops_alloc(b, (void **)&b->ids, max_t * sizeof(int), err, errlen))
+	    ops_alloc(b, (void **)&b->ids, max_t * sizeof(int), err, errlen) ||
+	    ops_alloc(b, (void **)&b->rope_table, (size_t)max_t * (l->head_dim / 2) * sizeof(float2), err, errlen))
 		return -1;
 	ops_fill_ids<<<ops_blocks(max_t), 256>>>(b->ids, max_t, l->vocab);
+	ops_rope_table<<<ops_blocks((size_t)max_t * (l->head_dim / 2)), 256>>>(b->rope_table, max_t, l->head_dim);
 	return cu_fail_cuda(cudaDeviceSynchronize(), "setting up operands", err, errlen) ? -1 : 0;
 }
 
@@ -294,7 +340,7 @@ static int ops_issue(enum opp_op op, const ops_buffers *b, const mdl_llm *l, cub
 	size_t h = l->hidden, qkv = (size_t)(l->heads + 2 * l->kv_heads) * l->head_dim, q = (size_t)l->heads * l->head_dim;
 	switch (op) {
 	case OPP_EMB:
-		ops_embed<<<ops_blocks((size_t)t * h), 256>>>(b->ids, b->table, b->y, t, (unsigned)h);
+		ops_embed<<<t, 256>>>(b->ids, b->table, b->y, (unsigned)h);
 		return ops_launched(err, errlen);
 	case OPP_INPUT_NORM:
 	case OPP_POST_NORM:
@@ -303,20 +349,20 @@ static int ops_issue(enum opp_op op, const ops_buffers *b, const mdl_llm *l, cub
 	case OPP_QKV:
 		return ops_gemm(blas, b->x, b->w_qkv, b->qkv, t, h, qkv, err, errlen);
 	case OPP_ROPE:
-		ops_rope<<<ops_blocks((size_t)t * (l->heads + l->kv_heads) * l->head_dim / 2), 256>>>(
-			b->qkv, t, l->heads + l->kv_heads, l->head_dim, qkv);
+		ops_rope<<<t, 256>>>(b->qkv, b->rope_table, l->heads + l->kv_heads, l->head_dim, qkv);
 		return ops_launched(err, errlen);
 	case OPP_ATTN_OUT:
 		return ops_gemm(blas, b->attn, b->w_out, b->y, t, q, h, err, errlen);
 	case OPP_MLP_UP:
 		return ops_gemm(blas, b->x, b->w_up, b->up, t, h, (l->gated ? 2 : 1) * (size_t)l->ffn, err, errlen);
 	case OPP_MLP_ACT:
-		ops_act<<<ops_blocks((size_t)t * l->ffn), 256>>>(b->up, b->act, t, l->ffn, (int)l->gated);
+		ops_act<<<t, 256>>>(b->up, b->act, l->ffn, (int)l->gated);
 		return ops_launched(err, errlen);
 	case OPP_MLP_DOWN:
 		return ops_gemm(blas, b->act, b->w_down, b->y, t, l->ffn, h, err, errlen);
 	case OPP_ADD:
-		ops_add<<<ops_blocks((size_t)t * h), 256>>>(b->x, b->res, b->y, (size_t)t * h);
+		ops_add<<<ops_blocks((size_t)t * h / 8), 256>>>((const uint4 *)b->x, (const uint4 *)b->res, (uint4 *)b->y,
+		                                                 (size_t)t * h / 8);
 		return ops_launched(err, errlen);
 	default:
 		snprintf(err, errlen, "no such operator");
@@ -423,9 +469,10 @@ int main(int argc, char **argv)
 		if (mdl_load(a.models.names[i], &m, err, sizeof err) != 0)
 			goto fail;
 		models.push_back(m);
-		if (!m->is_llm || m->llm.elem_bytes != 2 || (uint64_t)m->llm.heads * m->llm.head_dim != m->llm.hidden) {
+		if (!m->is_llm || m->llm.elem_bytes != 2 || (uint64_t)m->llm.heads * m->llm.head_dim != m->llm.hidden ||
+		    m->llm.hidden % 8 || m->llm.ffn % 8 || m->llm.head_dim % 2) {
 			snprintf(err, sizeof err, "model %s: an operator profile times LLMs of 2-byte elements whose heads make "
-			         "up their hidden size", m->name);
+			         "up their hidden size, and whose hidden and MLP widths are multiples of 8", m->name);
 			goto fail;
 		}
 	}
