@@ -122,6 +122,10 @@ for row in rows:
 r = subprocess.run([sys.executable, FIDELITY, "--capacity=half"], capture_output=True, text=True, timeout=60)
 check("a bad --capacity exits non-zero with one line", r.returncode != 0 and len(r.stderr.strip().split("\n")) == 1,
       r.stderr)
+for bad in (["--device=tpu"], ["--device=gpu", "--hw=cpu"]):   # the CPU's calibration cannot price a GPU
+    r = subprocess.run([sys.executable, FIDELITY, *bad], capture_output=True, text=True, timeout=60)
+    check(f"{' '.join(bad)}: exit 2 with one line", r.returncode == 2 and len(r.stderr.strip().split("\n")) == 1,
+          r.stderr)
 
 print(f"{len(failures)} failed" if failures else "all passed")
 sys.exit(1 if failures else 0)
