@@ -10,6 +10,7 @@ Usage: test_calibrate.py PATH/TO/simbatch"""
 import csv
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -158,12 +159,23 @@ check("calibrate --device=cpu --help", r.returncode == 0 and "--coretype" in r.s
 r = sb("model-info", "--model=lstm", "--hw=gpu-v100")
 check("gpu-v100 has no measured table: exit 2", one_line_error(r, "no measured table for gpu-v100", "does not exist"),
       r.stderr)
-# gpu-h100 has no cuBLAS table but an operator profile: its GEMMs are predicted from Vidur's, and it says so
-r = sb("model-info", "--model=lstm", "--hw=gpu-h100", "--json")
+# gpu-h100 with an operator profile but no cuBLAS table: its GEMMs are predicted from Vidur's, and it says so
+TABLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "calib", "tables")
+ops_only = tempfile.mkdtemp(prefix="simbatch-ops-only-")
+shutil.copy(os.path.join(TABLES, "ops-h100.csv"), ops_only)
+r = sb("model-info", "--model=lstm", "--hw=gpu-h100", "--json", env=dict(os.environ, SIMBATCH_CALIB_TABLES=ops_only))
 mi = json.loads(r.stdout) if r.returncode == 0 else {}
 check("gpu-h100 without a cuBLAS table predicts an LSTM's GEMMs",
       mi.get("gpu_predicted", {}).get("shapes") == 1 and mi["gpu_predicted"]["leave_one_model_out"]["median_pct"] < 15,
       r.stderr)
+# with the committed cuBLAS table (calib/tables/gpu-h100.csv, measured on an H100) its curves price them: no
+# prediction, and the cell costs at least its one GEMM's measured point (1 x 2048 x 4096 at batch 1)
+gemm_s = [float(x[5]) for x in csv.reader(open(os.path.join(TABLES, "gpu-h100.csv")))
+          if x[:5] == ["gemm", "1", "2048", "4096", "1"]]
+r = sb("model-info", "--model=lstm", "--hw=gpu-h100", "--json")
+mi = json.loads(r.stdout) if r.returncode == 0 else {}
+check("gpu-h100's committed cuBLAS table prices an LSTM's GEMMs",
+      len(gemm_s) == 1 and "gpu_predicted" not in mi and mi["nodes"][0]["ms"] >= 1e3 * gemm_s[0], r.stderr)
 empty = tempfile.mkdtemp(prefix="simbatch-no-tables-")
 r = sb("model-info", "--model=lstm", "--hw=gpu-h100", env=dict(os.environ, SIMBATCH_CALIB_TABLES=empty))
 check("gpu-h100 with neither table: exit 2", one_line_error(r, "no measured table for gpu-h100", "does not exist",
