@@ -9,8 +9,8 @@
 #include <string.h>
 
 struct gemmp_curve {
-	double log_k, log_n, log_kn;
-	size_t n;                /* measured rows */
+	double k, n, log_k, log_n;
+	size_t rows;             /* measured rows */
 	double *log_m, *log_t;   /* [n], M increasing; owned */
 };
 
@@ -18,6 +18,7 @@ struct gemmp {
 	size_t ncurves;
 	struct gemmp_curve *curves;  /* owned */
 	double floor_s;              /* the fastest measured GEMM */
+	double flops_s, bytes_s;     /* the GPU's measured GEMM rate and streaming rate (op_profile.h) */
 	double lo[3], hi[3];         /* measured M, K, N */
 };
 
@@ -48,6 +49,8 @@ int gemmp_create(const struct op_profile *p, const char *leave_out, struct gemmp
 	if (!g || !(g->curves = calloc(p->ncurves * OPP_NGEMMS, sizeof *g->curves)))
 		goto oom;
 	g->floor_s = INFINITY;
+	g->flops_s = p->gemm_flops_s;
+	g->bytes_s = p->stream_bytes_s;
 	for (int d = 0; d < 3; d++) {
 		g->lo[d] = INFINITY;
 		g->hi[d] = 0;
@@ -68,10 +71,11 @@ int gemmp_create(const struct op_profile *p, const char *leave_out, struct gemmp
 				goto oom;
 			}
 			g->ncurves++;
+			gc->k = k;
+			gc->n = n;
 			gc->log_k = log(k);
 			gc->log_n = log(n);
-			gc->log_kn = gc->log_k + gc->log_n;
-			gc->n = c->n;
+			gc->rows = c->n;
 			for (size_t r = 0; r < c->n; r++) {
 				double s = c->ms[r * OPP_COUNT + opp_gemms[op]] * OPP_S_PER_MS;
 				gc->log_m[r] = log(c->tokens[r]);
@@ -98,28 +102,31 @@ oom:
 	return -1;
 }
 
-/* log seconds on curve c at log M: linear in (log M, log t) between rows, the
- * first row's below them, the last two rows' slope (not below 0) past them. */
+/* log seconds on curve c at log M, within its rows (lm up to its last):
+ * linear in (log M, log t) between rows, the first row's below them. */
 static double gemmp_curve_log_t(const struct gemmp_curve *c, double lm)
 {
-	if (c->n == 1 || lm <= c->log_m[0])
+	if (c->rows == 1 || lm <= c->log_m[0])
 		return c->log_t[0];
-	size_t lo = 0, hi = c->n - 1;
-	if (lm >= c->log_m[hi]) {
-		lo = hi - 1;
-	} else {
-		while (hi - lo > 1) {
-			size_t mid = (lo + hi) / 2;
-			if (c->log_m[mid] <= lm)
-				lo = mid;
-			else
-				hi = mid;
-		}
+	size_t lo = 0, hi = c->rows - 1;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (c->log_m[mid] <= lm)
+			lo = mid;
+		else
+			hi = mid;
 	}
 	double slope = (c->log_t[lo + 1] - c->log_t[lo]) / (c->log_m[lo + 1] - c->log_m[lo]);
-	if (lm > c->log_m[c->n - 1] && slope < 0)
-		slope = 0;
 	return c->log_t[lo] + slope * (lm - c->log_m[lo]);
+}
+
+/* log of an M x K x N GEMM's roofline on this GPU: its FLOPs at the measured
+ * GEMM rate or its bytes (both operands and the product, each once) at the
+ * measured streaming rate, whichever is longer. */
+static double gemmp_log_roof(const struct gemmp *g, double m, double k, double n)
+{
+	double compute = 2 * m * k * n / g->flops_s, memory = OPP_ELEM_BYTES * (m * k + k * n + m * n) / g->bytes_s;
+	return log(compute > memory ? compute : memory);
 }
 
 double gemmp_seconds(const struct gemmp *g, double m, double k, double n, unsigned *outside)
@@ -150,7 +157,9 @@ double gemmp_seconds(const struct gemmp *g, double m, double k, double n, unsign
 		/* inverse distance; the 1e-3 (log units: a 0.1% change of K or N) only keeps an exact match
 		 * finite, so it weighs about 1000x a curve one log unit away: a measured shape all but decides */
 		double w = 1.0 / (dist[j] + 1e-3);
-		sum += w * (gemmp_curve_log_t(c, lm) + lk + ln - c->log_kn);
+		/* the curve at M (past its last row, at its last row), scaled by the two shapes' rooflines */
+		double at = lm < c->log_m[c->rows - 1] ? m : exp(c->log_m[c->rows - 1]);
+		sum += w * (gemmp_curve_log_t(c, log(at)) + gemmp_log_roof(g, m, k, n) - gemmp_log_roof(g, at, c->k, c->n));
 		sum_w += w;
 	}
 	if (outside)

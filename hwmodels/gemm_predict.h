@@ -7,12 +7,19 @@
  * A shape is predicted from the measured curves nearest to it in
  * (log K, log N): on each, the time at M (interpolated in log M and log
  * time between measured rows; below the first row the first time holds,
- * past the last the last two rows' slope continues) is scaled by K N over
- * the curve's K N, since a GEMM streams its K x N weight (memory bound) or
- * does 2 M K N FLOPs (compute bound), both in proportion to K N at one M;
- * the estimates of the GEMMP_NEIGHBOURS nearest curves are averaged in log
- * time, weighted by the inverse of their distance. No prediction is below
- * the fastest GEMM the GPU was measured running (a kernel's floor).
+ * past the last row the last row's time) is scaled by the ratio of the two
+ * shapes' rooflines on this GPU: the longer of 2 M K N FLOPs at the GPU's
+ * measured GEMM rate and M K + K N + M N elements at its measured
+ * streaming rate (op_profile.h), at the M priced (past the curve's last
+ * row, the curve's shape at its last M). Where the weight or the FLOPs
+ * dominate, the ratio is K N over the curve's K N, as a GEMM streams its
+ * K x N weight or does 2 M K N FLOPs; where the activations dominate (M far
+ * above K and N: a convolution's), it is their bytes, which scaling by K N
+ * alone missed by orders of magnitude (bench/predictor_check, docs/
+ * VALIDATION.md section 6). The estimates of the GEMMP_NEIGHBOURS nearest
+ * curves are averaged in log time, weighted by the inverse of their
+ * distance. No prediction is below the fastest GEMM the GPU was measured
+ * running (a kernel's floor).
  *
  * Judged by leave-one-model-out error (gemmp_leave_one_model_out): shapes
  * within one model are correlated, so each profiled model's rows are

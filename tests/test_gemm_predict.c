@@ -1,9 +1,13 @@
 /* tests/test_gemm_predict.c: the GEMM predictor of measured GPUs
  * (hwmodels/gemm_predict.h).
  *  - On a profile whose every GEMM takes exactly c x M x K x N seconds, any
- *    shape is predicted exactly: the scaling by K N and the log-log
- *    interpolation in M are the method's two steps, and this law is
- *    invariant under both.
+ *    shape of 2 rows or more is predicted exactly, past the measured M too:
+ *    the profile's own rates (2 / c FLOP/s, 2 / c bytes/s from its 1-row
+ *    GEMMs) make every such GEMM compute-bound, where the roofline ratio is
+ *    K N over the curve's, and the log-log interpolation in M is exact on a
+ *    power law. At 1 row the roofline is the bytes (K + K N + N against the
+ *    law's K N), so a held-out 1-row GEMM is off by at most 1/K + 1/N plus
+ *    the same of its neighbour: under 0.4% for these shapes.
  *  - On the committed H100 profile, each model held out in turn: its
  *    measured GEMM rows, predicted from the other models' alone, have a
  *    median error (worked out here) under 15% and equal to what
@@ -78,7 +82,8 @@ static void test_scaling_law_exact(void **state)
 	struct gemmp *g;
 	if (opp_load(path, &p, err, sizeof err) != 0 || gemmp_create(p, NULL, &g, err, sizeof err) != 0)
 		fail_msg("%s", err);
-	static const double shapes[][3] = { { 7, 300, 900 }, { 100, 2048, 4096 }, { 1000, 640, 1280 }, { 3, 4096, 512 } };
+	static const double shapes[][3] = { { 7, 300, 900 },   { 100, 2048, 4096 }, { 1000, 640, 1280 },
+		                            { 3, 4096, 512 }, { 8192, 1024, 2048 } };
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		double m = shapes[i][0], k = shapes[i][1], n = shapes[i][2];
 		double want = C_S_PER_FLOP * m * k * n;
@@ -86,10 +91,11 @@ static void test_scaling_law_exact(void **state)
 		if (fabs(got / want - 1) > 1e-9)
 			fail_msg("%gx%gx%g: %g s, want %g", m, k, n, got, want);
 	}
-	/* every measured law profile has a leave-one-model-out error of 0 */
+	/* held out, the law profile's rows of 16 tokens and more are predicted exactly, those of 1 within
+	 * the bytes of the two vectors (shapes' K and N of 1024 and more) */
 	struct gemmp_error per[4], all;
 	assert_int_equal(gemmp_leave_one_model_out(p, per, 4, &all, err, sizeof err), 2);
-	assert_true(all.median_pct < 1e-7 && all.p90_pct < 1e-7);
+	assert_true(all.median_pct < 1e-7 && all.p90_pct < 0.4);
 	/* beyond the measured M (1024) and K (1024 to 4096) */
 	unsigned out;
 	gemmp_seconds(g, 2048, 100, 1024, &out);
