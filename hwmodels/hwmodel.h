@@ -86,6 +86,10 @@ struct hw_ops {
 	 * (non-decreasing in idle_s; 0 when not modelled). A pure function, like
 	 * node_cost. */
 	double (*cold_start)(const struct hw_model *hw, uint32_t node_type, double idle_s);
+	/* optional: of each node's cost, the seconds a task pays once however many nodes it runs (handing it
+	 * to the device and waiting for its end: a measured table's single-node tasks carry it in every row);
+	 * a graph task of n nodes costs its nodes less n - 1 of it (0 when not modelled) */
+	double (*task_overhead)(const struct hw_model *hw);
 	/* optional: the device's memory and peak arithmetic (LLM serving) */
 	void (*device)(const struct hw_model *hw, struct hw_device *out);
 	/* optional: an LLM iteration priced whole (member i runs tokens[i] on a
@@ -159,6 +163,11 @@ static inline uint32_t hw_max_batch(const struct hw_model *hw)
 static inline double hw_cold_start(const struct hw_model *hw, uint32_t t, double idle_s)
 {
 	return hw->ops->cold_start ? hw->ops->cold_start(hw, t, idle_s) : 0.0;
+}
+
+static inline double hw_task_overhead(const struct hw_model *hw)
+{
+	return hw->ops->task_overhead ? hw->ops->task_overhead(hw) : 0.0;
 }
 
 #endif

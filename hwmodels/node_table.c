@@ -24,6 +24,13 @@
  * extrapolate measurements. Latencies need not increase with batch (measured
  * tables can dip), but must be finite and >= 0.
  *
+ * One comment is read: "# task_overhead_s: S", the seconds of each row that
+ * a task pays once however many nodes it runs (handing it to the device and
+ * waiting for its end), which a table measured with one node a task carries
+ * in every row (`live --profile-out` measures it, runtime/profile.c): a
+ * graph task of n nodes costs its rows less n - 1 times S (hwmodel.h
+ * task_overhead). At most once, finite, >= 0 and no more than any row.
+ *
  * GSL's error handler is never reached: points are strictly increasing and
  * queries are range-checked before any GSL call.
  */
@@ -59,7 +66,10 @@ struct hwtable_hw {
 	uint32_t ncurves;              /* = model nnodes */
 	struct hwtable_curve *curves;  /* one per model node */
 	uint32_t max_batch;            /* smallest "largest listed batch" over nodes other than pass nodes (0: none) */
+	double task_overhead_s;        /* "# task_overhead_s: S" (0 without) */
 };
+
+#define HWTABLE_OVERHEAD_KEY "task_overhead_s:"
 
 /* Cuts a trailing comment and surrounding blanks and line ends. */
 static char *hwtable_clean(char *s)
@@ -169,10 +179,43 @@ static int hwtable_parse_row(const char *path, unsigned long lineno, char *s,
 	return 0;
 }
 
-/* Reads every data row of the file. *rows is caller-freed, also on failure. */
-static int hwtable_read(const char *path, const struct mdl_model *m, struct hwtable_row **rows,
-                        size_t *nrows, char *err, size_t errlen)
+/* Whether line is the comment "# task_overhead_s: S": 1 with *s, 0 another line, -1 with err (a bad or
+ * repeated value; *seen_line is the line of the first). */
+static int hwtable_overhead_line(const char *path, unsigned long lineno, const char *line, double *s,
+                                 unsigned long *seen_line, char *err, size_t errlen)
 {
+	line += strspn(line, " \t");
+	if (*line != '#')
+		return 0;
+	line += 1 + strspn(line + 1, " \t");
+	if (strncmp(line, HWTABLE_OVERHEAD_KEY, strlen(HWTABLE_OVERHEAD_KEY)) != 0)
+		return 0;
+	const char *v = line + strlen(HWTABLE_OVERHEAD_KEY);
+	char *end;
+	double x = strtod(v, &end);
+	if (end == v || end[strspn(end, " \t\r\n")] != '\0' || !isfinite(x) || x < 0) {
+		v += strspn(v, " \t");
+		int len = (int)strlen(v);
+		while (len > 0 && strchr(" \t\r\n", v[len - 1]))
+			len--;
+		snprintf(err, errlen, "%s:%lu: task_overhead_s '%.*s' is not a finite number >= 0", path, lineno,
+		         len < 40 ? len : 40, v);
+		return -1;
+	}
+	if (*seen_line) {
+		snprintf(err, errlen, "%s:%lu: task_overhead_s given again (first on line %lu)", path, lineno, *seen_line);
+		return -1;
+	}
+	*seen_line = lineno;
+	*s = x;
+	return 1;
+}
+
+/* Reads every data row of the file, and its task overhead. *rows is caller-freed, also on failure. */
+static int hwtable_read(const char *path, const struct mdl_model *m, struct hwtable_row **rows,
+                        size_t *nrows, double *overhead_s, char *err, size_t errlen)
+{
+	unsigned long overhead_line = 0;
 	struct lines_reader rd;
 	char *line = NULL;
 	size_t len, alloc = 0;
@@ -183,10 +226,13 @@ static int hwtable_read(const char *path, const struct mdl_model *m, struct hwta
 	*nrows = 0;
 	if (lines_open(&rd, path, LINES_MAX_SMALL_FILE, err, errlen) != 0)
 		return -1;
+	*overhead_s = 0;
 	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
+		lineno = rd.lineno;
+		if (hwtable_overhead_line(path, lineno, line, overhead_s, &overhead_line, err, errlen) < 0)
+			goto out;
 		char *s = hwtable_clean(line);
 
-		lineno = rd.lineno;
 		if (*s == '\0')
 			continue;
 		if (!seen_header) {
@@ -219,6 +265,12 @@ static int hwtable_read(const char *path, const struct mdl_model *m, struct hwta
 		snprintf(err, errlen, "%s: no header: expected %s", path, HWTABLE_HEADER);
 		goto out;
 	}
+	for (size_t i = 0; i < *nrows; i++)
+		if ((*rows)[i].latency_s < *overhead_s) {
+			snprintf(err, errlen, "%s:%lu: latency %g s is below the task_overhead_s of line %lu (%g s), which "
+			         "every row includes", path, (*rows)[i].line, (*rows)[i].latency_s, overhead_line, *overhead_s);
+			goto out;
+		}
 	rc = 0;
 out:
 	lines_close(&rd);
@@ -305,13 +357,14 @@ static int hwtable_open(const char *path, const struct mdl_model *m, struct hw_m
 	struct hwtable_row *rows = NULL;
 	size_t nrows = 0, star_first = 0, star_n = 0;
 	struct hwtable_hw *t = NULL;
+	double overhead_s = 0;
 
 	*out = NULL;
 	if (!m) {
 		snprintf(err, errlen, "%s: a node latency table needs a model", path);
 		return -1;
 	}
-	if (hwtable_read(path, m, &rows, &nrows, err, errlen))
+	if (hwtable_read(path, m, &rows, &nrows, &overhead_s, err, errlen))
 		goto fail;
 	if (nrows > 1)         /* qsort of a NULL array, even of 0 rows, is undefined */
 		qsort(rows, nrows, sizeof *rows, hwtable_row_cmp);
@@ -326,6 +379,7 @@ static int hwtable_open(const char *path, const struct mdl_model *m, struct hw_m
 	}
 	t->base.ops = &hwtable_ops;
 	t->base.model = m;
+	t->task_overhead_s = overhead_s;
 	hwtable_set_label(t, path);
 	t->ncurves = m->nnodes;
 
@@ -423,6 +477,11 @@ static uint32_t hwtable_max_batch(const struct hw_model *hw)
 	return ((const struct hwtable_hw *)hw)->max_batch;
 }
 
+static double hwtable_task_overhead(const struct hw_model *hw)
+{
+	return ((const struct hwtable_hw *)hw)->task_overhead_s;
+}
+
 const struct hw_ops hwtable_ops = {
 	.name = "table",
 	.help = "node latency table: a CSV file node,batch,latency_s (--hw=FILE)",
@@ -432,4 +491,5 @@ const struct hw_ops hwtable_ops = {
 	.gemm_cost = NULL,
 	.max_batch = hwtable_max_batch,
 	.member_cost = hwtable_member_cost,
+	.task_overhead = hwtable_task_overhead,
 };

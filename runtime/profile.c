@@ -49,6 +49,7 @@ static uint64_t prof_position(const struct mdl_model *m, uint32_t t, uint32_t in
 struct prof_call {
 	const struct prof_session *p;
 	uint32_t n;
+	uint32_t repeat;                 /* a node call run this many times in the one task (0: once) */
 	int cold;                        /* evict the caches before each call (prof_node_cold) */
 	union {
 		struct { uint32_t node; struct rt_member *mb; } node;
@@ -84,6 +85,7 @@ struct prof_session {
 	size_t llc_bytes;                /* CPU: the last-level cache (0: unknown, or not a CPU) */
 	unsigned char *evict;            /* a buffer of evict_bytes, twice llc_bytes */
 	size_t evict_bytes;
+	double min_row_s;                /* the smallest row written (rt_profile) */
 };
 
 /* ---- cold weights ----
@@ -167,7 +169,8 @@ static int prof_run_call(const struct prof_call *c, char *err, size_t errlen)
 		if (p->kops->run_iter(p->km, p->work, p->s, c->n, c->u.iter.mb, 0, err, errlen) != 0)
 			return -1;
 	} else {
-		p->kops->run_node(p->km, p->work, p->s, c->u.node.node, c->n, c->u.node.mb);
+		for (uint32_t i = 0; i < (c->repeat ? c->repeat : 1); i++)
+			p->kops->run_node(p->km, p->work, p->s, c->u.node.node, c->n, c->u.node.mb);
 	}
 	return p->be->finish(p->s, err, errlen);
 }
@@ -410,10 +413,30 @@ static int prof_pass_node(struct prof_session *p, const struct rt_profile_config
 			return -1;
 		floor_s = v > floor_s ? v : floor_s;
 		fprintf(f, "%s,%llu,%.9g\n", m->nodes[node].name, (unsigned long long)tokens, floor_s);
+		p->min_row_s = floor_s < p->min_row_s ? floor_s : p->min_row_s;
 		if (tokens == pass_rows)
 			break;
 	}
 	return 0;
+}
+
+/* What a task costs once, however many nodes it runs (handing it to the worker, the device's finish, the
+ * wake-up): node at batch 1 timed alone and PROF_CHAIN times in one task, T1 and Tk, give the node's
+ * own time (Tk - T1) / (k - 1) and the task's T1 less that. A graph task (serial, graph batching) runs
+ * a request's whole chain as one task; on a GPU this cost is a large part of a small node's row (an
+ * LSTM cell on an H100, 2026-11-26: about 35 us of 90; docs/VALIDATION.md section 5). Seconds, or -1. */
+#define PROF_CHAIN 8
+static double prof_task_overhead(struct prof_session *p, uint32_t node, struct rt_member *mb, uint32_t reps,
+                                 char *err, size_t errlen)
+{
+	struct prof_call one = { .p = p, .n = 1, .u.node = { node, mb } }, chain = one;
+	chain.repeat = PROF_CHAIN;
+	double t1 = prof_mean_call(p, &one, PROF_WARMUP, reps, err, errlen);
+	double tk = t1 < 0 ? -1 : prof_mean_call(p, &chain, PROF_WARMUP, reps, err, errlen);
+	if (tk < 0)
+		return -1;
+	double o = (PROF_CHAIN * t1 - tk) / (PROF_CHAIN - 1);
+	return o > 0 ? o : 0;
 }
 
 int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t errlen)
@@ -446,6 +469,8 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 			fprintf(f, " %s", m->nodes[node].name);
 		}
 	fprintf(f, "%snode,batch,latency_s\n", any_cold ? "\n" : "");
+	p.min_row_s = INFINITY;
+	double overhead_s = -1;          /* measured on the first node that is not a pass node */
 	for (uint32_t i = 0; i < maxb; i++)
 		mb[i] = (struct rt_member){ .id = i, .input_len = c->input_len, .output_len = c->output_len, .active = 1,
 		                            .state = p.states[i] };
@@ -470,11 +495,18 @@ int rt_profile(const struct rt_profile_config *c, FILE *f, char *err, size_t err
 				v = floor_s;
 			floor_s = v;
 			fprintf(f, "%s,%u,%.9g\n", m->nodes[node].name, b, v);
+			p.min_row_s = v < p.min_row_s ? v : p.min_row_s;
 		}
+		if (overhead_s < 0 && (overhead_s = prof_task_overhead(&p, node, mb, c->reps, err, errlen)) < 0)
+			goto out;
 		if (c->progress)
 			fprintf(c->progress, "profile: node %u of %u (%s) timed at %zu batches\n", node + 1, m->nnodes,
 			        m->nodes[node].name, c->nbatches);
 	}
+	if (overhead_s >= 0)             /* each row holds it: never more than the smallest (node_table.c) */
+		fprintf(f, "# what a task pays once however many nodes it runs, the first node at batch 1 alone and %d "
+		        "times in one task:\n# task_overhead_s: %.9g\n", PROF_CHAIN,
+		        overhead_s < p.min_row_s ? overhead_s : p.min_row_s);
 	rc = prof_flush(f, err, errlen);
 out:
 	prof_close(&p);

@@ -467,6 +467,25 @@ r = sb("--model=llama2-7b", "--requests=300", "--rate=8", "--no-db", "--ttft-slo
 check("an LLM summary with targets and --sla shows both", r.returncode == 0 and "SLA 2000 ms" in r.stdout and
       "SLOs       TTFT 40 ms, TPOT 9 ms:" in r.stdout, r.stdout)
 
+# ---- a table's task overhead: in every row, paid once by a graph task ----
+# the LSTM's one node type at 1 ms a call, 0.4 ms of it a task's: a request of 10 steps costs 10 ms as
+# ten node tasks (lazy, cellular) and 10 x 1 - 9 x 0.4 = 6.4 ms as one graph task (serial, graph);
+# without the line, 10 ms either way
+table = os.path.join(td, "overhead.csv")
+for line, graph_ms in (("# task_overhead_s: 0.0004\n", 6.4), ("", 10.0)):
+    write(table, "node,batch,latency_s\nlstm_cell,1,0.001\nlstm_cell,2,0.001\n" + line)
+    for pol, want in (("serial", graph_ms), ("graph", graph_ms), ("lazy", 10.0), ("cellular", 10.0)):
+        r = sb("--model=lstm", "--hw=" + table, "--policy=" + pol, "--max-batch=2", "--input-len=fixed:10",
+               "--rate=1", "--requests=5", "--no-db", "--json")
+        lat = json.loads(r.stdout)["latency_ms"] if r.returncode == 0 else {}
+        check(f"task overhead {'on' if line else 'off'}: {pol} prices a request at {want} ms",
+              abs(lat.get("min", 0) - want) < 1e-6 and abs(lat.get("max", 0) - want) < 1e-6, str(lat) + r.stderr)
+    r = sb("model-info", "--model=lstm", "--hw=" + table, "--input-len=10", "--json")
+    mi = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(f"model-info with the task overhead {'on' if line else 'off'}",
+          (abs(mi.get("graph_task_ms", 0) - 6.4) < 1e-9 and abs(mi["task_overhead_ms"] - 0.4) < 1e-9) if line
+          else "graph_task_ms" not in mi and abs(mi.get("total_ms", 0) - 10) < 1e-9, str(mi)[:300] + r.stderr)
+
 # ---- measured GPUs (issue 32): an LLM runs on gpu-h100 as it is; --tp; the extrapolation note ----
 r = sb("--model=llama2-7b", "--requests=50", "--rate=2", "--no-db", "--json")
 j = json.loads(r.stdout) if r.returncode == 0 else {}

@@ -321,6 +321,34 @@ static void test_open_errors(void **state)
 	expect_open_error("node,batch,latency_s\n*,1,1\nfoo,1,1\n", 3, "node 'foo' is not a node of model toy");
 	expect_open_error("node,batch,latency_s\nenc,1,1\ndec,1,1\n", 0,
 	                  "node attn of model toy has no rows and the table has no '*' rows");
+	/* the task overhead: a number >= 0, once, within every row (each row holds it) */
+	expect_open_error("node,batch,latency_s\n*,1,1\n# task_overhead_s: fast\n", 3, "task_overhead_s 'fast'");
+	expect_open_error("node,batch,latency_s\n*,1,1\n# task_overhead_s: -1e-6\n", 3, "task_overhead_s '-1e-6'");
+	expect_open_error("node,batch,latency_s\n*,1,1\n# task_overhead_s: nan\n", 3, "task_overhead_s 'nan'");
+	expect_open_error("node,batch,latency_s\n*,1,1\n# task_overhead_s: 1e-6 s\n", 3, "task_overhead_s '1e-6 s'");
+	expect_open_error("# task_overhead_s: 0.1\nnode,batch,latency_s\n*,1,1\n# task_overhead_s: 0.1\n", 4,
+	                  "task_overhead_s given again (first on line 1)");
+	expect_open_error("node,batch,latency_s\n*,1,1\nenc,2,0.01\ndec,1,1\nattn,1,1\n# task_overhead_s: 0.1\n", 3,
+	                  "latency 0.01 s is below the task_overhead_s of line 6 (0.1 s)");
+}
+
+/* "# task_overhead_s: S" is read wherever it stands; without it a table has none. Rows are not changed
+ * by it (a node task pays its row); hwmodel.h's task_overhead reports it. */
+static void test_task_overhead(void **state)
+{
+	(void)state;
+	char *path;
+	struct hw_model *hw = open_ok("# a profile\nnode,batch,latency_s\n*,1,0.001\n*,2,0.0015\n"
+	                              "  #  task_overhead_s:   0.0004  \n", &path);
+	assert_dbl_near(hw_task_overhead(hw), 0.0004, 0);
+	assert_dbl_near(cost(hw, 0, 1), 0.001, 0);
+	assert_dbl_near(cost(hw, 1, 2), 0.0015, 0);
+	hw_close(hw);
+	drop_tmp(path);
+	hw = open_ok("node,batch,latency_s\n*,1,0.001\n# task_overhead_s is not this line\n", &path);
+	assert_dbl_near(hw_task_overhead(hw), 0, 0);
+	hw_close(hw);
+	drop_tmp(path);
 }
 
 static void test_direct_open_errors(void **state)
@@ -387,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_single_point_and_range),
 		cmocka_unit_test(test_non_monotone_accepted),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_task_overhead),
 		cmocka_unit_test(test_direct_open_errors),
 		cmocka_unit_test(test_registry),
 	};

@@ -10,8 +10,8 @@
  - the run is stored marked live, its JSON has the contract's keys;
  - bad input exits 2 with one line and no database row; saturation drops
    and counts; SIGINT, SIGTERM and SIGHUP store a partial run and exit 128 + N; --profile-out
-   writes a table `simbatch run --hw` accepts, a pass encoder's rows by tokens up to the max
-   batch times the longest input;
+   writes a table `simbatch run --hw` accepts, with a task overhead within every row, a pass
+   encoder's rows by tokens up to the max batch times the longest input;
  - LLM serving live (runtime/kern_llm.c): continuous, chunked, static and slo
    on two small Llama-layout models give every request's tokens and final
    vector bit for bit as served one at a time, also after preemptions on a
@@ -301,19 +301,25 @@ for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")):
 
 # ---- the kernels' own latency table calibrates the simulator ----
 prof = os.path.join(td, "prof.csv")
-r = sb("live", "--model=" + paths["t_s2s"], "--profile-out=" + prof, "--max-batch=8", "--profile-reps=3")
-check("--profile-out exits 0", r.returncode == 0, r.stderr)
+profiled = sb("live", "--model=" + paths["t_s2s"], "--profile-out=" + prof, "--max-batch=8", "--profile-reps=3")
+check("--profile-out exits 0", profiled.returncode == 0, profiled.stderr)
 r = sb("live", "--model=" + paths["t_s2s"], "--profile-out=" + prof + "-with-load", "--rate=100", "--requests=20")
 check("--profile-out with a load (--rate): refused with one line naming it, no table written (issue 38)",
       r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--rate" in r.stderr and
       not os.path.exists(prof + "-with-load"), r.stderr)
-if r.returncode == 0:
+if profiled.returncode == 0:
     rows = [l for l in open(prof) if l.strip() and not l.startswith("#")]
     check("profile: header + 3 nodes x 4 batches", rows[0].strip() == "node,batch,latency_s" and len(rows) == 13,
           len(rows))
     r = sb("run", "--model=" + paths["t_s2s"], "--hw=" + prof, "--max-batch=8", "--rate=200", "--requests=100",
            "--no-db", "--quiet")
     check("simbatch run accepts the profile as --hw", r.returncode == 0, r.stderr)
+    # what a task pays once (the first node alone and 8 times in one task): a time within every row
+    text = open(prof).read()
+    over = [float(l.split(":", 1)[1]) for l in text.splitlines() if l.startswith("# task_overhead_s:")]
+    times = [float(l.split(",")[2]) for l in rows[1:]]
+    check("profile: one task overhead, >= 0 and within every row", len(over) == 1 and 0 <= over[0] <= min(times),
+          (over, min(times)))
 
 # Cold weights: on the CPU a node whose weights a live run would not find cached is timed with the
 # last-level cache evicted, and the profile names it. In this seq2seq the projection's weights,

@@ -386,6 +386,16 @@ int cmd_model_info(int argc, char **argv)
 		printf("]");
 	else
 		printf("total %.6f ms (one request%s)\n", total_ms, batch > 1 ? " batch" : "");
+	double overhead_ms = hw_task_overhead(hw) * 1e3;
+	if (overhead_ms > 0) {   /* in every row; a graph task (serial, graph batching) pays it once */
+		uint64_t nodes = mdl_chain_length(m, in_len, out_len);
+		double graph_ms = total_ms - (double)(nodes > 1 ? nodes - 1 : 0) * overhead_ms;
+		if (json)
+			printf(",\"task_overhead_ms\":%.10g,\"graph_task_ms\":%.10g", overhead_ms, graph_ms);
+		else
+			printf("task overhead %.6f ms in every row, paid once a task: the %llu nodes as one graph task %.6f ms\n",
+			       overhead_ms, (unsigned long long)nodes, graph_ms);
+	}
 	const struct gpu_predicted_info *pred = gpu_predicted_info(hw);
 	if (pred && info_gpu_predicted(pred, json, err, sizeof err) != 0)
 		goto fail;

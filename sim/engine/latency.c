@@ -45,6 +45,7 @@ struct eng_latency {
 	uint8_t *by_members;               /* [type * (max_batch+1) + b]: a pass node, or a step_varies type at a
 	                                    * batch where its members' lengths can change its price */
 	struct pol_latency est;            /* eng_latency_estimates, for pol_pass_ns */
+	int64_t task_overhead_ns;          /* hw_task_overhead: in every node's price, paid once a graph task */
 };
 
 #define LAT_COLD_GRID 11
@@ -236,6 +237,7 @@ struct eng_latency *eng_latency_create(const struct mdl_model *m, const struct h
 	uint32_t max_batch = max_cells;
 	size_t stride = (size_t)max_batch + 1;
 	l->model = m;
+	l->task_overhead_ns = (int64_t)nearbyint(hw_task_overhead(hw) * 1e9);
 	l->ntypes = m->nnodes;
 	l->max_batch = max_batch;
 	l->node_ns = calloc((size_t)m->nnodes * stride, sizeof *l->node_ns);
@@ -534,5 +536,10 @@ int64_t eng_latency_graph_ns(void *ctx, uint32_t batch, uint32_t input_len, uint
 				                                                                 output_len)));
 		}
 	}
+	/* a graph task is one task: of its nodes' prices, each of which holds a task's overhead, it pays one
+	 * (every node's price is at least the overhead, so at least one is left) */
+	uint64_t nodes = l->task_overhead_ns ? mdl_chain_length(l->model, input_len, output_len) : 0;
+	if (nodes > 1)
+		ns -= (int64_t)(nodes - 1) * l->task_overhead_ns;
 	return ns;
 }
