@@ -11,7 +11,7 @@
 struct gemmp_curve {
 	double k, n, log_k, log_n;
 	size_t rows;             /* measured rows */
-	double *log_m, *log_t;   /* [n], M increasing; owned */
+	double *log_m, *log_t;   /* [rows], M increasing; owned */
 };
 
 struct gemmp {

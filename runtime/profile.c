@@ -424,7 +424,7 @@ static int prof_pass_node(struct prof_session *p, const struct rt_profile_config
  * wake-up): node at batch 1 timed alone and PROF_CHAIN times in one task, T1 and Tk, give the node's
  * own time (Tk - T1) / (k - 1) and the task's T1 less that. A graph task (serial, graph batching) runs
  * a request's whole chain as one task; on a GPU this cost is a large part of a small node's row (an
- * LSTM cell on an H100, 2026-11-26: about 35 us of 90; docs/VALIDATION.md section 5). Seconds, or -1. */
+ * LSTM cell on an H100, 2026-11-26: 40 us of its 85; docs/VALIDATION.md section 5). Seconds, or -1. */
 #define PROF_CHAIN 8
 static double prof_task_overhead(struct prof_session *p, uint32_t node, struct rt_member *mb, uint32_t reps,
                                  char *err, size_t errlen)
