@@ -119,6 +119,8 @@ for row in rows:
     check("drift and live/table speed are finite",
           math.isfinite(float(row["drift"])) and float(row["live_vs_table"]) > 0, row)
     check("the live runs served every request", float(row["live_tput"]) > 0 and int(row["dropped"]) == 0, row)
+    check("the live runtime's own time a task is kept", float(row["live_overhead_us"]) > 0 and
+          float(row["live_device_ms_per_task"]) > 0, row)
 r = subprocess.run([sys.executable, FIDELITY, "--capacity=half"], capture_output=True, text=True, timeout=60)
 check("a bad --capacity exits non-zero with one line", r.returncode != 0 and len(r.stderr.strip().split("\n")) == 1,
       r.stderr)
