@@ -179,27 +179,22 @@ static int hwtable_parse_row(const char *path, unsigned long lineno, char *s,
 	return 0;
 }
 
-/* Whether line is the comment "# task_overhead_s: S": 1 with *s, 0 another line, -1 with err (a bad or
- * repeated value; *seen_line is the line of the first). */
-static int hwtable_overhead_line(const char *path, unsigned long lineno, const char *line, double *s,
+/* Whether line is the comment "# task_overhead_s: S": 1 with *s, 0 another line (its trailing blanks
+ * trimmed, nothing else changed), -1 with err (a bad or repeated value; *seen_line is the line of the
+ * first). */
+static int hwtable_overhead_line(const char *path, unsigned long lineno, char *line, double *s,
                                  unsigned long *seen_line, char *err, size_t errlen)
 {
-	line += strspn(line, " \t");
-	if (*line != '#')
+	char *p = txt_trim(line);
+	if (*p != '#')
 		return 0;
-	line += 1 + strspn(line + 1, " \t");
-	if (strncmp(line, HWTABLE_OVERHEAD_KEY, strlen(HWTABLE_OVERHEAD_KEY)) != 0)
+	p = txt_trim(p + 1);
+	if (strncmp(p, HWTABLE_OVERHEAD_KEY, strlen(HWTABLE_OVERHEAD_KEY)) != 0)
 		return 0;
-	const char *v = line + strlen(HWTABLE_OVERHEAD_KEY);
-	char *end;
-	double x = strtod(v, &end);
-	if (end == v || end[strspn(end, " \t\r\n")] != '\0' || !isfinite(x) || x < 0) {
-		v += strspn(v, " \t");
-		int len = (int)strlen(v);
-		while (len > 0 && strchr(" \t\r\n", v[len - 1]))
-			len--;
-		snprintf(err, errlen, "%s:%lu: task_overhead_s '%.*s' is not a finite number >= 0", path, lineno,
-		         len < 40 ? len : 40, v);
+	char *v = txt_trim(p + strlen(HWTABLE_OVERHEAD_KEY));
+	double x;
+	if (txt_parse_double(v, &x) != 0 || x < 0) {
+		snprintf(err, errlen, "%s:%lu: task_overhead_s '%.40s' is not a finite number >= 0", path, lineno, v);
 		return -1;
 	}
 	if (*seen_line) {
