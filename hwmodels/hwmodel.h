@@ -165,6 +165,7 @@ static inline double hw_cold_start(const struct hw_model *hw, uint32_t t, double
 	return hw->ops->cold_start ? hw->ops->cold_start(hw, t, idle_s) : 0.0;
 }
 
+/* hw_ops.task_overhead; a model that does not measure one has none: its node prices are a task's each */
 static inline double hw_task_overhead(const struct hw_model *hw)
 {
 	return hw->ops->task_overhead ? hw->ops->task_overhead(hw) : 0.0;

@@ -173,11 +173,11 @@ static void info_shown_node(const struct mdl_model *m, uint32_t t, uint32_t in_l
 	out->nmember = 0;
 }
 
-/* A model with decoder nodes over P and S: the graph as the simulator
- * charges it (eng_latency_graph_ns: step p at P = p, S = in_len), in place
- * of the rows' sum at the estimate lengths. */
-static int info_steps_total_ms(const struct mdl_model *m, const struct hw_model *hw, uint32_t batch, uint32_t in_len,
-                               uint32_t out_len, double *total_ms, char *err, size_t errlen)
+/* The batch's graph as the simulator charges it as one task (eng_latency_graph_ns): for decoder nodes
+ * over P and S, step p at P = p and S = in_len, in place of the rows' sum at the estimate lengths; on
+ * hardware with a task overhead, that overhead once. */
+static int info_graph_ms(const struct mdl_model *m, const struct hw_model *hw, uint32_t batch, uint32_t in_len,
+                         uint32_t out_len, double *total_ms, char *err, size_t errlen)
 {
 	struct eng_latency *l = eng_latency_create(m, hw, batch, in_len, out_len, err, errlen);
 	if (!l)
@@ -334,7 +334,10 @@ int cmd_model_info(int argc, char **argv)
 			goto fail;
 		total_ms += costs[t].seconds * 1e3 * mdl_node_repeats(m, t, in_len, out_len);
 	}
-	if (m->has_step_terms && info_steps_total_ms(m, hw, batch, in_len, out_len, &total_ms, err, sizeof err) != 0)
+	if (m->has_step_terms && info_graph_ms(m, hw, batch, in_len, out_len, &total_ms, err, sizeof err) != 0)
+		goto fail;
+	double overhead_ms = hw_task_overhead(hw) * 1e3, graph_ms = 0;   /* in every row; a graph task pays it once */
+	if (overhead_ms > 0 && info_graph_ms(m, hw, batch, in_len, out_len, &graph_ms, err, sizeof err) != 0)
 		goto fail;
 	int json = opt_flag(&o, "json"), gemms = opt_flag(&o, "gemms");
 	if (json) {
@@ -386,10 +389,8 @@ int cmd_model_info(int argc, char **argv)
 		printf("]");
 	else
 		printf("total %.6f ms (one request%s)\n", total_ms, batch > 1 ? " batch" : "");
-	double overhead_ms = hw_task_overhead(hw) * 1e3;
-	if (overhead_ms > 0) {   /* in every row; a graph task (serial, graph batching) pays it once */
+	if (overhead_ms > 0) {
 		uint64_t nodes = mdl_chain_length(m, in_len, out_len);
-		double graph_ms = total_ms - (double)(nodes > 1 ? nodes - 1 : 0) * overhead_ms;
 		if (json)
 			printf(",\"task_overhead_ms\":%.10g,\"graph_task_ms\":%.10g", overhead_ms, graph_ms);
 		else
