@@ -61,35 +61,33 @@ int main(int argc, char **argv)
 	printf("predictor from %s (M %g-%g, K %g-%g, N %g-%g); measured by %s\n", argv[1], lo[0], hi[0], lo[1], hi[1],
 	       lo[2], hi[2], argv[2]);
 	printf("%-40s %7s %8s %6s\n", "rows", "median", "p90", "n");
-	size_t nin = 0, nout = 0;
-	for (size_t i = 0; i < t->nrows && nin + nout < MAX_ROWS; i++) {
+	/* each gemm row's error and whether it lies outside, once; the table's rows are grouped by shape */
+	static double err_of[MAX_ROWS];
+	static unsigned where_of[MAX_ROWS];
+	size_t nin = 0, nout = 0, nrows = t->nrows < MAX_ROWS ? t->nrows : MAX_ROWS;
+	for (size_t i = 0; i < nrows; i++) {
 		const struct caltab_row *r = &t->rows[i];
 		if (r->op != CALTAB_GEMM)
 			continue;
-		unsigned where = 0;
 		double m = (double)r->batch * (double)r->m_per_sample;
-		double e = fabs(gemmp_seconds(g, m, (double)r->k, (double)r->n, &where) / r->measured_s - 1);
-		if (where)
-			outside[nout++] = e;
+		err_of[i] = fabs(gemmp_seconds(g, m, (double)r->k, (double)r->n, &where_of[i]) / r->measured_s - 1);
+		if (where_of[i])
+			outside[nout++] = err_of[i];
 		else
-			in_range[nin++] = e;
+			in_range[nin++] = err_of[i];
 	}
 	print_errors("within the measured M, K and N", in_range, nin);
 	print_errors("extrapolated in M, K or N", outside, nout);
-	/* per shape (the table's rows are grouped by shape) */
-	for (size_t i = 0; i < t->nrows;) {
+	for (size_t i = 0; i < nrows;) {
 		const struct caltab_row *r = &t->rows[i];
 		size_t n = 0, j = i;
 		unsigned any = 0;
-		for (; j < t->nrows && t->rows[j].op == r->op && t->rows[j].m_per_sample == r->m_per_sample &&
-		       t->rows[j].k == r->k && t->rows[j].n == r->n; j++) {
-			if (r->op != CALTAB_GEMM)
-				continue;
-			unsigned where = 0;
-			double m = (double)t->rows[j].batch * (double)r->m_per_sample;
-			shape[n++] = fabs(gemmp_seconds(g, m, (double)r->k, (double)r->n, &where) / t->rows[j].measured_s - 1);
-			any |= where;
-		}
+		for (; j < nrows && t->rows[j].op == r->op && t->rows[j].m_per_sample == r->m_per_sample &&
+		       t->rows[j].k == r->k && t->rows[j].n == r->n; j++)
+			if (r->op == CALTAB_GEMM) {
+				shape[n++] = err_of[j];
+				any |= where_of[j];
+			}
 		if (n) {
 			char label[80];
 			snprintf(label, sizeof label, "  %llu x %llu x %llu%s", (unsigned long long)r->m_per_sample,
