@@ -269,37 +269,54 @@ static void pc_take_run(struct prefix_cache *pc, uint32_t i, uint32_t n)
 
 /* ---- chunks ---- */
 
-/* A new chunk from block lo: nothing cached, no holder. Never none: a chunk covers a cached block. */
+/* A new chunk from block lo: nothing cached, no holder (no holders' record). Never none: a chunk covers a
+ * cached block. */
 static uint32_t pc_new_chunk(struct prefix_cache *pc, uint64_t key, uint32_t lo)
 {
-	uint32_t h = pc->free_holders;
-	if (h != PC_NONE)
-		pc->free_holders = pc->holders[h].at_end[0];
-	else
-		h = pc->fresh_holders++;
-	memset(&pc->holders[h], 0, sizeof pc->holders[h]);
 	uint32_t i = pc_node(pc, key, PC_CHUNK);
 	pc->e[i].lo = pc->e[i].hi = lo;
-	pc->e[i].refs = h;
+	pc->e[i].refs = PC_NONE;
 	return i;
 }
 
 /* The end of chunk i's blocks some request holds (its first block: none). */
 static uint32_t pc_held_end(const struct prefix_cache *pc, uint32_t i)
 {
+	if (pc->e[i].refs == PC_NONE)
+		return pc->e[i].lo;
 	uint32_t ends = pc->holders[pc->e[i].refs].ends;
-	return pc->e[i].lo + (ends ? 32 - (uint32_t)__builtin_clz(ends) : 0);
+	return pc->e[i].lo + 32 - (uint32_t)__builtin_clz(ends);
 }
 
-/* A holder of chunk i's blocks [lo, from) now holds [lo, to) (from = lo: a new one; to = lo: none). */
+/* A holder of chunk i's blocks [lo, from) now holds [lo, to) (from = lo: a new one; to = lo: none). A chunk
+ * has a holders' record only while someone holds it: the few running requests' chunks, not every cached
+ * one, so the records stay in the processor's caches (and an evicted chunk has none to free). */
 static void pc_move_holder(struct prefix_cache *pc, uint32_t i, uint32_t from, uint32_t to)
 {
-	struct pc_holders *h = &pc->holders[pc->e[i].refs];
 	uint32_t lo = pc->e[i].lo;
+	if (pc->e[i].refs == PC_NONE) {      /* its first holder (from = lo): a record, every count zero */
+		if (to == lo)
+			return;
+		uint32_t h = pc->free_holders;
+		if (h != PC_NONE) {
+			pc->free_holders = pc->holders[h].ends;
+		} else {
+			h = pc->fresh_holders++;
+			memset(pc->holders[h].at_end, 0, sizeof pc->holders[h].at_end);
+		}
+		pc->holders[h].ends = 0;
+		pc->e[i].refs = h;
+	}
+	struct pc_holders *h = &pc->holders[pc->e[i].refs];
 	if (from > lo && --h->at_end[from - lo - 1] == 0)
 		h->ends &= ~((uint32_t)1 << (from - lo - 1));
 	if (to > lo && h->at_end[to - lo - 1]++ == 0)
 		h->ends |= (uint32_t)1 << (to - lo - 1);
+	if (!h->ends) {                      /* its last holder let go: every count is zero again */
+		h->ends = pc->free_holders;
+		pc->free_holders = pc->e[i].refs;
+		pc->e[i].refs = PC_NONE;
+	}
 }
 
 /* Chunk i's evictable blocks [z, upto) (z its held end) are held again: out of their segments, the
@@ -364,12 +381,8 @@ static uint64_t pc_evict_segment(struct prefix_cache *pc, uint32_t sg, uint64_t 
 		pc_lru_unlink(pc, sg);
 		pc_drop_node(pc, sg);
 	}
-	if (pc->e[ch].hi == pc->e[ch].lo) {  /* nothing cached: the chunk goes, with its holders' record */
-		uint32_t h = pc->e[ch].refs;
-		pc->holders[h].at_end[0] = pc->free_holders;
-		pc->free_holders = h;
+	if (pc->e[ch].hi == pc->e[ch].lo)    /* nothing cached: the chunk goes (no one holds it: no record) */
 		pc_drop_node(pc, ch);
-	}
 	return m;
 }
 

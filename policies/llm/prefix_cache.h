@@ -56,7 +56,7 @@ enum pc_kind {
 struct pc_entry {
 	uint64_t key;                /* a block's or chunk's key, or a run's request's */
 	uint32_t refs;               /* a block's running requests holding it (0: evictable, in the LRU list);
-	                              * a chunk's holders (an index into holders); a segment's chunk node */
+	                              * a held chunk's holders' record (an index into holders; none: unheld); a segment's chunk node */
 	uint32_t next;               /* the bucket's chain, or the free list; a segment's deeper neighbour */
 	uint32_t lru_prev, lru_next; /* evictable nodes, least recently released first */
 	uint32_t lo, hi;             /* a run's, chunk's or segment's blocks */
@@ -64,10 +64,10 @@ struct pc_entry {
 	enum pc_kind kind;
 };
 
-/* A chunk's holders: how many hold its blocks up to each end, and which ends have any. */
+/* A held chunk's holders: how many hold its blocks up to each end, and which ends have any. */
 struct pc_holders {
-	uint32_t at_end[PC_CHUNK_BLOCKS];   /* [k]: holders of its first k + 1 blocks (no more); the free list's link */
-	uint32_t ends;                      /* bit k: at_end[k] > 0 */
+	uint32_t at_end[PC_CHUNK_BLOCKS];   /* [k]: holders of its first k + 1 blocks (no more) */
+	uint32_t ends;                      /* bit k: at_end[k] > 0; a free record's: the free list's link */
 };
 
 struct prefix_cache {
@@ -77,7 +77,7 @@ struct prefix_cache {
 	uint64_t chained;            /* nodes in the chains: the buckets double when they outnumber them */
 	uint32_t free_entry, fresh_entry;   /* free list head; entries from fresh_entry on never used */
 	uint32_t lru_head, lru_tail;
-	struct pc_holders *holders;  /* [capacity]: a chunk covers a cached block; in order, as entries */
+	struct pc_holders *holders;  /* [capacity]: a held chunk covers a held block; taken in order, as entries */
 	uint32_t free_holders, fresh_holders;
 	uint64_t entries, evictable; /* cached blocks (held or not), and those no request holds */
 	uint64_t findable_runs;      /* PC_RUN nodes: while none, no private block can be found */
