@@ -16,16 +16,17 @@ static uint64_t pc_mix(uint64_t z)
 }
 
 /* A request's two key bases, mixed once a call: its shared prefix's, for
- * its first `shared` blocks, and its own, for the rest. */
+ * its first `shared` blocks (unless its hash ids key them), and its own, for
+ * the rest. */
 struct pc_keys {
 	uint64_t prefix, own;
 	uint32_t shared;              /* blocks with a shared key */
 	int private_tail;             /* blocks from `shared` on are the request's alone (no session): a run's */
 	const struct pol_request *r;  /* its hash ids, when it has them */
 	uint32_t block_size;
-	uint64_t hashed_mix;          /* the mix of the hash id last keyed, and the blocks whose last token lies in
-	                               * its hashed block ([hashed_lo, hashed_hi]; lo > hi: none yet): Mooncake's 512
-	                               * tokens are 32 blocks, which a call keys in a row */
+	uint64_t hashed_id;           /* the hash id last keyed, and the blocks whose last token lies in its hashed
+	                               * block ([hashed_lo, hashed_hi]; lo > hi: none yet): Mooncake's 512 tokens are
+	                               * 32 blocks, which a call keys in a row */
 	uint64_t hashed_lo, hashed_hi;
 	uint32_t per_hashed;          /* blocks a hashed block, when they divide it (Mooncake's 512 tokens); else 0 */
 };
@@ -50,9 +51,9 @@ static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_siz
 	/* past the shared prefix, a session's turn's blocks are its conversation's, which the next turn's
 	 * prompt begins with; a request outside any session's are its own (an id no session has: ~id) */
 	uint64_t own = r->session_id ? pc_mix(r->session_id) ^ 0x2545f4914f6cdd1du : pc_mix(~r->id);
-	return (struct pc_keys){ .prefix = pc_mix(r->prefix_id), .own = own, .shared = pc_shared_blocks(r, block_size),
-	                         .private_tail = !r->session_id, .r = r, .block_size = block_size, .hashed_lo = 1,
-	                         .hashed_hi = 0,
+	return (struct pc_keys){ .prefix = r->hash_ids ? 0 : pc_mix(r->prefix_id), .own = own,
+	                         .shared = pc_shared_blocks(r, block_size), .private_tail = !r->session_id, .r = r,
+	                         .block_size = block_size, .hashed_lo = 1, .hashed_hi = 0,
 	                         .per_hashed = r->hash_ids && r->hash_block % block_size == 0 ? r->hash_block / block_size
 	                                                                                       : 0 };
 }
@@ -64,8 +65,7 @@ static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_siz
  * cut into chunks of PC_CHUNK_BLOCKS from the first. */
 static uint64_t pc_chunk(struct pc_keys *k, uint32_t j, uint32_t *lo, uint32_t *end)
 {
-	uint64_t base = k->prefix;
-	uint32_t first = 0, last = k->shared;            /* the blocks keyed from base: [first, last) */
+	uint32_t first = 0, last = k->shared;            /* the blocks keyed from one base: [first, last) */
 	if (k->r->hash_ids) {
 		if (j < k->hashed_lo || j > k->hashed_hi) {
 			uint64_t hb = k->r->hash_block, bs = k->block_size, g;
@@ -78,16 +78,20 @@ static uint64_t pc_chunk(struct pc_keys *k, uint32_t j, uint32_t *lo, uint32_t *
 				k->hashed_lo = (g * hb + 1 + bs - 1) / bs - 1;     /* (j + 1) bs - 1 in [g hb, (g + 1) hb) */
 				k->hashed_hi = (g + 1) * hb / bs - 1;
 			}
-			k->hashed_mix = pc_mix(k->r->hash_ids[g] + 0x5bd1e995u);
+			k->hashed_id = k->r->hash_ids[g];
 		}
-		base = k->hashed_mix;
 		first = (uint32_t)k->hashed_lo;
 		if (k->hashed_hi + 1 < last)
 			last = (uint32_t)k->hashed_hi + 1;
 	}
 	*lo = first + (j - first) / PC_CHUNK_BLOCKS * PC_CHUNK_BLOCKS;
 	*end = last - *lo < PC_CHUNK_BLOCKS ? last : *lo + PC_CHUNK_BLOCKS;
-	return pc_mix(base ^ *lo) | 1;
+	/* a hash id stands for its prompt up to its block already: mixed once, with the chunk's first block in
+	 * the high half (two chunks' keys are then equal only if their ids and first blocks are, for ids under
+	 * 2^32 as Mooncake's are); a prefix's base is a mix already */
+	if (k->r->hash_ids)
+		return pc_mix((k->hashed_id + 0x5bd1e995u) ^ ((uint64_t)*lo << 32)) | 1;
+	return pc_mix(k->prefix ^ *lo) | 1;
 }
 
 /* Block j past the shared prefix: its session's key (even: a chunk's is odd). */
