@@ -280,6 +280,7 @@ static uint32_t pc_new_chunk(struct prefix_cache *pc, uint64_t key, uint32_t lo)
 	uint32_t i = pc_node(pc, key, PC_CHUNK);
 	pc->e[i].lo = pc->e[i].hi = lo;
 	pc->e[i].refs = PC_NONE;
+	pc->e[i].seg = PC_NONE;
 	return i;
 }
 
@@ -324,7 +325,7 @@ static void pc_move_holder(struct prefix_cache *pc, uint32_t i, uint32_t from, u
 }
 
 /* Chunk i's evictable blocks [z, upto) (z its held end) are held again: out of their segments, the
- * shallowest first (they are the chunk's most recently let go). */
+ * shallowest first (they are the chunk's most recently let go), its own last (its deepest). */
 static void pc_hold_evictable(struct prefix_cache *pc, uint32_t i, uint32_t upto)
 {
 	uint32_t z = pc_held_end(pc, i);
@@ -333,6 +334,15 @@ static void pc_hold_evictable(struct prefix_cache *pc, uint32_t i, uint32_t upto
 	pc->evictable -= upto - z;
 	while (z < upto) {
 		uint32_t sg = pc->e[i].up;
+		if (sg == PC_NONE) {             /* its own segment [seg, hi), seg = z; upto <= hi (all cached) */
+			if (upto < pc->e[i].hi) {
+				pc->e[i].seg = upto;
+			} else {
+				pc->e[i].seg = PC_NONE;
+				pc_lru_unlink(pc, i);
+			}
+			break;
+		}
 		struct pc_entry *x = &pc->e[sg];
 		if (x->hi > upto) {
 			x->lo = upto;
@@ -348,13 +358,21 @@ static void pc_hold_evictable(struct prefix_cache *pc, uint32_t i, uint32_t upto
 }
 
 /* A holder of chunk i's blocks [lo, to) lets go of them: those no one else holds become evictable, one
- * segment, the most recent, and the chunk's shallowest. */
+ * segment, the most recent, and the chunk's shallowest. A chunk with no evictable block keeps the
+ * segment in its own node, itself in the LRU list (most chunks never have a second: one node, not two,
+ * to make, evict and free); a later one is a node of its own, shallower. */
 static void pc_let_go(struct prefix_cache *pc, uint32_t i, uint32_t to)
 {
 	pc_move_holder(pc, i, to, pc->e[i].lo);
 	uint32_t z = pc_held_end(pc, i);
 	if (to <= z)
 		return;
+	pc->evictable += to - z;
+	if (pc->e[i].seg == PC_NONE && pc->e[i].up == PC_NONE) {     /* nothing evictable before: to = hi */
+		pc->e[i].seg = z;
+		pc_lru_append(pc, i);
+		return;
+	}
 	uint32_t sg = pc_node(pc, 0, PC_SEGMENT);
 	struct pc_entry *x = &pc->e[sg];
 	x->lo = z;
@@ -365,19 +383,22 @@ static void pc_let_go(struct prefix_cache *pc, uint32_t i, uint32_t to)
 		pc->e[x->next].up = sg;
 	pc->e[i].up = sg;
 	pc_lru_append(pc, sg);
-	pc->evictable += to - z;
 }
 
-/* Evicts up to n of segment sg's blocks (the least recently let go), deepest first: its chunk's deepest
- * cached blocks. How many. */
-static uint64_t pc_evict_segment(struct prefix_cache *pc, uint32_t sg, uint64_t n)
+/* Evicts up to n of the least recently let go blocks of chunk ch, its deepest segment's (sg; ch itself:
+ * its own), deepest first: its deepest cached blocks. How many. The chunk goes with its last block. */
+static uint64_t pc_evict_segment(struct prefix_cache *pc, uint32_t ch, uint32_t sg, uint64_t n)
 {
 	struct pc_entry *x = &pc->e[sg];
-	uint32_t ch = x->refs;
-	uint64_t m = x->hi - x->lo < n ? x->hi - x->lo : n;
-	x->hi -= (uint32_t)m;
+	uint32_t lo = sg == ch ? x->seg : x->lo;
+	uint64_t m = x->hi - lo < n ? x->hi - lo : n;
+	if (sg != ch)
+		x->hi -= (uint32_t)m;
 	pc->e[ch].hi -= (uint32_t)m;
-	if (x->hi == x->lo) {                /* the chunk's deepest segment: its shallower one is now */
+	if (pc->e[ch].hi == lo && sg == ch) {      /* its own segment is gone: any others are shallower */
+		x->seg = PC_NONE;
+		pc_lru_unlink(pc, ch);
+	} else if (sg != ch && x->hi == x->lo) {   /* the chunk's deepest segment: its shallower one is now */
 		if (x->up != PC_NONE)
 			pc->e[x->up].next = PC_NONE;
 		else
@@ -551,8 +572,8 @@ uint64_t pc_evict_n(struct prefix_cache *pc, uint64_t n)
 		/* a block, or as many of a run's or segment's blocks as asked, deepest first, the node going with
 		 * its last */
 		uint64_t m;
-		if (x->kind == PC_SEGMENT) {
-			m = pc_evict_segment(pc, i, n - done);
+		if (x->kind == PC_SEGMENT || x->kind == PC_CHUNK) {
+			m = pc_evict_segment(pc, x->kind == PC_CHUNK ? i : x->refs, i, n - done);
 		} else {
 			m = x->kind == PC_BLOCK ? 1 : x->hi - x->lo < n - done ? x->hi - x->lo : n - done;
 			if (x->kind != PC_BLOCK)

@@ -36,7 +36,10 @@
  * its references fall in a staircase (each holder counted at the end of
  * what it holds), and the blocks no request holds are a suffix that was let
  * go deepest first: one LRU segment per release, each evicted deepest first,
- * in the order the blocks one by one would have been.
+ * in the order the blocks one by one would have been. A chunk's deepest
+ * segment, the first let go, is kept in the chunk's own node (then itself in
+ * the LRU list) when nothing of it was evictable before; later ones are
+ * nodes of their own.
  * A block past the shared prefix of a request outside any session (its own,
  * a key no other request has) is found again only by that request, after a
  * preemption: while the request holds it, it is only counted (no node); when
@@ -44,8 +47,9 @@
  * list evicts deepest first, as it would the blocks one by one. */
 enum pc_kind {
 	PC_BLOCK,                    /* one session block under its key */
-	PC_CHUNK,                    /* shared blocks [lo, hi) cached of a chunk starting at lo */
-	PC_SEGMENT,                  /* a chunk's blocks [lo, hi) no request holds, evictable; in no chain */
+	PC_CHUNK,                    /* shared blocks [lo, hi) cached of a chunk starting at lo; [seg, hi) its own
+	                              * segment (in the LRU list) */
+	PC_SEGMENT,                  /* a chunk's other blocks [lo, hi) no request holds, evictable; in no chain */
 	PC_RUN,                      /* a request's private blocks [lo, hi), evictable, findable under its key */
 	PC_SPENT_RUN,                /* the same, of a request that finished: never looked up, in no chain */
 	PC_FREE,                     /* on the free list */
@@ -56,11 +60,13 @@ enum pc_kind {
 struct pc_entry {
 	uint64_t key;                /* a block's or chunk's key, or a run's request's */
 	uint32_t refs;               /* a block's running requests holding it (0: evictable, in the LRU list);
-	                              * a held chunk's holders' record (an index into holders; none: unheld); a segment's chunk node */
+	                              * a held chunk's holders' record (an index into holders; none: unheld);
+	                              * a segment's chunk node */
 	uint32_t next;               /* the bucket's chain, or the free list; a segment's deeper neighbour */
 	uint32_t lru_prev, lru_next; /* evictable nodes, least recently released first */
 	uint32_t lo, hi;             /* a run's, chunk's or segment's blocks */
-	uint32_t up;                 /* a chunk's shallowest segment; a segment's shallower neighbour */
+	uint32_t up;                 /* a chunk's shallowest segment node; a segment's shallower neighbour */
+	uint32_t seg;                /* a chunk's own segment's first block (none: it has none), its deepest */
 	enum pc_kind kind;
 };
 
