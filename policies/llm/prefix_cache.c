@@ -284,35 +284,56 @@ static uint32_t pc_new_chunk(struct prefix_cache *pc, uint64_t key, uint32_t lo)
 	return i;
 }
 
+/* A chunk's holders (pc_entry.refs): none; one, holding its first k blocks (PC_ONE_HOLDER | k); or
+ * more, counted in a holders' record (its index). */
+#define PC_ONE_HOLDER 0x80000000u
+
 /* The end of chunk i's blocks some request holds (its first block: none). */
 static uint32_t pc_held_end(const struct prefix_cache *pc, uint32_t i)
 {
-	if (pc->e[i].refs == PC_NONE)
+	uint32_t refs = pc->e[i].refs;
+	if (refs == PC_NONE)
 		return pc->e[i].lo;
-	uint32_t ends = pc->holders[pc->e[i].refs].ends;
-	return pc->e[i].lo + 32 - (uint32_t)__builtin_clz(ends);
+	if (refs & PC_ONE_HOLDER)
+		return pc->e[i].lo + (refs & ~PC_ONE_HOLDER);
+	return pc->e[i].lo + 32 - (uint32_t)__builtin_clz(pc->holders[refs].ends);
+}
+
+/* A holders' record for chunk i, every count zero. */
+static struct pc_holders *pc_new_holders(struct prefix_cache *pc, uint32_t i)
+{
+	uint32_t h = pc->free_holders;
+	if (h != PC_NONE) {
+		pc->free_holders = pc->holders[h].ends;
+	} else {
+		h = pc->fresh_holders++;
+		memset(pc->holders[h].at_end, 0, sizeof pc->holders[h].at_end);
+	}
+	pc->holders[h].ends = 0;
+	pc->e[i].refs = h;
+	return &pc->holders[h];
 }
 
 /* A holder of chunk i's blocks [lo, from) now holds [lo, to) (from = lo: a new one; to = lo: none). A chunk
- * has a holders' record only while someone holds it: the few running requests' chunks, not every cached
- * one, so the records stay in the processor's caches (and an evicted chunk has none to free). */
+ * with one holder (most: a prompt's chunks are shared by the requests that follow, not those beside it)
+ * keeps its end in its node; a holders' record is taken for a second and given back when the last lets
+ * go, so the few in use stay in the processor's caches (and an evicted chunk has none to free). */
 static void pc_move_holder(struct prefix_cache *pc, uint32_t i, uint32_t from, uint32_t to)
 {
-	uint32_t lo = pc->e[i].lo;
-	if (pc->e[i].refs == PC_NONE) {      /* its first holder (from = lo): a record, every count zero */
-		if (to == lo)
-			return;
-		uint32_t h = pc->free_holders;
-		if (h != PC_NONE) {
-			pc->free_holders = pc->holders[h].ends;
-		} else {
-			h = pc->fresh_holders++;
-			memset(pc->holders[h].at_end, 0, sizeof pc->holders[h].at_end);
-		}
-		pc->holders[h].ends = 0;
-		pc->e[i].refs = h;
+	uint32_t lo = pc->e[i].lo, refs = pc->e[i].refs;
+	if (refs == PC_NONE || ((refs & PC_ONE_HOLDER) && from > lo)) {   /* none, or the one moves */
+		pc->e[i].refs = to > lo ? PC_ONE_HOLDER | (to - lo) : PC_NONE;
+		return;
 	}
-	struct pc_holders *h = &pc->holders[pc->e[i].refs];
+	struct pc_holders *h;
+	if (refs & PC_ONE_HOLDER) {          /* a second comes: both counted in a record */
+		uint32_t k = (refs & ~PC_ONE_HOLDER) - 1;
+		h = pc_new_holders(pc, i);
+		h->at_end[k] = 1;
+		h->ends = (uint32_t)1 << k;
+	} else {
+		h = &pc->holders[refs];
+	}
 	if (from > lo && --h->at_end[from - lo - 1] == 0)
 		h->ends &= ~((uint32_t)1 << (from - lo - 1));
 	if (to > lo && h->at_end[to - lo - 1]++ == 0)

@@ -60,8 +60,8 @@ enum pc_kind {
 struct pc_entry {
 	uint64_t key;                /* a block's or chunk's key, or a run's request's */
 	uint32_t refs;               /* a block's running requests holding it (0: evictable, in the LRU list);
-	                              * a held chunk's holders' record (an index into holders; none: unheld);
-	                              * a segment's chunk node */
+	                              * a chunk's holders (none; PC_ONE_HOLDER | the blocks its one holds; or
+	                              * the index of their record in holders); a segment's chunk node */
 	uint32_t next;               /* the bucket's chain, or the free list; a segment's deeper neighbour */
 	uint32_t lru_prev, lru_next; /* evictable nodes, least recently released first */
 	uint32_t lo, hi;             /* a run's, chunk's or segment's blocks */
@@ -70,7 +70,7 @@ struct pc_entry {
 	enum pc_kind kind;
 };
 
-/* A held chunk's holders: how many hold its blocks up to each end, and which ends have any. */
+/* A chunk's holders, when more than one: how many hold its blocks up to each end, and which ends have any. */
 struct pc_holders {
 	uint32_t at_end[PC_CHUNK_BLOCKS];   /* [k]: holders of its first k + 1 blocks (no more) */
 	uint32_t ends;                      /* bit k: at_end[k] > 0; a free record's: the free list's link */
