@@ -285,7 +285,7 @@ static uint32_t pc_new_chunk(struct prefix_cache *pc, uint64_t key, uint32_t lo)
 }
 
 /* A chunk's holders (pc_entry.refs): none; one, holding its first k blocks (PC_ONE_HOLDER | k); or
- * more, counted in a holders' record (its index). */
+ * more, counted in a holders' record (its index, under capacity < 2^31: pc_init). */
 #define PC_ONE_HOLDER 0x80000000u
 
 /* The end of chunk i's blocks some request holds (its first block: none). */

@@ -83,7 +83,7 @@ struct prefix_cache {
 	uint64_t chained;            /* nodes in the chains: the buckets double when they outnumber them */
 	uint32_t free_entry, fresh_entry;   /* free list head; entries from fresh_entry on never used */
 	uint32_t lru_head, lru_tail;
-	struct pc_holders *holders;  /* [capacity]: a held chunk covers a held block; taken in order, as entries */
+	struct pc_holders *holders;  /* [capacity]: a chunk held twice covers a held block; taken in order, as entries */
 	uint32_t free_holders, fresh_holders;
 	uint64_t entries, evictable; /* cached blocks (held or not), and those no request holds */
 	uint64_t findable_runs;      /* PC_RUN nodes: while none, no private block can be found */
