@@ -31,10 +31,8 @@ static int replay(const struct trc_trace *t, uint32_t bs, uint64_t capacity_bloc
 		struct pol_request r = { .id = i, .input_len = t->input_len[i], .chain_len = 1, .next_node = 1,
 		                         .hash_ids = t->hash_ids + t->hash_start[i], .nhash = t->hash_count[i],
 		                         .hash_block = t->hash_block_tokens };
-		uint64_t covered = (uint64_t)r.nhash * r.hash_block < r.input_len ? (uint64_t)r.nhash * r.hash_block
-		                                                                  : r.input_len;
 		/* full blocks only: a prompt's partial last block is never cached (vLLM's rule, and the simulator's) */
-		uint32_t keyed = (uint32_t)(covered / bs), evictable, hit = pc_lookup(&pc, &r, bs, keyed, &evictable);
+		uint32_t keyed = (uint32_t)(pol_hashed_tokens(&r) / bs), evictable, hit = pc_lookup(&pc, &r, bs, keyed, &evictable);
 		*hit_blocks += hit;
 		*blocks += keyed;
 		*hit_tokens += (uint64_t)hit * bs < r.input_len ? (uint64_t)hit * bs : r.input_len;

@@ -293,6 +293,12 @@ int pol_takes_param(const struct pol_ops *p, const char *name);
 static inline uint32_t pol_req_node(const struct pol_request *r) { return r->node_type_cache; }
 static inline uint32_t pol_req_cells(const struct pol_request *r) { return r->cells_cache; }
 static inline int pol_req_done(const struct pol_request *r) { return r->next_node >= r->chain_len; }
+/* The prompt tokens its hash ids cover (a Mooncake trace's last id may cover past the prompt's end). */
+static inline uint64_t pol_hashed_tokens(const struct pol_request *r)
+{
+	uint64_t hashed = (uint64_t)r->nhash * r->hash_block;
+	return hashed < r->input_len ? hashed : r->input_len;
+}
 /* An LLM request emits its next output token when the iteration that
  * brings its KV cache to this many tokens ends: its prompt and every token
  * generated so far (a decode step caches the last generated token and

@@ -35,7 +35,7 @@ struct pc_keys {
 static uint64_t pc_shared_tokens(const struct pol_request *r)
 {
 	if (r->hash_ids)
-		return (uint64_t)r->nhash * r->hash_block < r->input_len ? (uint64_t)r->nhash * r->hash_block : r->input_len;
+		return pol_hashed_tokens(r);
 	return r->prefix_id ? r->prefix_len : 0;
 }
 
