@@ -334,11 +334,14 @@ int cmd_model_info(int argc, char **argv)
 			goto fail;
 		total_ms += costs[t].seconds * 1e3 * mdl_node_repeats(m, t, in_len, out_len);
 	}
-	if (m->has_step_terms && info_graph_ms(m, hw, batch, in_len, out_len, &total_ms, err, sizeof err) != 0)
+	/* the graph as one task, priced once: a model with decoder steps over P and S shows it as its total; a task
+	 * overhead (in every row) is paid once in it */
+	double overhead_ms = hw_task_overhead(hw) * 1e3, graph_ms = 0;
+	if ((m->has_step_terms || overhead_ms > 0) &&
+	    info_graph_ms(m, hw, batch, in_len, out_len, &graph_ms, err, sizeof err) != 0)
 		goto fail;
-	double overhead_ms = hw_task_overhead(hw) * 1e3, graph_ms = 0;   /* in every row; a graph task pays it once */
-	if (overhead_ms > 0 && info_graph_ms(m, hw, batch, in_len, out_len, &graph_ms, err, sizeof err) != 0)
-		goto fail;
+	if (m->has_step_terms)
+		total_ms = graph_ms;
 	int json = opt_flag(&o, "json"), gemms = opt_flag(&o, "gemms");
 	if (json) {
 		info_json_head(m, hw, batch, in_len, out_len, total_ms);
