@@ -351,8 +351,8 @@ static int cu_header(caltab *t, const cu_args *a, const cudaDeviceProp *prop, co
 		             "per element, %d per block", CU_LSTM_OPS_PER_UNIT, CU_GRU_OPS_PER_UNIT, a->hidden, GPU_CELLS_THREADS) ||
 		    caltab_set_fieldf(t, "timing", err, errlen, "CUDA events on the default stream, each sample behind a spin kernel "
 		             "that covers the host's queueing of its calls (the GPU's time, not the launch latency); %u warm-up "
-		             "calls, then %u to %u samples until %.3g s timed (calls under 20 us timed in groups); median sample", a->warmup,
-		             a->min_reps, a->max_reps, a->min_time_s) ||
+		             "calls, then %u to %u samples until %.3g s timed (calls under 20 us timed in groups); median sample",
+		             a->warmup, a->min_reps, a->max_reps, a->min_time_s) ||
 		    caltab_set_fieldf(t, "budget", err, errlen, "points above %.4g GFLOP per call or %.4g MiB of operands not "
 		             "measured", a->max_gflop, a->max_mib) ||
 		    caltab_set_fieldf(t, "monotone", err, errlen, "latency_s = smallest measured_s at this or a larger batch; %zu "

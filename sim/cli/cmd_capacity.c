@@ -196,7 +196,8 @@ static int cap_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 static int cap_llm_counts(struct cap_search *s, const char *json)
 {
 	double met, measured, e;
-	if (json_number_after(json, NULL, "slo_met", -1, &met) != 0 || json_number_after(json, NULL, "slo_measured", -1, &measured) != 0)
+	if (json_number_after(json, NULL, "slo_met", -1, &met) != 0 ||
+	    json_number_after(json, NULL, "slo_measured", -1, &measured) != 0)
 		return -1;
 	s->sum_missed += (uint64_t)(measured - met);
 	s->sum_measured += (uint64_t)measured;
