@@ -674,8 +674,9 @@ check("search stopped by SIGTERM: exit 128+15 naming its file; the rerun resumes
 # the capacity bound from a cheaper run: llama2-7b on H100s, 1 to 8 replicas, a target of 60 req/s. One
 # replica's capacity search sees it saturate at some rate R; N replicas cannot serve more than N x R, so
 # the fleets with N x R below 60 are pruned unsimulated (the router is left out of the one-replica
-# configuration, which has none to choose among), and the answer is the exhaustive search's
-bspec = write("bound.search", "fixed --model=llama2-7b --policy=chunked --ttft-slo=1000 --tpot-slo=100 "
+# configuration, which has none to choose among), and the answer is the exhaustive search's. SLOs loose
+# enough that one replica's capacity search probes rates that saturate it (its throughput falls short)
+bspec = write("bound.search", "fixed --model=llama2-7b --policy=chunked --ttft-slo=5000 --tpot-slo=200 "
               "--router=least-outstanding\naxis replicas = 1 2 3 4 8\ncost gpu-h100 = 4\ntarget 60\n")
 rb1 = sb("search", bspec, "--no-db", f"--out={os.path.join(td, 'bound1.csv')}", "--json", "--jobs=1")
 rb2 = sb("search", bspec, "--no-db", f"--out={os.path.join(td, 'bound2.csv')}", "--json", "--exhaustive")
