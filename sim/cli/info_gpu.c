@@ -46,6 +46,10 @@ void info_gpu_measured(const struct gpu_measured_info *g, const struct gpu_iter_
 	       g->curve->profiled_as, opp_curve_max_tokens(g->curve));
 	printf("  attention priced at the GPU's measured GEMM rate %.0f TFLOP/s (prefill) and streaming rate %.2f TB/s "
 	       "(decode)\n", p->gemm_flops_s * 1e-12, p->stream_bytes_s * 1e-12);
+	const struct gpu_memory_row *row = gpu_memory_row(p->gpu);
+	if (row && row->device_bytes != p->mem_bytes)
+		printf("  the profile's # mem_gb = %g is not used: every table of %s has its row's %.4f GB "
+		       "(hwmodels/gpu_memory.c)\n", p->mem_bytes * 1e-9, p->gpu, row->device_bytes * 1e-9);
 	printf("  interpolation between rows, leave-one-row-out |error| median/p90:");
 	for (size_t i = 0; i < p->nleave_out; i++)
 		printf("%s %s %.2f%%/%.2f%%", i ? "," : "", p->leave_out[i].op, p->leave_out[i].median_pct,
