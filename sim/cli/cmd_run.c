@@ -270,6 +270,10 @@ static int run_check_llm_lengths(struct run_job *j, char *err, size_t errlen)
 			}
 			if (t->session_id)
 				t->session_id[kept] = t->session_id[i];
+			if (t->inner_id) {
+				t->inner_id[kept] = t->inner_id[i];
+				t->inner_len[kept] = t->inner_len[i];
+			}
 			if (t->hash_ids) {
 				t->hash_start[kept] = t->hash_start[i];
 				t->hash_count[kept] = t->hash_count[i];
