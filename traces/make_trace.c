@@ -62,10 +62,13 @@ static void mt_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: make-trace --rate=R --requests=N [--arrival-cv=CV] [--input-len=SPEC]\n"
-	        "                  [--output-len=SPEC] [--seed=S] [-o FILE]\n"
+	        "                  [--output-len=SPEC] [--shared-prefix=N:S:U[:T] | --prompt-pool=G:P:S]\n"
+	        "                  [--seed=S] [-o FILE]\n"
+	        "       make-trace --from-experiment=DIR [--seed=S] [-o FILE]\n"
 	        "Writes a trace CSV 'arrival_s,input_len,output_len' (for simbatch --trace=FILE).\n"
-	        "  --rate=R          mean arrival rate, requests per second (required)\n"
-	        "  --requests=N      number of requests, >= 1 (required)\n"
+	        "  --rate=R          mean arrival rate, requests per second (required but with\n"
+	        "                    --from-experiment)\n"
+	        "  --requests=N      number of requests, >= 1 (likewise)\n"
 	        "  --arrival-cv=CV   coefficient of variation of the gaps: 1 = Poisson (default),\n"
 	        "                    otherwise Gamma gaps with the same mean\n"
 	        "  --input-len=SPEC  input length distribution (default " MT_DEFAULT_LENGTHS ")\n"
