@@ -906,7 +906,9 @@ check("--from-experiment with --rate: exit 2", r.returncode == 2 and "--rate=3" 
 for body, needle in (("0.1,100,10,7,40,3,50\n", "inner.csv:2: inner_len 50 must be at most prefix_len 40"),
                      ("0.1,100,10,7,40,0,16\n", "inner.csv:2: inner_len 16"), ("0.1,100,10,7,40,y,16\n",
                                                                                "inner.csv:2: inner_id"),
-                     ("0.1,100,10,7,40\n", "inner.csv:2: expected 7 fields")):
+                     ("0.1,100,10,7,40\n", "inner.csv:2: expected 7 fields"),
+                     ("0.1,100,10,7,40,3,16\n0.2,90,10,8,40,3,16\n0.3,100,10,7,40,3,32\n",
+                      "inner.csv:4: inner_id,inner_len 3,32 for prefix_id 7, which line 2 gave 3,16")):
     bad = os.path.join(td, "badi", "inner.csv")
     os.makedirs(os.path.dirname(bad), exist_ok=True)
     write(bad, "arrival_s,input_len,output_len,prefix_id,prefix_len,inner_id,inner_len\n" + body)

@@ -178,6 +178,40 @@ static int trc_inner_row(const char *path, unsigned long lineno, char **f, uint3
 	return 0;
 }
 
+/* A two-level trace's rows by outer prefix, to check that one prefix has one inner prefix. */
+struct trc_inner_seen {
+	uint64_t prefix_id, inner_id;
+	uint32_t inner_len;
+	unsigned long lineno;
+};
+
+static int trc_inner_seen_cmp(const void *pa, const void *pb)
+{
+	const struct trc_inner_seen *a = pa, *b = pb;
+	if (a->prefix_id != b->prefix_id)
+		return a->prefix_id < b->prefix_id ? -1 : 1;
+	return (a->lineno > b->lineno) - (a->lineno < b->lineno);
+}
+
+/* The rows of one prefix_id are one token run, so they give one inner prefix: the first row that gives
+ * another is refused (its blocks past the inner prefix would be keyed apart from the others'). */
+static int trc_inner_consistent(const char *path, struct trc_inner_seen *seen, size_t n, char *err, size_t errlen)
+{
+	qsort(seen, n, sizeof *seen, trc_inner_seen_cmp);
+	for (size_t i = 1; i < n; i++) {
+		const struct trc_inner_seen *a = &seen[i - 1], *b = &seen[i];
+		if (a->prefix_id && a->prefix_id == b->prefix_id && (a->inner_id != b->inner_id ||
+		                                                     a->inner_len != b->inner_len)) {
+			snprintf(err, errlen, "%s:%lu: inner_id,inner_len %llu,%u for prefix_id %llu, which line %lu gave "
+			         "%llu,%u: one prefix (one prompt) has one inner prefix inside it", path, b->lineno,
+			         (unsigned long long)b->inner_id, b->inner_len, (unsigned long long)b->prefix_id, a->lineno,
+			         (unsigned long long)a->inner_id, a->inner_len);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t errlen)
 {
 	struct trc_trace *t = NULL;
@@ -189,6 +223,8 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 	enum trc_format format = TRC_FORMAT_SIMBATCH;
 	int64_t first_ns = 0;
 	char prev_stamp[48] = "";                 /* the previous row's time field, for the message */
+	struct trc_inner_seen *seen = NULL;       /* a two-level trace's rows, checked at the end */
+	size_t seen_cap = 0;
 
 	*out = NULL;
 	if (lines_open(&rd, path, LINES_MAX_WORKLOAD_FILE, err, errlen) != 0)
@@ -280,9 +316,20 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			t->prefix_id[t->n] = pid;
 			t->prefix_len[t->n] = plen;
 		}
-		if (t->inner_id && trc_inner_row(path, lineno, f, t->prefix_len[t->n], &t->inner_id[t->n],
-		                                 &t->inner_len[t->n], err, errlen) != 0)
-			goto fail;
+		if (t->inner_id) {
+			if (trc_inner_row(path, lineno, f, t->prefix_len[t->n], &t->inner_id[t->n], &t->inner_len[t->n], err,
+			                  errlen) != 0)
+				goto fail;
+			if (t->n == seen_cap) {
+				struct trc_inner_seen *more = realloc(seen, (seen_cap ? 2 * seen_cap : 1024) * sizeof *seen);
+				if (!more)
+					goto oom;
+				seen = more;
+				seen_cap = seen_cap ? 2 * seen_cap : 1024;
+			}
+			seen[t->n] = (struct trc_inner_seen){ .prefix_id = t->prefix_id[t->n], .inner_id = t->inner_id[t->n],
+			                                      .inner_len = t->inner_len[t->n], .lineno = lineno };
+		}
 		if (t->session_id && txt_parse_uint(f[5], UINT64_MAX, &t->session_id[t->n]) != 0) {
 			snprintf(err, errlen, "%s:%lu: session_id must be a non-negative integer (0: none), got '%.40s'", path,
 			         lineno, f[5]);
@@ -301,12 +348,16 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 		snprintf(err, errlen, "%s: trace has a header but no requests", path);
 		goto fail;
 	}
+	if (seen && trc_inner_consistent(path, seen, t->n, err, errlen) != 0)
+		goto fail;
+	free(seen);
 	lines_close(&rd);
 	*out = t;
 	return 0;
 oom:
 	err_memory(err, errlen, "%s: out of memory after %lu lines", path, lineno);
 fail:
+	free(seen);
 	lines_close(&rd);
 	trc_trace_free(t);
 	return -1;
