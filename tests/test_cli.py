@@ -706,15 +706,23 @@ if pa.returncode == 0:
 check("prefix cache: cached system prompts shorten TTFT; off, nothing is asked of a cache",
       pj["on"]["ttft_ms"]["mean"] < pj["off"]["ttft_ms"]["mean"] and
       "prefix_hit_blocks" not in pj["off"].get("policy_stats", {}), (pj["on"].get("ttft_ms"), pj["off"].get("ttft_ms")))
-for body, needle in (("0.1,100,10,7,200\n", "prefix.csv:2: prefix_len 200 must be at most input_len 100"),
-                     ("0.1,100,10,7,0\n", "prefix.csv:2:"), ("0.1,100,10,x,5\n", "prefix.csv:2: prefix_id"),
-                     ("0.1,100,10\n", "prefix.csv:2: expected 5 fields")):
-    bad = os.path.join(td, "badp", "prefix.csv")
-    os.makedirs(os.path.dirname(bad), exist_ok=True)
-    write(bad, "arrival_s,input_len,output_len,prefix_id,prefix_len\n" + body)
-    r = sb("--model=llama2-7b", f"--trace={bad}", "--no-db")
-    check(f"bad prefix columns {body.strip()}: one line, exit 2", r.returncode == 2 and needle in r.stderr and
-          len(r.stderr.strip().splitlines()) == 1, r.stderr)
+
+
+def refused_traces(what, name, header, cases):
+    """Each body under header as a trace: refused with the needle in one line, exit 2."""
+    for body, needle in cases:
+        bad = os.path.join(td, "bad-" + name, name + ".csv")
+        os.makedirs(os.path.dirname(bad), exist_ok=True)
+        write(bad, header + "\n" + body)
+        r = sb("--model=llama2-7b", f"--trace={bad}", "--no-db")
+        check(f"bad {what} {body.strip()}: one line, exit 2", r.returncode == 2 and needle in r.stderr and
+              len(r.stderr.strip().splitlines()) == 1, r.stderr)
+
+
+refused_traces("prefix columns", "prefix", "arrival_s,input_len,output_len,prefix_id,prefix_len",
+               (("0.1,100,10,7,200\n", "prefix.csv:2: prefix_len 200 must be at most input_len 100"),
+                ("0.1,100,10,7,0\n", "prefix.csv:2:"), ("0.1,100,10,x,5\n", "prefix.csv:2: prefix_id"),
+                ("0.1,100,10\n", "prefix.csv:2: expected 5 fields")))
 # ---- make-trace's shared-prefix workload (inference-perf's shared_prefix) ----
 # 3 system prompts of 160 tokens (10 blocks), 2 users each, a 40-token question: request i is user
 # i mod 6's, on system prompt i mod 6 // 2 + 1; each prompt's 12 full blocks asked, 10 found cached
@@ -903,18 +911,13 @@ check("make-trace --prompt-pool of zero prompts: exit 2, nothing written", r.ret
       "a pool of zero prompts" in r.stderr and not os.path.exists(out), r.stderr)
 r = subprocess.run([mt, f"--from-experiment={experiment('exp')}", "--rate=3"], capture_output=True, text=True)
 check("--from-experiment with --rate: exit 2", r.returncode == 2 and "--rate=3" in r.stderr, r.stderr)
-for body, needle in (("0.1,100,10,7,40,3,50\n", "inner.csv:2: inner_len 50 must be at most prefix_len 40"),
-                     ("0.1,100,10,7,40,0,16\n", "inner.csv:2: inner_len 16"), ("0.1,100,10,7,40,y,16\n",
-                                                                               "inner.csv:2: inner_id"),
-                     ("0.1,100,10,7,40\n", "inner.csv:2: expected 7 fields"),
-                     ("0.1,100,10,7,40,3,16\n0.2,90,10,8,40,3,16\n0.3,100,10,7,40,3,32\n",
-                      "inner.csv:4: inner_id,inner_len 3,32 for prefix_id 7, which line 2 gave 3,16")):
-    bad = os.path.join(td, "badi", "inner.csv")
-    os.makedirs(os.path.dirname(bad), exist_ok=True)
-    write(bad, "arrival_s,input_len,output_len,prefix_id,prefix_len,inner_id,inner_len\n" + body)
-    r = sb("--model=llama2-7b", f"--trace={bad}", "--no-db")
-    check(f"bad inner prefix columns {body.strip()}: one line, exit 2", r.returncode == 2 and needle in r.stderr and
-          len(r.stderr.strip().splitlines()) == 1, r.stderr)
+refused_traces("inner prefix columns", "inner", "arrival_s,input_len,output_len,prefix_id,prefix_len,inner_id,inner_len",
+               (("0.1,100,10,7,40,3,50\n", "inner.csv:2: inner_len 50 must be at most prefix_len 40"),
+                ("0.1,100,10,7,40,0,16\n", "inner.csv:2: inner_len 16"),
+                ("0.1,100,10,7,40,y,16\n", "inner.csv:2: inner_id"),
+                ("0.1,100,10,7,40\n", "inner.csv:2: expected 7 fields"),
+                ("0.1,100,10,7,40,3,16\n0.2,90,10,8,40,3,16\n0.3,100,10,7,40,3,32\n",
+                 "inner.csv:4: inner_id,inner_len 3,32 for prefix_id 7, which line 2 gave 3,16")))
 
 # ---- the Mooncake trace's format: JSON lines with the prompt's 512-token blocks as hash ids ----
 # r0 (600 tokens: ids 1, 2) then r1 (700: ids 1, 3), 2 s apart: in 16-token blocks r0's first 32

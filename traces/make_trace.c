@@ -219,6 +219,17 @@ static int mt_parse(int argc, char **argv, struct mt_args *a)
 	return -1;
 }
 
+/* Request i's arrival: one more gap after *t_s. 0, or -1 past TRC_MAX_SPAN_S (message printed). */
+static int mt_next_arrival(const struct trc_arrivals *arr, gsl_rng *r_arr, uint64_t i, double *t_s)
+{
+	*t_s += trc_arrivals_next_gap_s(arr, r_arr);
+	if (*t_s <= TRC_MAX_SPAN_S)
+		return 0;
+	fprintf(stderr, "make-trace: request %llu arrives at %.4g s, past the %.0e s a trace may span; raise --rate or "
+	        "lower --requests\n", (unsigned long long)i, *t_s, TRC_MAX_SPAN_S);
+	return -1;
+}
+
 /* The trace: provenance comments, the header, one row per request. 0, or
  * -1 when an arrival lands past TRC_MAX_SPAN_S (message printed). */
 static int mt_write(FILE *out, const struct mt_args *a, const struct trc_arrivals *arr, const struct trc_lengths *in_len,
@@ -257,10 +268,8 @@ static int mt_write(FILE *out, const struct mt_args *a, const struct trc_arrival
 	 * the trace loses nothing; rounding keeps the times non-decreasing. */
 	double t_s = 0;
 	for (uint64_t i = 0; i < a->requests; i++) {
-		t_s += trc_arrivals_next_gap_s(arr, r_arr);
-		if (!(t_s <= TRC_MAX_SPAN_S)) {
-			fprintf(stderr, "make-trace: request %llu arrives at %.4g s, past the %.0e s a trace may span; "
-			        "raise --rate or lower --requests\n", (unsigned long long)i, t_s, TRC_MAX_SPAN_S);
+		if (mt_next_arrival(arr, r_arr, i, &t_s) != 0) {
+			free(so_far);
 			return -1;
 		}
 		uint32_t in_l = trc_lengths_draw(in_len, r_len);
@@ -386,12 +395,8 @@ static int mt_write_pool(FILE *out, const struct mt_args *a, const struct trc_ar
 	mt_pool_header(out, &p, &a->requests, 1, "questions of --input-len tokens");
 	double t_s = 0;
 	for (uint64_t k = 0; k < a->requests; k++) {
-		t_s += trc_arrivals_next_gap_s(arr, r_arr);
-		if (!(t_s <= TRC_MAX_SPAN_S)) {
-			fprintf(stderr, "make-trace: request %llu arrives at %.4g s, past the %.0e s a trace may span; "
-			        "raise --rate or lower --requests\n", (unsigned long long)k, t_s, TRC_MAX_SPAN_S);
+		if (mt_next_arrival(arr, r_arr, k, &t_s) != 0)
 			goto done;
-		}
 		if (mt_pool_row(out, &p, t_s, k) < 0)
 			break;
 	}
