@@ -5,12 +5,14 @@
  * line). Only the keys make-trace needs are taken; anything else is passed
  * over, and a key that is needed and missing or not a number is refused. */
 #include "experiment.h"
+#include "../util/errkind.h"
 #include "../util/lines.h"
 #include "../util/text.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -231,68 +233,75 @@ fail:
 	return -1;
 }
 
-int trc_experiment_load(const char *dir, struct trc_experiment *x, char *err, size_t errlen)
+/* The config's values, read into rd, checked into x; the measured lengths read after. */
+static int exp_take(const struct exp_read *rd, struct trc_experiment *x, char *err, size_t errlen)
 {
-	static struct exp_read rd;        /* 40 KB of stage values: not on the stack */
-	char config[4096];
-	memset(x, 0, sizeof *x);
-	memset(&rd, 0, sizeof rd);
-	if ((size_t)snprintf(config, sizeof config, "%s/results/config.yaml", dir) >= sizeof config ||
-	    (size_t)snprintf(x->quantile_path, sizeof x->quantile_path, "%s/results/stage_0_lifecycle_metrics.json",
-	                     dir) >= sizeof x->quantile_path)
-		return lines_fail(err, errlen, dir, 0, "path too long");
-	rd.path = config;
-	if (exp_read_yaml(&rd, err, errlen) != 0)
-		return -1;
-	if (!rd.line[K_DATA_TYPE] || strcmp(rd.value[K_DATA_TYPE], "shared_prefix") != 0)
-		return lines_fail(err, errlen, config, rd.line[K_DATA_TYPE], "data.type must be shared_prefix (the prompt "
-		                  "pool make-trace rebuilds), got '%.40s'", rd.value[K_DATA_TYPE]);
-	if (rd.line[K_MULTI_TURN] && strcmp(rd.value[K_MULTI_TURN], "false") != 0 &&
-	    strcmp(rd.value[K_MULTI_TURN], "null") != 0)
-		return lines_fail(err, errlen, config, rd.line[K_MULTI_TURN], "%s: multi-turn sessions are not a prompt "
+	if (!rd->line[K_DATA_TYPE] || strcmp(rd->value[K_DATA_TYPE], "shared_prefix") != 0)
+		return lines_fail(err, errlen, rd->path, rd->line[K_DATA_TYPE], "data.type must be shared_prefix (the prompt "
+		                  "pool make-trace rebuilds), got '%.40s'", rd->value[K_DATA_TYPE]);
+	if (rd->line[K_MULTI_TURN] && strcmp(rd->value[K_MULTI_TURN], "false") != 0 &&
+	    strcmp(rd->value[K_MULTI_TURN], "null") != 0)
+		return lines_fail(err, errlen, rd->path, rd->line[K_MULTI_TURN], "%s: multi-turn sessions are not a prompt "
 		                  "pool (make-trace --shared-prefix=N:S:U:T writes conversations), got '%.40s'",
-		                  exp_keys[K_MULTI_TURN], rd.value[K_MULTI_TURN]);
+		                  exp_keys[K_MULTI_TURN], rd->value[K_MULTI_TURN]);
 	/* a pool of zero prompts sends nothing: refused */
-	if (exp_uint(&rd, K_GROUPS, 1, 1000000, &x->groups, err, errlen) != 0 ||
-	    exp_uint(&rd, K_PER_GROUP, 1, 1000000, &x->prompts_per_group, err, errlen) != 0 ||
-	    exp_uint(&rd, K_SYS, 0, 1000000, &x->system_prompt_len, err, errlen) != 0 ||
-	    exp_uint(&rd, K_QUESTION, 0, 1000000, &x->question_len, err, errlen) != 0 ||
-	    exp_uint(&rd, K_OUTPUT, 1, 1000000, &x->output_len, err, errlen) != 0)
+	if (exp_uint(rd, K_GROUPS, 1, 1000000, &x->groups, err, errlen) != 0 ||
+	    exp_uint(rd, K_PER_GROUP, 1, 1000000, &x->prompts_per_group, err, errlen) != 0 ||
+	    exp_uint(rd, K_SYS, 0, 1000000, &x->system_prompt_len, err, errlen) != 0 ||
+	    exp_uint(rd, K_QUESTION, 0, 1000000, &x->question_len, err, errlen) != 0 ||
+	    exp_uint(rd, K_OUTPUT, 1, 1000000, &x->output_len, err, errlen) != 0)
 		return -1;
 	if (x->groups * x->prompts_per_group > 10000000)
-		return lines_fail(err, errlen, config, rd.line[K_PER_GROUP], "a pool of %llu prompts: at most 10000000",
+		return lines_fail(err, errlen, rd->path, rd->line[K_PER_GROUP], "a pool of %llu prompts: at most 10000000",
 		                  (unsigned long long)(x->groups * x->prompts_per_group));
-	if (!rd.line[K_LOAD_TYPE] || (strcmp(rd.value[K_LOAD_TYPE], "constant") != 0 &&
-	                              strcmp(rd.value[K_LOAD_TYPE], "poisson") != 0))
-		return lines_fail(err, errlen, config, rd.line[K_LOAD_TYPE], "load.type must be constant or poisson, got "
-		                  "'%.40s'", rd.value[K_LOAD_TYPE]);
-	x->poisson = strcmp(rd.value[K_LOAD_TYPE], "poisson") == 0;
-	if (rd.nstages == 0)
-		return lines_fail(err, errlen, config, rd.stages_line, "load.stages has no stage (- rate: R, duration: S)");
-	x->nstages = rd.nstages;
-	for (size_t s = 0; s < rd.nstages; s++) {
+	if (!rd->line[K_LOAD_TYPE] || (strcmp(rd->value[K_LOAD_TYPE], "constant") != 0 &&
+	                              strcmp(rd->value[K_LOAD_TYPE], "poisson") != 0))
+		return lines_fail(err, errlen, rd->path, rd->line[K_LOAD_TYPE], "load.type must be constant or poisson, got "
+		                  "'%.40s'", rd->value[K_LOAD_TYPE]);
+	x->poisson = strcmp(rd->value[K_LOAD_TYPE], "poisson") == 0;
+	if (rd->nstages == 0)
+		return lines_fail(err, errlen, rd->path, rd->stages_line, "load.stages has no stage (- rate: R, duration: S)");
+	x->nstages = rd->nstages;
+	for (size_t s = 0; s < rd->nstages; s++) {
 		static const char *const names[2] = { "rate", "duration" };
 		double *v[2] = { &x->rate[s], &x->duration[s] };
 		for (int w = 0; w < 2; w++) {
-			if (!rd.stage_line[s][w])
-				return lines_fail(err, errlen, config, rd.stages_line, "load.stages[%zu].%s is missing", s, names[w]);
-			if (txt_parse_double(rd.stage_value[s][w], v[w]) != 0 || !(*v[w] > 0) || *v[w] > 1e9)
-				return lines_fail(err, errlen, config, rd.stage_line[s][w], "load.stages[%zu].%s must be a positive "
-				                  "number up to 1e9, got '%.40s'", s, names[w], rd.stage_value[s][w]);
+			if (!rd->stage_line[s][w])
+				return lines_fail(err, errlen, rd->path, rd->stages_line, "load.stages[%zu].%s is missing", s, names[w]);
+			if (txt_parse_double(rd->stage_value[s][w], v[w]) != 0 || !(*v[w] > 0) || *v[w] > 1e9)
+				return lines_fail(err, errlen, rd->path, rd->stage_line[s][w], "load.stages[%zu].%s must be a positive "
+				                  "number up to 1e9, got '%.40s'", s, names[w], rd->stage_value[s][w]);
 		}
 		double n = floor(x->rate[s] * x->duration[s]);     /* inference-perf: int(rate * duration) */
 		if (n < 1 || n > 1e9)
-			return lines_fail(err, errlen, config, rd.stage_line[s][0], "load.stages[%zu] sends %.0f requests "
+			return lines_fail(err, errlen, rd->path, rd->stage_line[s][0], "load.stages[%zu] sends %.0f requests "
 			                  "(int(rate x duration)): need 1 to 1e9", s, n);
 		x->requests[s] = (uint64_t)n;
 	}
 	if (exp_read_quantiles(x, err, errlen) != 0)
 		return -1;
 	if (x->measured && x->prompt_q[0] < (double)x->system_prompt_len)
-		return lines_fail(err, errlen, config, rd.line[K_SYS], "%s %llu is longer than the shortest measured prompt "
+		return lines_fail(err, errlen, rd->path, rd->line[K_SYS], "%s %llu is longer than the shortest measured prompt "
 		                  "(%s: prompt_len min %g): the system prompt must lie inside the prompt", exp_keys[K_SYS],
 		                  (unsigned long long)x->system_prompt_len, x->quantile_path, x->prompt_q[0]);
 	return 0;
+}
+
+int trc_experiment_load(const char *dir, struct trc_experiment *x, char *err, size_t errlen)
+{
+	char config[4096];
+	memset(x, 0, sizeof *x);
+	if ((size_t)snprintf(config, sizeof config, "%s/results/config.yaml", dir) >= sizeof config ||
+	    (size_t)snprintf(x->quantile_path, sizeof x->quantile_path, "%s/results/stage_0_lifecycle_metrics.json",
+	                     dir) >= sizeof x->quantile_path)
+		return lines_fail(err, errlen, dir, 0, "path too long");
+	struct exp_read *rd = calloc(1, sizeof *rd);    /* 13 KB of stage values: not on the stack */
+	if (!rd)
+		return err_memory(err, errlen, "%s: out of memory", config);
+	rd->path = config;
+	int status = exp_read_yaml(rd, err, errlen) != 0 || exp_take(rd, x, err, errlen) != 0 ? -1 : 0;
+	free(rd);
+	return status;
 }
 
 double trc_experiment_prompt_len(const struct trc_experiment *x, double p)
