@@ -343,7 +343,7 @@ for ext in ("-wal", "-shm"):
     if os.path.exists(p1 + ext):
         shutil.copy(p1 + ext, v2 + ext)
 con = sqlite3.connect(v2)
-con.execute("update simbatch_meta set value='5' where key='schema_version'")   # a newer simbatch's
+con.execute("update simbatch_meta set value='6' where key='schema_version'")   # a newer simbatch's
 con.commit()
 con.close()
 before = run_count(pm)
