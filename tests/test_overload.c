@@ -1,8 +1,10 @@
 /* tests/test_overload.c: util/overload.c on hand-built series of requests in
  * the system at each arrival. Each series is given as its windows' floors;
  * inside a window the count wanders above the floor and touches it once, so
- * only the least value can decide. The expected windows, times and floors
- * follow from the criterion in util/overload.h by hand (comments below).
+ * only the least value can decide. Mann-Kendall's S of OVL_SPAN = 24 floors
+ * is counted by hand below: strictly increasing floors give all 276 pairs;
+ * a group of m tied floors takes C(m, 2) of them away, one floor below n
+ * later ones takes 2n away (each +1 becomes -1).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,117 +33,138 @@ static int64_t at(uint64_t i)
 	return (int64_t)i * GAP_NS;
 }
 
-/* Floors 10 5 8 12 20 30 45 70 90 60: window 1 (5, not above 10) starts a
- * rise; windows 2..8 rise. After window 7 the rise is 6 windows long and
- * its floor went 5 -> 70: 65 >= max(5, 256 / 8 = 32), flagged there; window
- * 8 (90) extends it; window 9 (60) ends it. Window 1 opens at arrival K,
- * window 8 closes at 9K - 1, window 7 at 8K - 1. */
+/* Floors 50 50 50, then 0 2 4 ... 46 (windows 3..26), 10, 100. Spans
+ * judged from window 23 on: ending at 23, three 50s above 21 rising floors:
+ * S = 210 - 63 = 147; at 24, 231 - 44 = 187; at 25, 253 - 23 = 230 but its
+ * floor 44 is below the first 50, no growth; at 26 (windows 3..26, 0..46)
+ * S = 276 and 46 >= max(0, 128 / 8): flagged, the rise from window 3 (the
+ * lowest floor). At 27 the floor 10 keeps S at 253 + 4 - 18 = 239, but
+ * 10 is below the span's first half (up to 24): the window ends at 26.
+ * The 100 after it and a trailing partial window change nothing. */
 static void test_rise_flagged_with_its_window(void **state)
 {
 	(void)state;
-	const uint64_t floors[] = { 10, 5, 8, 12, 20, 30, 45, 70, 90, 60 };
+	uint64_t floors[29] = { 50, 50, 50 };
+	for (int k = 3; k <= 26; k++)
+		floors[k] = 2 * (uint64_t)(k - 3);
+	floors[27] = 10;
+	floors[28] = 100;
 	struct ovl_detector o;
 	ovl_init(&o, 1);
 	uint64_t next = 0;
-	feed(&o, floors, 7, 1, &next);             /* through window 6: five rises, not yet */
+	feed(&o, floors, 26, 1, &next);            /* through window 25 */
 	assert_false(o.found.flagged);
-	feed(&o, floors + 7, 3, 1, &next);
-	/* a trailing partial window is not judged, even at a higher floor */
+	feed(&o, floors + 26, 3, 1, &next);
 	for (int i = 0; i < K - 1; i++, next++)
 		ovl_arrival(&o, at(next), 1000);
 	const struct ovl_found *f = &o.found;
 	assert_true(f->flagged);
-	assert_int_equal(f->start_ns, at(K));
-	assert_int_equal(f->end_ns, at(9 * K - 1));
-	assert_int_equal(f->flagged_ns, at(8 * K - 1));
-	assert_int_equal(f->floor_from, 5);
-	assert_int_equal(f->floor_to, 90);
+	assert_int_equal(f->start_ns, at(3 * K));
+	assert_int_equal(f->flagged_ns, at(27 * K - 1));
+	assert_int_equal(f->end_ns, at(27 * K - 1));
+	assert_int_equal(f->floor_from, 0);
+	assert_int_equal(f->floor_to, 46);
 	assert_int_equal(f->window_arrivals, K);
 }
 
-/* The margin's boundary: floors 40..45 then 72 are 6 rises but a growth of
- * 32 < max(40, 32); an 80 next is 7 rises and 40 >= 40, flagged at that
- * window (the eighth, index 7: it closes at arrival 8K - 1). */
-static void test_doubling_is_the_margin(void **state)
+/* The trend's level, S >= 207: twelve 10s, three 20s, then 21..29 give
+ * S = 276 - C(12,2) - C(3,2) = 207 (and 29 - 10 >= max(10, 16)): flagged,
+ * the rise from window 11, the latest 10. Twelve 10s, three 20s, two 21s,
+ * then 22..28 give 276 - 66 - 3 - 1 = 206 (and 18 >= 16): not flagged. */
+static void test_trend_level(void **state)
 {
 	(void)state;
-	const uint64_t floors[] = { 40, 41, 42, 43, 44, 45, 72, 80 };
+	uint64_t yes[OVL_SPAN], no[OVL_SPAN];
+	for (int k = 0; k < OVL_SPAN; k++) {
+		yes[k] = k < 12 ? 10 : k < 15 ? 20 : 6 + (uint64_t)k;
+		no[k] = k < 12 ? 10 : k < 15 ? 20 : k < 17 ? 21 : 5 + (uint64_t)k;
+	}
+	assert_int_equal(yes[OVL_SPAN - 1], 29);
+	assert_int_equal(no[OVL_SPAN - 1], 28);
 	struct ovl_detector o;
 	ovl_init(&o, 1);
 	uint64_t next = 0;
-	feed(&o, floors, 7, 1, &next);
-	assert_false(o.found.flagged);
-	feed(&o, floors + 7, 1, 1, &next);
+	feed(&o, yes, OVL_SPAN, 1, &next);
 	assert_true(o.found.flagged);
-	assert_int_equal(o.found.start_ns, at(0));
-	assert_int_equal(o.found.flagged_ns, at(8 * K - 1));
-	assert_int_equal(o.found.floor_from, 40);
-	assert_int_equal(o.found.floor_to, 80);
-}
-
-/* From floor 0 the absolute margin decides: 0 1 2 3 4 5 31 is 6 rises of
- * 31 < 32, then 32: flagged. A tie breaks a rise: 0 10 20 20 30 40 50 60 70
- * rises only 5 windows after the second 20, so never. */
-static void test_absolute_margin_and_ties(void **state)
-{
-	(void)state;
-	const uint64_t low[] = { 0, 1, 2, 3, 4, 5, 31, 32 };
-	struct ovl_detector o;
-	ovl_init(&o, 1);
-	uint64_t next = 0;
-	feed(&o, low, 7, 1, &next);
-	assert_false(o.found.flagged);
-	feed(&o, low + 7, 1, 1, &next);
-	assert_true(o.found.flagged);
-
-	const uint64_t tied[] = { 0, 10, 20, 20, 30, 40, 50, 60, 70 };
+	assert_int_equal(o.found.start_ns, at(11 * K));
+	assert_int_equal(o.found.flagged_ns, at(24 * K - 1));
+	assert_int_equal(o.found.floor_from, 10);
+	assert_int_equal(o.found.floor_to, 29);
 	ovl_init(&o, 1);
 	next = 0;
-	feed(&o, tied, 9, 1, &next);
+	feed(&o, no, OVL_SPAN, 1, &next);
 	assert_false(o.found.flagged);
 }
 
-/* Only the first overloaded window is named: a second, larger rise after it leaves it as it was. */
+/* The growth's bounds, with S = 276 (strictly rising): 30..52 then 59 grew
+ * by 29 < 30, not doubled; then 60 does. From 0 on four devices (K = 512,
+ * K / 8 = 64): 0..22 then 63 is short of 64; then 64 is enough. */
+static void test_growth_bounds(void **state)
+{
+	(void)state;
+	uint64_t f[OVL_SPAN];
+	struct ovl_detector o;
+	for (uint64_t last = 59; last <= 60; last++) {
+		for (int k = 0; k < OVL_SPAN - 1; k++)
+			f[k] = 30 + (uint64_t)k;
+		f[OVL_SPAN - 1] = last;
+		ovl_init(&o, 1);
+		uint64_t next = 0;
+		feed(&o, f, OVL_SPAN, 1, &next);
+		assert_int_equal(o.found.flagged, last == 60);
+	}
+	for (uint64_t last = 63; last <= 64; last++) {
+		for (int k = 0; k < OVL_SPAN - 1; k++)
+			f[k] = (uint64_t)k;
+		f[OVL_SPAN - 1] = last;
+		ovl_init(&o, 4);
+		assert_int_equal(o.window_len, 4 * K);
+		uint64_t next = 0;
+		feed(&o, f, OVL_SPAN, 4, &next);
+		assert_int_equal(o.found.flagged, last == 64);
+		if (last == 64) {
+			assert_int_equal(o.found.flagged_ns, at(24 * 4 * K - 1));
+			assert_int_equal(o.found.window_arrivals, 4 * K);
+		}
+	}
+}
+
+/* A flat queue is never flagged, and only the first overloaded window is
+ * named: 30 windows at 7, a rise 0..23 (flagged at its 24th window, ended by
+ * the drop to 0 after it), 0s, then a larger rise 0, 10, ..., 230. */
 static void test_first_rise_named(void **state)
 {
 	(void)state;
-	const uint64_t floors[] = { 0, 40, 80, 120, 160, 200, 240, 0, 100, 200, 300, 400, 500, 600, 700 };
+	uint64_t f[30 + 24 + 30 + 24];
+	size_t n = 0;
+	for (int k = 0; k < 30; k++)
+		f[n++] = 7;
+	for (int k = 0; k < 24; k++)
+		f[n++] = (uint64_t)k;
+	for (int k = 0; k < 30; k++)
+		f[n++] = 0;
+	for (int k = 0; k < 24; k++)
+		f[n++] = 10 * (uint64_t)k;
 	struct ovl_detector o;
 	ovl_init(&o, 1);
 	uint64_t next = 0;
-	feed(&o, floors, 15, 1, &next);
-	assert_true(o.found.flagged);
-	assert_int_equal(o.found.start_ns, at(0));
-	assert_int_equal(o.found.end_ns, at(7 * K - 1));
-	assert_int_equal(o.found.floor_to, 240);
-}
-
-/* Four devices: windows of 4K arrivals and a margin of 4K / 8 = 128. The
- * floors 0 20 40 60 80 100 120 rise 6 windows by 120 < 128; 128 next flags. */
-static void test_window_scales_with_devices(void **state)
-{
-	(void)state;
-	const uint64_t floors[] = { 0, 20, 40, 60, 80, 100, 120, 128 };
-	struct ovl_detector o;
-	ovl_init(&o, 4);
-	assert_int_equal(o.window_len, 4 * K);
-	uint64_t next = 0;
-	feed(&o, floors, 7, 4, &next);
+	feed(&o, f, 30, 1, &next);
 	assert_false(o.found.flagged);
-	feed(&o, floors + 7, 1, 4, &next);
+	feed(&o, f + 30, n - 30, 1, &next);
 	assert_true(o.found.flagged);
-	assert_int_equal(o.found.flagged_ns, at(8 * 4 * K - 1));
-	assert_int_equal(o.found.window_arrivals, 4 * K);
+	assert_int_equal(o.found.start_ns, at(30 * K));
+	assert_int_equal(o.found.flagged_ns, at(54 * K - 1));
+	assert_int_equal(o.found.end_ns, at(54 * K - 1));
+	assert_int_equal(o.found.floor_to, 23);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rise_flagged_with_its_window),
-		cmocka_unit_test(test_doubling_is_the_margin),
-		cmocka_unit_test(test_absolute_margin_and_ties),
+		cmocka_unit_test(test_trend_level),
+		cmocka_unit_test(test_growth_bounds),
 		cmocka_unit_test(test_first_rise_named),
-		cmocka_unit_test(test_window_scales_with_devices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

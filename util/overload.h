@@ -10,33 +10,41 @@
  *  - Windows of K = OVL_WINDOW_PER_DEVICE x devices consecutive arrivals (a
  *    trailing partial window is not judged); f_j, window j's floor, is the
  *    least n_i in it: a queue that drains, however briefly, pulls it down.
- *  - Windows a..b rise when f_a < f_a+1 < ... < f_b. The run is overloaded
- *    within a window when such a rise spans b - a >= OVL_RISES windows and
- *    its floor at least doubled and grew by at least K / OVL_GROWTH_DIVISOR
- *    requests: f_b - f_a >= max(f_a, K / 8).
- *  - In a stable queue the floors are a stationary series; were they
- *    independent, OVL_RISES rises in a row at one place would have the
- *    chance 1 / (OVL_RISES + 1)! = 1 / 5040 (ties, as at floor 0, only
- *    lower it), and the doubling asks more. Under an excess eps of arrivals
- *    over service the floor rises by about K eps / (1 + eps) a window.
- *  - Reported: the first such rise, to the last window it keeps rising in.
+ *  - At each window's end, the last L = OVL_SPAN floors f_1..f_L are tested
+ *    for an upward trend with Mann-Kendall's statistic S = sum over pairs
+ *    a < b of sign(f_b - f_a). Flagged when S >= OVL_TREND_PAIRS (207 of
+ *    the 276 pairs: Kendall's tau >= 0.75; were the floors independent,
+ *    z = S / sqrt(L(L-1)(2L+5)/18) = 5.1, one-sided p ~ 1.5e-7 a test; the
+ *    floors of a loaded queue are positively correlated, which widens S's
+ *    spread, so the level is set far out) and the floor at least doubled
+ *    and grew by K / OVL_GROWTH_DIVISOR requests or more across the span:
+ *    f_L - f_1 >= max(f_1, K / 8). Under an excess eps of arrivals over
+ *    service the floor rises by about K eps / (1 + eps) a window.
+ *  - Reported: the first flagged span, from the start of its window with
+ *    the lowest floor (the latest such: where the rise began) to the end of
+ *    the last window after it whose own span still has the trend (S as
+ *    above; a queue that keeps growing need not double again) and whose
+ *    floor is above every floor in its span's first half (a queue that
+ *    drained ends it at once).
  *
- * Contract: O(1) a call, no allocation; results depend only on the calls
- * (times in ns, counts), so equal runs give equal answers. */
+ * Contract: O(1) a call (O(L^2) once every K arrivals), no allocation;
+ * results depend only on the calls (times in ns, counts), so equal runs give
+ * equal answers. */
 #ifndef SB_OVERLOAD_H
 #define SB_OVERLOAD_H
 
 #include <stdint.h>
 
-#define OVL_WINDOW_PER_DEVICE 256   /* arrivals a window, per device */
-#define OVL_RISES 6                 /* windows the floor must rise in a row */
-#define OVL_GROWTH_DIVISOR 8        /* the floor must gain at least K / 8 requests */
+#define OVL_WINDOW_PER_DEVICE 128   /* arrivals a window, per device */
+#define OVL_SPAN 24                 /* windows the trend test looks at */
+#define OVL_TREND_PAIRS 207         /* Mann-Kendall S at least this (tau 0.75 of OVL_SPAN's 276 pairs) */
+#define OVL_GROWTH_DIVISOR 8        /* the floor must gain at least K / 8 requests across the span */
 
 struct ovl_found {
 	int flagged;                    /* 1: overloaded within the window below */
 	int64_t start_ns, end_ns;       /* the first arrival of the rise's first window, the last of its last */
 	int64_t flagged_ns;             /* the last arrival of the window in which the criterion first held */
-	uint64_t floor_from, floor_to;  /* the floor of the rise's first window and of its last */
+	uint64_t floor_from, floor_to;  /* the floor where the rise began and of its last window */
 	uint64_t window_arrivals;       /* K */
 };
 
@@ -45,12 +53,10 @@ struct ovl_detector {
 	uint64_t in_window;             /* arrivals so far in the current window */
 	uint64_t floor;                 /* the current window's least n so far */
 	int64_t window_start_ns, last_arrival_ns;
-	int have_previous;              /* a window has been judged */
-	uint64_t previous_floor;
-	uint64_t rise_floor;            /* the floor of the current rise's first window */
-	int64_t rise_start_ns;
-	uint64_t rise_windows;          /* windows after the rise's first */
-	int rising_flagged;             /* the current rise is the flagged one, still rising */
+	uint64_t windows;               /* windows judged */
+	uint64_t floors[OVL_SPAN];      /* the last OVL_SPAN windows' floors, a ring: window w at w % OVL_SPAN */
+	int64_t starts_ns[OVL_SPAN];    /* their first arrivals */
+	int extending;                  /* the flagged span's windows still meet the criterion */
 	struct ovl_found found;
 };
 

@@ -39,7 +39,10 @@
  * departure rate falls below the arrival rate only when the queue grows; a
  * probe is saturated when it is below CAP_LLM_KEEP_UP of it (as
  * report_saturated's 95%), or, when the run did not reach the window's end,
- * when report_saturated says so. Requests per probe: the fewest for which a
+ * when report_saturated says so. Every model's probe also fails when its run
+ * was overloaded within a window (the queue grew, util/overload.h: the run's
+ * "overload_window"), the test `run` reports and `search` inherits from here.
+ * Requests per probe: the fewest for which a
  * run whose true miss fraction is half the allowance passes
  * (metrics_fraction_min_trials), but at least CAP_LLM_MIN_MEASURED, so that
  * the window's Poisson noise (1 / sqrt(its arrivals)) is within half the 5%
@@ -118,8 +121,9 @@ static const char cap_usage[] =
 	"       simbatch capacity --model=LLM --ttft-slo=MS --tpot-slo=MS [--percentile=P | --attainment=F]\n"
 	"                         [--confidence=C] [--preset=mlperf-llama2-70b] [any run option]\n"
 	"Finds the highest Poisson rate whose p99 latency meets the SLA, by bisection, and prints it\n"
-	"with its bracket [lo, hi]: p99 <= SLA at lo, > SLA at hi. An LLM is judged on its token\n"
-	"targets: the bound on the fraction of requests missing one, and a steady state.";
+	"with its bracket [lo, hi]: p99 <= SLA at lo, > SLA at hi (or a run overloaded within a window,\n"
+	"as `run` reports it). An LLM is judged on its token targets: the bound on the fraction of\n"
+	"requests missing one, and a steady state.";
 
 struct cap_point {
 	double rate_rps;
@@ -127,6 +131,7 @@ struct cap_point {
 	double violation;         /* mean SLA violation rate over seeds; an LLM's fraction missing a token target */
 	double bound;             /* LLM: the upper bound on that fraction */
 	int saturated;            /* LLM: a seed's run could not keep up with the rate */
+	int overloaded;           /* a seed's run was overloaded within a window (util/overload.h) */
 	int pass;
 };
 
@@ -143,6 +148,7 @@ struct cap_search {
 	double allowed, confidence;
 	uint64_t sum_missed, sum_measured;
 	int any_saturated;
+	int any_overloaded;       /* a seed's run named an overload window */
 	double hw_error_p90;      /* the measured GPU's error (a fraction), from a probe's JSON; -1 when none */
 	/* the rate being measured */
 	char rate_arg[64];
@@ -235,6 +241,7 @@ static void cap_done(void *ud, void *ctx, const struct pp_result *r)
 				         n ? e : r->signal ? "killed by a signal" : r->exit_code == 0 ? "unreadable JSON" : "no message");
 		}
 	} else {
+		s->any_overloaded |= strstr(r->out, "\"overload_window\":{") != NULL;
 		s->sum_p99 += p99;
 		s->sum_viol += viol;
 		s->nok++;
@@ -254,7 +261,7 @@ static int cap_measure(struct cap_search *s, double rate, struct cap_point **out
 	s->sum_p99 = s->sum_viol = 0;
 	s->nok = 0;
 	s->sum_missed = s->sum_measured = 0;
-	s->any_saturated = 0;
+	s->any_saturated = s->any_overloaded = 0;
 	s->failure[0] = '\0';
 	struct pp_config pc = { .exe = s->exe, .jobs = s->jobs, .next = cap_next, .done = cap_done, .ud = s };
 	if (pp_run(&pc, err, errlen) != 0)
@@ -267,20 +274,22 @@ static int cap_measure(struct cap_search *s, double rate, struct cap_point **out
 	p->rate_rps = rate;
 	p->p99_ms = s->sum_p99 / (double)s->nseeds;
 	p->violation = s->sum_viol / (double)s->nseeds;
-	p->pass = p->p99_ms <= s->sla_ms;
+	p->overloaded = s->any_overloaded;
+	p->pass = p->p99_ms <= s->sla_ms && !p->overloaded;
 	if (s->llm) {
 		p->violation = s->sum_measured ? (double)s->sum_missed / (double)s->sum_measured : 1.0;
 		p->bound = metrics_fraction_upper(s->sum_missed, s->sum_measured, s->confidence);
-		p->saturated = s->any_saturated;
+		p->saturated = s->any_saturated || s->any_overloaded;
 		/* an attainment of 1 allows no miss, which no bound shows: then none may miss */
 		p->pass = !p->saturated && (s->allowed > 0 ? p->bound <= s->allowed : s->sum_missed == 0);
 		if (!s->quiet)
 			fprintf(stderr, "capacity: %.10g req/s: %llu of %llu requests miss a target (bound %.4g %s %.4g)%s\n",
 			        rate, (unsigned long long)s->sum_missed, (unsigned long long)s->sum_measured, p->bound,
-			        p->bound <= s->allowed ? "<=" : ">", s->allowed, p->saturated ? ", saturated" : "");
+			        p->bound <= s->allowed ? "<=" : ">", s->allowed,
+			        p->overloaded ? ", overloaded within a window" : p->saturated ? ", saturated" : "");
 	} else if (!s->quiet)
-		fprintf(stderr, "capacity: %.10g req/s: p99 %.4g ms %s %g ms\n", rate, p->p99_ms, p->pass ? "<=" : ">",
-		        s->sla_ms);
+		fprintf(stderr, "capacity: %.10g req/s: p99 %.4g ms %s %g ms%s\n", rate, p->p99_ms,
+		        p->p99_ms <= s->sla_ms ? "<=" : ">", s->sla_ms, p->overloaded ? ", overloaded within a window" : "");
 	*out = p;
 	return 0;
 }
@@ -578,9 +587,9 @@ static void cap_print(const struct opt_set *o, const struct cap_search *s, const
 		       (unsigned long long)s->nseeds, (unsigned long long)s->seed0);
 		for (size_t i = 0; i < s->npts; i++)
 			printf("%s{\"rate_rps\":%.10g,\"p99_ms\":%.10g,\"sla_violation_rate\":%.10g,\"miss_bound\":%.10g,"
-			       "\"saturated\":%s,\"pass\":%s}", i ? "," : "", s->pts[i].rate_rps, s->pts[i].p99_ms,
-			       s->pts[i].violation, s->pts[i].bound, s->pts[i].saturated ? "true" : "false",
-			       s->pts[i].pass ? "true" : "false");
+			       "\"saturated\":%s,\"overloaded\":%s,\"pass\":%s}", i ? "," : "", s->pts[i].rate_rps,
+			       s->pts[i].p99_ms, s->pts[i].violation, s->pts[i].bound, s->pts[i].saturated ? "true" : "false",
+			       s->pts[i].overloaded ? "true" : "false", s->pts[i].pass ? "true" : "false");
 		printf("]");
 		if (s->llm) {
 			printf(",\"llm\":{\"allowed_miss_fraction\":%.10g,\"confidence\":%.10g,\"miss_at_bracket\":[%.10g,%.10g],"
@@ -606,8 +615,9 @@ static void cap_print(const struct opt_set *o, const struct cap_search *s, const
 			       "order\n", 100 * s->hw_error_p90, lo->rate_rps / (1 + s->hw_error_p90),
 			       hi->rate_rps / (1 - s->hw_error_p90));
 	} else {
-		printf("capacity %.6g req/s: p99 %.4g ms <= %g ms at %.6g req/s, %.4g ms > %g ms at %.6g req/s\n",
-		       lo->rate_rps, lo->p99_ms, s->sla_ms, lo->rate_rps, hi->p99_ms, s->sla_ms, hi->rate_rps);
+		printf("capacity %.6g req/s: p99 %.4g ms <= %g ms at %.6g req/s, %.4g ms %s %g ms at %.6g req/s%s\n",
+		       lo->rate_rps, lo->p99_ms, s->sla_ms, lo->rate_rps, hi->p99_ms, hi->p99_ms > s->sla_ms ? ">" : "<=",
+		       s->sla_ms, hi->rate_rps, hi->overloaded ? " (overloaded within a window)" : "");
 		printf("  %s on %s / %s, max batch %u; %llu requests per rate (%llu warm-up), %llu seed(s), "
 		       "%zu rates simulated; estimate %.6g req/s\n", nm->policy, nm->model, nm->hw, nm->max_batch, (unsigned long long)s->requests, (unsigned long long)s->warmup,
 		       (unsigned long long)s->nseeds, s->npts, est);
