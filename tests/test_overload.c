@@ -37,8 +37,8 @@ static int64_t at(uint64_t i)
  * judged from window 23 on: ending at 23, three 50s above 21 rising floors:
  * S = 210 - 63 = 147; at 24, 231 - 44 = 187; at 25, 253 - 23 = 230 but its
  * floor 44 is below the first 50, no growth; at 26 (windows 3..26, 0..46)
- * S = 276 and 46 >= max(0, 128 / 8): flagged, the rise from window 3 (the
- * lowest floor). At 27 the floor 10 keeps S at 253 + 4 - 18 = 239, but
+ * S = 276 and 46 >= max(0, 128 / 8): flagged, the rise from window 5 (the
+ * latest floor within (46 - 0) / 8 = 5 of the lowest, 0). At 27 the floor 10 keeps S at 253 + 4 - 18 = 239, but
  * 10 is below the span's first half (up to 24): the window ends at 26.
  * The 100 after it and a trailing partial window change nothing. */
 static void test_rise_flagged_with_its_window(void **state)
@@ -59,17 +59,17 @@ static void test_rise_flagged_with_its_window(void **state)
 		ovl_arrival(&o, at(next), 1000);
 	const struct ovl_found *f = &o.found;
 	assert_true(f->flagged);
-	assert_int_equal(f->start_ns, at(3 * K));
+	assert_int_equal(f->start_ns, at(5 * K));
 	assert_int_equal(f->flagged_ns, at(27 * K - 1));
 	assert_int_equal(f->end_ns, at(27 * K - 1));
-	assert_int_equal(f->floor_from, 0);
+	assert_int_equal(f->floor_from, 4);
 	assert_int_equal(f->floor_to, 46);
 	assert_int_equal(f->window_arrivals, K);
 }
 
 /* The trend's level, S >= 207: twelve 10s, three 20s, then 21..29 give
  * S = 276 - C(12,2) - C(3,2) = 207 (and 29 - 10 >= max(10, 16)): flagged,
- * the rise from window 11, the latest 10. Twelve 10s, three 20s, two 21s,
+ * the rise from window 11, the latest floor within 19 / 8 = 2 of 10. Twelve 10s, three 20s, two 21s,
  * then 22..28 give 276 - 66 - 3 - 1 = 206 (and 18 >= 16): not flagged. */
 static void test_trend_level(void **state)
 {
@@ -131,7 +131,8 @@ static void test_growth_bounds(void **state)
 
 /* A flat queue is never flagged, and only the first overloaded window is
  * named: 30 windows at 7, a rise 0..23 (flagged at its 24th window, ended by
- * the drop to 0 after it), 0s, then a larger rise 0, 10, ..., 230. */
+ * the drop to 0 after it; begun at floor 23 / 8 = 2, window 32), 0s, then a
+ * larger rise 0, 10, ..., 230. */
 static void test_first_rise_named(void **state)
 {
 	(void)state;
@@ -152,7 +153,7 @@ static void test_first_rise_named(void **state)
 	assert_false(o.found.flagged);
 	feed(&o, f + 30, n - 30, 1, &next);
 	assert_true(o.found.flagged);
-	assert_int_equal(o.found.start_ns, at(30 * K));
+	assert_int_equal(o.found.start_ns, at(32 * K));
 	assert_int_equal(o.found.flagged_ns, at(54 * K - 1));
 	assert_int_equal(o.found.end_ns, at(54 * K - 1));
 	assert_int_equal(o.found.floor_to, 23);

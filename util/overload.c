@@ -53,9 +53,14 @@ void ovl_window_end(struct ovl_detector *o)
 	}
 	if (!trend || !ovl_grew(f, o->window_len))
 		return;
-	int low = 0;                               /* where the rise began: the latest window of the lowest floor */
+	/* where the rise began: the latest window whose floor was within an eighth of the rise above the lowest */
+	uint64_t lowest = f[0];
 	for (int k = 1; k < OVL_SPAN; k++)
-		if (f[k] <= f[low])
+		lowest = f[k] < lowest ? f[k] : lowest;
+	uint64_t near = lowest + (o->floor - lowest) / 8;
+	int low = 0;
+	for (int k = 0; k < OVL_SPAN; k++)
+		if (f[k] <= near)
 			low = k;
 	o->extending = 1;
 	o->found = (struct ovl_found){ .flagged = 1, .start_ns = start[low], .end_ns = o->last_arrival_ns,

@@ -20,8 +20,10 @@
  *    and grew by K / OVL_GROWTH_DIVISOR requests or more across the span:
  *    f_L - f_1 >= max(f_1, K / 8). Under an excess eps of arrivals over
  *    service the floor rises by about K eps / (1 + eps) a window.
- *  - Reported: the first flagged span, from the start of its window with
- *    the lowest floor (the latest such: where the rise began) to the end of
+ *  - Reported: the first flagged span, from the start of the latest of its
+ *    windows whose floor was within an eighth of the rise above the span's
+ *    lowest (where the rise began; the lowest alone may lie far back in a
+ *    light stage whose floor wanders between 0 and 3) to the end of
  *    the last window after it whose own span still has the trend (S as
  *    above; a queue that keeps growing need not double again) and whose
  *    floor is above every floor in its span's first half (a queue that
