@@ -220,7 +220,7 @@ static const struct opp_curve *gpu_find_curve(const struct op_profile *p, const 
 static int gpu_check_tp(const struct mdl_model *m, uint32_t tp, char *err, size_t errlen)
 {
 	const struct mdl_llm *l = &m->llm;
-	if (tp == 0 || tp > 8 || (tp & (tp - 1)) != 0) {
+	if (!opp_tp_supported(tp)) {
 		snprintf(err, errlen, "--tp=%u: tensor parallelism must be 1, 2, 4 or 8 GPUs", tp);
 		return -1;
 	}

@@ -20,6 +20,15 @@
 #include <stdint.h>
 #include "../models/model.h"
 
+/* Longest one task may take on any hardware model, in seconds (11.6 days):
+ * a node at any batch, a cold start, an LLM iteration, one operator or
+ * collective of a measured profile. Simulated time is int64 nanoseconds,
+ * 292 years, and arrivals may span 31.7 of them (TRC_MAX_SPAN_S): a task of
+ * 1e6 s leaves room for over 8,000 of them back to back. No inference task
+ * comes near it; a table or configuration that gives more is a mistake,
+ * refused before the run (sim/engine/latency.h's ENG_MAX_NODE_S is this). */
+#define HW_MAX_TASK_S 1e6
+
 enum hw_bound { HW_COMPUTE_BOUND = 0, HW_MEMORY_BOUND = 1 };
 
 struct hw_node_cost {

@@ -98,12 +98,26 @@ static inline int64_t llm_round_ns(double s)
 	return i + (y - (double)i >= 0.5);
 }
 
+/* An iteration of s seconds in ns (at least 1), or -1 with err beyond a
+ * task's bound (HW_MAX_TASK_S): a profile's time too large, which would
+ * pass the clock's range or wrap its integer nanoseconds. */
+static int64_t llm_bounded_ns(const struct llm_cost *c, double s, uint32_t n, char *err, size_t errlen)
+{
+	if (!(s <= HW_MAX_TASK_S)) {
+		snprintf(err, errlen, "hw %s prices an iteration of %u request(s) at %g s: more than the %g s a task may "
+		         "take in simulated time (its tables' times are too large)", c->hw->label, n, s, HW_MAX_TASK_S);
+		return -1;
+	}
+	int64_t ns = llm_round_ns(s);
+	return ns > 0 ? ns : 1;
+}
+
 int64_t llm_cost_iter_ns(struct llm_cost *c, uint32_t n, const uint32_t *tokens, const uint32_t *context,
                          uint32_t emitting, uint32_t pad, char *err, size_t errlen)
 {
 	if (c->hw->ops->iter_cost) {          /* measured whole (llm_iter.h) */
-		int64_t ns = llm_round_ns(c->hw->ops->iter_cost(c->hw, n, tokens, context, emitting, pad));
-		return ns > 0 ? ns : 1;
+		double s = c->hw->ops->iter_cost(c->hw, n, tokens, context, emitting, pad);
+		return llm_bounded_ns(c, s, n, err, errlen);
 	}
 	const struct mdl_llm *l = c->llm;
 	uint64_t total = pad;
@@ -135,16 +149,17 @@ int64_t llm_cost_iter_ns(struct llm_cost *c, uint32_t n, const uint32_t *tokens,
 		if (emitting <= c->max_tokens)
 			c->head_s[emitting] = head;
 	}
-	double s = layers + (emitting ? head : 0) + attn_s;
-	int64_t ns = llm_round_ns(s);
-	return ns > 0 ? ns : 1;
+	return llm_bounded_ns(c, layers + (emitting ? head : 0) + attn_s, n, err, errlen);
 }
 
 int64_t llm_cost_decode_ns(const struct llm_cost *c, uint32_t n, uint64_t context_sum)
 {
 	if (!c->hw->ops->decode_cost)
 		return 0;
-	int64_t ns = llm_round_ns(c->hw->ops->decode_cost(c->hw, n, context_sum));   /* as llm_cost_iter_ns */
+	double s = c->hw->ops->decode_cost(c->hw, n, context_sum);
+	if (!(s <= HW_MAX_TASK_S))
+		return 0;        /* the caller prices the members, and llm_cost_iter_ns says why it cannot */
+	int64_t ns = llm_round_ns(s);   /* as llm_cost_iter_ns */
 	return ns > 0 ? ns : 1;
 }
 

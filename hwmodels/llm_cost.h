@@ -39,13 +39,14 @@ void llm_cost_destroy(struct llm_cost *c);
 /* One iteration, in ns (at least 1): member i runs tokens[i] new tokens on
  * a cache of context[i]; emitting members yield a token (the LM head); pad
  * tokens of padding (static batching) go through the layer GEMMs too (their
- * attention is not priced). -1 with err if the hardware model fails a GEMM. */
+ * attention is not priced). -1 with err if the hardware model fails a GEMM
+ * or prices the iteration beyond HW_MAX_TASK_S (hwmodel.h). */
 int64_t llm_cost_iter_ns(struct llm_cost *c, uint32_t n, const uint32_t *tokens, const uint32_t *context,
                          uint32_t emitting, uint32_t pad, char *err, size_t errlen);
 /* llm_cost_iter_ns of n members decoding one token each, all emitting, on
  * caches of context_sum tokens in all, from the sum alone where the hardware
- * model prices that way (hw_ops.decode_cost); 0 where it does not (the
- * caller prices the members). */
+ * model prices that way (hw_ops.decode_cost); 0 where it does not, or where
+ * the sum passes HW_MAX_TASK_S (the caller prices the members). */
 int64_t llm_cost_decode_ns(const struct llm_cost *c, uint32_t n, uint64_t context_sum);
 
 /* KV cache blocks of block_size tokens the device's memory holds after the

@@ -206,8 +206,9 @@ static int opp_row(struct op_profile *p, char *line, const struct opp_parse *ps,
 			                    f[col]);
 		*dims[i] = (uint32_t)v;
 	}
-	if (txt_parse_uint(f[COL_TP], 64, &v) != 0 || v == 0)
-		return opp_fail_col(ps, COL_TP, "must be a GPU count from 1 to 64, not", f[COL_TP]);
+	if (txt_parse_uint(f[COL_TP], 64, &v) != 0 || !opp_tp_supported(v))
+		return opp_fail_col(ps, COL_TP, "must be 1, 2, 4 or 8 GPUs (the tensor parallelism a measured GPU runs), "
+		                    "not", f[COL_TP]);
 	uint32_t tp = (uint32_t)v;
 	if (txt_parse_uint(f[COL_TOKENS], UINT32_MAX, &v) != 0 || v == 0)
 		return opp_fail_col(ps, COL_TOKENS, "must be a positive token count, not", f[COL_TOKENS]);
@@ -222,6 +223,9 @@ static int opp_row(struct op_profile *p, char *line, const struct opp_parse *ps,
 		}
 		if (txt_parse_double(cell, &ms[op]) != 0 || !(ms[op] > 0))
 			return opp_fail_col(ps, COL_FIRST_OP + op, "must be a positive, finite time in ms, not", cell);
+		if (ms[op] > OPP_MAX_MS)
+			return opp_fail_col(ps, COL_FIRST_OP + op, "is more than the 1e+09 ms (1e+06 s) a task may take in "
+			                    "simulated time:", cell);
 		present |= 1u << op;
 	}
 	struct opp_curve *c = p->ncurves ? &p->curves[p->ncurves - 1] : NULL;
@@ -420,6 +424,7 @@ struct opp_collective_kind {
 	const char *kind_line, *what;    /* "an all-reduce profile" */
 	const char *key;                 /* the first column's name */
 	uint64_t key_min, key_max;
+	int (*key_ok)(uint64_t key);     /* a further check of the key, or NULL */
 	const char *key_must;            /* "must be ..., not" */
 };
 
@@ -461,9 +466,10 @@ static int opp_collective_load(const char *path, const struct opp_collective_kin
 		}
 		uint64_t key, bytes;
 		double ms;
-		size_t bad = n != 3 ? 3 : txt_parse_uint(f[0], k->key_max, &key) != 0 || key < k->key_min ? 0
+		size_t bad = n != 3 ? 3 : txt_parse_uint(f[0], k->key_max, &key) != 0 || key < k->key_min
+		                          || (k->key_ok && !k->key_ok(key)) ? 0
 		             : txt_parse_uint(f[1], UINT64_MAX, &bytes) != 0 || bytes == 0 ? 1
-		             : txt_parse_double(f[2], &ms) != 0 || !(ms > 0) ? 2 : SIZE_MAX;
+		             : txt_parse_double(f[2], &ms) != 0 || !(ms > 0) || ms > OPP_MAX_MS ? 2 : SIZE_MAX;
 		if (bad == 3) {
 			snprintf(err, errlen, "%s:%lu: %zu fields where the header has 3", path, rd.lineno, n);
 			goto fail_rd;
@@ -471,7 +477,8 @@ static int opp_collective_load(const char *path, const struct opp_collective_kin
 		if (bad != SIZE_MAX) {
 			snprintf(err, errlen, "%s:%lu:%zu (%s): %s '%s'", path, rd.lineno, bad + 1, names[bad],
 			         bad == 0 ? k->key_must : bad == 1 ? "must be a positive byte count, not"
-			         : "must be a positive, finite time in ms, not", f[bad]);
+			         : "must be a positive time in ms up to 1e+09 (1e+06 s, the most a task may take in simulated "
+			           "time), not", f[bad]);
 			goto fail_rd;
 		}
 		if (a->n && (key < a->key[a->n - 1] || (key == a->key[a->n - 1] && (double)bytes <= a->bytes[a->n - 1]))) {
@@ -517,15 +524,16 @@ fail:
 
 int opp_allreduce_load(const char *path, struct opp_collective **out, char *err, size_t errlen)
 {
-	static const struct opp_collective_kind k = { OPP_ALLREDUCE_KIND_LINE, "an all-reduce profile", "gpus", 2, 64,
-	                                              "must be a GPU count from 2 to 64, not" };
+	static const struct opp_collective_kind k = { OPP_ALLREDUCE_KIND_LINE, "an all-reduce profile", "gpus", 2, 8,
+	                                              opp_tp_supported, "must be 2, 4 or 8 GPUs (the tensor "
+	                                              "parallelism a measured GPU runs), not" };
 	return opp_collective_load(path, &k, out, err, errlen);
 }
 
 int opp_sendrecv_load(const char *path, struct opp_collective **out, char *err, size_t errlen)
 {
 	static const struct opp_collective_kind k = { OPP_SENDRECV_KIND_LINE, "a send-recv profile", "nodes", 1, 2,
-	                                              "must be 1 (one node) or 2 (two nodes), not" };
+	                                              NULL, "must be 1 (one node) or 2 (two nodes), not" };
 	return opp_collective_load(path, &k, out, err, errlen);
 }
 

@@ -23,11 +23,12 @@
  *                                               an operator's name, allreduce, attention_prefill,
  *                                               attention_decode or lm_head)
  *     profiled_as,hidden,heads,kv_heads,ffn,vocab,gated,tp,tokens,emb,...,add
- * Rows: sorted by shape, then tp, then strictly increasing tokens; every
- * time a positive finite number of ms, or "-" where a model has no such
- * operator (only post_attention_layernorm may be absent).
+ * Rows: sorted by shape, then tp (1, 2, 4 or 8), then strictly increasing
+ * tokens; every time a positive number of ms up to OPP_MAX_MS, or "-" where
+ * a model has no such operator (only post_attention_layernorm may be absent).
  * All-reduce format: "# simbatch all-reduce profile", then header
- * gpus,bytes,ms, rows sorted by gpus then strictly increasing bytes.
+ * gpus,bytes,ms (gpus 2, 4 or 8; ms up to OPP_MAX_MS), rows sorted by gpus
+ * then strictly increasing bytes.
  * Send/recv format (calib/tables/sendrecv-GPU.csv, one NCCL send/recv
  * between two GPUs): "# simbatch send-recv profile", then header
  * nodes,bytes,ms (nodes 1: both GPUs in one node; 2: on two nodes), sorted
@@ -44,6 +45,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "hwmodel.h"
 
 #define OPP_KIND_LINE "# simbatch llm operator profile"
 #define OPP_ALLREDUCE_KIND_LINE "# simbatch all-reduce profile"
@@ -51,6 +53,18 @@
 #define OPP_S_PER_MS 1e-3   /* a unit: the profiles hold milliseconds (Vidur's time columns, converted as measured) */
 #define OPP_ELEM_BYTES 2.0  /* bytes an element: Vidur profiles fp16 weights and activations (its model configs'
                              * torch_dtype float16) */
+
+/* The longest time one row may hold, in ms: a task's bound (HW_MAX_TASK_S).
+ * An operator or a collective beyond it would make a single iteration pass
+ * the bound; a larger one would overflow its integer nanoseconds. */
+#define OPP_MAX_MS (HW_MAX_TASK_S / OPP_S_PER_MS)
+
+/* Tensor-parallel degrees a measured GPU runs (gpu_measured.h): 1, 2, 4 or 8
+ * GPUs, a power of two as vLLM's and Vidur's TP groups are. */
+static inline int opp_tp_supported(uint64_t tp)
+{
+	return tp >= 1 && tp <= 8 && (tp & (tp - 1)) == 0;
+}
 
 enum opp_op {
 	OPP_EMB, OPP_INPUT_NORM, OPP_QKV, OPP_ROPE, OPP_ATTN_OUT, OPP_POST_NORM,

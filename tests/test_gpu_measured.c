@@ -280,6 +280,52 @@ static void test_bad_profiles(void **state)
 	put(ar_path, OPP_ALLREDUCE_KIND_LINE "\ngpus,bytes,ms\n2,256,0.010\n2,1024,0.016\n");
 }
 
+/* Times bounded as a task's (HW_MAX_TASK_S: 1e9 ms a row, 1e6 s an
+ * iteration) and TP degrees a measured GPU runs (issue 47, item 2). */
+static void test_bounded_profiles(void **state)
+{
+	(void)state;
+	char text[8192], err[512];
+	damaged(text, sizeof text, ",0.024,", 0, ",1e300,");
+	expect_profile_error(text, 1, "bad.csv:7:16 (mlp_up_proj): is more than the 1e+09 ms", NULL);
+	damaged(text, sizeof text, ",0.024,", 0, ",1000000001,");
+	expect_profile_error(text, 1, "bad.csv:7:16 (mlp_up_proj): is more than the 1e+09 ms", NULL);
+	damaged(text, sizeof text, ",1,2,1,", 0, ",1,3,1,");          /* the first tp 2 row at tp 3 */
+	expect_profile_error(text, 1, "bad.csv:9:8 (tp): must be 1, 2, 4 or 8 GPUs", "'3'");
+	damaged(text, sizeof text, ",1,2,", 1, ",1,16,");             /* every tp 2 row at 16 */
+	expect_profile_error(text, 1, "bad.csv:9:8 (tp): must be 1, 2, 4 or 8 GPUs", "'16'");
+	/* a row at the bound loads; an iteration through it (2 layers of 1e6 s at 4 tokens) is refused */
+	damaged(text, sizeof text, ",0.024,", 0, ",1e9,");
+	char path[160];
+	snprintf(path, sizeof path, "%s/edge.csv", dir);
+	put(path, text);
+	struct hw_model *hw = NULL;
+	struct llm_cost *c = NULL;
+	if (hw_open_tp(path, model, 1, &hw, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(llm_cost_create(hw, model, 64, &c, err, sizeof err), 0);
+	uint32_t tokens = 4, context = 0;
+	assert_int_equal(llm_cost_iter_ns(c, 1, &tokens, &context, 1, 0, err, sizeof err), -1);
+	if (!strstr(err, "at 2e+06 s: more than the 1e+06 s a task may take"))
+		fail_msg("%s", err);
+	tokens = 1;                     /* the 1-token row is the test's own: a few hundredths of a ms */
+	int64_t ns = llm_cost_iter_ns(c, 1, &tokens, &context, 1, 0, err, sizeof err);
+	assert_true(ns > 0 && ns < 1000000);
+	llm_cost_destroy(c);
+	hw_close(hw);
+	unlink(path);
+	/* all-reduce rows: a GPU count no TP degree has, a time past the bound */
+	put(ar_path, OPP_ALLREDUCE_KIND_LINE "\ngpus,bytes,ms\n3,256,0.010\n3,1024,0.016\n");
+	assert_int_equal(hw_open_tp(ops_path, model, 2, &hw, err, sizeof err), -1);
+	if (!strstr(err, "allreduce-toy.csv:3:1 (gpus): must be 2, 4 or 8 GPUs"))
+		fail_msg("%s", err);
+	put(ar_path, OPP_ALLREDUCE_KIND_LINE "\ngpus,bytes,ms\n2,256,0.010\n2,1024,1e300\n");
+	assert_int_equal(hw_open_tp(ops_path, model, 2, &hw, err, sizeof err), -1);
+	if (!strstr(err, "allreduce-toy.csv:4:3 (ms): must be a positive time in ms up to 1e+09"))
+		fail_msg("%s", err);
+	put(ar_path, OPP_ALLREDUCE_KIND_LINE "\ngpus,bytes,ms\n2,256,0.010\n2,1024,0.016\n");
+}
+
 static void test_weights_that_do_not_fit(void **state)
 {
 	(void)state;
@@ -364,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_iteration_by_hand),
 		cmocka_unit_test(test_tensor_parallel_by_hand),
 		cmocka_unit_test(test_bad_profiles),
+		cmocka_unit_test(test_bounded_profiles),
 		cmocka_unit_test(test_weights_that_do_not_fit),
 		cmocka_unit_test(test_exclude),
 		cmocka_unit_test(test_kv_link),

@@ -27,14 +27,11 @@
 
 struct eng_latency;
 
-/* Longest one node (at any batch) or one cold start may take, in seconds
- * (11.6 days). Simulated time is int64 nanoseconds, 292 years, and arrivals
- * may span 31.7 of them (TRC_MAX_SPAN_S): a node of 1e6 s leaves room for
- * over 8,000 of them back to back. No inference node comes near it; a table
- * or configuration that gives more is a mistake, refused before the run.
- * Sums beyond it saturate (util/ns_math.h) and the engine refuses a task
- * that would end past the clock's range. */
-#define ENG_MAX_NODE_S 1e6
+/* Longest one node (at any batch) or one cold start may take, in seconds:
+ * every hardware model's bound on a task (hwmodel.h, HW_MAX_TASK_S, and its
+ * reason). Sums beyond it saturate (util/ns_math.h) and the engine refuses a
+ * task that would end past the clock's range. */
+#define ENG_MAX_NODE_S HW_MAX_TASK_S
 
 /* max_len: the longest request's input length, which sizes a pass node's
  * tables (tokens up to max_cells * max_len); 0 for a model without one.
