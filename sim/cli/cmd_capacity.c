@@ -374,7 +374,9 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 		cli_unknown_policy(pol_name, err, errlen);
 		goto done;
 	}
-	const char *hw_name = m->is_llm && !opt_given(ro, "hw") ? RUN_DEFAULT_LLM_HW : opt_str(ro, "hw");
+	char fleet_hw[256];            /* every replica names its hardware: no default is opened (run_fleet.h) */
+	const char *hw_name = !m->is_llm || opt_given(ro, "hw") ? opt_str(ro, "hw")
+	                      : run_fleet_named_hw(ro, fleet_hw, sizeof fleet_hw) ? fleet_hw : RUN_DEFAULT_LLM_HW;
 	if (hw_open_tp(hw_name, m, (uint32_t)opt_uint(ro, "tp"), &hw, err, errlen) != 0)
 		goto done;
 	const char *opt[2] = { "input-len", "output-len" };
@@ -382,6 +384,13 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	int used[2] = { m->uses_input_len, m->uses_output_len };
 	if (opt_str(ro, "trace")) {        /* --trace-pairs: the mean lengths of the rows a run keeps */
 		struct trc_trace *t = NULL;
+		const char *lengths = opt_given(ro, "input-len") ? "input-len" : opt_given(ro, "output-len") ? "output-len"
+		                      : NULL;
+		if (lengths) {            /* as run refuses it */
+			snprintf(err, errlen, "--%s does not apply to a trace, whose rows give each request's lengths "
+			         "(--trace-pairs too): give one or the other", lengths);
+			goto done;
+		}
 		if (trc_trace_load(opt_str(ro, "trace"), &t, err, errlen) != 0)
 			goto done;
 		uint64_t kept = 0, limit = m->is_llm ? m->llm.context : UINT64_MAX;
@@ -397,6 +406,11 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 		used[0] = used[1] = 0;          /* nothing to draw from */
 	}
 	for (int k = 0; k < 2; k++) {
+		if (!used[k] && opt_given(ro, opt[k])) {           /* as run refuses it */
+			snprintf(err, errlen, "--%s does not apply to model %s, whose graph takes no %s length", opt[k], m->name,
+			         k ? "output" : "input");
+			goto done;
+		}
 		if (!used[k])
 			continue;
 		const char *sp = opt_str(ro, opt[k]) ? opt_str(ro, opt[k]) : spec[k];

@@ -47,6 +47,7 @@ struct run_job {             /* a prepared run; released by run_job_free */
 	struct timeline *timeline;
 	char input_spec[MDL_SPEC_MAX + 8], output_spec[MDL_SPEC_MAX + 8];
 	uint64_t dropped_over_context;      /* LLM: trace rows left out (--over-context=drop) */
+	char fleet_hw[256];          /* every replica names its hardware: the first group's, the run's --hw */
 };
 
 void run_job_free(struct run_job *j)
@@ -172,6 +173,11 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 		snprintf(err, errlen, "give --requests or --duration, not both");
 		return -1;
 	}
+	if (opt_flag(o, "no-db") && (opt_given(o, "db") || opt_flag(o, "db-requests"))) {
+		snprintf(err, errlen, "give --%s or --no-db, not both: --no-db stores nothing", opt_given(o, "db") ? "db=PATH"
+		         : "db-requests");
+		return -1;
+	}
 	if (strcmp(opt_str(o, "hw"), "profile") == 0) {
 		if (opt_uint(o, "tp") != 1) {
 			snprintf(err, errlen, "--tp=%llu: the profile is this machine's one device; tensor parallelism needs a "
@@ -223,6 +229,13 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 			         "them (set --rate instead)");
 			return -1;
 		}
+		const char *lengths = opt_given(o, "input-len") ? "input-len" : opt_given(o, "output-len") ? "output-len"
+		                      : NULL;
+		if (lengths) {
+			snprintf(err, errlen, "--%s does not apply to a trace, whose rows give each request's lengths "
+			         "(--trace-pairs too): give one or the other", lengths);
+			return -1;
+		}
 		if (trc_trace_load(trace_path, &j->trace, err, errlen) != 0)
 			return -1;
 		if (opt_given(o, "duration") && !opt_flag(o, "trace-pairs")) {
@@ -230,6 +243,13 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 			return -1;
 		}
 		return 0;
+	}
+	const char *unused = opt_given(o, "input-len") && !j->model->uses_input_len ? "input-len"
+	                     : opt_given(o, "output-len") && !j->model->uses_output_len ? "output-len" : NULL;
+	if (unused) {
+		snprintf(err, errlen, "--%s does not apply to model %s, whose graph takes no %s length", unused,
+		         j->model->name, unused[0] == 'i' ? "input" : "output");
+		return -1;
 	}
 	return run_lengths(o, "input-len", j->model->input_len_spec, j->model->uses_input_len, j->input_spec,
 	                   sizeof j->input_spec, &j->input_len, err, errlen) != 0 ||
@@ -504,7 +524,9 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 		goto fail;
 	if (j->model->is_llm) {
 		opt_set_default(&j->o, "policy", RUN_DEFAULT_LLM_POLICY);
-		if (strcmp(opt_str(&j->o, "hw"), "npu") == 0)    /* run's default; live's (profile) stays */
+		if (run_fleet_named_hw(&j->o, j->fleet_hw, sizeof j->fleet_hw))    /* no default hardware runs */
+			opt_set_default(&j->o, "hw", j->fleet_hw);
+		else if (strcmp(opt_str(&j->o, "hw"), "npu") == 0)    /* run's default; live's (profile) stays */
 			opt_set_default(&j->o, "hw", RUN_DEFAULT_LLM_HW);
 	}
 	const struct pol_ops *pol = pol_find(opt_str(&j->o, "policy"));

@@ -600,6 +600,11 @@ int cmd_search(int argc, char **argv)
 	}
 	if (opt_given(&o, "part") && search_part(opt_str(&o, "part"), &r, err, sizeof err) != 0)
 		goto fail;
+	if (opt_flag(&o, "no-db") && opt_given(&o, "db")) {      /* as run refuses it */
+		snprintf(err, sizeof err, "give --db=PATH or --no-db, not both: --no-db stores nothing, --db names where "
+		         "to store");
+		goto fail;
+	}
 	if (search_spec_load(o.positional[0], &spec, err, sizeof err) != 0) {
 		rc = cli_exit_status();
 		goto fail;

@@ -65,6 +65,12 @@ static int run_fleet_groups(const struct opt_set *o, const struct mdl_model *m, 
 		snprintf(err, errlen, "--replicas: longer than %zu characters", sizeof buf - 1);
 		return -1;
 	}
+	size_t len = strlen(buf);
+	if (len == 0 || buf[0] == ',' || buf[len - 1] == ',' || strstr(buf, ",,")) {     /* strtok_r would skip them */
+		snprintf(err, errlen, "--replicas=%s: an empty group (expected N:HW[,N:HW...], groups separated by one "
+		         "comma)", text);
+		return -1;
+	}
 	*n = 0;
 	for (char *save = NULL, *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
 		char *colon = strchr(g, ':');
@@ -112,6 +118,29 @@ static int run_fleet_pool(const struct opt_set *o, const char *name, uint64_t *n
 		return -1;
 	}
 	return 0;
+}
+
+size_t run_fleet_named_hw(const struct opt_set *o, char *hw, size_t hwlen)
+{
+	const char *groups = opt_str(o, "replicas");
+	const char *pool[2] = { opt_str(o, "prefill-replicas"), opt_str(o, "decode-replicas") };
+	const char *first;
+	if (opt_given(o, "hw"))
+		return 0;
+	if (pool[0] && pool[1]) {           /* both pools N:HW */
+		if (!strchr(pool[0], ':') || !strchr(pool[1], ':'))
+			return 0;
+		first = strchr(pool[0], ':') + 1;
+	} else if (groups && strchr(groups, ':') && !pool[0] && !pool[1]) {
+		first = strchr(groups, ':') + 1;  /* every group is N:HW (run_fleet_groups refuses any other) */
+	} else {
+		return 0;
+	}
+	size_t n = strcspn(first, ",");
+	if (n == 0 || n >= hwlen)
+		return 0;
+	snprintf(hw, hwlen, "%.*s", (int)n, first);
+	return n;
 }
 
 static double run_fleet_move_s(const void *link, double bytes, int *extrapolated)

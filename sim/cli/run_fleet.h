@@ -35,5 +35,10 @@ struct run_fleet {               /* a heterogeneous fleet's groups; zeroed when 
 int run_fleet_setup(const struct opt_set *o, const struct mdl_model *m, struct eng_config *c, struct run_fleet *f,
                     char *err, size_t errlen);
 void run_fleet_free(struct run_fleet *f);
+/* When every replica names its hardware (--replicas=N:HW,... or both
+ * --prefill-replicas=P:HW and --decode-replicas=D:HW) and --hw is not
+ * given: the first group's hardware in hw, its length returned; else 0.
+ * Such a fleet runs on no default --hw, so none is opened or checked. */
+size_t run_fleet_named_hw(const struct opt_set *o, char *hw, size_t hwlen);
 
 #endif
