@@ -16,6 +16,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
 from paired import child_cpu_s, fresh_copy
 
 # 70% of the NPU's ResNet-50 serial capacity (0.7 / 0.6634 ms); Cimba's MD1_single is set to
@@ -35,11 +38,10 @@ def cpu_s(binary, args, scratch, lib=None):
     return child_cpu_s([exe, *args], stdout=subprocess.DEVNULL, env=env)[0]
 
 
-def main():
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    simbatch, cimba, cimba_lib = sys.argv[1], sys.argv[2], sys.argv[3]
-    pairs = int(sys.argv[4]) if len(sys.argv) > 4 else 11
+def main(argv):
+    a = tc.hand_args(PROG, __doc__, argv, ["SIMBATCH", "CIMBA_MD1_SINGLE", "CIMBA_LIB"], ["PAIRS"])
+    simbatch, cimba, cimba_lib = a["SIMBATCH"], a["CIMBA_MD1_SINGLE"], a["CIMBA_LIB"]
+    pairs = tc.number(a.get("PAIRS", "11"), "PAIRS", int, 1)
     scratch = tempfile.mkdtemp(prefix="cimba-")
     sb, cb = [], []
     for i in range(pairs):
@@ -54,5 +56,6 @@ def main():
           f"Cimba / simbatch {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}), {pairs} pairs")
 
 
+PROG = "bench/against_cimba.py"
 if __name__ == "__main__":
-    main()
+    sys.exit(tc.main_guard(PROG, lambda argv: main(argv) or 0, sys.argv[1:]))

@@ -23,6 +23,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "azure-llm-2023",
                     "AzureLLMInferenceTrace_conv.csv")
 SLO = ["--ttft-slo=1000", "--tpot-slo=100"]
@@ -43,10 +46,11 @@ def length_files(tmp):
     return prefix + "-prompt.csv", prefix + "-output.csv"
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    binary, parts = sys.argv[1], sys.argv[2:] or ["1", "2", "3", "4"]
+def main(argv):
+    a = tc.hand_args(PROG, __doc__, argv, ["SIMBATCH"], rest="PART")
+    binary, parts = a["SIMBATCH"], a["PART"] or ["1", "2", "3", "4"]
+    if set(parts) - {"1", "2", "3", "4"}:
+        raise tc.BadInput(f"PART {sorted(set(parts) - {'1', '2', '3', '4'})[0]}: the figures are 1, 2, 3 and 4")
     tmp = tempfile.mkdtemp()
     prompt, output = length_files(tmp)
     lens = [f"--input-len=file:{prompt}", f"--output-len=file:{output}", "--model=llama3-8b"]
@@ -90,5 +94,6 @@ def main():
                       f"{j['itl_ms']['p99']:.2f} | {j['itl_ms']['max']:.2f} | {j['goodput_rps']:.2f} |", flush=True)
 
 
+PROG = "bench/llm_figures.py"
 if __name__ == "__main__":
-    main()
+    sys.exit(tc.main_guard(PROG, lambda argv: main(argv) or 0, sys.argv[1:]))

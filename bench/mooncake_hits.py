@@ -22,16 +22,12 @@ import subprocess
 import sys
 import tempfile
 
-if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
-    print(__doc__)
-    sys.exit(0 if len(sys.argv) > 1 else 2)
-build = sys.argv[1]
-data = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                                             "shared", "data")
-traces = {name: os.path.join(data, "mooncake-fast25", name + "_trace.jsonl") for name in ("conversation", "synthetic")}
-for path in traces.values():
-    if not os.path.exists(path):
-        sys.exit(f"mooncake_hits: {path}: no such file (give the data directory)")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
+PROG = "bench/mooncake_hits.py"
+build = data = traces = None      # set by main from its arguments
+
 
 CAPACITIES = [10**4, 10**5, 10**6, 2 * 10**6, 3 * 10**6, 5 * 10**6, 10**7, 5 * 10**7, 10**8]
 # Figure 9, read off at its knots (the 3M values from its labels: 41% and 46% of the maxima)
@@ -45,8 +41,18 @@ PAPER_TABLE2 = {"conversation": 0.40, "synthetic": 0.66}
 
 
 def rows(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    out = []
+    for n, line in enumerate(tc.read_text(path, tc.WORKLOAD_FILE, "Mooncake trace").splitlines(), 1):
+        if line.strip():
+            try:
+                r = json.loads(line)
+                if not isinstance(r, dict) or not isinstance(r.get("hash_ids"), list) or \
+                        not isinstance(r.get("input_length"), int):
+                    raise ValueError("not a request with hash_ids and input_length")
+            except ValueError as e:
+                raise tc.BadInput(f"{path}:{n}: {e}")
+            out.append(r)
+    return out
 
 
 def lru_hit_rate(reqs, capacity_tokens, block=512):
@@ -94,41 +100,55 @@ def simulate(path, router, out_dir):
     return p["prefix_hit_blocks"] / p["prefix_queried_blocks"], j.get("dropped_over_context", 0)
 
 
-print("Figure 9: hit rate (prompt tokens found cached) by cache capacity, requests in sequence, 512-token blocks\n")
-print("| trace | capacity (tokens) | paper | ours | ours - paper | plain LRU (check) |")
-print("| --- | ---: | ---: | ---: | ---: | ---: |")
-notes = []
-for name, path in traces.items():
-    reqs = rows(path)
-    ours = prefix_hits(path, CAPACITIES)
-    for cap, paper, mine in zip(CAPACITIES, PAPER_FIG9[name], ours):
-        check = lru_hit_rate(reqs, cap)
-        flag = "" if abs(check - mine) < 5e-5 else " DIFFERS"
-        print(f"| {name} | {cap:.0e} | {paper:.3f} | {mine:.4f} | {100 * (mine - paper):+.1f} pt | {check:.4f}{flag} |")
-    # the granularity of the released trace: a prompt whose run of hits stops inside it loses, on average,
-    # half a block that finer blocks of the same tokens would have found
-    seen, stops, tokens = set(), 0, 0
-    for r in reqs:
-        ids = r["hash_ids"]
-        h = 0
-        while h < len(ids) and ids[h] in seen:
-            h += 1
-        stops += 0 < h < len(ids)
-        tokens += r["input_length"]
-        seen.update(ids)
-    notes.append(f"{name}: Table 2's cache ratio {PAPER_TABLE2[name]:.2f}; half a block for each of the {stops} of "
-                 f"{len(reqs)} prompts whose run of hits stops inside them: +{100 * stops * 256 / tokens:.1f} pt")
-print("\n" + "\n".join(notes))
-
-print("\nFigure 10: 10 prefill nodes of 3M tokens each (local) and their 30M pooled (global), outputs 1 token\n")
-print("| trace | paper local | ours prefix-affinity | ours round-robin | ours least-outstanding | paper global | "
-      "ours one 30M cache, in sequence |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-with tempfile.TemporaryDirectory() as tmp:
+def main(argv):
+    global build, data, traces
+    a = tc.hand_args(PROG, __doc__, argv, ["BUILD_DIR"], ["DATA_DIR"])
+    build = a["BUILD_DIR"]
+    data = a.get("DATA_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data"))
+    traces = {name: os.path.join(data, "mooncake-fast25", name + "_trace.jsonl") for name in ("conversation", "synthetic")}
+    for path in traces.values():
+        if not os.path.exists(path):
+            raise tc.BadInput(f"{path}: no such file (give the data directory)")
+    print("Figure 9: hit rate (prompt tokens found cached) by cache capacity, requests in sequence, 512-token blocks\n")
+    print("| trace | capacity (tokens) | paper | ours | ours - paper | plain LRU (check) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    notes = []
     for name, path in traces.items():
-        sims = [simulate(path, router, tmp) for router in ("prefix-affinity", "round-robin", "least-outstanding")]
-        pooled = prefix_hits(path, [3 * 10**7])[0]
-        local, glob = PAPER_FIG10[name]
-        dropped = f" ({sims[0][1]} prompts over 131,072 tokens dropped)" if sims[0][1] else ""
-        print(f"| {name}{dropped} | {local:.3f} | {sims[0][0]:.4f} | {sims[1][0]:.4f} | {sims[2][0]:.4f} | "
-              f"{glob:.3f} | {pooled:.4f} |")
+        reqs = rows(path)
+        ours = prefix_hits(path, CAPACITIES)
+        for cap, paper, mine in zip(CAPACITIES, PAPER_FIG9[name], ours):
+            check = lru_hit_rate(reqs, cap)
+            flag = "" if abs(check - mine) < 5e-5 else " DIFFERS"
+            print(f"| {name} | {cap:.0e} | {paper:.3f} | {mine:.4f} | {100 * (mine - paper):+.1f} pt | {check:.4f}{flag} |")
+        # the granularity of the released trace: a prompt whose run of hits stops inside it loses, on average,
+        # half a block that finer blocks of the same tokens would have found
+        seen, stops, tokens = set(), 0, 0
+        for r in reqs:
+            ids = r["hash_ids"]
+            h = 0
+            while h < len(ids) and ids[h] in seen:
+                h += 1
+            stops += 0 < h < len(ids)
+            tokens += r["input_length"]
+            seen.update(ids)
+        notes.append(f"{name}: Table 2's cache ratio {PAPER_TABLE2[name]:.2f}; half a block for each of the {stops} of "
+                     f"{len(reqs)} prompts whose run of hits stops inside them: +{100 * stops * 256 / tokens:.1f} pt")
+    print("\n" + "\n".join(notes))
+
+    print("\nFigure 10: 10 prefill nodes of 3M tokens each (local) and their 30M pooled (global), outputs 1 token\n")
+    print("| trace | paper local | ours prefix-affinity | ours round-robin | ours least-outstanding | paper global | "
+          "ours one 30M cache, in sequence |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, path in traces.items():
+            sims = [simulate(path, router, tmp) for router in ("prefix-affinity", "round-robin", "least-outstanding")]
+            pooled = prefix_hits(path, [3 * 10**7])[0]
+            local, glob = PAPER_FIG10[name]
+            dropped = f" ({sims[0][1]} prompts over 131,072 tokens dropped)" if sims[0][1] else ""
+            print(f"| {name}{dropped} | {local:.3f} | {sims[0][0]:.4f} | {sims[1][0]:.4f} | {sims[2][0]:.4f} | "
+                  f"{glob:.3f} | {pooled:.4f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(tc.main_guard(PROG, main, sys.argv[1:]))

@@ -20,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
 WORKLOADS = {
     # the core issue's reference: resnet50 on npu at 70% of its serial capacity (0.7 / 0.6634 ms)
     "serial": ["--policy=serial", "--model=resnet50", "--hw=npu", "--rate=1055", "--requests=5000000"],
@@ -86,11 +89,10 @@ def run(binary, args, scratch):
     return cpu, wall, j
 
 
-def main():
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    old, new, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    names = sys.argv[4:] or ["serial", "lazy"]
+def main(argv):
+    a = tc.hand_args(PROG, __doc__, argv, ["OLD_SIMBATCH", "NEW_SIMBATCH", "REPS"], rest="WORKLOAD")
+    old, new, reps = a["OLD_SIMBATCH"], a["NEW_SIMBATCH"], tc.number(a["REPS"], "REPS", int, 1)
+    names = a["WORKLOAD"] or ["serial", "lazy"]
     scratch = tempfile.mkdtemp(prefix="paired-")
     print("| workload | old CPU s | new CPU s | old wall s | new wall s | new M req/CPU s | "
           "speed-up old/new CPU (min-max) | wall |")
@@ -116,5 +118,6 @@ def main():
     shutil.rmtree(scratch)
 
 
+PROG = "bench/paired.py"
 if __name__ == "__main__":
-    main()
+    sys.exit(tc.main_guard(PROG, lambda argv: main(argv) or 0, sys.argv[1:]))

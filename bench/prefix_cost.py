@@ -8,21 +8,34 @@ Usage: bench/prefix_cost.py SIMBATCH REPS [SIMBATCH OPTIONS...]
   e.g. bench/prefix_cost.py build/simbatch 30 --model=codellama-34b --tp=4 --replicas=4
        --router=prefix-affinity --trace=../shared/data/mooncake-fast25/conversation_trace.jsonl
        --over-context=drop"""
+import os
 import resource
 import statistics
 import subprocess
 import sys
 
-if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
+PROG = "bench/prefix_cost.py"
+if sys.argv[1:2] in (["-h"], ["--help"]):
     print(__doc__)
-    sys.exit(0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2)
-binary, reps, extra = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    sys.exit(0)
+if len(sys.argv) < 3 or sys.argv[1].startswith("-") or sys.argv[2].startswith("-"):
+    tc.usage_error(PROG, "expected SIMBATCH REPS [SIMBATCH OPTIONS...]")
+try:
+    binary, reps, extra = sys.argv[1], tc.number(sys.argv[2], "REPS", int, 1), sys.argv[3:]
+except tc.BadInput as e:
+    tc.die(PROG, e)
 cpu = {"on": [], "off": []}
 for i in range(reps):
     for side in (("on", "off") if i % 2 == 0 else ("off", "on")):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([binary, *extra, "--prefix-cache=" + side, "--no-db", "--quiet"], check=True,
-                       stdout=subprocess.DEVNULL)
+        r = subprocess.run([binary, *extra, "--prefix-cache=" + side, "--no-db", "--quiet"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:     # the run's own line, and its status
+            print(f"{PROG}: {r.stderr.strip() or f'simbatch exited {r.returncode}'}", file=sys.stderr)
+            sys.exit(2 if r.returncode == 2 else 1)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu[side].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
 ratios = sorted(a / b for a, b in zip(cpu["on"], cpu["off"]) if b > 0)

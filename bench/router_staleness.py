@@ -16,17 +16,19 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
 TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "azure-llm-2023",
                      "AzureLLMInferenceTrace_conv.csv")
 
 
 def main(argv):
-    if not argv or argv[0] in ("-h", "--help"):
-        sys.exit(__doc__)
-    sb = argv[0]
-    replicas = int(argv[1]) if len(argv) > 1 else 8
-    rate = float(argv[2]) if len(argv) > 2 else 50.0
-    requests = int(argv[3]) if len(argv) > 3 else 20000
+    a = tc.hand_args(PROG, __doc__, argv, ["SIMBATCH"], ["REPLICAS", "RATE", "REQUESTS"])
+    sb = a["SIMBATCH"]
+    replicas = tc.number(a.get("REPLICAS", "8"), "REPLICAS", int, 1)
+    rate = tc.number(a.get("RATE", "50"), "RATE", float, 1e-9)
+    requests = tc.number(a.get("REQUESTS", "20000"), "REQUESTS", int, 1)
     print("| router | refresh ms | TTFT p50 ms | TTFT p99 ms | E2E p99 ms | routed min-max | most outstanding |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for router in ("least-outstanding", "least-kv"):
@@ -42,5 +44,6 @@ def main(argv):
                   f"{max(p['max_outstanding'] for p in reps)} |", flush=True)
 
 
+PROG = "bench/router_staleness.py"
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(tc.main_guard(PROG, lambda argv: main(argv) or 0, sys.argv[1:]))

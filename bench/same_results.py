@@ -30,9 +30,20 @@ import subprocess
 import sys
 import tempfile
 
-old, new = sys.argv[1], sys.argv[2]
-broad = "--broad" in sys.argv[3:]
-by_node = "--node-by-node" in sys.argv[3:]   # OLD runs every node and iteration as its own task
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
+PROG = "bench/same_results.py"
+args = tc.hand_args(PROG, __doc__, sys.argv[1:], ["OLD_SIMBATCH", "NEW_SIMBATCH"],
+                    flags=("broad", "prefix", "node-by-node"))
+old, new = args["OLD_SIMBATCH"], args["NEW_SIMBATCH"]
+for b in (old, new):
+    if not (os.path.isfile(b) and os.access(b, os.X_OK)):
+        tc.die(PROG, tc.BadInput(f"{b}: not a program"))
+if "broad" in args and "prefix" in args:
+    tc.usage_error(PROG, "give --broad or --prefix, not both")
+broad = "broad" in args
+by_node = "node-by-node" in args   # OLD runs every node and iteration as its own task
 cases = []
 for pol, models in [("serial", ["resnet50", "gnmt", "transformer", "treelstm"]), ("graph", ["resnet50", "gnmt", "seq2seq"]),
                     ("lazy", ["gnmt", "transformer", "resnet50"]), ("oracle", ["gnmt", "transformer"]),
@@ -56,7 +67,7 @@ if broad:
         for m in ("llama2-7b", "llama3-8b"):
             for rate in ("2", "10", "40"):
                 cases.append(["--policy=" + pol, "--model=" + m, "--rate=" + rate, "--requests=500", "--seed=5"])
-if "--prefix" in sys.argv[3:]:
+if "prefix" in args:
     data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
     azure = os.path.join(data, "azure-llm-2023", "AzureLLMInferenceTrace_conv.csv")
     mooncake = os.path.join(data, "mooncake-fast25", "conversation_trace.jsonl")

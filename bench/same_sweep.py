@@ -12,15 +12,29 @@ Usage: bench/same_sweep.py A.db B.db   (exit 1 when a point differs or is missin
        build/simbatch sweep bench/lazybatching.sweep --db=/tmp/b.db --quiet
        python3 bench/same_sweep.py /tmp/a.db /tmp/b.db"""
 import json
+import os
 import sqlite3
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+from simbatch_results import connect_to_read  # noqa: E402  (reads, creates nothing, leaves nothing beside)
+
+PROG = "bench/same_sweep.py"
 
 VARYING = ("run_id", "created_utc", "code_version", "wall_s")
 TABLES = ("run_metrics", "run_cdf", "run_token_cdf", "run_stats", "run_config", "run_requests")
 
 
 def load(path):
-    con = sqlite3.connect(path)
+    try:
+        return load_db(path)
+    except (sqlite3.Error, KeyError, ValueError) as e:
+        tc.die(PROG, tc.BadInput(f"{path}: not a simbatch sweep's results database ({e})"))
+
+
+def load_db(path):
+    con = connect_to_read(path)
     key = dict(con.execute("select run_id, value from run_config where key = 'sweep-point'"))
     out = {}
     cols = [c[1] for c in con.execute("pragma table_info(runs)")]
@@ -48,7 +62,8 @@ def load(path):
     return out
 
 
-a, b = load(sys.argv[1]), load(sys.argv[2])
+args = tc.hand_args(PROG, __doc__, sys.argv[1:], ["A.db", "B.db"])
+a, b = load(args["A.db"]), load(args["B.db"])
 missing = sorted(set(a) ^ set(b))
 differ = sorted(k for k in set(a) & set(b) if a[k] != b[k])
 print(f"{len(a)} and {len(b)} points; {len(missing)} in one database only; {len(differ)} differ")

@@ -19,6 +19,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
 AZURE_CONV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "azure-llm-2023",
                           "AzureLLMInferenceTrace_conv.csv")
 WORKLOADS = {   # base options, rate per device, the option that sets the devices, their counts
@@ -44,9 +47,12 @@ def one(binary, args):
     return j["completed"] / j["wall_s"], j["completed"] / (ru.ru_utime + ru.ru_stime), ru.ru_maxrss
 
 
-def main():
-    binary, reps, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    top = int(float(sys.argv[4])) if len(sys.argv) > 4 else 10_000_000
+def main(argv):
+    a = tc.hand_args(PROG, __doc__, argv, ["SIMBATCH", "REPS", "WORKLOAD"], ["MAX_REQUESTS"])
+    binary, reps, name = a["SIMBATCH"], tc.number(a["REPS"], "REPS", int, 1), a["WORKLOAD"]
+    top = int(tc.number(a.get("MAX_REQUESTS", "1e7"), "MAX_REQUESTS", float, 1e4))
+    if name not in WORKLOADS:
+        raise tc.BadInput(f"WORKLOAD {name}: not one of {', '.join(WORKLOADS)}")
     base, rate, devices, counts = WORKLOADS[name]
     print(f"| {name} | {devices} | requests | M req/s (wall) | M req/s (CPU) | peak MiB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -62,5 +68,6 @@ def main():
             n *= 10
 
 
+PROG = "bench/scaling.py"
 if __name__ == "__main__":
-    main()
+    sys.exit(tc.main_guard(PROG, lambda argv: main(argv) or 0, sys.argv[1:]))

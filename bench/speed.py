@@ -13,9 +13,19 @@ import statistics
 import subprocess
 import sys
 
-build = sys.argv[1] if len(sys.argv) > 1 else "build"
-n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000_000
-reps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
+PROG = "bench/speed.py"
+args = tc.hand_args(PROG, __doc__, sys.argv[1:], [], ["BUILD_DIR", "REQUESTS", "REPS"])
+try:
+    build = args.get("BUILD_DIR", "build")
+    n = tc.number(args.get("REQUESTS", "10000000"), "REQUESTS", int, 1)
+    reps = tc.number(args.get("REPS", "5"), "REPS", int, 1)
+    if not os.access(f"{build}/simbatch", os.X_OK):
+        raise tc.BadInput(f"{build}/simbatch: no such program (give the build directory)")
+except tc.BadInput as e:
+    tc.die(PROG, e)
 sb = f"{build}/simbatch"
 
 info = json.loads(subprocess.run([sb, "model-info", "--model=resnet50", "--hw=npu", "--batch=1", "--json"],

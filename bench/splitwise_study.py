@@ -10,6 +10,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -26,9 +29,8 @@ def design(config):
 
 
 def main(argv):
-    if not argv or argv[0] in ("-h", "--help"):
-        sys.exit(__doc__)
-    sb, out = argv[0], argv[1] if len(argv) > 1 else "results"
+    a = tc.hand_args(PROG, __doc__, argv, ["SIMBATCH"], ["OUT_DIR"])
+    sb, out = a["SIMBATCH"], a.get("OUT_DIR", "results")
     os.makedirs(out, exist_ok=True)
     for trace in ("conv", "code"):
         spec = os.path.join(HERE, f"splitwise-{trace}.search")
@@ -53,5 +55,6 @@ def main(argv):
             print(f"  {name:14s} {size:6s} {rpd / base:6.2f}x")
 
 
+PROG = "bench/splitwise_study.py"
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(tc.main_guard(PROG, lambda argv: main(argv) or 0, sys.argv[1:]))

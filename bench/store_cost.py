@@ -13,9 +13,19 @@ import subprocess
 import sys
 import tempfile
 
-sb = os.path.abspath(sys.argv[1])
-n = int(sys.argv[2]) if len(sys.argv) > 2 else 1500
-reps = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
+PROG = "bench/store_cost.py"
+args = tc.hand_args(PROG, __doc__, sys.argv[1:], ["SIMBATCH"], ["N", "REPS"])
+try:
+    sb = os.path.abspath(args["SIMBATCH"])
+    n = tc.number(args.get("N", "1500"), "N", int, 1)
+    reps = tc.number(args.get("REPS", "3"), "REPS", int, 1)
+    if not os.access(sb, os.X_OK):
+        raise tc.BadInput(f"{args['SIMBATCH']}: no such program")
+except tc.BadInput as e:
+    tc.die(PROG, e)
 td = tempfile.mkdtemp(prefix="simbatch-store-")
 db = os.path.join(td, "store.db")
 

@@ -13,6 +13,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
 # Llama-2-7B's layer GEMMs (K, N) at M = tokens, as Vidur names them
 OPS = {
     "attn_pre_proj": (4096, 3 * 4096),      # the fused QKV projection
@@ -29,13 +32,16 @@ def roofline_ms(binary, m, k, n):
     return json.loads(out)["ms"]
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    binary = sys.argv[1]
-    path = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
+def main(argv):
+    a = tc.hand_args(PROG, __doc__, argv, ["SIMBATCH"], ["CSV"])
+    binary = a["SIMBATCH"]
+    path = a["CSV"] if "CSV" in a else os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
                                                               "vidur-h100", "llama-2-7b-mlp.csv")
-    rows = {int(r["num_tokens"]): r for r in csv.DictReader(open(path)) if r["num_tensor_parallel_workers"] == "1"}
+    try:
+        rows = {int(r["num_tokens"]): r for r in csv.DictReader(tc.read_text(path, tc.SMALL_FILE, "CSV").splitlines())
+                if r["num_tensor_parallel_workers"] == "1"}
+    except (KeyError, ValueError, csv.Error) as e:
+        raise tc.BadInput(f"{path}: not a Vidur mlp.csv ({type(e).__name__}: {e})")
     print("| op (M x K x N) | tokens | roofline ms | Vidur median ms | error |")
     print("| --- | ---: | ---: | ---: | ---: |")
     errors = {op: [] for op in OPS}
@@ -52,5 +58,6 @@ def main():
               f"(from {100 * min(e):+.0f}% to {100 * max(e):+.0f}%)")
 
 
+PROG = "bench/vidur_roofline.py"
 if __name__ == "__main__":
-    main()
+    sys.exit(tc.main_guard(PROG, lambda argv: main(argv) or 0, sys.argv[1:]))

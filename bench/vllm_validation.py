@@ -72,6 +72,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
+PROG = "bench/vllm_validation.py"
+
 BLOCK = 16          # KV block tokens, vLLM's default
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.path.join(HERE, "..", "..", "shared", "data")
@@ -87,7 +92,7 @@ QUANTILE_KEYS = [("min", 0.0), ("p0.1", 0.001), ("p1", 0.01), ("p5", 0.05), ("p1
 def load_yaml_scalars(path):
     """The flat key: value lines of a small YAML file (exp-config.yaml)."""
     out = {}
-    for line in open(path):
+    for line in tc.read_text(path, tc.SMALL_FILE, "YAML file").splitlines():
         m = re.match(r"^(\w+):\s*(\S+)\s*$", line)
         if m:
             out[m.group(1)] = m.group(2)
@@ -102,13 +107,28 @@ def inverse_cdf(quantiles, p):
     return pts[-1][1]
 
 
+def read_json(path):
+    try:
+        return json.loads(tc.read_text(path, tc.SMALL_FILE, "JSON file"))
+    except ValueError as e:
+        raise tc.BadInput(f"{path}: not JSON ({e})")
+
+
 def experiment(path):
+    """One experiment's directory: its settings, shared prefix and stages (BadInput naming what lacks)."""
+    try:
+        return load_experiment(path)
+    except (KeyError, TypeError, IndexError) as e:
+        raise tc.BadInput(f"{path}: not an inference-perf experiment (no {e})")
+
+
+def load_experiment(path):
     exp = load_yaml_scalars(os.path.join(path, "exp-config.yaml"))
-    profile = json.load(open(os.path.join(path, "profile.yaml")))   # JSON is YAML
+    profile = read_json(os.path.join(path, "profile.yaml"))   # JSON is YAML
     sp = profile["data"]["shared_prefix"]
     stages = []
     for k, st in enumerate(profile["load"]["stages"]):
-        res = json.load(open(os.path.join(path, "results", f"stage_{k}_lifecycle_metrics.json")))
+        res = read_json(os.path.join(path, "results", f"stage_{k}_lifecycle_metrics.json"))
         stages.append({"rate": st["rate"], "duration": st["duration"], "measured": res})
     return {"name": os.path.basename(path).split("-", 2)[2], "exp": exp, "shared_prefix": sp, "stages": stages,
             "path": path, "model": MODELS[exp["model"]]}
@@ -203,7 +223,7 @@ def simulate(binary, e, hw, mode, tmp):
     t = time.monotonic()
     run = subprocess.run(args, check=True, capture_output=True, text=True)
     wall = time.monotonic() - t
-    rows = list(csv.DictReader(open(reqs)))
+    rows = list(csv.DictReader(tc.read_text(reqs, tc.WORKLOAD_FILE, "requests file").splitlines()))
     out = []
     gen = e["shared_prefix"]["output_len"]
     # each stage's prefix hits: the run's counts less those of the run cut at the stage's start
@@ -252,7 +272,7 @@ METRICS = [("ttft_mean", "TTFT mean", 1e3), ("ttft_p50", "TTFT p50", 1e3), ("ttf
 def ablation(binary, exps, tmp):
     """Each term of gpu-h100 priced at 0 in turn: the metrics' change against the whole model."""
     table = os.path.join(HERE, "..", "calib", "tables", "ops-h100.csv")
-    lines = open(table).read().split("\n")
+    lines = tc.read_text(table, tc.SMALL_FILE, "operator profile").split("\n")
     keys = ["ttft_mean", "per_token", "e2e_mean", "e2e_p99"]
     print("| term priced at 0 | stage | " + " | ".join(label for k, label, _ in METRICS if k in keys) + " |")
     print("| --- | --- | " + " | ".join("---:" for _ in keys) + " |")
@@ -272,6 +292,9 @@ def ablation(binary, exps, tmp):
 def main(argv):
     binary = None
     hws, data, ablate, modes = [], [], False, MODES
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
     for a in argv:
         if a.startswith("--hw="):
             hws.append(a[5:])
@@ -280,17 +303,22 @@ def main(argv):
         elif a.startswith("--modes="):
             modes = tuple(a[8:].split(","))
             if not set(modes) <= set(MODES):
-                sys.exit(f"--modes: each of {', '.join(MODES)}")
+                tc.usage_error(PROG, f"--modes: each of {', '.join(MODES)}")
         elif a == "--ablate":
             ablate = True
         elif a == "--async-scheduling":
             EXTRA.append(a)
+        elif a.startswith("-"):
+            tc.usage_error(PROG, f"unknown option {a.split('=', 1)[0]}")
         elif binary is None:
             binary = a
         else:
-            sys.exit(__doc__)
+            tc.usage_error(PROG, f"one SIMBATCH, not also '{a}'")
     if binary is None:
-        sys.exit(__doc__)
+        tc.usage_error(PROG, "expected SIMBATCH")
+    for d in data:
+        if not os.path.isdir(d):
+            raise tc.BadInput(f"--data={d}: no such directory")
     hws = hws or ["gpu-h100", "gpu-h100-roofline"]
     MAKE_TRACE[0] = os.path.join(os.path.dirname(os.path.abspath(binary)), "make-trace")
     exps = [experiment(d) for d in data or DATA]
@@ -332,4 +360,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(tc.main_guard(PROG, lambda argv: main(argv) or 0, sys.argv[1:]))

@@ -53,7 +53,10 @@ def connect_to_read(path):
     checkpoint, leaves them. Where the file and its directory are writable it
     is opened read-write (never created) with query_only, under SQLite's locks,
     and the last connection to close removes them; otherwise read-only
-    (util/sqlite_read.h does the same in C)."""
+    (util/sqlite_read.h does the same in C). Anything but a regular file is
+    refused (sqlite3.DatabaseError)."""
+    if not os.path.isfile(path):        # a device or FIFO is no database, and one that never ends is not read
+        raise sqlite3.DatabaseError("no such file" if not os.path.exists(path) else "not a regular file")
     folder = os.path.dirname(os.path.abspath(path))
     writable = os.access(path, os.W_OK) and os.access(folder, os.W_OK)
     con = sqlite3.connect("file://" + urllib.parse.quote(os.path.abspath(path)) +

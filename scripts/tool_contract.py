@@ -22,6 +22,7 @@ import errno
 import os
 import re
 import stat
+import subprocess
 import sys
 import tempfile
 
@@ -224,6 +225,53 @@ def usage_error(prog, message):
     sys.exit(2)
 
 
+def die(prog, error):
+    """A tool without main_guard: error (a BadInput or MachineFailure) as one line and its exit status."""
+    print(f"{prog}: {error}", file=sys.stderr)
+    sys.exit(1 if isinstance(error, MachineFailure) else 2)
+
+
+def hand_args(prog, doc, argv, required, optional=(), rest=None, flags=()):
+    """A hand-parsed tool's arguments: --help or -h prints doc and exits 0; the
+    positionals named by required, then optional, then (rest) any number more;
+    flags the --NAME or --NAME=VALUE options it takes. An unknown option, too
+    few or too many positionals: usage_error. Returns {name: text} (a rest
+    list under rest; a flag's value, or True, under its name)."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(doc)
+        sys.exit(0)
+    got, pos = {}, []
+    for a in argv:
+        if a.startswith("-") and a != "-":
+            name = a[2:].split("=", 1)[0] if a.startswith("--") else None
+            if name not in flags:
+                usage_error(prog, f"unknown option {a.split('=', 1)[0]}")
+            got[name] = a.split("=", 1)[1] if "=" in a else True
+        else:
+            pos.append(a)
+    if len(pos) < len(required) or (rest is None and len(pos) > len(required) + len(optional)):
+        usage_error(prog, f"expected {' '.join(required)}" + "".join(f" [{o}]" for o in optional) +
+                    (f" [{rest}...]" if rest else "") + f", not {len(pos)} argument(s)")
+    names = list(required) + list(optional)
+    got.update(zip(names, pos))
+    if rest is not None:
+        got[rest] = pos[len(names):]
+    return got
+
+
+def number(text, name, kind=int, low=None):
+    """text as kind (int or float), finite and at least low (BadInput naming name otherwise)."""
+    try:
+        v = kind(text)
+        if kind is float and v != v or v in (float("inf"), float("-inf")):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise BadInput(f"{name}={text}: not a {'whole number' if kind is int else 'number'}")
+    if low is not None and v < low:
+        raise BadInput(f"{name}={text}: must be at least {low}")
+    return v
+
+
 def main_guard(prog, main, argv):
     """main(argv)'s exit status, its BadInput one line and 2, its
     MachineFailure (or an OSError the machine caused) one line and 1."""
@@ -235,9 +283,17 @@ def main_guard(prog, main, argv):
     except MachineFailure as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return 1
+    except subprocess.CalledProcessError as e:     # a program it ran failed: its own last line, its kind
+        why = (e.stderr or "").strip().splitlines() if isinstance(e.stderr, str) else []
+        print(f"{prog}: {os.path.basename(str(e.cmd[0]))} exited {e.returncode}" + (f": {why[-1]}" if why else ""),
+              file=sys.stderr)
+        return 2 if e.returncode == 2 else 1
     except MemoryError:
         print(f"{prog}: out of memory", file=sys.stderr)
         return 1
+    except BrokenPipeError:        # `| head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
