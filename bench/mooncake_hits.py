@@ -105,7 +105,8 @@ def main(argv):
     a = tc.hand_args(PROG, __doc__, argv, ["BUILD_DIR"], ["DATA_DIR"])
     build = a["BUILD_DIR"]
     data = a.get("DATA_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data"))
-    traces = {name: os.path.join(data, "mooncake-fast25", name + "_trace.jsonl") for name in ("conversation", "synthetic")}
+    traces = {name: os.path.join(data, "mooncake-fast25", name + "_trace.jsonl")
+              for name in ("conversation", "synthetic")}
     for path in traces.values():
         if not os.path.exists(path):
             raise tc.BadInput(f"{path}: no such file (give the data directory)")
@@ -119,7 +120,8 @@ def main(argv):
         for cap, paper, mine in zip(CAPACITIES, PAPER_FIG9[name], ours):
             check = lru_hit_rate(reqs, cap)
             flag = "" if abs(check - mine) < 5e-5 else " DIFFERS"
-            print(f"| {name} | {cap:.0e} | {paper:.3f} | {mine:.4f} | {100 * (mine - paper):+.1f} pt | {check:.4f}{flag} |")
+            print(f"| {name} | {cap:.0e} | {paper:.3f} | {mine:.4f} | {100 * (mine - paper):+.1f} pt | "
+                  f"{check:.4f}{flag} |")
         # the granularity of the released trace: a prompt whose run of hits stops inside it loses, on average,
         # half a block that finer blocks of the same tokens would have found
         seen, stops, tokens = set(), 0, 0

@@ -22,7 +22,8 @@ if sys.argv[1:2] in (["-h"], ["--help"]):
     print(__doc__)
     sys.exit(0)
 if len(sys.argv) < 3 or sys.argv[1].startswith("-") or sys.argv[2].startswith("-"):
-    tc.usage_error(PROG, "expected SIMBATCH REPS [SIMBATCH OPTIONS...]")
+    bad = next((a for a in sys.argv[1:3] if a.startswith("-")), None)
+    tc.usage_error(PROG, (f"unknown option {bad}: " if bad else "") + "expected SIMBATCH REPS [SIMBATCH OPTIONS...]")
 try:
     binary, reps, extra = sys.argv[1], tc.number(sys.argv[2], "REPS", int, 1), sys.argv[3:]
 except tc.BadInput as e:

@@ -11,7 +11,7 @@ import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from simbatch_results import connect_to_read, sweep_name   # noqa: E402  (pandas not needed for these)
+from simbatch_results import connect_to_read, machine_failed, sweep_name   # noqa: E402  (pandas not needed for these)
 
 
 # Options that do not make a run a different configuration: the load and
@@ -45,12 +45,15 @@ class Run:
 
 
 def open_db(path):
-    if not os.path.isfile(path):
-        raise PlotError(f"results database '{path}' does not exist")
+    if not os.path.isfile(path):        # a device or FIFO is no database (and is never read)
+        raise PlotError(f"results database '{path}' " + ("is not a regular file" if os.path.exists(path)
+                                                         else "does not exist"))
     try:
         con = connect_to_read(path)
         app = con.execute("select value from simbatch_meta where key = 'application'").fetchone()
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as e:
+        if machine_failed(e):               # scripts/plot: one line, exit 1
+            raise RuntimeError(f"cannot read '{path}': {e}")
         app = None
     if not app or app[0] != "simbatch":
         raise PlotError(f"'{path}' is not a simbatch results database")

@@ -66,6 +66,13 @@ def connect_to_read(path):
     return con
 
 
+def machine_failed(e):
+    """Whether a sqlite3 error is the machine's (I/O, a full disk, memory, a file it cannot open), not the
+    database's: the caller exits 1 for it, 2 for a damaged or foreign database (util/errkind.h likewise)."""
+    return getattr(e, "sqlite_errorname", "").startswith(("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_NOMEM",
+                                                           "SQLITE_CANTOPEN"))
+
+
 def _connect(path):
     """Read-only: a mistyped path is an error, never a new empty file."""
     _need_pandas()
@@ -73,6 +80,8 @@ def _connect(path):
         con = connect_to_read(path)
         app = con.execute("select value from simbatch_meta where key = 'application'").fetchone()
     except sqlite3.DatabaseError as e:
+        if machine_failed(e):
+            raise
         raise ValueError(f"{path}: not a readable simbatch results database ({e})")
     if not app or app[0] != "simbatch":
         raise ValueError(f"{path}: not a simbatch results database")
@@ -327,13 +336,18 @@ def main(argv):
         print(__doc__)
         return 0
     if len(argv) != 1 or argv[0].startswith("-"):
-        print("simbatch_results: usage: simbatch_results.py DB (--help)", file=sys.stderr)
+        bad = next((a for a in argv if a.startswith("-")), None)
+        print(f"simbatch_results: {f'unknown option {bad}' if bad else 'expected one DB'} "
+              "(see simbatch_results.py --help)", file=sys.stderr)
         return 2
     try:
         table = runs(argv[0])
     except (ImportError, ValueError) as e:
         print(f"simbatch_results: {e}", file=sys.stderr)
         return 2
+    except sqlite3.Error as e:               # the machine's (machine_failed): one line, exit 1
+        print(f"simbatch_results: {argv[0]}: {e}", file=sys.stderr)
+        return 1
     with pd.option_context("display.max_columns", 30, "display.width", 200):
         try:
             print(table)

@@ -91,7 +91,7 @@ def check_date(text, option="--date"):
             return text
     except ValueError:
         pass
-    raise BadInput(f"{option}={text}: not a date YYYY-MM-DD")
+    raise BadInput(f"{option}={text!r}: not a date YYYY-MM-DD")
 
 
 # ---------------------------------------------------------------- writing
