@@ -190,6 +190,11 @@ refused("run: --output-len for a model with no output length (lstm)", ["--model=
         "does not apply to model lstm")
 refused("capacity: --input-len for resnet50", ["capacity", "--model=resnet50", "--sla=100", "--input-len=fixed:3"],
         "does not apply to model resnet50")
+refused("run: --max-seqs with --max-batch for an LLM (one limit; one would be ignored)",
+        ["--model=llama2-7b", "--max-seqs=4", "--max-batch=8", "--requests=5", "--db=" + DB], "not both")
+refused("capacity: --max-seqs with --max-batch for an LLM", ["capacity", "--model=llama2-7b", "--max-seqs=4",
+                                                             "--max-batch=8", "--ttft-slo=1000", "--tpot-slo=100"],
+        "not both")
 r = sb("--model=gnmt", "--input-len=fixed:4", "--output-len=fixed:3", "--requests=5", "--no-db", "--quiet")
 check("a model that takes both lengths still takes them", r.returncode == 0, r.stderr)
 r = sb(*TINY[:2], "--trace=" + trace, "--no-db", "--json")

@@ -19,6 +19,7 @@ Usage: test_tool_contract.py SIMBATCH"""
 import os
 import resource
 import shutil
+import signal
 import sqlite3
 import stat
 import subprocess
@@ -51,8 +52,16 @@ def tool(path, *args, fsize=None, timeout=120, cwd=None):
     def limit():
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    return subprocess.run([*interp, path, *args], capture_output=True, text=True, errors="replace",
-                          timeout=timeout, cwd=cwd or td, env=ENV, preexec_fn=limit)
+    # its own session: a tool still running at the timeout is killed with everything it started
+    p = subprocess.Popen([*interp, path, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         errors="replace", cwd=cwd or td, env=ENV, preexec_fn=limit, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        err += f"\n(still running after {timeout} s: killed)"
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
 def one_line(r, status):
@@ -256,11 +265,8 @@ for what, chunk, script, args, want in (
          "not a regular file"),
         ("zeros", b"\0" * 65536, BENCH + "/same_sweep.py", ["{}", "{}"], "not a regular file")):
     fifo = Fifo("endless.fifo", chunk)
-    try:
-        r = tool(script, *[x.format(fifo.path) for x in args], timeout=120)
-        refused(f"{os.path.relpath(script, ROOT)} fed {what} through a FIFO: refused, one line, exit 2", r, want)
-    except subprocess.TimeoutExpired:
-        check(f"{os.path.relpath(script, ROOT)} fed {what} through a FIFO: refused", False, "still reading at 120 s")
+    r = tool(script, *[x.format(fifo.path) for x in args], timeout=120)
+    refused(f"{os.path.relpath(script, ROOT)} fed {what} through a FIFO: refused, one line, exit 2", r, want)
     fifo.close()
 sparse = os.path.join(td, "sparse.csv")
 with open(sparse, "wb") as f:

@@ -424,6 +424,11 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	}
 	uint32_t max_batch = opt_given(ro, "max-batch") ? (uint32_t)opt_uint(ro, "max-batch") : pol->default_max_batch;
 	if (m->is_llm) {
+		if (opt_given(ro, "max-seqs") && opt_given(ro, "max-batch")) {      /* as run refuses it */
+			snprintf(err, errlen, "give --max-seqs or --max-batch, not both: for an LLM they are one limit, the "
+			         "requests an iteration may run (--max-seqs wins)");
+			goto done;
+		}
 		if (opt_given(ro, "max-seqs"))
 			max_batch = (uint32_t)opt_uint(ro, "max-seqs");
 		/* a fleet serves as its replicas together: each one's estimate on its own hardware */

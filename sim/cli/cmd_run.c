@@ -199,6 +199,11 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 			snprintf(err, errlen, "--%s applies to an LLM; model %s is node-level", llm_only[i], j->model->name);
 			return -1;
 		}
+	if (j->model->is_llm && opt_given(o, "max-seqs") && opt_given(o, "max-batch")) {
+		snprintf(err, errlen, "give --max-seqs or --max-batch, not both: for an LLM they are one limit, the "
+		         "requests an iteration may run (--max-seqs wins)");
+		return -1;
+	}
 	if (trace_path && !opt_flag(o, "trace-pairs") && (opt_given(o, "rate") || opt_given(o, "arrival-cv"))) {
 		snprintf(err, errlen, "--%s does not apply to a replayed trace, whose timestamps set the arrivals "
 		         "(--trace-speedup scales them; --trace-pairs takes only its lengths, at --rate)",
