@@ -21,20 +21,15 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True          # nothing written into the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from case_log import check, finish  # noqa: E402
+
 SB = os.path.abspath(sys.argv[1])
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 TABLES = os.path.join(ROOT, "calib", "tables")
-failures, cases = [], 0
 td = tempfile.mkdtemp(prefix="simbatch-refusals-")
 DB = os.path.join(td, "never.db")
-
-
-def check(name, cond, detail=""):
-    global cases
-    cases += 1
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(detail)[:400]))
-    if not cond:
-        failures.append(name)
 
 
 def sb(*args, timeout=300):
@@ -201,5 +196,4 @@ r = sb(*TINY[:2], "--trace=" + trace, "--no-db", "--json")
 check("a trace alone still runs", r.returncode == 0 and json.loads(r.stdout)["completed"] == 3, r.stderr)
 
 shutil.rmtree(td, ignore_errors=True)
-print(f"{cases} cases, {len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+finish()

@@ -28,20 +28,15 @@ import tempfile
 import threading
 import time
 
+sys.dont_write_bytecode = True          # nothing written into the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from case_log import check, finish  # noqa: E402
+
 SB = os.path.abspath(sys.argv[1])
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 SCRIPTS, BENCH = os.path.join(ROOT, "scripts"), os.path.join(ROOT, "bench")
 ENV = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")     # no __pycache__ in the source tree
-failures, cases = [], 0
 td = tempfile.mkdtemp(prefix="simbatch-tools-")
-
-
-def check(name, cond, detail=""):
-    global cases
-    cases += 1
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(detail)[:400]))
-    if not cond:
-        failures.append(name)
 
 
 def tool(path, *args, fsize=None, timeout=120, cwd=None):
@@ -381,5 +376,4 @@ for name, (run, rel) in WRITERS.items():
     os.unlink(out)
 
 shutil.rmtree(td, ignore_errors=True)
-print(f"{cases} cases, {len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+finish()
