@@ -25,6 +25,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
+PROG = "bench/overload.py"
+
 LLM = ["--model=llama2-7b", "--hw=gpu-h100", "--policy=chunked", "--max-batched-tokens=2048",
        "--max-seqs=128", "--block-size=16"]
 LLM_LENGTHS = ["--input-len=566", "--output-len=247"]
@@ -107,12 +112,18 @@ def detection_delay(exe, seeds):
                       f"{d['saturated']}")
 
 
-def main():
-    exe = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "build/simbatch"
-    opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
-    false_positives(exe, int(opts.get("seeds", 100)), float(opts.get("rho", 0.9)))
-    detection_delay(exe, int(opts.get("delay-seeds", 20)))
+def main(argv):
+    a = tc.hand_args(PROG, __doc__, argv, ["SIMBATCH"], flags=("seeds", "rho", "delay-seeds"))
+    exe = a["SIMBATCH"]
+    if not os.access(exe, os.X_OK):
+        raise tc.BadInput(f"{exe}: not an executable simbatch")
+    seeds = tc.number(a.get("seeds", "100"), "--seeds", int, 1)
+    rho = tc.number(a.get("rho", "0.9"), "--rho", float, 1e-9)
+    if rho >= 1:
+        raise tc.BadInput(f"--rho={rho:g}: a stable load is below 1")
+    false_positives(exe, seeds, rho)
+    detection_delay(exe, tc.number(a.get("delay-seeds", "20"), "--delay-seeds", int, 1))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(tc.main_guard(PROG, lambda argv: main(argv) or 0, sys.argv[1:]))

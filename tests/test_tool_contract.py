@@ -243,7 +243,7 @@ for script, args, want in (
         (BENCH + "/same_sweep.py", [text_junk, text_junk], "junk.txt"),
         (BENCH + "/vidur_roofline.py", [SB, text_junk], "not a Vidur mlp.csv"),
         (BENCH + "/mooncake_hits.py", [os.path.dirname(SB), data_dir], "conversation_trace.jsonl:2"),
-        (BENCH + "/vllm_validation.py", [SB, "--data=" + os.path.join(td, "vllm")], "profile.yaml: not JSON")):
+        (BENCH + "/vllm_validation.py", [SB, "--data=" + exp], "profile.yaml: not JSON")):
     r = tool(script, *args)
     refused(f"{os.path.relpath(script, ROOT)} on {os.path.basename(args[-1])}: one line, exit 2", r, want)
 check("... and the refused plots wrote nothing", not [n for n in os.listdir(td) if n.startswith("p.")])

@@ -377,20 +377,14 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	char fleet_hw[256];            /* every replica names its hardware: no default is opened (run_fleet.h) */
 	const char *hw_name = !m->is_llm || opt_given(ro, "hw") ? opt_str(ro, "hw")
 	                      : run_fleet_named_hw(ro, fleet_hw, sizeof fleet_hw) ? fleet_hw : RUN_DEFAULT_LLM_HW;
-	if (hw_open_tp(hw_name, m, (uint32_t)opt_uint(ro, "tp"), &hw, err, errlen) != 0)
+	if (run_refuse_ignored(ro, m, opt_str(ro, "trace") != NULL, err, errlen) != 0 ||
+	    hw_open_tp(hw_name, m, (uint32_t)opt_uint(ro, "tp"), &hw, err, errlen) != 0)
 		goto done;
 	const char *opt[2] = { "input-len", "output-len" };
 	const char *spec[2] = { m->input_len_spec, m->output_len_spec };
 	int used[2] = { m->uses_input_len, m->uses_output_len };
 	if (opt_str(ro, "trace")) {        /* --trace-pairs: the mean lengths of the rows a run keeps */
 		struct trc_trace *t = NULL;
-		const char *lengths = opt_given(ro, "input-len") ? "input-len" : opt_given(ro, "output-len") ? "output-len"
-		                      : NULL;
-		if (lengths) {            /* as run refuses it */
-			snprintf(err, errlen, "--%s does not apply to a trace, whose rows give each request's lengths "
-			         "(--trace-pairs too): give one or the other", lengths);
-			goto done;
-		}
 		if (trc_trace_load(opt_str(ro, "trace"), &t, err, errlen) != 0)
 			goto done;
 		uint64_t kept = 0, limit = m->is_llm ? m->llm.context : UINT64_MAX;
@@ -406,11 +400,6 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 		used[0] = used[1] = 0;          /* nothing to draw from */
 	}
 	for (int k = 0; k < 2; k++) {
-		if (!used[k] && opt_given(ro, opt[k])) {           /* as run refuses it */
-			snprintf(err, errlen, "--%s does not apply to model %s, whose graph takes no %s length", opt[k], m->name,
-			         k ? "output" : "input");
-			goto done;
-		}
 		if (!used[k])
 			continue;
 		const char *sp = opt_str(ro, opt[k]) ? opt_str(ro, opt[k]) : spec[k];
@@ -424,11 +413,6 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	}
 	uint32_t max_batch = opt_given(ro, "max-batch") ? (uint32_t)opt_uint(ro, "max-batch") : pol->default_max_batch;
 	if (m->is_llm) {
-		if (opt_given(ro, "max-seqs") && opt_given(ro, "max-batch")) {      /* as run refuses it */
-			snprintf(err, errlen, "give --max-seqs or --max-batch, not both: for an LLM they are one limit, the "
-			         "requests an iteration may run (--max-seqs wins)");
-			goto done;
-		}
 		if (opt_given(ro, "max-seqs"))
 			max_batch = (uint32_t)opt_uint(ro, "max-seqs");
 		/* a fleet serves as its replicas together: each one's estimate on its own hardware */

@@ -199,11 +199,8 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 			snprintf(err, errlen, "--%s applies to an LLM; model %s is node-level", llm_only[i], j->model->name);
 			return -1;
 		}
-	if (j->model->is_llm && opt_given(o, "max-seqs") && opt_given(o, "max-batch")) {
-		snprintf(err, errlen, "give --max-seqs or --max-batch, not both: for an LLM they are one limit, the "
-		         "requests an iteration may run (--max-seqs wins)");
+	if (run_refuse_ignored(o, j->model, trace_path != NULL, err, errlen) != 0)
 		return -1;
-	}
 	if (trace_path && !opt_flag(o, "trace-pairs") && (opt_given(o, "rate") || opt_given(o, "arrival-cv"))) {
 		snprintf(err, errlen, "--%s does not apply to a replayed trace, whose timestamps set the arrivals "
 		         "(--trace-speedup scales them; --trace-pairs takes only its lengths, at --rate)",
@@ -234,13 +231,6 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 			         "them (set --rate instead)");
 			return -1;
 		}
-		const char *lengths = opt_given(o, "input-len") ? "input-len" : opt_given(o, "output-len") ? "output-len"
-		                      : NULL;
-		if (lengths) {
-			snprintf(err, errlen, "--%s does not apply to a trace, whose rows give each request's lengths "
-			         "(--trace-pairs too): give one or the other", lengths);
-			return -1;
-		}
 		if (trc_trace_load(trace_path, &j->trace, err, errlen) != 0)
 			return -1;
 		if (opt_given(o, "duration") && !opt_flag(o, "trace-pairs")) {
@@ -248,13 +238,6 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 			return -1;
 		}
 		return 0;
-	}
-	const char *unused = opt_given(o, "input-len") && !j->model->uses_input_len ? "input-len"
-	                     : opt_given(o, "output-len") && !j->model->uses_output_len ? "output-len" : NULL;
-	if (unused) {
-		snprintf(err, errlen, "--%s does not apply to model %s, whose graph takes no %s length", unused,
-		         j->model->name, unused[0] == 'i' ? "input" : "output");
-		return -1;
 	}
 	return run_lengths(o, "input-len", j->model->input_len_spec, j->model->uses_input_len, j->input_spec,
 	                   sizeof j->input_spec, &j->input_len, err, errlen) != 0 ||
