@@ -28,6 +28,13 @@ struct gpu_measured {
 	double *head_s;                   /* ... and the LM head, at that many rows (tokens emitted) ... */
 	double *layers_ar_s;              /* ... and every layer's operators plus its all-reduces, summed as
 	                                   * iter_cost sums them (gpu_decode_cost) */
+	/* the serving engine's terms (hw_set_engine; engine_profile.h), none without one */
+	const struct eng_profile *eng;    /* not owned; NULL: the GPU's kernels alone */
+	struct opp_collective *ar_algo[2]; /* owned: custom all-reduce and symmetric memory curves, or NULL */
+	size_t ar_algo_first[2], ar_algo_rows[2];
+	uint32_t graph_cap;               /* the largest captured CUDA-graph size; 0: none */
+	char tables_dir[1024];            /* where the all-reduce curves lie */
+	double eager_launches, piecewise_launches;   /* host launches of an eager and a piecewise iteration */
 };
 
 const struct gpu_measured_info *gpu_measured_info(const struct hw_model *hw)
@@ -68,28 +75,35 @@ static double gpu_allreduce_s(const struct gpu_measured *g, double t, int *extra
 		return 0;
 	double bytes = t * g->base.model->llm.hidden * g->base.model->llm.elem_bytes;
 	/* two all-reduces of the activations a layer, after attention and after the MLP: Megatron-LM's
-	 * tensor parallelism (Shoeybi et al., 2019, Sec. 3), as vLLM and Vidur split a layer */
+	 * tensor parallelism (Shoeybi et al., 2019, Sec. 3), as vLLM and Vidur split a layer; with an
+	 * engine, by the algorithm it picks at that size, NCCL (Vidur's rows) where that one has no rows */
+	if (g->eng) {
+		enum eng_ar_algo a = eng_allreduce_algo(g->eng, g->info.tp, bytes);
+		if (a != ENG_AR_NCCL && g->ar_algo_rows[a])
+			return 2 * opp_collective_rows_ms(g->ar_algo[a], g->ar_algo_first[a], g->ar_algo_rows[a], bytes,
+			                                  extrapolated) * OPP_S_PER_MS;
+	}
 	return 2 * opp_collective_rows_ms(g->ar, g->ar_first, g->ar_rows, bytes, extrapolated) * OPP_S_PER_MS;
 }
 
 /* An iteration's parts from its sums: total rows (pad included), the
  * query-key pairs of its multi-token members, the cached tokens its
  * one-token members read. */
-static void gpu_parts_of(const struct gpu_measured *g, uint64_t total, double pairs, double read_tokens,
-                         uint32_t emitting, uint32_t pad, struct gpu_iter_parts *out)
+static void gpu_parts_of(const struct gpu_measured *g, uint64_t total, uint64_t rows, double pairs,
+                         double read_tokens, uint32_t emitting, uint32_t pad, struct gpu_iter_parts *out)
 {
 	const struct opp_curve *c = g->info.curve;
 	memset(out, 0, sizeof *out);
-	if (total <= g->max_cached) {
-		out->layers_s = g->op_s[total] * g->layers;
-		out->allreduce_s = g->ar_s[total] * g->layers;
-		out->emb_s = g->emb_s[total];
+	if (rows <= g->max_cached) {
+		out->layers_s = g->op_s[rows] * g->layers;
+		out->allreduce_s = g->ar_s[rows] * g->layers;
+		out->emb_s = g->emb_s[rows];
 	} else {
 		out->extrapolated = 1;
 		int ignored = 0;
-		out->layers_s = gpu_layer_ops_s(g, (double)total, &ignored) * g->layers;
-		out->allreduce_s = gpu_allreduce_s(g, (double)total, &ignored) * g->layers;
-		out->emb_s = gpu_excluded(g, OPP_EMB) ? 0 : opp_curve_ms(c, OPP_EMB, (double)total, &ignored) * OPP_S_PER_MS;
+		out->layers_s = gpu_layer_ops_s(g, (double)rows, &ignored) * g->layers;
+		out->allreduce_s = gpu_allreduce_s(g, (double)rows, &ignored) * g->layers;
+		out->emb_s = gpu_excluded(g, OPP_EMB) ? 0 : opp_curve_ms(c, OPP_EMB, (double)rows, &ignored) * OPP_S_PER_MS;
 	}
 	if (!gpu_excluded(g, OPP_TERM_ATTN_PREFILL))
 		out->prefill_attn_s = pairs * g->pair_flops / g->prof->gemm_flops_s * g->layers;
@@ -98,6 +112,30 @@ static void gpu_parts_of(const struct gpu_measured *g, uint64_t total, double pa
 		                     g->layers;
 	if (emitting && !gpu_excluded(g, OPP_TERM_LM_HEAD))
 		out->head_s = emitting <= g->max_cached ? g->head_s[emitting] : gpu_head_s(g, emitting);
+}
+
+/* With an engine (engine_profile.h): the rows an iteration of total tokens runs at (a captured CUDA
+ * graph's size when it fits one; 0 when it runs eagerly), and the host launches it waits for. */
+static uint64_t gpu_engine_rows(const struct gpu_measured *g, uint64_t total, int uniform_decode, double *launches)
+{
+	uint32_t p = g->graph_cap && total <= g->graph_cap ? eng_graph_pad((uint32_t)total, g->graph_cap) : 0;
+	/* vLLM V1's FULL_AND_PIECEWISE graphs: a uniform decode batch replays one whole graph (one launch),
+	 * another batch the pieces between its layers' attention kernels, which it launches eagerly */
+	*launches = p ? (uniform_decode ? 1 : g->piecewise_launches) : g->eager_launches;
+	return p && g->eng->use_padding ? p : total;
+}
+
+/* An iteration's parts (its rows as the engine pads them) and the host's launch time, the least it takes. */
+static double gpu_priced_s(const struct gpu_measured *g, uint64_t total, double pairs, double read_tokens,
+                           uint32_t emitting, uint32_t pad, int uniform_decode, struct gpu_iter_parts *out)
+{
+	double launches = 0;
+	uint64_t rows = g->eng ? gpu_engine_rows(g, total, uniform_decode, &launches) : total;
+	gpu_parts_of(g, total, rows, pairs, read_tokens, emitting, pad, out);
+	double s = out->layers_s + out->allreduce_s + out->prefill_attn_s + out->decode_attn_s + out->emb_s +
+	           out->head_s;
+	double host = g->eng ? launches * g->eng->launch_s : 0;
+	return host > s ? host : s;
 }
 
 void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
@@ -114,7 +152,7 @@ void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32
 		else
 			read_tokens += context[i];
 	}
-	gpu_parts_of((const struct gpu_measured *)hw, total, pairs, read_tokens, emitting, pad, out);
+	gpu_parts_of((const struct gpu_measured *)hw, total, total, pairs, read_tokens, emitting, pad, out);
 }
 
 static double gpu_parts_sum(const struct gpu_iter_parts *p)
@@ -125,9 +163,24 @@ static double gpu_parts_sum(const struct gpu_iter_parts *p)
 static double gpu_iter_cost(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
                             uint32_t emitting, uint32_t pad)
 {
+	const struct gpu_measured *g = (const struct gpu_measured *)hw;
 	struct gpu_iter_parts p;
-	gpu_measured_iter_parts(hw, n, tokens, context, emitting, pad, &p);
-	return gpu_parts_sum(&p);
+	if (!g->eng) {
+		gpu_measured_iter_parts(hw, n, tokens, context, emitting, pad, &p);
+		return gpu_parts_sum(&p);
+	}
+	double pairs = 0, read_tokens = 0;
+	uint64_t total = pad;
+	int uniform = pad == 0;
+	for (uint32_t i = 0; i < n; i++) {   /* as gpu_measured_iter_parts sums them */
+		total += tokens[i];
+		if (tokens[i] > 1) {
+			pairs += (double)tokens[i] * context[i] + (double)tokens[i] * (tokens[i] + 1) / 2.0;
+			uniform = 0;
+		} else
+			read_tokens += context[i];
+	}
+	return gpu_priced_s(g, total, pairs, read_tokens, emitting, pad, uniform, &p);
 }
 
 /* n one-token members on context_sum cached tokens in all: iter_cost's sums, read_tokens exact as
@@ -136,8 +189,10 @@ static double gpu_decode_cost(const struct hw_model *hw, uint32_t n, uint64_t co
 {
 	const struct gpu_measured *g = (const struct gpu_measured *)hw;
 	struct gpu_iter_parts p;
+	if (g->eng)
+		return gpu_priced_s(g, n, 0, (double)context_sum, n, 0, 1, &p);
 	if (n > g->max_cached) {
-		gpu_parts_of(g, n, 0, (double)context_sum, n, 0, &p);
+		gpu_parts_of(g, n, n, 0, (double)context_sum, n, 0, &p);
 		return gpu_parts_sum(&p);
 	}
 	/* gpu_parts_sum's terms in its order, from the cached rows: layers and all-reduces (plus the prefill
@@ -170,6 +225,8 @@ static void gpu_close(struct hw_model *hw)
 		return;
 	opp_free(g->prof);
 	opp_collective_free(g->ar);
+	opp_collective_free(g->ar_algo[0]);
+	opp_collective_free(g->ar_algo[1]);
 	free(g->op_s);
 	free(g->ar_s);
 	free(g->emb_s);
@@ -318,6 +375,7 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 		}
 		goto fail;
 	}
+	snprintf(g->tables_dir, sizeof g->tables_dir, "%s", dir);
 	if (tp > 1) {
 		char ar_path[1024];
 		struct stat st;
@@ -371,6 +429,72 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 fail:
 	gpu_close(&g->base);
 	return -1;
+}
+
+/* An engine's all-reduce curve (kind: "custom" or "symm") for the profile's GPU, when its file exists. */
+static int gpu_load_algo(struct gpu_measured *g, int a, const char *kind, char *err, size_t errlen)
+{
+	char path[1100];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/allreduce-%s-%s.csv", g->tables_dir, kind, g->prof->gpu);
+	if (stat(path, &st) != 0)
+		return 0;   /* none measured: the engine's algorithm priced as NCCL */
+	if (opp_allreduce_load(path, &g->ar_algo[a], err, errlen) != 0)
+		return -1;
+	opp_collective_rows(g->ar_algo[a], g->info.tp, &g->ar_algo_first[a], &g->ar_algo_rows[a]);
+	return 0;
+}
+
+static int gpu_set_engine(struct hw_model *hw, const struct eng_profile *e, uint32_t max_seqs,
+                          uint32_t max_batched_tokens, char *err, size_t errlen)
+{
+	struct gpu_measured *g = (struct gpu_measured *)hw;
+	g->eng = e;
+	g->graph_cap = e->cuda_graphs ? eng_graph_cap(e, max_seqs, max_batched_tokens) : 0;
+	/* an eager iteration launches each layer's kernels and its two all-reduces (tp > 1), the embedding and
+	 * the LM head; a piecewise graph's iteration launches each layer's attention and the pieces around them */
+	double per_layer = e->kernels_per_layer + (g->info.tp > 1 ? 2.0 : 0.0);
+	g->eager_launches = e->use_launch ? g->layers * per_layer + 2 : 0;
+	g->piecewise_launches = e->use_launch ? 2.0 * g->layers + 1 : 0;
+	if (g->info.tp > 1 && e->use_allreduce_algos && strcmp(e->allreduce_gpu, g->prof->gpu) == 0 &&
+	    (gpu_load_algo(g, ENG_AR_CUSTOM, "custom", err, errlen) != 0 ||
+	     gpu_load_algo(g, ENG_AR_SYMM, "symm", err, errlen) != 0))
+		return -1;
+	for (uint32_t t = 1; t <= g->max_cached; t++) {   /* the cached all-reduces, as the engine picks them */
+		int ignored = 0;
+		g->ar_s[t] = gpu_allreduce_s(g, t, &ignored);
+		g->layers_ar_s[t] = g->op_s[t] * g->layers + g->ar_s[t] * g->layers;
+	}
+	return 0;
+}
+
+void gpu_measured_engine_note(const struct hw_model *hw, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (!gpu_measured_info(hw) || !((const struct gpu_measured *)hw)->eng)
+		return;
+	const struct gpu_measured *g = (const struct gpu_measured *)hw;
+	const struct eng_profile *e = g->eng;
+	size_t used = 0;
+	if (g->graph_cap)
+		used += (size_t)snprintf(buf, len, "CUDA graphs to %u tokens%s", g->graph_cap,
+		                         e->use_padding ? " (padded)" : " (padding off)");
+	else
+		used += (size_t)snprintf(buf, len, "no CUDA graphs");
+	if (used < len)
+		used += (size_t)snprintf(buf + used, len - used, ", %s", e->use_launch ? "launches priced" : "launch off");
+	if (g->info.tp > 1 && used < len) {
+		const char *why = !e->use_allreduce_algos ? "allreduce off"
+		                  : strcmp(e->allreduce_gpu, g->prof->gpu) != 0 ? "switch sizes not tabled for this GPU" : NULL;
+		if (why)
+			snprintf(buf + used, len - used, ", all-reduce NCCL (%s)", why);
+		else
+			snprintf(buf + used, len - used, ", all-reduce at %u GPUs: custom below %llu B%s, symmetric memory to "
+			         "%llu B%s, NCCL above", g->info.tp, (unsigned long long)e->custom_max[g->info.tp],
+			         g->ar_algo_rows[ENG_AR_CUSTOM] ? "" : " (no curve: NCCL's)",
+			         (unsigned long long)e->symm_max[g->info.tp],
+			         g->ar_algo_rows[ENG_AR_SYMM] ? "" : " (no curve: NCCL's)");
+	}
 }
 
 /* A node-level model priced by the GEMM predictor: a calibrated model
@@ -602,7 +726,8 @@ static int gpu_open_file(const char *arg, const struct mdl_model *m, struct hw_m
 
 #define GPU_MEASURED_OPS(NAME, HELP, OPEN, OPEN_TP)                                                       \
 	{ .name = NAME, .help = HELP, .open = OPEN, .close = gpu_close, .node_cost = gpu_node_cost,        \
-	  .device = gpu_device, .iter_cost = gpu_iter_cost, .decode_cost = gpu_decode_cost, .open_tp = OPEN_TP }
+	  .device = gpu_device, .iter_cost = gpu_iter_cost, .decode_cost = gpu_decode_cost, .open_tp = OPEN_TP, \
+	  .set_engine = gpu_set_engine }
 
 const struct hw_ops gpu_h100_ops = GPU_MEASURED_OPS(
 	"gpu-h100", "NVIDIA H100 80 GB measured: Vidur's operator and all-reduce profiles (calib/tables/ops-h100.csv), LLMs, --tp 1-8",

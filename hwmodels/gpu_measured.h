@@ -50,6 +50,7 @@
 #include "op_profile.h"
 #include "gemm_predict.h"
 #include "gpu_memory.h"
+#include "engine_profile.h"
 
 extern const struct hw_ops gpu_h100_ops;   /* --hw=gpu-h100 */
 extern const struct hw_ops gpu_a100_ops;   /* --hw=gpu-a100 */
@@ -94,6 +95,8 @@ struct gpu_iter_parts {
 	double emb_s, head_s;
 	int extrapolated;       /* T past the profile's last row */
 };
+/* What the engine set on hw prices (hw_set_engine), in one line for the run header; "" without one. */
+void gpu_measured_engine_note(const struct hw_model *hw, char *buf, size_t len);
 void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32_t *tokens, const uint32_t *context,
                              uint32_t emitting, uint32_t pad, struct gpu_iter_parts *out);
 

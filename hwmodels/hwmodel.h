@@ -75,6 +75,7 @@ struct hw_device {
 };
 
 struct hw_model;
+struct eng_profile;
 
 struct hw_ops {
 	const char *name;         /* registry name, e.g. "npu" */
@@ -134,6 +135,10 @@ struct hw_ops {
 	 * parallelism (tp > 1; hw_open_tp refuses tp > 1 for a model without it) */
 	int (*open_tp)(const char *arg, const struct mdl_model *m, uint32_t tp, struct hw_model **out, char *err,
 	               size_t errlen);
+	/* optional: the serving engine's pricing terms (engine_profile.h; e outlives hw) for iterations of at
+	 * most max_seqs requests and max_batched_tokens tokens; hw_set_engine refuses a model without it */
+	int (*set_engine)(struct hw_model *hw, const struct eng_profile *e, uint32_t max_seqs,
+	                  uint32_t max_batched_tokens, char *err, size_t errlen);
 };
 
 /* Every instance starts with this header. */
@@ -151,6 +156,9 @@ int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, c
 int hw_open_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct hw_model **out, char *err,
                size_t errlen);
 void hw_close(struct hw_model *hw);
+/* --engine's terms on hw (hw_ops.set_engine); e NULL: none, 0. */
+int hw_set_engine(struct hw_model *hw, const struct eng_profile *e, uint32_t max_seqs, uint32_t max_batched_tokens,
+                  char *err, size_t errlen);
 const struct hw_ops *const *hw_registry(size_t *count);
 
 static inline int hw_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b,

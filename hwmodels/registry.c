@@ -82,6 +82,19 @@ static int hw_open_with(const struct hw_ops *ops, const char *arg, const struct 
 	return ops->open_tp(arg, m, tp, out, err, errlen);
 }
 
+int hw_set_engine(struct hw_model *hw, const struct eng_profile *e, uint32_t max_seqs, uint32_t max_batched_tokens,
+                  char *err, size_t errlen)
+{
+	if (!e)
+		return 0;
+	if (!hw->ops->set_engine) {
+		snprintf(err, errlen, "--engine prices an LLM's iterations on a measured GPU (gpu-h100, gpu-a100, gpu-a40 or "
+		         "an operator profile file); hw %s is not one", hw->label);
+		return -1;
+	}
+	return hw->ops->set_engine(hw, e, max_seqs, max_batched_tokens, err, errlen);
+}
+
 int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, char *err, size_t errlen)
 {
 	return hw_open_tp(arg, m, 1, out, err, errlen);

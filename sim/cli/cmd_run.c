@@ -26,6 +26,7 @@
 #include "../../util/text.h"
 #include "run_fleet.h"
 #include "run_options.h"
+#include "run_engine.h"
 
 static const char run_usage[] =
 	"usage: simbatch [run] [--policy=P] [--rate=R] [--requests=N | --duration=S] [--model=M] [--hw=H] ...\n"
@@ -48,6 +49,8 @@ struct run_job {             /* a prepared run; released by run_job_free */
 	char input_spec[MDL_SPEC_MAX + 8], output_spec[MDL_SPEC_MAX + 8];
 	uint64_t dropped_over_context;      /* LLM: trace rows left out (--over-context=drop) */
 	char fleet_hw[256];          /* every replica names its hardware: the first group's, the run's --hw */
+
+	struct run_engine engine;           /* --engine (run_engine.h) */
 };
 
 void run_job_free(struct run_job *j)
@@ -347,7 +350,13 @@ static int run_build_config(struct run_job *j, const struct pol_ops *pol, char *
 		c->env.prefix_cache = !off;
 		c->env.async_scheduling = opt_flag(o, "async-scheduling");
 		c->env.tpot_slo_ns = opt_given(o, "tpot-slo") ? llround(opt_double(o, "tpot-slo") * 1e6) : 0;
-		if (run_check_llm_lengths(j, err, errlen) != 0)
+		if (c->replica_hw && j->engine.on) {
+			snprintf(err, errlen, "--engine prices one GPU's iterations; a heterogeneous fleet (--replicas=N:HW,...) "
+			         "is not modelled with it");
+			return -1;
+		}
+		if (run_engine_apply(&j->engine, o, pol->name, &c->env, j->hw, err, errlen) != 0 ||
+		    run_check_llm_lengths(j, err, errlen) != 0)
 			return -1;
 	}
 	c->keep_request_rows = opt_given(o, "requests-out") || opt_flag(o, "db-requests");
@@ -517,6 +526,12 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 		else if (strcmp(opt_str(&j->o, "hw"), "npu") == 0)    /* run's default; live's (profile) stays */
 			opt_set_default(&j->o, "hw", RUN_DEFAULT_LLM_HW);
 	}
+	if (run_engine_load(&j->o, &j->engine, err, sizeof err) != 0)
+		goto fail;
+	if (j->engine.on && !j->model->is_llm) {
+		snprintf(err, sizeof err, "--engine applies to an LLM; model %s is node-level", j->model->name);
+		goto fail;
+	}
 	const struct pol_ops *pol = pol_find(opt_str(&j->o, "policy"));
 	if (!pol) {
 		cli_unknown_policy(opt_str(&j->o, "policy"), err, sizeof err);
@@ -553,6 +568,8 @@ static int run_store(struct run_job *j, int live, struct report_run *rep, const 
 		cfg[ncfg++] = (struct results_kv){ x->cfg_key[i], x->cfg_value[i] };
 	snprintf(mb, sizeof mb, "%u", j->c.env.max_batch);
 	cfg[ncfg++] = (struct results_kv){ "effective.max-batch", mb };
+	if (j->engine.on)
+		cfg[ncfg++] = (struct results_kv){ "effective.engine", j->engine.line };
 	if (!j->trace) {
 		cfg[ncfg++] = (struct results_kv){ "effective.input-len", j->input_spec };
 		cfg[ncfg++] = (struct results_kv){ "effective.output-len", j->output_spec };
@@ -607,7 +624,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		.think_ms = c->think_ns * 1e-6, .seed = c->seed, .warmup = c->warmup,
 		.workers = c->workers, .max_batch = c->env.max_batch, .sla_ms = opt_double(o, "sla"),
 		.wall_s = wall_s, .run_id = -1, .live = live, .res = res, .model_def = j->model, .extra_json = x->json,
-		.dropped_over_context = j->dropped_over_context,
+		.dropped_over_context = j->dropped_over_context, .engine_line = j->engine.on ? j->engine.line : NULL,
 	};
 	rep.hw_predicted = gpu_predicted_info(j->hw);
 	rep.router_refresh_ms = c->router_refresh_ns * 1e-6;

@@ -190,6 +190,10 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	json_write_string(f, r->model);
 	fputs(",\"hw\":", f);
 	json_write_string(f, r->hw);
+	if (r->engine_line) {
+		fputs(",\"engine\":", f);
+		json_write_string(f, r->engine_line);
+	}
 	fprintf(f, ",\"rate_rps\":%.10g,\"seed\":%llu,", r->rate_rps, (unsigned long long)r->seed);
 	fprintf(f, "\"requests\":%llu,\"completed\":%llu,\"measured\":%llu,\"warmup\":%llu,"
 	        "\"throughput_rps\":%.10g,",
@@ -359,6 +363,8 @@ void report_text(FILE *f, const struct report_run *r)
 		fprintf(f, "simbatch%s: policy %s, model %s on %s, %s, %.6g req/s offered (%s), seed %llu\n",
 		        r->live ? " live" : "", r->policy, r->model, r->hw, devices, r->rate_rps, arrivals,
 		        (unsigned long long)r->seed);
+	if (r->engine_line)
+		fprintf(f, "  engine     %s\n", r->engine_line);
 	fprintf(f, "  requests   %llu completed, %llu measured (warm-up %llu), %.1f s %s\n",
 	        (unsigned long long)res->completed, (unsigned long long)s->count,
 	        (unsigned long long)r->warmup, res->sim_end_s, r->live ? "on the wall clock (live)" : "simulated");

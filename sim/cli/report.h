@@ -32,6 +32,7 @@ struct report_run {
 	int live;                   /* 1: a live run (real kernels, the wall clock) */
 	const struct drv_result *res;
 	const struct mdl_model *model_def;  /* node names for per-node statistics */
+	const char *engine_line;            /* --engine: what it set and prices (run_engine.h), else NULL */
 	const char *extra_json;             /* members appended to the JSON object ("k":v,...), or NULL (live runs) */
 	uint64_t dropped_over_context;      /* LLM: trace rows left out as beyond the model's context */
 	uint32_t hw_measured_tokens;        /* LLM on a measured GPU: the largest iteration its profile measured (else 0) */

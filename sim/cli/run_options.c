@@ -13,7 +13,7 @@
 /* run's own options: these, ... */
 static const struct opt_def run_opts_head[] = {
 	{ "policy", OPT_STR, RUN_DEFAULT_POLICY, 0, 0, 0, "batching policy (simbatch list policies; an LLM's default: "
-	  RUN_DEFAULT_LLM_POLICY ")" },
+	  RUN_DEFAULT_LLM_POLICY ", vLLM V1's scheduler without chunked prefill; --engine: the version's)" },
 	{ "rate", OPT_DOUBLE, "1000", 0, 1e12, 1, "mean arrival rate, requests per second" },
 	{ "requests", OPT_UINT, NULL, 1, 1e12, 0, "stop after N arrivals (default 20000)" },
 	{ "duration", OPT_DOUBLE, NULL, 0, 1e9, 1, "stop arrivals after SECONDS of simulated time" },
@@ -49,8 +49,10 @@ static const struct opt_def run_opts_head[] = {
 /* ... the policies' knobs (pol_param_union) come here, then: */
 static const struct opt_def run_opts_tail[] = {
 	{ "max-batched-tokens", OPT_UINT, NULL, 1, 1e7, 0, "LLM: tokens one iteration may run (default: continuous the "
-	  "larger of the context and 2048, as vLLM; chunked 512; slo 2048; static pads whole prompts, unbounded)" },
-	{ "max-seqs", OPT_UINT, NULL, 1, 65536, 0, "LLM: requests one iteration may run (default 256, as vLLM)" },
+	  "larger of the context and 2048, vLLM V1 without chunked prefill; chunked 512, vLLM V0's chunked-prefill "
+	  "default; slo 2048; static pads whole prompts, unbounded; --engine: the version's)" },
+	{ "max-seqs", OPT_UINT, NULL, 1, 65536, 0, "LLM: requests one iteration may run (default 256, vLLM's below 70 GiB "
+	  "of GPU memory and on A100s since V1; --engine: the version's)" },
 	{ "block-size", OPT_UINT, "16", 1, 65536, 0, "LLM: tokens a KV cache block holds (vLLM's default 16)" },
 	{ "kv-blocks", OPT_UINT, NULL, 1, 1e8, 0, "LLM: each replica's KV cache in blocks, not its memory's (vLLM's "
 	  "--num-gpu-blocks-override), e.g. a CPU tier's size; where blocks live is not priced (default: the memory's)" },
@@ -60,7 +62,13 @@ static const struct opt_def run_opts_tail[] = {
 	  "shared by requests with the same prefix, evicted least recently used; off: every request computes all" },
 	{ "async-scheduling", OPT_FLAG, NULL, 0, 0, 0, "LLM: vLLM's async scheduling (its default since v0.14): each "
 	  "iteration is planned as the one before it starts, so a request arriving during one joins the one after next "
-	  "(continuous, chunked; off: planned when the one before ends, vLLM's --no-async-scheduling)" },
+	  "(continuous, chunked; off unless given: planned when the one before ends, as vLLM before v0.14 and its "
+	  "--no-async-scheduling; --engine: the version's)" },
+	{ "engine", OPT_STR, NULL, 0, 0, 0, "LLM on a measured GPU: a serving engine's profile, a version in engines/ "
+	  "(vllm-0.15) or a file: its scheduler defaults under this run's own options, and its pricing (all-reduce "
+	  "algorithms, CUDA-graph padding, host launches; engines/FORMAT.md). Without it: the GPU's kernels alone" },
+	{ "engine-off", OPT_STR, NULL, 0, 0, 0, "switch off --engine's terms, a comma list: allreduce, padding, launch "
+	  "(pricing), async (its scheduling default); all three pricing terms off price the GPU's kernels alone" },
 	{ "over-context", OPT_STR, "refuse", 0, 0, 0, "LLM: trace rows beyond the model's context: refuse (exit 2), or "
 	  "drop them as a server rejects them" },
 	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database" },
