@@ -55,11 +55,20 @@ what that does to every metric of every stage: each term's contribution.
 server ran (its default since v0.14): an arrival joins the iteration after
 next.
 
+--engine=VERSION: every simulation with that serving-engine profile (engines/VERSION.engine: vLLM
+v0.15's all-reduce algorithms, CUDA-graph padding and host launches on the measured GPU; its
+scheduler defaults stay under the server's own settings, which every simulation passes, and its
+async scheduling is the server's). --engine-ablate: instead, the "prompt pool" workload on gpu-h100
+with the engine, each of its terms switched off in turn (--engine-off), all three off (the GPU's
+kernels alone), and no engine at all: every stage and metric, measured beside each. --fit-terms:
+instead, the terms only these runs could calibrate (a per-request front end, a per-iteration CPU
+time), each fitted on one model's stages and held out on the other's (docs/VALIDATION.md section 6).
+
 --modes=A,B: only these columns (of "no reuse", "sys cached", "prefix cache",
 "prompt pool"; a build from before prompt pools has no "prompt pool").
 
 Usage: bench/vllm_validation.py SIMBATCH [--hw=H ...] [--data=DIR ...] [--ablate] [--async-scheduling]
-       [--modes=A,B]
+       [--modes=A,B] [--engine=VERSION] [--engine-ablate] [--fit-terms]
 (default hardware: gpu-h100 and gpu-h100-roofline; default data: the three
 7B stages and the 70B TP 4 roleplay)."""
 import csv
@@ -244,10 +253,24 @@ def simulate(binary, e, hw, mode, tmp):
             "e2e_p99": percentile(e2e, .99),
             "per_token": (sum(e2e) / len(e2e) - sum(ttft) / len(ttft)) / (gen - 1),
             "out_tps": len(rs) * gen / span,
+            "n": len(rs), "ttft_var": variance(ttft),
+            "gen_var": variance([(b - a) / (gen - 1) for a, b in zip(ttft, e2e)]),
             "hit_rate": ((counts[k + 1][0] - counts[k][0]) / (counts[k + 1][1] - counts[k][1])
                          if mode in CACHED and counts[k + 1][1] > counts[k][1] else None),
         })
     return out, wall
+
+
+def variance(xs):
+    m = sum(xs) / len(xs)
+    return sum((x - m) ** 2 for x in xs) / max(len(xs) - 1, 1)
+
+
+def quantile_variance(q):
+    """A measured metric's variance from its published quantiles: its piecewise-linear quantile function
+    integrated (the mean of Q(p)^2 less the square of its mean), at 10,000 evenly spaced probabilities."""
+    qs = [inverse_cdf(q, (i + 0.5) / 10000) for i in range(10000)]
+    return variance(qs)
 
 
 def measured(e, st):
@@ -256,7 +279,11 @@ def measured(e, st):
     gen = e["shared_prefix"]["output_len"]
     t, r = lat["time_to_first_token"], lat["request_latency"]
     return {"ttft_mean": t["mean"], "ttft_p50": t["median"], "ttft_p90": t["p90"], "ttft_p99": t["p99"],
-            "e2e_mean": r["mean"], "e2e_p90": r["p90"], "e2e_p99": r["p99"],
+            "e2e_mean": r["mean"], "e2e_p90": r["p90"], "e2e_p99": r["p99"], "n": s["count"],
+            "ttft_var": quantile_variance(t),
+            # (e2e - ttft) / (gen - 1) per request: the two are not published together, so their covariance is
+            # unknown; the sum of their variances bounds the difference's when they correlate positively
+            "gen_var": (quantile_variance(r) + quantile_variance(t)) / (gen - 1) ** 2,
             "per_token": (r["mean"] - t["mean"]) / (gen - 1), "out_tps": s["throughput"]["requests_per_sec"] * gen}
 
 
@@ -289,12 +316,98 @@ def ablation(binary, exps, tmp):
                 print(f"| {label} | {e['name']} {st['rate']} req/s | " + " | ".join(cells) + " |")
 
 
+ENGINE_TERMS = [("engine, every term", []), ("allreduce off", ["--engine-off=allreduce"]),
+                ("padding off", ["--engine-off=padding"]), ("launch off", ["--engine-off=launch"]),
+                ("all three off", ["--engine-off=allreduce,padding,launch"]), ("no engine", None)]
+TARGETS = {"per_token": 10, "e2e_mean": 10, "ttft_mean": 15, "e2e_p99": 20}
+
+
+def engine_ablation(binary, exps, tmp, engine):
+    """The prompt-pool workload on gpu-h100 with the engine, each of its terms off in turn: every metric."""
+    rows = {}
+    for label, opts in ENGINE_TERMS:
+        saved = list(EXTRA)
+        EXTRA[:] = [a for a in EXTRA if not a.startswith("--engine")]
+        if opts is not None:
+            EXTRA.extend([f"--engine={engine}", *opts])
+        try:
+            for e in exps:
+                rows[(label, e["name"])] = simulate(binary, e, "gpu-h100", "prompt pool", tmp)[0]
+        finally:
+            EXTRA[:] = saved
+    labels = [label for label, _ in ENGINE_TERMS]
+    print("| stage | metric | measured | " + " | ".join(labels) + " |")
+    print("| --- | --- | ---: | " + " | ".join("---:" for _ in labels) + " |")
+    for e in exps:
+        for k, st in enumerate(e["stages"]):
+            m = measured(e, st)
+            for key, name, scale in METRICS:
+                cells = []
+                for label in labels:
+                    v = rows[(label, e["name"])][k][key]
+                    err = 100 * (v / m[key] - 1)
+                    miss = "" if key not in TARGETS or abs(err) <= TARGETS[key] else " x"
+                    cells.append(f"{v * scale:.1f} ({err:+.1f}%{miss})")
+                print(f"| {e['name']} {st['rate']} req/s | {name} | {m[key] * scale:.1f} | " + " | ".join(cells) + " |")
+    print("\n(x: outside its target: per-token and E2E mean 10%, TTFT mean 15%, E2E p99 20%)")
+
+
+FIT_TERMS = [("per-request front end (TTFT and E2E)", "ttft_mean", "ttft_var"),
+             ("per-iteration CPU time (per-token)", "per_token", "gen_var")]
+
+
+def fit_terms(binary, exps, tmp, engine):
+    """Each term that only the given runs could calibrate, fitted leaving one model out: its value as the
+    mean residual (measured less simulated) of the fitting model's stages, that value's standard error,
+    and what the value fitted on one model does to the other's (held out)."""
+    EXTRA.append(f"--engine={engine}")
+    sims = {e["name"]: simulate(binary, e, "gpu-h100", "prompt pool", tmp)[0] for e in exps}
+    EXTRA.pop()
+    models = sorted({e["model"] for e in exps})
+    print("| term | fitted on | value | its standard error | held out: stage, metric, error without -> with |")
+    print("| --- | --- | ---: | ---: | --- |")
+    for label, key, var in FIT_TERMS:
+        fits = {}
+        for model in models:
+            res, ses = [], []
+            for e in exps:
+                if e["model"] != model:
+                    continue
+                for k, st in enumerate(e["stages"]):
+                    m, sim = measured(e, st), sims[e["name"]][k]
+                    res.append(m[key] - sim[key])
+                    ses.append(m[var] / m["n"] + sim[var] / sim["n"])
+            fits[model] = (sum(res) / len(res), sum(ses) ** 0.5 / len(res))
+        for model in models:
+            v, se = fits[model]
+            held = []
+            for e in exps:
+                if e["model"] == model:
+                    continue
+                for k, st in enumerate(e["stages"]):
+                    m, sim = measured(e, st), sims[e["name"]][k]
+                    keys = [key] + (["e2e_mean"] if key == "ttft_mean" else ["e2e_mean"])
+                    for kk in dict.fromkeys(keys):
+                        shift = v if key == "ttft_mean" else v * (e["shared_prefix"]["output_len"] - 1)
+                        held.append(f"{e['name']} {st['rate']} req/s {kk} {100 * (sim[kk] / m[kk] - 1):+.1f}% -> "
+                                    f"{100 * ((sim[kk] + shift) / m[kk] - 1):+.1f}%")
+                        if kk == key and key == "per_token":
+                            held[-1] = (f"{e['name']} {st['rate']} req/s per-token {100 * (sim[kk] / m[kk] - 1):+.1f}%"
+                                        f" -> {100 * ((sim[kk] + v) / m[kk] - 1):+.1f}%")
+            print(f"| {label} | {model} | {v * 1e3:.3f} ms | {se * 1e3:.3f} ms | " + "; ".join(held) + " |")
+        (a, sa), (b, sb) = fits[models[0]], fits[models[-1]]
+        moved, err = abs(a - b), (sa ** 2 + sb ** 2) ** 0.5
+        print(f"| {label} | verdict | moves {moved * 1e3:.3f} ms between the fits, their error {err * 1e3:.3f} ms: "
+              f"{'kept' if moved <= err else 'dropped (it moves more than its error)'} | | |")
+
+
 def main(argv):
     binary = None
     hws, data, ablate, modes = [], [], False, MODES
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return 0
+    engine, engine_ablate, fit = None, False, False
     for a in argv:
         if a.startswith("--hw="):
             hws.append(a[5:])
@@ -308,6 +421,13 @@ def main(argv):
             ablate = True
         elif a == "--async-scheduling":
             EXTRA.append(a)
+        elif a.startswith("--engine="):
+            EXTRA.append(a)
+            engine = a[9:]
+        elif a == "--engine-ablate":
+            engine_ablate = True
+        elif a == "--fit-terms":
+            fit = True
         elif a.startswith("-"):
             tc.usage_error(PROG, f"unknown option {a.split('=', 1)[0]}")
         elif binary is None:
@@ -325,6 +445,12 @@ def main(argv):
     tmp = tempfile.mkdtemp()
     if ablate:
         ablation(binary, exps, tmp)
+        return
+    if fit:
+        fit_terms(binary, exps, tmp, engine or "vllm-0.15")
+        return
+    if engine_ablate:
+        engine_ablation(binary, exps, tmp, engine or "vllm-0.15")
         return
     walls = []
     cols = [(hw, c) for hw in hws for c in modes]

@@ -49,7 +49,6 @@ struct run_job {             /* a prepared run; released by run_job_free */
 	char input_spec[MDL_SPEC_MAX + 8], output_spec[MDL_SPEC_MAX + 8];
 	uint64_t dropped_over_context;      /* LLM: trace rows left out (--over-context=drop) */
 	char fleet_hw[256];          /* every replica names its hardware: the first group's, the run's --hw */
-
 	struct run_engine engine;           /* --engine (run_engine.h) */
 };
 
