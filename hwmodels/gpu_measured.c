@@ -134,7 +134,7 @@ static double gpu_priced_s(const struct gpu_measured *g, uint64_t total, double 
 	gpu_parts_of(g, total, rows, pairs, read_tokens, emitting, pad, out);
 	double s = out->layers_s + out->allreduce_s + out->prefill_attn_s + out->decode_attn_s + out->emb_s +
 	           out->head_s;
-	double host = g->eng ? launches * g->eng->launch_s : 0;
+	double host = g->eng && g->eng->use_launch ? launches * g->eng->launch_s : 0;
 	return host > s ? host : s;
 }
 
@@ -454,8 +454,8 @@ static int gpu_set_engine(struct hw_model *hw, const struct eng_profile *e, uint
 	/* an eager iteration launches each layer's kernels and its two all-reduces (tp > 1), the embedding and
 	 * the LM head; a piecewise graph's iteration launches each layer's attention and the pieces around them */
 	double per_layer = e->kernels_per_layer + (g->info.tp > 1 ? 2.0 : 0.0);
-	g->eager_launches = e->use_launch ? g->layers * per_layer + 2 : 0;
-	g->piecewise_launches = e->use_launch ? 2.0 * g->layers + 1 : 0;
+	g->eager_launches = g->layers * per_layer + 2;
+	g->piecewise_launches = 2.0 * g->layers + 1;
 	if (g->info.tp > 1 && e->use_allreduce_algos && strcmp(e->allreduce_gpu, g->prof->gpu) == 0 &&
 	    (gpu_load_algo(g, ENG_AR_CUSTOM, "custom", err, errlen) != 0 ||
 	     gpu_load_algo(g, ENG_AR_SYMM, "symm", err, errlen) != 0))
