@@ -60,6 +60,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "run_options.h"
+#include "run_engine.h"
 #include "cli.h"
 #include "../../util/errkind.h"
 #include "../../util/json.h"
@@ -370,6 +371,10 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 		goto done;
 	/* an LLM's default policy and hardware, as run's */
 	const char *pol_name = m->is_llm && !opt_given(ro, "policy") ? RUN_DEFAULT_LLM_POLICY : opt_str(ro, "policy");
+	struct eng_profile ep;            /* --engine's policy and sequences, as run takes them */
+	int eng = m->is_llm && opt_given(ro, "engine") && eng_profile_load(opt_str(ro, "engine"), &ep, err, errlen) == 0;
+	if (eng && !opt_given(ro, "policy"))
+		pol_name = ep.policy;
 	if (!(pol = pol_find(pol_name))) {
 		cli_unknown_policy(pol_name, err, errlen);
 		goto done;
@@ -415,6 +420,8 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	if (m->is_llm) {
 		if (opt_given(ro, "max-seqs"))
 			max_batch = (uint32_t)opt_uint(ro, "max-seqs");
+		else if (eng && !opt_given(ro, "max-batch"))
+			max_batch = ep.max_seqs;
 		/* a fleet serves as its replicas together: each one's estimate on its own hardware */
 		struct eng_config fc = { .workers = (uint32_t)opt_uint(ro, "workers"), .hw = hw };
 		struct run_fleet fleet = { 0 };
@@ -620,6 +627,7 @@ static void cap_print(const struct opt_set *o, const struct cap_search *s, const
 			printf("  the hardware model's measured error (p90 %.2f%% a layer) puts it in [%.6g, %.6g] req/s, to first "
 			       "order\n", 100 * s->hw_error_p90, lo->rate_rps / (1 + s->hw_error_p90),
 			       hi->rate_rps / (1 - s->hw_error_p90));
+		run_engine_launch_words(stdout, s->run_args, s->nrun_args);
 	} else {
 		printf("capacity %.6g req/s: p99 %.4g ms <= %g ms at %.6g req/s, %.4g ms %s %g ms at %.6g req/s%s\n",
 		       lo->rate_rps, lo->p99_ms, s->sla_ms, lo->rate_rps, hi->p99_ms, hi->p99_ms > s->sla_ms ? ">" : "<=",

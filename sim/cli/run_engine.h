@@ -25,9 +25,10 @@ int run_engine_load(struct opt_set *o, struct run_engine *r, char *err, size_t e
 int run_engine_apply(struct run_engine *r, const struct opt_set *o, const char *policy, struct pol_env *env,
                      struct hw_model *hw, char *err, size_t errlen);
 
-/* `vllm serve MODEL --tensor-parallel-size N --max-num-batched-tokens T --max-num-seqs S ...` for the
- * engine profile e (NULL: the vLLM defaults simbatch follows without one, said so), one line on f. */
-void run_engine_launch_command(FILE *f, const struct eng_profile *e, const char *model, unsigned tp,
-                               unsigned max_batched_tokens, unsigned max_seqs, const char *policy, int prefix_cache);
+/* `vllm serve MODEL --tensor-parallel-size N --max-num-batched-tokens T --max-num-seqs S ...`, one line on
+ * f, for the configuration that these run options ("--name=value" words, the last of a name counting)
+ * describe, with its --engine profile's defaults where it gives none (without one, simbatch's defaults:
+ * run --help says which vLLM each follows). Nothing for a node-level model or options a run refuses. */
+void run_engine_launch_words(FILE *f, char *const *words, size_t n);
 
 #endif

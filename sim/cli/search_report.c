@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "search_run.h"
+#include "run_engine.h"
 #include "version.h"
 #include "../store/search_store.h"
 #include "../../util/errkind.h"
@@ -89,6 +90,17 @@ static void search_print_row(FILE *f, const struct search_run *r, size_t i)
 	fprintf(f, "  %s\n", label);
 }
 
+/* The serving engine's launch command for configuration i (run_engine.h). */
+static void search_print_launch(FILE *f, const struct search_spec *s, size_t i)
+{
+	struct search_config c;
+	char err[256];
+	if (search_config_make(s, i, &c, err, sizeof err) != 0)
+		return;
+	run_engine_launch_words(f, c.opts, c.nopts);
+	search_config_free(&c);
+}
+
 void search_report_text(FILE *f, const struct search_run *r)
 {
 	const struct search_spec *s = r->spec;
@@ -114,6 +126,7 @@ void search_report_text(FILE *f, const struct search_run *r)
 	} else {
 		fprintf(f, "answer   ");
 		search_print_row(f, r, a);
+		search_print_launch(f, r->spec, a);
 		const struct search_row *w = &r->rows[a];
 		/* where the hardware model's measured error changes the ranking */
 		if (!isnan(w->band_lo) && s->target_rps > 0 && w->band_lo < s->target_rps)
