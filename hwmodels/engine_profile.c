@@ -255,8 +255,10 @@ int eng_profile_switch_off(struct eng_profile *e, const char *list, char *err, s
 			e->use_padding = 0;
 		else if (n == 6 && strncmp(p, "launch", n) == 0)
 			e->use_launch = 0;
+		else if (n == 5 && strncmp(p, "async", n) == 0)
+			e->async_scheduling = 0;
 		else {
-			snprintf(err, errlen, "--engine-off=%s: unknown term '%.*s' (the terms: allreduce, padding, launch)", list,
+			snprintf(err, errlen, "--engine-off=%s: unknown term '%.*s' (the terms: allreduce, padding, launch, async)", list,
 			         (int)n, p);
 			return -1;
 		}

@@ -34,7 +34,7 @@ struct eng_profile {
 	int use_launch;             /* launch: an eager iteration waits for its kernels' host launches */
 };
 
-/* Switches off the terms named in list ("allreduce,padding,launch", or "" for none). Returns 0, or -1
+/* Switches off the terms named in list ("allreduce,padding,launch", "async" its scheduling default; "" none). Returns 0, or -1
  * with err naming the option and the terms there are. */
 int eng_profile_switch_off(struct eng_profile *e, const char *list, char *err, size_t errlen);
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "../../hwmodels/caltab.h"
 #include "../../hwmodels/op_profile.h"
+#include "../../hwmodels/engine_profile.h"
 #include "../../hwmodels/node_table.h"
 #include "../../hwmodels/npu_config.h"
 #include "../../models/model.h"
@@ -22,7 +23,7 @@
 #include "../../sim/cli/sweep_spec.h"
 #include "../../traces/workload.h"
 
-enum { TRACE, MODEL, NODE_TABLE, NPU_CONFIG, CALTAB, SWEEP, LENGTHS, OP_PROFILE, ALLREDUCE };
+enum { TRACE, MODEL, NODE_TABLE, NPU_CONFIG, CALTAB, SWEEP, LENGTHS, OP_PROFILE, ALLREDUCE, ENGINE };
 
 /* The input as a file: returns its path, valid while fd is open. */
 static int fuzz_file(const uint8_t *data, size_t size, char *path, size_t pathlen)
@@ -96,6 +97,11 @@ static void fuzz_parse(const char *path)
 		struct opp_collective *a = NULL;
 		if (opp_allreduce_load(path, &a, err, sizeof err) == 0)
 			opp_collective_free(a);
+		break;
+	}
+	case ENGINE: {
+		struct eng_profile e;
+		(void)eng_profile_load(path, &e, err, sizeof err);   /* a path: it holds a '/' */
 		break;
 	}
 	case LENGTHS: {
