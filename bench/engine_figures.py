@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Llama-2-70B at TP 2, 4 and 8 on the measured H100 (gpu-h100) and the Azure LLM conversation trace 2023's
+(prompt, output) pairs (../shared/data/azure-llm-2023, CC-BY 4.0; --trace-pairs --over-context=drop: the
+rows within the 4,096-token context), before and after the serving-engine profile (engines/FORMAT.md):
+
+  defaults     simbatch's defaults (continuous: vLLM V1 without chunked prefill, 256 sequences, no async)
+  v0.15 sched  vLLM v0.15's scheduler settings (chunked, 8192 tokens, 1024 sequences, async scheduling),
+               priced by the GPU's kernels alone
+  vllm-0.15    --engine=vllm-0.15: the same settings, and its all-reduce algorithms, CUDA-graph padding and
+               host launches
+
+For each: TTFT and TPOT p50/p99 at 2 req/s (Poisson), and the capacity (simbatch capacity: the highest rate
+at which at most 1% of requests miss a target, at 95% confidence) under MLPerf Inference's Llama-2-70B
+latency targets: the server scenario's TTFT 2 s and TPOT 200 ms (p99; MLPerf Inference v4.0 rules) and the
+interactive one's 450 ms and 40 ms.
+Usage: bench/engine_figures.py SIMBATCH [--requests=N]"""
+import json
+import os
+import subprocess
+import sys
+
+TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "azure-llm-2023",
+                     "AzureLLMInferenceTrace_conv.csv")
+BASE = ["--model=llama2-70b", "--hw=gpu-h100", f"--trace={TRACE}", "--trace-pairs", "--over-context=drop"]
+CONFIGS = [("defaults", []),
+           ("v0.15 sched", ["--policy=chunked", "--max-batched-tokens=8192", "--max-seqs=1024", "--async-scheduling"]),
+           ("vllm-0.15", ["--engine=vllm-0.15"])]
+TARGETS = [("server 2 s / 200 ms", ["--ttft-slo=2000", "--tpot-slo=200"]),
+           ("interactive 450 ms / 40 ms", ["--ttft-slo=450", "--tpot-slo=40"])]
+
+
+def main(argv):
+    if not argv:
+        sys.exit(__doc__)
+    sb = argv[0]
+    requests = next((a.split("=", 1)[1] for a in argv[1:] if a.startswith("--requests=")), "3000")
+    print("| TP | configuration | TTFT p50 / p99 ms (2 req/s) | TPOT p50 / p99 ms | " +
+          " | ".join(f"capacity, {t} (req/s)" for t, _ in TARGETS) + " |")
+    print("| ---: | --- | ---: | ---: | " + " | ".join("---:" for _ in TARGETS) + " |")
+    for tp in (2, 4, 8):
+        for label, opts in CONFIGS:
+            args = [*BASE, f"--tp={tp}", *opts]
+            r = json.loads(subprocess.run([sb, *args, "--rate=2", f"--requests={requests}", "--no-db", "--json"],
+                                          check=True, capture_output=True, text=True).stdout)
+            caps = []
+            for _, slo in TARGETS:
+                c = subprocess.run([sb, "capacity", *args, *slo, f"--requests={requests}", "--jobs=2", "--json"],
+                                   capture_output=True, text=True)
+                caps.append(f"{json.loads(c.stdout)['capacity_rps']:.2f}" if c.returncode == 0 else
+                            "none" if "no rate meets" in c.stderr else "error: " + c.stderr.strip()[:80])
+            print(f"| {tp} | {label} | {r['ttft_ms']['p50']:.1f} / {r['ttft_ms']['p99']:.1f} | "
+                  f"{r['tpot_ms']['p50']:.1f} / {r['tpot_ms']['p99']:.1f} | " + " | ".join(caps) + " |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
