@@ -13,9 +13,13 @@ For each: TTFT and TPOT p50/p99 at 2 req/s (Poisson), and the capacity (simbatch
 at which at most 1% of requests miss a target, at 95% confidence) under MLPerf Inference's Llama-2-70B
 latency targets: the server scenario's TTFT 2 s and TPOT 200 ms (p99; MLPerf Inference v4.0 rules) and the
 interactive one's 450 ms and 40 ms.
-Usage: bench/engine_figures.py SIMBATCH [--requests=N]"""
+--cost instead: the CPU seconds of one run with and without --engine (the whole conversation trace's pairs at
+6 req/s on TP 4, v0.15's scheduler settings both), 7 alternating pairs, the median ratio and its range.
+Usage: bench/engine_figures.py SIMBATCH [--requests=N] [--cost]"""
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 
@@ -29,10 +33,35 @@ TARGETS = [("server 2 s / 200 ms", ["--ttft-slo=2000", "--tpot-slo=200"]),
            ("interactive 450 ms / 40 ms", ["--ttft-slo=450", "--tpot-slo=40"])]
 
 
+def cpu_s(args):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(args, check=True, capture_output=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def cost(sb):
+    args = [sb, *BASE, "--tp=4", "--rate=6", "--requests=19366", "--no-db", "--json", *CONFIGS[1][1]]
+    alone, engine, ratios = [], [], []
+    for i in range(7):
+        order = [False, True] if i % 2 == 0 else [True, False]
+        got = {}
+        for with_engine in order:
+            got[with_engine] = cpu_s(args + (["--engine=vllm-0.15"] if with_engine else []))
+        alone.append(got[False])
+        engine.append(got[True])
+        ratios.append(got[True] / got[False])
+    print(f"CPU s a run: GPU alone {statistics.median(alone):.3f}, --engine=vllm-0.15 {statistics.median(engine):.3f}; "
+          f"engine / alone {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
+
+
 def main(argv):
     if not argv:
         sys.exit(__doc__)
     sb = argv[0]
+    if "--cost" in argv[1:]:
+        cost(sb)
+        return
     requests = next((a.split("=", 1)[1] for a in argv[1:] if a.startswith("--requests=")), "3000")
     print("| TP | configuration | TTFT p50 / p99 ms (2 req/s) | TPOT p50 / p99 ms | " +
           " | ".join(f"capacity, {t} (req/s)" for t, _ in TARGETS) + " |")
