@@ -34,8 +34,8 @@ struct eng_profile {
 	int use_launch;             /* launch: an eager iteration waits for its kernels' host launches */
 };
 
-/* Switches off the terms named in list ("allreduce,padding,launch", "async" its scheduling default; "" none). Returns 0, or -1
- * with err naming the option and the terms there are. */
+/* Switches off the terms named in list ("allreduce,padding,launch", "async" its scheduling default;
+ * "" none). Returns 0, or -1 with err naming the option and the terms there are. */
 int eng_profile_switch_off(struct eng_profile *e, const char *list, char *err, size_t errlen);
 
 /* The directory --engine=NAME reads NAME.engine from (SIMBATCH_ENGINES overrides the built-in one). */

@@ -47,9 +47,9 @@ int run_engine_apply(struct run_engine *r, const struct opt_set *o, const char *
 		return -1;
 	char priced[384];
 	gpu_measured_engine_note(hw, priced, sizeof priced);
-	int n = snprintf(r->line, sizeof r->line, "%s (%s): %s %u tokens, %u sequences, prefix caching %s, async scheduling %s; "
-	         "%s", e->name, e->path, policy, env->max_batched_tokens, env->max_batch, env->prefix_cache ? "on" : "off",
-	         env->async_scheduling ? "on" : "off", priced);
+	int n = snprintf(r->line, sizeof r->line, "%s (%s): %s %u tokens, %u sequences, prefix caching %s, "
+	                 "async scheduling %s; %s", e->name, e->path, policy, env->max_batched_tokens, env->max_batch,
+	                 env->prefix_cache ? "on" : "off", env->async_scheduling ? "on" : "off", priced);
 	if (n < 0 || (size_t)n >= sizeof r->line)
 		snprintf(r->line + sizeof r->line - 4, 4, "...");
 	return 0;
