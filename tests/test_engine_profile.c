@@ -121,15 +121,20 @@ static double curve_ms(const char *file, uint32_t gpus, double bytes)
 	return ms;
 }
 
+static void load_vllm_015(struct eng_profile *e)
+{
+	char err[512];
+	if (eng_profile_load("vllm-0.15", e, err, sizeof err) != 0)
+		fail_msg("%s", err);
+}
+
 /* vLLM v0.15 on H100 (engines/vllm-0.15.engine): custom all-reduce below min(its table, 8 MiB), symmetric
  * memory up to its table's size, NCCL above; each priced from its curve (calib/tables) by hand. */
 static void test_allreduce_either_side_of_the_switches(void **state)
 {
 	(void)state;
 	struct eng_profile e;
-	char err[512];
-	if (eng_profile_load("vllm-0.15", &e, err, sizeof err) != 0)
-		fail_msg("%s", err);
+	load_vllm_015(&e);
 	/* TP 2: 8 MiB less 16 bytes is custom; 8 MiB itself symmetric memory; 64 MiB too; 16 bytes more NCCL */
 	assert_int_equal(eng_allreduce_algo(&e, 2, 8 * MiB - 16), ENG_AR_CUSTOM);
 	assert_int_equal(eng_allreduce_algo(&e, 2, 8 * MiB), ENG_AR_SYMM);
@@ -253,9 +258,7 @@ static void test_graph_sizes_by_hand(void **state)
 {
 	(void)state;
 	struct eng_profile e;
-	char err[512];
-	if (eng_profile_load("vllm-0.15", &e, err, sizeof err) != 0)
-		fail_msg("%s", err);
+	load_vllm_015(&e);
 	/* min(512, 2 x max_seqs, max_batched_tokens) */
 	assert_int_equal(eng_graph_cap(&e, 128, 2048), 256);
 	assert_int_equal(eng_graph_cap(&e, 1024, 8192), 512);
