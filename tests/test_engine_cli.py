@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests of --engine (hwmodels/engine_profile.h, engines/FORMAT.md): a run with it says what it
 set and prices in its header, its JSON and its database row; the run's own options override the version's
-defaults; without it nothing of it appears; capacity prints the launch command; and each kind of bad input
+defaults; without it nothing of it appears; capacity and search print the launch command; and each kind of bad input
 (an unknown version, a profile with an unknown key, a missing value, a NaN, a negative time, an all-reduce
 curve out of order or with a non-positive time, --engine-off without --engine or with an unknown term, a
 model or hardware it cannot price) exits 2 with one line naming the file, line and key or the option, and
@@ -83,6 +83,18 @@ with tempfile.TemporaryDirectory() as td:
     launch = [ln for ln in r.stdout.splitlines() if ln.startswith("  launch")]
     check("capacity launch command", r.returncode == 0 and len(launch) == 1 and
           "vllm serve MODEL --tensor-parallel-size 4 --max-num-batched-tokens 2048 --max-num-seqs 1024" in launch[0],
+          r.stdout + r.stderr)
+
+    # search prints it for its answer
+    spec = os.path.join(td, "e.search")
+    with open(spec, "w") as f:
+        f.write("fixed  --model=llama2-70b --hw=gpu-h100 --engine=vllm-0.15 --input-len=fixed:512 "
+                "--output-len=fixed:128 --ttft-slo=2000 --tpot-slo=200 --requests=1500\n"
+                "axis   max-seqs = 64\ncost   gpu-h100 = 4.0\ntarget 3\naxis   tp = 4\n")
+    r = sb("search", spec, "--no-db", "--jobs=1", f"--out={os.path.join(td, 'e.csv')}")
+    launch = [ln for ln in r.stdout.splitlines() if ln.startswith("  launch")]
+    check("search launch command", r.returncode == 0 and len(launch) == 1 and
+          "--tensor-parallel-size 4 --max-num-batched-tokens 8192 --max-num-seqs 64 --async-scheduling" in launch[0],
           r.stdout + r.stderr)
 
     # bad input
