@@ -13,7 +13,8 @@ static int chunked_init(struct pol_state *st, const struct pol_env *env, char *e
 
 const struct pol_ops chunked_policy_ops = {
 	.name = "chunked",
-	.help = "LLM chunked prefill (Sarathi-Serve): decodes first, prompts in chunks under the token budget",
+	.help = "LLM chunked prefill (Sarathi-Serve; vLLM V1's default scheduler, here with V0's 512-token budget "
+	        "unless --max-batched-tokens or --engine): decodes first, prompts in chunks under the token budget",
 	.state_size = sizeof(struct llm_sched),
 	.default_max_batch = 256,
 	.serves_llm = 1,

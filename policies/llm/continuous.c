@@ -14,7 +14,8 @@ static int continuous_init(struct pol_state *st, const struct pol_env *env, char
 
 const struct pol_ops continuous_policy_ops = {
 	.name = "continuous",
-	.help = "LLM iteration-level batching (Orca, vLLM): decodes and whole prefills, FCFS, paged KV cache, recompute",
+	.help = "LLM iteration-level batching (Orca; vLLM V1 without chunked prefill): decodes and whole prefills, FCFS, "
+	        "paged KV cache, recompute",
 	.state_size = sizeof(struct llm_sched),
 	.default_max_batch = 256,        /* vLLM's max_num_seqs */
 	.serves_llm = 1,
