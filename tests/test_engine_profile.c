@@ -108,19 +108,6 @@ static struct hw_model *open_toy(uint32_t tp, struct eng_profile *e, const char 
 	return hw;
 }
 
-static double curve_ms(const char *file, uint32_t gpus, double bytes)
-{
-	char path[1024], err[512];
-	struct opp_collective *c;
-	int extrapolated = 0;
-	snprintf(path, sizeof path, "%s/%s", SB_CALIB_TABLES_DIR, file);
-	if (opp_allreduce_load(path, &c, err, sizeof err) != 0)
-		fail_msg("%s", err);
-	double ms = opp_collective_ms(c, gpus, bytes, &extrapolated);
-	opp_collective_free(c);
-	return ms;
-}
-
 static void load_vllm_015(struct eng_profile *e)
 {
 	char err[512];
@@ -128,36 +115,63 @@ static void load_vllm_015(struct eng_profile *e)
 		fail_msg("%s", err);
 }
 
+/* Llama-2-70B on gpu-h100 at tp GPUs, the engine's all-reduce term alone (padding and launches off) or none:
+ * an iteration of one prompt chunk of t tokens (t x 8192 x 2 bytes an all-reduce), the difference in s. */
+static double ar_delta_s(uint32_t tp, uint32_t t)
+{
+	struct mdl_model *m70;
+	char err[512];
+	struct eng_profile e;
+	struct hw_model *plain, *hw;
+	if (mdl_load("llama2-70b", &m70, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	load_vllm_015(&e);
+	if (eng_profile_switch_off(&e, "padding,launch", err, sizeof err) != 0 ||
+	    hw_open_tp("gpu-h100", m70, tp, &plain, err, sizeof err) != 0 ||
+	    hw_open_tp("gpu-h100", m70, tp, &hw, err, sizeof err) != 0 ||
+	    hw_set_engine(hw, &e, 1024, 8192, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	uint32_t tokens[1] = { t }, context[1] = { 0 };
+	double d = hw->ops->iter_cost(hw, 1, tokens, context, 1, 0) - plain->ops->iter_cost(plain, 1, tokens, context, 1, 0);
+	hw_close(hw);
+	hw_close(plain);
+	mdl_free(m70);
+	return d;
+}
+
 /* vLLM v0.15 on H100 (engines/vllm-0.15.engine): custom all-reduce below min(its table, 8 MiB), symmetric
- * memory up to its table's size, NCCL above; each priced from its curve (calib/tables) by hand. */
+ * memory up to its table's size, NCCL above; each priced from its curve (calib/tables), NCCL's (Vidur's rows)
+ * where the algorithm has none at that GPU count; by hand, two all-reduces a layer on 80 layers. */
 static void test_allreduce_either_side_of_the_switches(void **state)
 {
 	(void)state;
 	struct eng_profile e;
 	load_vllm_015(&e);
-	/* TP 2: 8 MiB less 16 bytes is custom; 8 MiB itself symmetric memory; 64 MiB too; 16 bytes more NCCL */
-	assert_int_equal(eng_allreduce_algo(&e, 2, 8 * MiB - 16), ENG_AR_CUSTOM);
-	assert_int_equal(eng_allreduce_algo(&e, 2, 8 * MiB), ENG_AR_SYMM);
+	/* TP 2: 511 tokens (8 MiB less 16 KiB) go to custom all-reduce, 512 (8 MiB) to symmetric memory; neither
+	 * has an H100 curve at 2 GPUs, so both stay at NCCL's: the iteration's price does not move */
+	assert_int_equal(eng_allreduce_algo(&e, 2, 511.0 * 16384), ENG_AR_CUSTOM);
+	assert_int_equal(eng_allreduce_algo(&e, 2, 512.0 * 16384), ENG_AR_SYMM);
 	assert_int_equal(eng_allreduce_algo(&e, 2, 64 * MiB), ENG_AR_SYMM);
 	assert_int_equal(eng_allreduce_algo(&e, 2, 64 * MiB + 16), ENG_AR_NCCL);
-	/* custom's one TP 2 row, 0.007 ms at 0.5 MiB, scaled: 0.007 x (8 MiB - 16) / 0.5 MiB */
-	assert_true(fabs(curve_ms("allreduce-custom-h100.csv", 2, 8 * MiB - 16) - 0.007 * (8 * MiB - 16) / (0.5 * MiB)) <
-	            1e-15);
-	/* TP 2 has no symmetric-memory curve: 8 MiB at NCCL's, Vidur's row at exactly 8,388,608 bytes */
-	assert_true(fabs(curve_ms("allreduce-h100.csv", 2, 8 * MiB) - 0.046) < 1e-15);
-	/* TP 8: 256 KiB less 16 bytes custom (no TP 8 curve: NCCL's), 256 KiB symmetric memory: below its first
-	 * row (0.5 MiB, 0.011 ms), that row's time */
-	assert_int_equal(eng_allreduce_algo(&e, 8, 256 * 1024 - 16), ENG_AR_CUSTOM);
-	assert_int_equal(eng_allreduce_algo(&e, 8, 256 * 1024), ENG_AR_SYMM);
+	assert_true(ar_delta_s(2, 511) == 0 && ar_delta_s(2, 512) == 0);
+	/* TP 8: 15 tokens (240 KiB) custom (no curve at 8 GPUs: NCCL's), 16 tokens (256 KiB) symmetric memory, below
+	 * its first row (0.5 MiB, 0.011 ms): 0.011 ms where Vidur's NCCL rows give 0.038 + 0.001 x 6144/8192 */
+	assert_int_equal(eng_allreduce_algo(&e, 8, 15.0 * 16384), ENG_AR_CUSTOM);
+	assert_int_equal(eng_allreduce_algo(&e, 8, 16.0 * 16384), ENG_AR_SYMM);
 	assert_int_equal(eng_allreduce_algo(&e, 8, 64 * MiB + 16), ENG_AR_NCCL);
-	assert_true(fabs(curve_ms("allreduce-symm-h100.csv", 8, 256 * 1024) - 0.011) < 1e-15);
-	/* a 2,048-token chunk of Llama-2-70B at TP 4: 2048 x 8192 x 2 bytes = 32 MiB exactly, the symmetric-memory
-	 * limit, which it may equal; past the curve's last row (3 MiB, 0.028 ms) along the last two rows' slope,
-	 * 0.005 ms a MiB: 0.028 + 29 x 0.005 = 0.173 ms; 16 bytes more goes to NCCL */
+	assert_true(ar_delta_s(8, 15) == 0);
+	assert_true(fabs(ar_delta_s(8, 16) - 2 * 80 * (0.011 - (0.038 + 0.001 * 6144 / 8192)) * 1e-3) < 1e-12);
+	/* TP 4: a 2,048-token chunk of Llama-2-70B is 2048 x 8192 x 2 bytes = 32 MiB exactly, the symmetric-memory
+	 * limit, which it may equal: past the curve's last row (3 MiB, 0.028 ms) along its last two rows' slope,
+	 * 0.005 ms a MiB, 0.028 + 29 x 0.005 = 0.173 ms against Vidur's row at 32 MiB, 0.167; 2,049 tokens go to
+	 * NCCL. And 32 tokens (512 KiB) are custom's, its two-stage row there (0.017 ms) against Vidur's rows,
+	 * 0.042 + 0.002 x 6144/8192 */
 	assert_true(2048.0 * 8192 * 2 == 32 * MiB);
 	assert_int_equal(eng_allreduce_algo(&e, 4, 32 * MiB), ENG_AR_SYMM);
-	assert_int_equal(eng_allreduce_algo(&e, 4, 32 * MiB + 16), ENG_AR_NCCL);
-	assert_true(fabs(curve_ms("allreduce-symm-h100.csv", 4, 32 * MiB) - 0.173) < 1e-12);
+	assert_int_equal(eng_allreduce_algo(&e, 4, 2049.0 * 16384), ENG_AR_NCCL);
+	assert_true(fabs(ar_delta_s(4, 2048) - 2 * 80 * (0.173 - 0.167) * 1e-3) < 1e-12);
+	assert_true(ar_delta_s(4, 2049) == 0);
+	assert_true(fabs(ar_delta_s(4, 32) - 2 * 80 * (0.017 - (0.042 + 0.002 * 6144 / 8192)) * 1e-3) < 1e-12);
 	/* sizes vLLM's kernels refuse: custom needs a multiple of 16 bytes, symmetric memory of 4 */
 	assert_int_equal(eng_allreduce_algo(&e, 4, 1004), ENG_AR_SYMM);
 	assert_int_equal(eng_allreduce_algo(&e, 4, 1002), ENG_AR_NCCL);
