@@ -62,6 +62,8 @@ readers = {
     "node table": (b"node,batch,latency_s\n", lambda p: ["--hw=" + p, "--model=lstm", "--requests=10"]),
     "NPU config": (b"kind = npu\n", lambda p: ["--hw=" + p, "--requests=10"]),
     "calibration table": (b"# simbatch calibration table\n", lambda p: ["--hw=" + p, "--requests=10"]),
+    "engine profile": (b"# simbatch engine profile\n", lambda p: ["--engine=" + p, "--model=llama2-7b",
+                                                                   "--requests=10"]),
     "sweep": (b"", lambda p: ["sweep", p, "--db=" + os.path.join(td, "sweep.db")]),
     "baseline CDF": (b"quantile,latency_ms\n", lambda p: ["compare", "--baseline-cdf=" + p, "1",
                                                           "--db=" + os.path.join(td, "one.db")]),
