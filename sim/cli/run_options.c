@@ -51,8 +51,8 @@ static const struct opt_def run_opts_tail[] = {
 	{ "max-batched-tokens", OPT_UINT, NULL, 1, 1e7, 0, "LLM: tokens one iteration may run (default: continuous the "
 	  "larger of the context and 2048, vLLM V1 without chunked prefill; chunked 512, vLLM V0's chunked-prefill "
 	  "default; slo 2048; static pads whole prompts, unbounded; --engine: the version's)" },
-	{ "max-seqs", OPT_UINT, NULL, 1, 65536, 0, "LLM: requests one iteration may run (default 256, vLLM's below 70 GiB "
-	  "of GPU memory and on A100s since V1; --engine: the version's)" },
+	{ "max-seqs", OPT_UINT, NULL, 1, 65536, 0, "LLM: requests one iteration may run (default 256: vLLM V1's on GPUs "
+	  "under 70 GiB and on A100s; --engine: the version's)" },
 	{ "block-size", OPT_UINT, "16", 1, 65536, 0, "LLM: tokens a KV cache block holds (vLLM's default 16)" },
 	{ "kv-blocks", OPT_UINT, NULL, 1, 1e8, 0, "LLM: each replica's KV cache in blocks, not its memory's (vLLM's "
 	  "--num-gpu-blocks-override), e.g. a CPU tier's size; where blocks live is not priced (default: the memory's)" },
