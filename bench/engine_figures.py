@@ -23,6 +23,11 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
+PROG = "bench/engine_figures.py"
+
 TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "azure-llm-2023",
                      "AzureLLMInferenceTrace_conv.csv")
 BASE = ["--model=llama2-70b", "--hw=gpu-h100", f"--trace={TRACE}", "--trace-pairs", "--over-context=drop"]
@@ -56,13 +61,14 @@ def cost(sb):
 
 
 def main(argv):
-    if not argv:
-        sys.exit(__doc__)
-    sb = argv[0]
-    if "--cost" in argv[1:]:
+    a = tc.hand_args(PROG, __doc__, argv, ["SIMBATCH"], flags=("requests", "cost"))
+    sb = a["SIMBATCH"]
+    if not os.access(sb, os.X_OK):
+        raise tc.BadInput(f"{sb}: not an executable simbatch")
+    if a.get("cost"):
         cost(sb)
         return
-    requests = next((a.split("=", 1)[1] for a in argv[1:] if a.startswith("--requests=")), "3000")
+    requests = str(tc.number(a.get("requests", "3000"), "--requests", int, 1))
     print("| TP | configuration | TTFT p50 / p99 ms (2 req/s) | TPOT p50 / p99 ms | " +
           " | ".join(f"capacity, {t} (req/s)" for t, _ in TARGETS) + " |")
     print("| ---: | --- | ---: | ---: | " + " | ".join("---:" for _ in TARGETS) + " |")
@@ -82,4 +88,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(tc.main_guard(PROG, lambda argv: main(argv) or 0, sys.argv[1:]))
