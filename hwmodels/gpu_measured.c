@@ -37,10 +37,11 @@ struct gpu_measured {
 	double eager_launches, piecewise_launches;   /* host launches of an eager and a piecewise iteration */
 };
 
+static void gpu_close(struct hw_model *hw);
+
 const struct gpu_measured_info *gpu_measured_info(const struct hw_model *hw)
 {
-	const struct hw_ops *o = hw->ops;
-	if (o != &gpu_h100_ops && o != &gpu_a100_ops && o != &gpu_a40_ops && o != &gpu_file_ops)
+	if (hw->ops->close != gpu_close)   /* every measured GPU's ops, named or a file, close so */
 		return NULL;
 	return &((const struct gpu_measured *)hw)->info;
 }
@@ -686,8 +687,15 @@ static int gpu_open_node_level(const char *arg, const char *ops_path, const stru
 static int gpu_open_named_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct hw_model **out,
                              char *err, size_t errlen)
 {
-	const struct hw_ops *ops = strcmp(arg, gpu_h100_ops.name) == 0 ? &gpu_h100_ops
-	                           : strcmp(arg, gpu_a100_ops.name) == 0 ? &gpu_a100_ops : &gpu_a40_ops;
+	size_t n;
+	const struct hw_ops *named = gpu_measured_named(&n), *ops = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(arg, named[i].name) == 0)
+			ops = &named[i];
+	if (!ops) {   /* the registry opens only the names it lists */
+		snprintf(err, errlen, "hw %s is not a measured GPU", arg);
+		return -1;
+	}
 	char path[1024];
 	if (gpu_table_path(path, sizeof path, calhw_tables_dir(), "ops", arg + 4) != 0) {
 		snprintf(err, errlen, "tables directory path too long");
@@ -729,15 +737,26 @@ static int gpu_open_file(const char *arg, const struct mdl_model *m, struct hw_m
 	  .device = gpu_device, .iter_cost = gpu_iter_cost, .decode_cost = gpu_decode_cost, .open_tp = OPEN_TP, \
 	  .set_engine = gpu_set_engine }
 
-const struct hw_ops gpu_h100_ops = GPU_MEASURED_OPS(
-	"gpu-h100", "NVIDIA H100 80 GB measured: Vidur's operator and all-reduce profiles (calib/tables/ops-h100.csv), LLMs, --tp 1-8",
-	gpu_open_named, gpu_open_named_tp);
-const struct hw_ops gpu_a100_ops = GPU_MEASURED_OPS(
-	"gpu-a100", "NVIDIA A100 80 GB measured: Vidur's operator and all-reduce profiles (calib/tables/ops-a100.csv), LLMs, --tp 1-8",
-	gpu_open_named, gpu_open_named_tp);
-const struct hw_ops gpu_a40_ops = GPU_MEASURED_OPS(
-	"gpu-a40", "NVIDIA A40 48 GB measured: Vidur's operator profiles (calib/tables/ops-a40.csv), LLMs, --tp 1 (no all-reduce measured)",
-	gpu_open_named, gpu_open_named_tp);
+const struct hw_ops *gpu_measured_named(size_t *count)
+{
+	enum { GPU_NAMED_MAX = 32 };
+	static struct hw_ops named[GPU_NAMED_MAX];
+	static char names[GPU_NAMED_MAX][40];
+	static size_t built;
+	size_t rows;
+	const struct gpu_memory_row *row = gpu_memory_rows(&rows);
+	if (rows > GPU_NAMED_MAX) {   /* a mistake in gpu_memory.c, not in the input */
+		fprintf(stderr, "simbatch: more than %d GPU rows (hwmodels/gpu_measured.c)\n", GPU_NAMED_MAX);
+		abort();
+	}
+	for (; built < rows; built++) {
+		snprintf(names[built], sizeof names[built], "gpu-%s", row[built].gpu);
+		named[built] = (struct hw_ops)GPU_MEASURED_OPS(names[built], row[built].help, gpu_open_named,
+		                                               gpu_open_named_tp);
+	}
+	*count = rows;
+	return named;
+}
 const struct hw_ops gpu_file_ops = GPU_MEASURED_OPS(
 	"llm operator profile", "FILE: an LLM operator profile (scripts/vidur-import), allreduce-GPU.csv beside it for --tp",
 	gpu_open_file, gpu_open_file_tp);

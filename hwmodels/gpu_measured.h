@@ -52,9 +52,9 @@
 #include "gpu_memory.h"
 #include "engine_profile.h"
 
-extern const struct hw_ops gpu_h100_ops;   /* --hw=gpu-h100 */
-extern const struct hw_ops gpu_a100_ops;   /* --hw=gpu-a100 */
-extern const struct hw_ops gpu_a40_ops;    /* --hw=gpu-a40 */
+/* --hw=gpu-NAME, one for each GPU row (gpu_memory.h), in the rows' order;
+ * the registry lists them. */
+const struct hw_ops *gpu_measured_named(size_t *count);
 extern const struct hw_ops gpu_file_ops;   /* --hw=FILE holding an operator profile */
 
 /* What a measured GPU model was built from, for model-info and summaries;

@@ -4,21 +4,32 @@
 
 #include <string.h>
 
-/* One row a GPU. A GPU added by name adds its row here. */
-static const struct gpu_memory_row gpu_memory_rows[] = {
-	{ "h100", 85.0175e9,
+/* One row a GPU, and nothing else to add a GPU by name: the registry lists
+ * gpu-NAME from these rows (gpu_measured.c), which read its tables in
+ * calib/tables/ (ops-NAME.csv; allreduce-NAME.csv for --tp). */
+static const struct gpu_memory_row gpu_rows[] = {
+	{ "h100", "NVIDIA H100 80 GB measured: Vidur's operator and all-reduce profiles (calib/tables/ops-h100.csv), "
+	  "LLMs, --tp 1-8", 85.0175e9,
 	  "cudaDeviceProp.totalGlobalMem (cudaMemGetInfo's total) of an NVIDIA H100 80GB HBM3, measured by simbatch "
 	  "calibrate on 2026-11-26 (calib/tables/ops-h100-measured.csv; vLLM PR #10511 logs 79.22 GiB on another)" },
-	{ "a100", 80e9, "NVIDIA A100 80GB datasheet's 80 GB; the device's own total is not measured" },
-	{ "a40", 48e9, "NVIDIA A40 datasheet's 48 GB; the device's own total is not measured" },
+	{ "a100", "NVIDIA A100 80 GB measured: Vidur's operator and all-reduce profiles (calib/tables/ops-a100.csv), "
+	  "LLMs, --tp 1-8", 80e9, "NVIDIA A100 80GB datasheet's 80 GB; the device's own total is not measured" },
+	{ "a40", "NVIDIA A40 48 GB measured: Vidur's operator profiles (calib/tables/ops-a40.csv), LLMs, --tp 1 "
+	  "(no all-reduce measured)", 48e9, "NVIDIA A40 datasheet's 48 GB; the device's own total is not measured" },
 };
 
 const struct gpu_memory_row *gpu_memory_row(const char *gpu)
 {
-	for (size_t i = 0; i < sizeof gpu_memory_rows / sizeof gpu_memory_rows[0]; i++)
-		if (strcmp(gpu, gpu_memory_rows[i].gpu) == 0)
-			return &gpu_memory_rows[i];
+	for (size_t i = 0; i < sizeof gpu_rows / sizeof gpu_rows[0]; i++)
+		if (strcmp(gpu, gpu_rows[i].gpu) == 0)
+			return &gpu_rows[i];
 	return NULL;
+}
+
+const struct gpu_memory_row *gpu_memory_rows(size_t *count)
+{
+	*count = sizeof gpu_rows / sizeof gpu_rows[0];
+	return gpu_rows;
 }
 
 double gpu_memory_usable_bytes(double device_bytes)

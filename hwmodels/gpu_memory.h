@@ -33,15 +33,19 @@
 #ifndef SB_GPU_MEMORY_H
 #define SB_GPU_MEMORY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* vLLM v0.15's default gpu_memory_utilization (vllm/config/cache.py). */
 #define GPU_MEM_UTILIZATION 0.9
 
-/* One GPU's capacity as the device reports it, named as operator profiles
- * name the GPU (`# gpu = h100`). */
+/* One GPU by name, the one row it has (gpu_memory.c): named as operator
+ * profiles name the GPU (`# gpu = h100`), it is --hw=gpu-h100, its tables
+ * calib/tables/ops-h100.csv (and allreduce-h100.csv for --tp); its capacity
+ * as the device reports it. */
 struct gpu_memory_row {
 	const char *gpu;
+	const char *help;           /* `simbatch list hw`'s line for gpu-NAME */
 	double device_bytes;
 	const char *source;
 };
@@ -49,6 +53,9 @@ struct gpu_memory_row {
 /* The row of gpu (case as written); NULL when there is none (a profile file
  * of another GPU then states its own `# mem_gb`). */
 const struct gpu_memory_row *gpu_memory_row(const char *gpu);
+
+/* Every row, in `simbatch list hw` order. */
+const struct gpu_memory_row *gpu_memory_rows(size_t *count);
 
 /* What one GPU of tp holds, in bytes: the parts of the definition above. */
 struct gpu_memory {

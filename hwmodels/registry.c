@@ -20,27 +20,40 @@
 #include "llm_iter.h"
 #include "roofline.h"
 
-/* Models opened by name. File-based models (the table) are not listed: they
- * are found by sniffing the file, never by name. */
-static const struct hw_ops *const hw_named[] = {
-	&npu_hw_ops,
-	&roofline_h100_ops,
-	&gpu_h100_ops,
-	&gpu_a100_ops,
-	&gpu_a40_ops,
-	&calhw_cpu_ops,
-	&calhw_gpu_ops,   /* listed as gpu-NAME; matched by prefix in hw_open */
-};
+/* Models opened by name, gathered the first time the registry is used: these,
+ * with every measured GPU (one row each, gpu_memory.c) after the roofline.
+ * File-based models (the table) are not listed: they are found by sniffing the
+ * file, never by name. */
+enum { HW_NAMED_MAX = 48 };
+static const struct hw_ops *hw_named[HW_NAMED_MAX];
+static size_t hw_named_count;
 
-#define HW_NAMED_COUNT (sizeof hw_named / sizeof hw_named[0])
+static void hw_named_add(const struct hw_ops *ops)
+{
+	if (hw_named_count == HW_NAMED_MAX) {
+		fprintf(stderr, "simbatch: more than %d hardware models (hwmodels/registry.c)\n", HW_NAMED_MAX);
+		abort();
+	}
+	hw_named[hw_named_count++] = ops;
+}
 
 /* Two models of one name would make --hw ambiguous: the program refuses to
  * go on the first time the registry is used (a mistake in this file). */
 static void hw_registry_check(void)
 {
 	static int checked;
-	for (size_t i = 0; !checked && i < HW_NAMED_COUNT; i++)
-		for (size_t j = i + 1; j < HW_NAMED_COUNT; j++)
+	if (checked)
+		return;
+	size_t ngpus;
+	const struct hw_ops *gpus = gpu_measured_named(&ngpus);
+	hw_named_add(&npu_hw_ops);
+	hw_named_add(&roofline_h100_ops);
+	for (size_t i = 0; i < ngpus; i++)
+		hw_named_add(&gpus[i]);
+	hw_named_add(&calhw_cpu_ops);
+	hw_named_add(&calhw_gpu_ops);   /* listed as gpu-NAME; matched by prefix in hw_open */
+	for (size_t i = 0; i < hw_named_count; i++)
+		for (size_t j = i + 1; j < hw_named_count; j++)
 			if (strcmp(hw_named[i]->name, hw_named[j]->name) == 0) {
 				fprintf(stderr, "simbatch: two hardware models are named '%s' (hwmodels/registry.c)\n",
 				        hw_named[i]->name);
@@ -52,7 +65,7 @@ static void hw_registry_check(void)
 const struct hw_ops *const *hw_registry(size_t *count)
 {
 	hw_registry_check();
-	*count = HW_NAMED_COUNT;
+	*count = hw_named_count;
 	return hw_named;
 }
 
@@ -61,7 +74,7 @@ static void hw_unknown(const char *arg, char *err, size_t errlen)
 	char known[256] = "";
 	size_t used = 0;
 
-	for (size_t i = 0; i < HW_NAMED_COUNT && used < sizeof known; i++)
+	for (size_t i = 0; i < hw_named_count && used < sizeof known; i++)
 		used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
 		                         hw_named[i]->name);
 	snprintf(err, errlen, "unknown hardware '%s' (known: %s; or a path to a node latency table)",
@@ -75,8 +88,14 @@ static int hw_open_with(const struct hw_ops *ops, const char *arg, const struct 
 	if (tp == 1)
 		return ops->open(arg, m, out, err, errlen);
 	if (!ops->open_tp) {
+		char known[256] = "";   /* the named models that take --tp: the measured GPUs */
+		size_t used = 0;
+		for (size_t i = 0; i < hw_named_count && used < sizeof known; i++)
+			if (hw_named[i]->open_tp)
+				used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", used ? ", " : "",
+				                         hw_named[i]->name);
 		snprintf(err, errlen, "--tp=%u: hw %s models one device; tensor parallelism needs a measured GPU "
-		         "(gpu-h100, gpu-a100, gpu-a40 or an operator profile file)", tp, arg);
+		         "(%s or an operator profile file)", tp, arg, known);
 		return -1;
 	}
 	return ops->open_tp(arg, m, tp, out, err, errlen);
@@ -113,7 +132,7 @@ int hw_open_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct h
 		hw_unknown("", err, errlen);
 		return -1;
 	}
-	for (size_t i = 0; i < HW_NAMED_COUNT; i++)
+	for (size_t i = 0; i < hw_named_count; i++)
 		if (strcmp(arg, hw_named[i]->name) == 0)
 			return hw_open_with(hw_named[i], arg, m, tp, out, err, errlen);
 	if (calhw_is_gpu_name(arg))

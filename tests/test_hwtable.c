@@ -17,6 +17,7 @@
 
 #include "hwmodels/hwmodel.h"
 #include "hwmodels/node_table.h"
+#include "hwmodels/gpu_memory.h"
 
 #define assert_dbl_near(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
 
@@ -398,7 +399,26 @@ static void test_registry(void **state)
 
 	assert_int_equal(hw_open("tpu9", &toy, &hw, err, sizeof err), -1);
 	assert_null(hw);
-	assert_string_equal(err, "unknown hardware 'tpu9' (known: npu, gpu-h100-roofline, gpu-h100, gpu-a100, gpu-a40, cpu, gpu-NAME; or a path to a node latency table)");
+	char want[512];   /* the registry's names, in its order, as the message lists them */
+	size_t used = (size_t)snprintf(want, sizeof want, "unknown hardware 'tpu9' (known: ");
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)snprintf(want + used, sizeof want - used, "%s%s", i ? ", " : "", all[i]->name);
+	snprintf(want + used, sizeof want - used, "; or a path to a node latency table)");
+	assert_string_equal(err, want);
+	/* every GPU row is a name --hw takes, gpu-ROW, a measured GPU that --tp may split */
+	size_t rows;
+	const struct gpu_memory_row *row = gpu_memory_rows(&rows);
+	assert_true(rows >= 1);
+	for (size_t r = 0; r < rows; r++) {
+		char name[64];
+		snprintf(name, sizeof name, "gpu-%s", row[r].gpu);
+		size_t i = 0;
+		while (i < n && strcmp(all[i]->name, name) != 0)
+			i++;
+		assert_true(i < n);
+		assert_string_equal(all[i]->help, row[r].help);
+		assert_non_null(all[i]->open_tp);
+	}
 	assert_int_equal(hw_open("/tmp", &toy, &hw, err, sizeof err), -1);
 	assert_string_equal(err, "/tmp: not a regular file");
 }
