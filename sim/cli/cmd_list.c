@@ -1,4 +1,4 @@
-/* sim/cli/cmd_list.c: `simbatch list models | policies [--json] | routers |
+/* sim/cli/cmd_list.c: `simbatch list models | policies [--json] | routers [--json] |
  * hw`: what the registries and the models directory hold; and the message
  * naming the policies when an unknown one is asked for. */
 #include <stdio.h>
@@ -27,12 +27,34 @@ static void list_model_cb(const char *name, void *ctx)
 	printf("%s\n", name);
 }
 
+/* A plug-in's knobs as a JSON array: type, default, bounds and help each. */
+static void list_knobs_json(const struct opt_def *params, size_t nparams)
+{
+	static const char *const type_names[] = { "text", "integer", "number", "flag", "list" };
+	printf("[");
+	for (size_t k = 0; k < nparams; k++) {
+		const struct opt_def *d = &params[k];
+		printf("%s{\"name\":", k ? "," : "");
+		json_write_string(stdout, d->name);
+		printf(",\"type\":\"%s\",\"default\":", type_names[d->type]);
+		if (d->defval)
+			json_write_string(stdout, d->defval);
+		else
+			printf("null");
+		if (d->type == OPT_UINT || d->type == OPT_DOUBLE)
+			printf(",\"min\":%.17g,\"max\":%.17g,\"min_open\":%s", d->min, d->max, d->min_open ? "true" : "false");
+		printf(",\"help\":");
+		json_write_string(stdout, d->help);
+		printf("}");
+	}
+	printf("]");
+}
+
 /* The registry as one JSON object, for readers (scripts/simbatch_results.py
  * policies()): each policy, whether it serves LLMs, its default max batch,
  * and its knobs with their type, default, bounds and help. */
 static void list_policies_json(void)
 {
-	static const char *const type_names[] = { "text", "integer", "number", "flag", "list" };
 	size_t n;
 	const struct pol_ops *const *reg = pol_registry(&n);
 	printf("{\"policies\":[");
@@ -42,25 +64,29 @@ static void list_policies_json(void)
 		json_write_string(stdout, p->name);
 		printf(",\"help\":");
 		json_write_string(stdout, p->help);
-		printf(",\"llm\":%s,\"default_max_batch\":%u,\"knobs\":[", p->serves_llm ? "true" : "false",
+		printf(",\"llm\":%s,\"default_max_batch\":%u,\"knobs\":", p->serves_llm ? "true" : "false",
 		       p->default_max_batch);
-		for (size_t k = 0; k < p->nparams; k++) {
-			const struct opt_def *d = &p->params[k];
-			printf("%s{\"name\":", k ? "," : "");
-			json_write_string(stdout, d->name);
-			printf(",\"type\":\"%s\",\"default\":", type_names[d->type]);
-			if (d->defval)
-				json_write_string(stdout, d->defval);
-			else
-				printf("null");
-			if (d->type == OPT_UINT || d->type == OPT_DOUBLE)
-				printf(",\"min\":%.17g,\"max\":%.17g,\"min_open\":%s", d->min, d->max,
-				       d->min_open ? "true" : "false");
-			printf(",\"help\":");
-			json_write_string(stdout, d->help);
-			printf("}");
-		}
-		printf("]}");
+		list_knobs_json(p->params, p->nparams);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+/* The routers as one JSON object, as policies: each router, its help, whether it reads the
+ * replicas' KV state (the optional capability router.h names), and its knobs. */
+static void list_routers_json(void)
+{
+	size_t n;
+	const struct router_ops *const *reg = router_registry(&n);
+	printf("{\"routers\":[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{\"name\":", i ? "," : "");
+		json_write_string(stdout, reg[i]->name);
+		printf(",\"help\":");
+		json_write_string(stdout, reg[i]->help);
+		printf(",\"reads_kv\":%s,\"knobs\":", reg[i]->reads_kv ? "true" : "false");
+		list_knobs_json(NULL, 0);
+		printf("}");
 	}
 	printf("]}\n");
 }
@@ -68,12 +94,15 @@ static void list_policies_json(void)
 int cmd_list(int argc, char **argv)
 {
 	const char *what = argc >= 2 ? argv[1] : "";
-	if (strcmp(what, "policies") == 0 && argc >= 3) {
+	if ((strcmp(what, "policies") == 0 || strcmp(what, "routers") == 0) && argc >= 3) {
 		if (argc > 3 || strcmp(argv[2], "--json") != 0) {
-			fprintf(stderr, "simbatch: usage: simbatch list policies [--json]\n");
+			fprintf(stderr, "simbatch: usage: simbatch list %s [--json]\n", what);
 			return CLI_BAD_INPUT;
 		}
-		list_policies_json();
+		if (what[0] == 'p')
+			list_policies_json();
+		else
+			list_routers_json();
 		return CLI_OK;
 	}
 	if (strcmp(what, "policies") == 0) {
@@ -112,9 +141,9 @@ int cmd_list(int argc, char **argv)
 		return CLI_OK;
 	}
 	if (strcmp(what, "--help") == 0) {
-		printf("usage: simbatch list models | policies [--json] | routers | hw\n");
+		printf("usage: simbatch list models | policies [--json] | routers [--json] | hw\n");
 		return CLI_OK;
 	}
-	fprintf(stderr, "simbatch: usage: simbatch list models | policies [--json] | routers | hw\n");
+	fprintf(stderr, "simbatch: usage: simbatch list models | policies [--json] | routers [--json] | hw\n");
 	return CLI_BAD_INPUT;
 }
