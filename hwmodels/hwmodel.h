@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../models/model.h"
+#include "../models/unroll.h"
 
 /* Longest one task may take on any hardware model, in seconds (11.6 days):
  * a node at any batch, a cold start, an LLM iteration, one operator or

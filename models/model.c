@@ -17,6 +17,7 @@
 #include "../util/lines.h"
 #include "../util/errkind.h"
 #include "model.h"
+#include "unroll.h"
 #include "parse.h"
 #include "../util/text.h"
 

@@ -3,7 +3,7 @@
  * position, a decoder step's or a member's node, and what a node weighs. */
 #include <stdio.h>
 #include <string.h>
-#include "model.h"
+#include "unroll.h"
 
 /* Cells at internal level k (1-based) of a balanced tree over L leaves. */
 static uint32_t mdl_tree_width(uint32_t leaves, uint32_t level)

@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../models/model.h"
+#include "../models/unroll.h"
 #include "../util/options.h"
 
 struct pol_request {

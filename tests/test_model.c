@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "models/model.h"
+#include "models/unroll.h"
 
 #ifndef SB_MODELS_DIR
 #define SB_MODELS_DIR "models"
