@@ -4,6 +4,7 @@
  * to the cell that is wrong.
  */
 #include "../util/lines.h"
+#include "../util/grow.h"
 #include "../util/errkind.h"
 #include "../util/outfile.h"
 #include "../util/text.h"
@@ -173,16 +174,9 @@ static unsigned long caltab_field_line(const struct caltab *t, const char *key)
 
 int caltab_add_row(struct caltab *t, const struct caltab_row *row, char *err, size_t errlen)
 {
-	if (t->nrows == t->cap) {
-		size_t want = t->cap ? 2 * t->cap : 64;
-		struct caltab_row *grown = realloc(t->rows, want * sizeof *grown);
-
-		if (!grown) {
-			err_memory(err, errlen, "out of memory");
-			return -1;
-		}
-		t->rows = grown;
-		t->cap = want;
+	if (GROW(t->rows, t->cap, t->nrows + 1, 64) != 0) {
+		err_memory(err, errlen, "out of memory");
+		return -1;
 	}
 	t->rows[t->nrows++] = *row;
 	return 0;

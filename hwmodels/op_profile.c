@@ -3,6 +3,7 @@
  * reported once, as "FILE:LINE:COLUMN (NAME): problem".
  */
 #include "op_profile.h"
+#include "../util/grow.h"
 #include "../util/errkind.h"
 
 #include <math.h>
@@ -169,15 +170,10 @@ static int opp_same_curve(const struct opp_curve *c, const struct opp_shape *s, 
 static int opp_curve_push(struct opp_curve *c, uint32_t tokens, const double *ms, size_t *cap)
 {
 	if (c->n == *cap) {
-		size_t ncap = *cap ? 2 * *cap : 64;
-		double *t = realloc(c->tokens, ncap * sizeof *t);
-		if (!t)
+		size_t ncap = grow_capacity(*cap, c->n + 1, 64, OPP_COUNT * sizeof *c->ms);
+		if (!ncap || grow_to(&c->tokens, ncap, sizeof *c->tokens) != 0 ||
+		    grow_to(&c->ms, ncap, OPP_COUNT * sizeof *c->ms) != 0)
 			return -1;
-		c->tokens = t;
-		double *m = realloc(c->ms, ncap * OPP_COUNT * sizeof *m);
-		if (!m)
-			return -1;
-		c->ms = m;
 		*cap = ncap;
 	}
 	c->tokens[c->n] = tokens;
@@ -487,19 +483,13 @@ static int opp_collective_load(const char *path, const struct opp_collective_kin
 			goto fail_rd;
 		}
 		if (a->n == cap) {
-			cap = cap ? 2 * cap : 256;
-			uint32_t *g = realloc(a->key, cap * sizeof *g);
-			if (g)
-				a->key = g;
-			double *b = g ? realloc(a->bytes, cap * sizeof *b) : NULL;
-			if (b)
-				a->bytes = b;
-			double *m = b ? realloc(a->ms, cap * sizeof *m) : NULL;
-			if (!m) {
+			size_t ncap = grow_capacity(cap, a->n + 1, 256, sizeof *a->ms);
+			if (!ncap || grow_to(&a->key, ncap, sizeof *a->key) != 0 ||
+			    grow_to(&a->bytes, ncap, sizeof *a->bytes) != 0 || grow_to(&a->ms, ncap, sizeof *a->ms) != 0) {
 				err_memory(err, errlen, "out of memory");
 				goto fail_rd;
 			}
-			a->ms = m;
+			cap = ncap;
 		}
 		a->key[a->n] = (uint32_t)key;
 		a->bytes[a->n] = (double)bytes;

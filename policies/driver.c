@@ -1,5 +1,6 @@
 /* policies/driver.c: drives one policy through a run (driver.h). */
 #include "driver.h"
+#include "../util/grow.h"
 #include "../util/errkind.h"
 
 #include <math.h>
@@ -138,16 +139,11 @@ int drv_out_of_memory(char *err, size_t errlen, const char *what)
 int drv_keep_row(struct pol_driver *d, const struct pol_request *r, int64_t finish_ns, char *err, size_t errlen)
 {
 	if (r->id >= d->rows_cap) {
-		size_t cap = d->rows_cap ? d->rows_cap : 1024;
-		while (cap <= r->id)
-			cap *= 2;
-		struct drv_request_row *rows = realloc(d->rows, cap * sizeof *rows);
-		if (!rows)
+		size_t kept = d->rows_cap;
+		if (r->id == UINT64_MAX || GROW(d->rows, d->rows_cap, (size_t)r->id + 1, 1024) != 0)
 			return drv_out_of_memory(err, errlen, "for per-request rows");
-		for (size_t i = d->rows_cap; i < cap; i++)
-			rows[i].id = UINT64_MAX;
-		d->rows = rows;
-		d->rows_cap = cap;
+		for (size_t i = kept; i < d->rows_cap; i++)
+			d->rows[i].id = UINT64_MAX;
 	}
 	d->rows[r->id] = (struct drv_request_row){
 		.id = r->id, .arrival_s = r->arrival_ns * 1e-9, .start_s = r->first_start_ns * 1e-9,

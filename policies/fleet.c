@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fleet.h"
+#include "../util/grow.h"
 
 void fleet_fini(struct pol_fleet *f)
 {
@@ -148,12 +149,10 @@ static int fleet_move_before(const struct fleet_move *a, const struct fleet_move
 static int fleet_due_push(struct fleet_replica *p, struct fleet_move m)
 {
 	if (p->ndue == p->due_cap) {
-		uint32_t cap = p->due_cap ? 2 * p->due_cap : 16;
-		struct fleet_move *d = realloc(p->due, cap * sizeof *d);
-		if (!d)
+		size_t cap = p->due_cap;
+		if (GROW(p->due, cap, cap + 1, 16) != 0 || cap > UINT32_MAX)
 			return -1;
-		p->due = d;
-		p->due_cap = cap;
+		p->due_cap = (uint32_t)cap;
 	}
 	uint32_t i = p->ndue++;
 	while (i > 0 && fleet_move_before(&m, &p->due[(i - 1) / 2])) {

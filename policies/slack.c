@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "slack.h"
+#include "../util/grow.h"
 #include "../util/errkind.h"
 #include "../util/ns_math.h"
 #include "../util/sort_small.h"
@@ -219,12 +220,10 @@ void slk_exact_fini(struct slk_exact *x)
 static int slk_exact_add_runs(struct slk_exact *x, uint32_t t, uint32_t runs)
 {
 	if (x->nrems[t] == x->rem_cap[t]) {
-		uint32_t cap = x->rem_cap[t] ? 2 * x->rem_cap[t] : 64;
-		uint32_t *a = realloc(x->rems[t], (size_t)cap * sizeof *a);
-		if (!a)
+		size_t cap = x->rem_cap[t];
+		if (GROW(x->rems[t], cap, cap + 1, 64) != 0 || cap > UINT32_MAX)
 			return -1;
-		x->rems[t] = a;
-		x->rem_cap[t] = cap;
+		x->rem_cap[t] = (uint32_t)cap;
 	}
 	x->rems[t][x->nrems[t]++] = runs;
 	return 0;
@@ -234,15 +233,11 @@ static int slk_exact_add_runs(struct slk_exact *x, uint32_t t, uint32_t runs)
 static int slk_exact_add(struct slk_exact *x, uint32_t t, uint32_t from, uint32_t to, int64_t c)
 {
 	if (to + 1 > x->cap[t]) {
-		uint32_t cap = x->cap[t] ? x->cap[t] : 16;
-		while (cap < to + 1)
-			cap *= 2;
-		int64_t *a = realloc(x->cells[t], (size_t)cap * sizeof *a);
-		if (!a)
+		size_t cap = x->cap[t];
+		if (GROW(x->cells[t], cap, (size_t)to + 1, 16) != 0 || cap > UINT32_MAX)
 			return -1;
-		memset(a + x->cap[t], 0, (size_t)(cap - x->cap[t]) * sizeof *a);
-		x->cells[t] = a;
-		x->cap[t] = cap;
+		memset(x->cells[t] + x->cap[t], 0, (cap - x->cap[t]) * sizeof *x->cells[t]);
+		x->cap[t] = (uint32_t)cap;
 	}
 	x->cells[t][from] += c;
 	x->cells[t][to] -= c;
@@ -256,12 +251,10 @@ static int slk_exact_add(struct slk_exact *x, uint32_t t, uint32_t from, uint32_
 static int slk_exact_add_key(struct slk_exact *x, uint32_t s, uint64_t passes, uint64_t idx)
 {
 	if (x->nseg_keys[s] == x->seg_key_cap[s]) {
-		uint32_t cap = x->seg_key_cap[s] ? 2 * x->seg_key_cap[s] : 64;
-		uint64_t *a = realloc(x->seg_keys[s], (size_t)cap * sizeof *a);
-		if (!a)
+		size_t cap = x->seg_key_cap[s];
+		if (GROW(x->seg_keys[s], cap, cap + 1, 64) != 0 || cap > UINT32_MAX)
 			return -1;
-		x->seg_keys[s] = a;
-		x->seg_key_cap[s] = cap;
+		x->seg_key_cap[s] = (uint32_t)cap;
 	}
 	/* ascending keys: most passes left first, then the earliest position */
 	x->seg_keys[s][x->nseg_keys[s]++] = (uint64_t)(UINT32_MAX - (uint32_t)passes) << 32 | idx;

@@ -7,6 +7,7 @@
  * reads only the snapshot of its task's members made at dispatch, and owns
  * the members' device state while they are in flight. */
 #include "../kernels/fpu.h"
+#include "../util/grow.h"
 #include "../util/errkind.h"
 #include "live.h"
 
@@ -92,24 +93,9 @@ out:
 static int live_log_task(struct live *L, const struct pol_task *t)
 {
 	struct live_result *res = L->res;
-	if (res->ntasks_logged == L->log_cap) {
-		size_t cap = L->log_cap ? 2 * L->log_cap : 1024;
-		struct live_task *g = realloc(res->task_log, cap * sizeof *g);
-		if (!g)
-			return -1;
-		res->task_log = g;
-		L->log_cap = cap;
-	}
-	if (L->ids_used + t->nreq > L->ids_cap) {
-		size_t cap = L->ids_cap ? 2 * L->ids_cap : 4096;
-		while (cap < L->ids_used + t->nreq)
-			cap *= 2;
-		uint64_t *g = realloc(res->task_ids, cap * sizeof *g);
-		if (!g)
-			return -1;
-		res->task_ids = g;
-		L->ids_cap = cap;
-	}
+	if (GROW(res->task_log, L->log_cap, res->ntasks_logged + 1, 1024) != 0 ||
+	    GROW(res->task_ids, L->ids_cap, L->ids_used + t->nreq, 4096) != 0)
+		return -1;
 	res->task_log[res->ntasks_logged++] = (struct live_task){
 		.kind = t->kind, .node_type = t->node_type, .device = t->device, .nreq = t->nreq, .cells = t->cells,
 		.start_ns = t->start_ns, .end_ns = t->end_ns, .first_id = L->ids_used,

@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L   /* getline */
 #endif
 #include "workload.h"
+#include "../util/grow.h"
 #include "../util/errkind.h"
 #include "../util/lines.h"
 #include "../util/text.h"
@@ -226,15 +227,9 @@ static int trc_lengths_read_rows(const char *path, struct trc_len_row **rows, si
 			snprintf(err, errlen, "%s:%lu: weight must be a non-negative number, got '%s'", path, lineno, f[1]);
 			goto fail;
 		}
-		if (n == cap) {
-			size_t ncap = cap ? 2 * cap : 64;
-			struct trc_len_row *nrow = realloc(row, ncap * sizeof *nrow);
-			if (!nrow) {
-				err_memory(err, errlen, "%s: out of memory", path);
-				goto fail;
-			}
-			row = nrow;
-			cap = ncap;
+		if (GROW(row, cap, n + 1, 64) != 0) {
+			err_memory(err, errlen, "%s: out of memory", path);
+			goto fail;
 		}
 		row[n].length = length;
 		row[n].weight = weight;

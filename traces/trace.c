@@ -2,14 +2,13 @@
  * shares: growing a trace's rows and releasing a loaded trace. */
 #include <stdlib.h>
 #include "workload.h"
+#include "../util/grow.h"
 
 /* Reallocates column col to ncap rows, or returns -1 from the caller. */
 #define TRC_GROW_COLUMN(col, ncap)                                            \
 	do {                                                                  \
-		void *grown_ = realloc((col), (ncap) * sizeof *(col));        \
-		if (!grown_)                                                  \
+		if (grow_to(&(col), (ncap), sizeof *(col)) != 0)              \
 			return -1;                                            \
-		(col) = grown_;                                               \
 	} while (0)
 
 /* Makes room for one more row, doubling the capacity; the optional columns only where the trace has them. */
@@ -17,7 +16,9 @@ int trc_trace_grow(struct trc_trace *t, size_t *cap)
 {
 	if (t->n < *cap)
 		return 0;
-	size_t ncap = *cap ? 2 * *cap : 1024;
+	size_t ncap = grow_capacity(*cap, t->n + 1, 1024, sizeof(double));
+	if (!ncap)
+		return -1;
 	TRC_GROW_COLUMN(t->arrival_s, ncap);
 	TRC_GROW_COLUMN(t->input_len, ncap);
 	TRC_GROW_COLUMN(t->output_len, ncap);

@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L   /* getline */
 #endif
 #include "workload.h"
+#include "../util/grow.h"
 #include "../util/errkind.h"
 #include "../util/lines.h"
 #include "../util/text.h"
@@ -320,13 +321,8 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			if (trc_inner_row(path, lineno, f, t->prefix_len[t->n], &t->inner_id[t->n], &t->inner_len[t->n], err,
 			                  errlen) != 0)
 				goto fail;
-			if (t->n == seen_cap) {
-				struct trc_inner_seen *more = realloc(seen, (seen_cap ? 2 * seen_cap : 1024) * sizeof *seen);
-				if (!more)
-					goto oom;
-				seen = more;
-				seen_cap = seen_cap ? 2 * seen_cap : 1024;
-			}
+			if (GROW(seen, seen_cap, t->n + 1, 1024) != 0)
+				goto oom;
 			seen[t->n] = (struct trc_inner_seen){ .prefix_id = t->prefix_id[t->n], .inner_id = t->inner_id[t->n],
 			                                      .inner_len = t->inner_len[t->n], .lineno = lineno };
 		}

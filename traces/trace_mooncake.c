@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "workload.h"
+#include "../util/grow.h"
 #include "../util/errkind.h"
 #include "../util/lines.h"
 #include "../util/text.h"
@@ -57,15 +58,7 @@ static int mc_push(struct trc_trace *t, size_t *cap, size_t *hcap, size_t nh)
 {
 	if (trc_trace_grow(t, cap) != 0)
 		return -1;
-	while (t->nhash + nh > *hcap) {
-		size_t c = *hcap ? 2 * *hcap : 16384;
-		uint64_t *h = realloc(t->hash_ids, c * sizeof *h);
-		if (!h)
-			return -1;
-		t->hash_ids = h;
-		*hcap = c;
-	}
-	return 0;
+	return grow_array(&t->hash_ids, hcap, t->nhash + nh, 16384, sizeof *t->hash_ids);
 }
 
 int trc_mooncake_load(const char *path, struct trc_trace **out, char *err, size_t errlen)
@@ -130,14 +123,8 @@ int trc_mooncake_load(const char *path, struct trc_trace **out, char *err, size_
 					goto syntax;
 				p = mc_skip(p);
 				while (*p != ']') {
-					if (nids == ids_cap) {
-						size_t c = ids_cap ? 2 * ids_cap : 256;
-						uint64_t *n = realloc(ids, c * sizeof *n);
-						if (!n)
-							goto oom;
-						ids = n;
-						ids_cap = c;
-					}
+					if (GROW(ids, ids_cap, nids + 1, 256) != 0)
+						goto oom;
 					if (mc_uint(&p, UINT64_MAX, &ids[nids]) != 0) {
 						lines_fail(err, errlen, path, ln, "hash_ids: expected non-negative integers");
 						goto fail;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lines.h"
+#include "grow.h"
 #include "errkind.h"
 
 /* Bytes read from the file at a time (a read may return fewer: a pipe's, as they come). */
@@ -45,17 +46,7 @@ int lines_open(struct lines_reader *r, const char *path, uint64_t max_bytes, cha
 
 static int lines_grow(struct lines_reader *r, size_t need)
 {
-	if (need <= r->cap)
-		return 0;
-	size_t cap = r->cap ? r->cap : 256;
-	while (cap < need)
-		cap *= 2;
-	char *b = realloc(r->buf, cap);
-	if (!b)
-		return -1;
-	r->buf = b;
-	r->cap = cap;
-	return 0;
+	return GROW(r->buf, r->cap, need, 256);
 }
 
 /* More of the file into r->in when all of it was returned: 1, 0 at its end, -1 on a read error. */

@@ -17,6 +17,7 @@
  * since an interpolated quantile is not defined on bucketed data.
  */
 #include "metrics.h"
+#include "grow.h"
 #include "sort_small.h"
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_errno.h>
@@ -138,15 +139,9 @@ static size_t sample_bytes(const struct metrics *m)
 
 static int metrics_grow(struct metrics *m)
 {
-	size_t cap = m->cap * 2;
-	if (cap < m->cap || cap > SIZE_MAX / sizeof(int64_t))
+	if (m->cap > SIZE_MAX / 2 / sizeof(int64_t))   /* the samples may widen to int64 later */
 		return -1;
-	void *p = realloc(m->lat, cap * sample_bytes(m));
-	if (!p)
-		return -1;
-	m->lat = p;
-	m->cap = cap;
-	return 0;
+	return grow_array(&m->lat, &m->cap, m->cap + 1, 1024, sample_bytes(m));
 }
 
 /* Every sample to int64, in place: from the last, since int64 slot i

@@ -8,6 +8,7 @@
  * searches already seen live in a TEMP table of OUT's connection (never in
  * the file). */
 #include "results_merge.h"
+#include "../../util/grow.h"
 #include "../../util/errkind.h"
 #include "../../util/sqlite_read.h"
 
@@ -338,16 +339,8 @@ fail:
 static int rm_cat(char **buf, size_t *len, size_t *cap, const char *s)
 {
 	size_t n = strlen(s);
-	if (*len + n + 1 > *cap) {
-		size_t c = *cap ? *cap : 256;
-		while (c < *len + n + 1)
-			c *= 2;
-		char *p = realloc(*buf, c);
-		if (!p)
-			return -1;
-		*buf = p;
-		*cap = c;
-	}
+	if (grow_array(buf, cap, *len + n + 1, 256, 1) != 0)
+		return -1;
 	memcpy(*buf + *len, s, n + 1);
 	*len += n;
 	return 0;
