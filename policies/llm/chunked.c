@@ -16,15 +16,8 @@ const struct pol_ops chunked_policy_ops = {
 	.help = "LLM chunked prefill (Sarathi-Serve; vLLM V1's default scheduler, here with V0's 512-token budget "
 	        "unless --max-batched-tokens or --engine): decodes first, prompts in chunks under the token budget",
 	.state_size = sizeof(struct llm_sched),
-	.default_max_batch = 256,
-	.serves_llm = 1,
 	.default_batched_tokens = 512,   /* Sarathi-Serve's budget for strict TPOT SLOs (Sec. 5); vLLM V0's chunked default */
 	.init = chunked_init,
-	.fini = llm_sched_fini,
-	.on_arrival = llm_sched_on_arrival,
-	.on_task_done = llm_sched_on_task_done,
-	.next_task = llm_sched_next_task,
-	.stats = llm_sched_stats,
-	.decode_run = llm_sched_decode_run,
-	.decode_advance = llm_sched_decode_advance,
+	LLM_SCHED_OPS,
+	LLM_SCHED_DECODE_RUNS,
 };

@@ -17,14 +17,7 @@ const struct pol_ops continuous_policy_ops = {
 	.help = "LLM iteration-level batching (Orca; vLLM V1 without chunked prefill): decodes and whole prefills, FCFS, "
 	        "paged KV cache, recompute",
 	.state_size = sizeof(struct llm_sched),
-	.default_max_batch = 256,        /* vLLM's max_num_seqs */
-	.serves_llm = 1,
 	.init = continuous_init,
-	.fini = llm_sched_fini,
-	.on_arrival = llm_sched_on_arrival,
-	.on_task_done = llm_sched_on_task_done,
-	.next_task = llm_sched_next_task,
-	.stats = llm_sched_stats,
-	.decode_run = llm_sched_decode_run,
-	.decode_advance = llm_sched_decode_advance,
+	LLM_SCHED_OPS,
+	LLM_SCHED_DECODE_RUNS,
 };

@@ -157,4 +157,13 @@ uint32_t llm_sched_decode_run(const struct pol_state *st, uint32_t device, const
                               uint64_t *held);
 void llm_sched_decode_advance(struct pol_state *st, uint32_t device, struct pol_task *t, uint32_t k, uint64_t *held);
 
+/* What a toolkit policy's ops table holds besides its name, help, state
+ * size, knobs, init and budget: it serves LLMs, at most vLLM's max_num_seqs
+ * (256) in a batch by default, and the toolkit's methods. A policy whose
+ * builds may run as decode runs adds LLM_SCHED_DECODE_RUNS. */
+#define LLM_SCHED_OPS                                                                                  \
+	.default_max_batch = 256, .serves_llm = 1, .fini = llm_sched_fini, .on_arrival = llm_sched_on_arrival, \
+	.on_task_done = llm_sched_on_task_done, .next_task = llm_sched_next_task, .stats = llm_sched_stats
+#define LLM_SCHED_DECODE_RUNS .decode_run = llm_sched_decode_run, .decode_advance = llm_sched_decode_advance
+
 #endif

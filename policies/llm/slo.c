@@ -81,15 +81,8 @@ const struct pol_ops slo_policy_ops = {
 	.name = "slo",
 	.help = "LLM SLO-aware chunked prefill: least TTFT slack first, chunks held to what keeps --tpot-slo (predicted)",
 	.state_size = sizeof(struct llm_sched),
-	.default_max_batch = 256,
-	.serves_llm = 1,
 	.default_batched_tokens = 2048,  /* the TPOT check, not the budget, is what bounds a chunk here */
 	.init = slo_init,
-	.fini = llm_sched_fini,
-	.on_arrival = llm_sched_on_arrival,
-	.on_task_done = llm_sched_on_task_done,
-	.next_task = llm_sched_next_task,
-	.stats = llm_sched_stats,
-	.decode_run = llm_sched_decode_run,
-	.decode_advance = llm_sched_decode_advance,
+	LLM_SCHED_OPS,
+	LLM_SCHED_DECODE_RUNS,
 };
