@@ -9,6 +9,15 @@
 #include "../../util/errkind.h"
 #include "results_db.h"
 
+/* A statement that failed: the database's message in err (before anything
+ * else can replace it), st finalized; -1. */
+static int read_failed(struct results_db *db, sqlite3_stmt *st, char *err, size_t errlen)
+{
+	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
+	sqlite3_finalize(st);
+	return -1;
+}
+
 int results_read_stat(struct results_db *db, int64_t run_id, const char *key, double *value, char *err,
                       size_t errlen)
 {
@@ -26,9 +35,7 @@ int results_read_stat(struct results_db *db, int64_t run_id, const char *key, do
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW;
 sql_fail:
-	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
-	sqlite3_finalize(st);
-	return -1;
+	return read_failed(db, st, err, errlen);
 }
 
 int results_each_option(struct results_db *db, int64_t run_id,
@@ -51,9 +58,7 @@ int results_each_option(struct results_db *db, int64_t run_id,
 	sqlite3_finalize(st);
 	return 0;
 sql_fail:
-	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
-	sqlite3_finalize(st);
-	return -1;
+	return read_failed(db, st, err, errlen);
 }
 
 const char *const results_token_metrics[RESULTS_TOKEN_METRICS] = { "ttft", "tpot", "itl" };
@@ -123,9 +128,7 @@ int results_read_metric_cdf(struct results_db *db, int64_t run_id, const char *m
 	memcpy(cdf_ms, v, sizeof(v));
 	return 0;
 sql_fail:
-	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
-	sqlite3_finalize(st);
-	return -1;
+	return read_failed(db, st, err, errlen);
 }
 
 static void copy_column(sqlite3_stmt *st, int col, char *dst, size_t len)
@@ -165,9 +168,7 @@ int results_read_run_info(struct results_db *db, int64_t run_id, struct results_
 	sqlite3_finalize(st);
 	return 0;
 sql_fail:
-	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
-	sqlite3_finalize(st);
-	return -1;
+	return read_failed(db, st, err, errlen);
 }
 
 /* A stored option value matches a selector value when the texts are equal or
@@ -259,8 +260,7 @@ malformed:
 	results_set_err(err, errlen, "run selector '%s': expected a run id or key=value[,key=value...]", selector);
 	return -1;
 sql_fail:
-	results_set_err(err, errlen, "cannot read results database '%s': %s", db->path, err_sqlite_msg(db->db));
-	sqlite3_finalize(runs);
+	read_failed(db, runs, err, errlen);
 	sqlite3_finalize(cfg);
 	ids[0] = 0;
 	*nmatch = 0;
