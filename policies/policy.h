@@ -238,7 +238,11 @@ struct pol_ops {
 #define POL_DECODE_RUN_MAX 64   /* the most iterations a decode run holds (callers cap k_max at it) */
 
 /* Optional capability: decode runs (a simulation's shortcut, as runs are
- * for NODE tasks; bench/README.md "Decode runs"). When every member of an
+ * for NODE tasks; bench/README.md "Decode runs"; the engine's side in
+ * sim/engine/runs.[ch]). A policy without it leaves decode_run and
+ * decode_advance NULL and owes nothing: each iteration is its own task. A
+ * policy with it sets both (the registry refuses one without the other)
+ * and keeps the promise below. When every member of an
  * ITER task decodes (one token, a token out already) and nothing waits,
  * an LLM policy's next iterations are the same members one token further,
  * until something arrives or a member finishes. decode_run promises that,
@@ -255,7 +259,8 @@ struct pol_ops {
  * decode runs change no result. */
 
 /* Optional capability: runs (a simulation's shortcut; bench/README.md
- * "Runs"; sim/engine/runs.[ch]). A NODE task may set run_max > 1: a promise
+ * "Runs"; sim/engine/runs.[ch]). A policy without it leaves run_max 0 and
+ * boundary_waits NULL and owes nothing. A NODE task may set run_max > 1: a promise
  * that, until the next arrival or a wake-up it asked for, the decisions at this device's next run_max - 1 node
  * boundaries would each continue the same task one node further, whatever
  * other devices do, and that those boundaries would change nothing the

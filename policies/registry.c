@@ -80,6 +80,9 @@ static void pol_registry_check(void)
 		for (size_t j = i + 1; j < POL_COUNT; j++)
 			if (strcmp(pol_table[i]->name, pol_table[j]->name) == 0)
 				pol_registry_broken("two policies are named", pol_table[i]->name);
+		if (!pol_table[i]->decode_run != !pol_table[i]->decode_advance)
+			pol_registry_broken("decode_run and decode_advance go together (policy.h, \"Optional capability: "
+			                    "decode runs\"); one without the other in policy", pol_table[i]->name);
 		for (size_t k = 0; k < pol_table[i]->nparams; k++)
 			pol_union_add(pol_table[i], &pol_table[i]->params[k]);
 	}

@@ -448,12 +448,12 @@ static void test_conservation(void **state)
 /* Decode runs change nothing (run_trace compares every run with and
  * without them): 300 requests with long outputs, their prompts under four
  * shared prefixes, arriving in bursts with gaps that let decodes run on;
- * every toolkit policy, the prefix cache on and off, a cache small enough to
- * evict and preempt, iterations whose price grows with their tokens; one
- * device, fleets of three behind least-outstanding, prefix-affinity and
- * least-kv (whose view of each replica's blocks a run must keep up to date),
- * now and scraped every 2 ms, and a disaggregated one (a prefill replica, two
- * decode replicas). Each configuration must end some iterations inside
+ * every policy of the registry that offers decode runs, the prefix cache on
+ * and off, a cache small enough to evict and preempt, iterations whose price
+ * grows with their tokens; one device, fleets of three behind every router
+ * of the registry (least-kv's view of each replica's blocks a run must keep
+ * up to date), now and scraped every 2 ms, and a disaggregated one (a
+ * prefill replica, two decode replicas) behind the first router. Each configuration must end some iterations inside
  * runs, or it checked nothing. */
 static void test_decode_runs_change_nothing(void **state)
 {
@@ -475,8 +475,15 @@ static void test_decode_runs_change_nothing(void **state)
 		plen[i] = in[i] < 8 ? in[i] : 8;
 	}
 	extern const struct pol_ops slo_policy_ops;
-	const struct pol_ops *pols[3] = { &continuous_policy_ops, &chunked_policy_ops, &slo_policy_ops };
-	const char *routers[5] = { NULL, "least-outstanding", "prefix-affinity", "least-kv", "least-outstanding" };
+	size_t npol_all, nrouters, npols = 0;
+	const struct pol_ops *const *pol_all = pol_registry(&npol_all);
+	const struct pol_ops *pols[16];
+	for (size_t i = 0; i < npol_all; i++)
+		if (pol_all[i]->decode_run && npols < 16)
+			pols[npols++] = pol_all[i];
+	assert_true(npols >= 1);
+	const struct router_ops *const *routers = router_registry(&nrouters);
+	int nconf = (int)nrouters + 2;   /* one device, each router, the disaggregated fleet */
 	/* the last: one prefill replica and two decode replicas, whose runs a KV move ends as an arrival does */
 	struct fleet_disagg dis = { .prefill = 1, .move_s = test_link_s, .pairs = 1, .layers = m->llm.layers,
 	                            .kv_bytes_per_token = (double)mdl_llm_kv_bytes_per_token(&m->llm) };
@@ -491,27 +498,30 @@ static void test_decode_runs_change_nothing(void **state)
 	run_prefix_id = pid;
 	run_prefix_len = plen;
 	for (int spread = 1; spread <= 4; spread *= 4)       /* loaded (preempting), then light (mostly runs) */
-	for (int p = 0; p < 3; p++)
+	for (size_t p = 0; p < npols; p++)
 		for (int cache = 0; cache < 2; cache++)
-			for (int k = 0; k < 5; k++)
+			for (int k = 0; k < nconf; k++)
 				for (int refresh = 0; refresh < (k ? 2 : 1); refresh++) {
+					int disagg = k == nconf - 1;
+					const struct router_ops *router = !k ? NULL : disagg ? routers[0] : routers[k - 1];
 					static double at[N];
 					for (int i = 0; i < N; i++)
 						at[i] = arr[i] * spread;
 					run_prefix_cache = cache;
 					run_replicas = k ? 3 : 0;
-					run_router = k ? router_find(routers[k]) : NULL;
+					run_router = router;
 					run_refresh_ns = refresh ? 2 * MS : 0;
-					run_disagg = k == 4 ? &dis : NULL;
-					/* chunked and slo chunk prompts by 16 tokens; slo takes the waiting by TTFT slack */
+					run_disagg = disagg ? &dis : NULL;
+					/* the chunking policies chunk prompts by 16 tokens; slo takes the waiting by TTFT slack */
 					run_ttft_slo_ns = pols[p] == &slo_policy_ops ? 20 * MS : 0;
 					struct drv_result r;
-					run_trace(pols[p], m, 60, p ? 16 : 256, at, in, out, N, &r);
+					run_trace(pols[p], m, 60, pols[p] == &continuous_policy_ops ? 256 : 16, at, in, out, N, &r);
+					const char *where = router ? router->name : "one device";
 					if (run_inner_ends == 0)
-						fail_msg("%s, cache %d, %s: no decode run", pols[p]->name, cache, k ? routers[k] : "one device");
+						fail_msg("%s, cache %d, %s: no decode run", pols[p]->name, cache, where);
 					print_message("  x%d %s, cache %d, %s%s%s: %llu of %llu iterations inside runs, %g preemptions, "
-					              "%g evictions\n", spread, pols[p]->name, cache, k ? routers[k] : "one device",
-					              k == 4 ? ", disaggregated 1+2" : "",
+					              "%g evictions\n", spread, pols[p]->name, cache, where,
+					              disagg ? ", disaggregated 1+2" : "",
 					              refresh ? " (2 ms scrapes)" : "", (unsigned long long)run_inner_ends,
 					              (unsigned long long)r.tasks, stat_of(&r, "preemptions"),
 					              cache ? stat_of(&r, "prefix_evictions") : 0.0);

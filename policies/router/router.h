@@ -33,10 +33,20 @@ struct router_ops {
 	int (*init)(void *state, uint32_t n);          /* optional: 0, or -1 out of memory */
 	void (*fini)(void *state);                     /* optional */
 	uint32_t (*choose)(const struct router_view *v, const struct pol_request *r, void *state);
-	int reads_kv;                    /* choose reads v->kv_used, which changes at every iteration: the
-	                                  * engine then shows each replica's blocks as its decode run goes
-	                                  * (eng_kv_now), and a disaggregated fleet runs iteration by iteration */
+	int reads_kv;                    /* optional capability (below): choose reads v->kv_used */
 };
+
+/* Optional capability: reads_kv. v->kv_used changes at every LLM iteration,
+ * and inside a decode run (policy.h, "Optional capability: decode runs";
+ * sim/engine/runs.c) the iterations are not events of their own. A router
+ * whose choose reads v->kv_used must set reads_kv: the engine then shows it
+ * each replica's blocks as the iteration running at that instant holds them
+ * (eng_kv_now), and a disaggregated fleet runs iteration by iteration. A
+ * router that reads only v->outstanding and v->kv_blocks leaves it 0 and
+ * owes nothing. One that read kv_used without it would see a run's first
+ * iteration's blocks throughout, and --node-by-node would then give other
+ * results: test_runs_change_nothing and bench/same_results.py --node-by-node
+ * check every router. */
 
 /* The registry, in `simbatch list routers` order; lookup by name. */
 const struct router_ops *const *router_registry(size_t *count);

@@ -1,18 +1,40 @@
-/* sim/engine/runs.h: runs of nodes (runs.c): a NODE task the policy offers
- * as a run (policy.h, "Optional capability: runs") is priced to the first
- * boundary at or after the horizon in one step. Inline here what the event
- * loop calls every task; the rest in runs.c. */
+/* sim/engine/runs.h: the simulator's shortcuts (runs.c): a NODE task the
+ * policy offers as a run (policy.h, "Optional capability: runs") is priced
+ * to the first boundary at or after the horizon in one step; an LLM
+ * iteration the policy offers as a decode run ("Optional capability: decode
+ * runs") is priced with the iterations after it as one task. Inline here
+ * what the event loop calls every task; the rest in runs.c. */
 #ifndef SB_ENGINE_RUNS_H
 #define SB_ENGINE_RUNS_H
 
 #include "engine_state.h"
 #include "../../util/ns_math.h"
+#include "../../hwmodels/llm_cost.h"
 
 /* e->seg_walk_ns and e->seg_on_p, for the segments a run goes round. 0, or -1 out of memory. */
 int eng_pass_table(struct eng *e);
 
 /* Ends the runs an event about to be taken (next) cuts short; 1 when it ended some (runs.c). */
 int eng_cut_runs(struct eng *e, const struct event *next);
+
+/* A decode run from the ITER task just started on device dev, its first iteration priced first_ns:
+ * its length (d->decode_k iterations ending at d->iter_end), or -1 with e->err. */
+int64_t eng_decode_run_ns(struct eng *e, struct eng_device *d, uint32_t dev, int64_t now_ns, int64_t first_ns);
+
+/* A request reaching the replica on device dev at at_ns ends a decode run there at its first boundary
+ * at or after at_ns. */
+void eng_cut_decode_run(struct eng *e, struct eng_device *d, uint32_t dev, int64_t at_ns);
+
+/* Shows a router that reads KV state each replica in a decode run as its iteration at now_ns holds. */
+void eng_kv_now(struct eng *e, int64_t now_ns);
+
+/* An LLM iteration's time (hwmodels/llm_cost.h): the members that reach
+ * their target this iteration emit a token, and only they run the LM head. */
+static inline int64_t eng_iter_emitting_ns(struct eng *e, const struct pol_task *t, uint32_t emitting)
+{
+	struct llm_cost *cost = e->dev_llm ? e->dev_llm[t->device] : e->llm;
+	return llm_cost_iter_ns(cost, t->nreq, t->tokens, t->context, emitting, t->pad_tokens, e->err, e->errlen);
+}
 
 /* Segment's row of e->seg_walk_ns at cells, or NULL where it has none. */
 static inline const int64_t *eng_walk_row(const struct eng *e, uint32_t segment, uint32_t cells)
