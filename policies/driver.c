@@ -67,7 +67,7 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 			err_memory(err, errlen, "out of memory setting up the run");
 			goto fail;
 		}
-		if (fleet_init(d->fleet, c->policy, c->router, c->replicas, c->router_refresh_ns, &d->c.env, c->replica_env,
+		if (fleet_init(d->fleet, c->policy, c->router, c->router_params, c->replicas, c->router_refresh_ns, &d->c.env, c->replica_env,
 		               c->disagg, err, errlen) != 0) {
 			free(d->fleet);
 			d->fleet = NULL;

@@ -107,6 +107,7 @@ struct drv_config {
 	                                    * request is the caller's again */
 	uint32_t replicas;                  /* > 1: a fleet of LLM replicas behind router, one device each (fleet.h) */
 	const struct router_ops *router;
+	const struct opt_set *router_params;  /* the router's knobs, given or default (NULL: every default) */
 	int64_t router_refresh_ns;
 	const struct pol_env *replica_env;  /* a heterogeneous fleet: [replicas] each replica's env (its KV cache and
 	                                     * iteration estimates; knobs from env), else NULL: env for every one */

@@ -27,19 +27,24 @@ void fleet_fini(struct pol_fleet *f)
 	memset(f, 0, sizeof *f);
 }
 
-/* A router's state for a pool of n, or NULL (out of memory). */
-static void *fleet_router_state(const struct router_ops *router, uint32_t n)
+/* A router's state for a pool of n, its knobs params (NULL: their defaults), or NULL (out of memory). */
+static void *fleet_router_state(const struct router_ops *router, uint32_t n, const struct opt_set *params)
 {
+	struct opt_set defaults;
+	if (!params) {
+		opt_defaults(&defaults, router->params, router->nparams);
+		params = &defaults;
+	}
 	void *st = calloc(1, router->state_size ? router->state_size : 1);
-	if (st && router->init && router->init(st, n) != 0) {
+	if (st && router->init && router->init(st, n, params) != 0) {
 		free(st);
 		st = NULL;
 	}
 	return st;
 }
 
-int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct router_ops *router, uint32_t n,
-               int64_t refresh_ns, const struct pol_env *env, const struct pol_env *replica_env,
+int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct router_ops *router,
+               const struct opt_set *router_params, uint32_t n, int64_t refresh_ns, const struct pol_env *env, const struct pol_env *replica_env,
                const struct fleet_disagg *dis, char *err, size_t errlen)
 {
 	memset(f, 0, sizeof *f);
@@ -59,9 +64,9 @@ int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct r
 	f->view_outstanding = calloc(n, sizeof *f->view_outstanding);
 	f->view_kv_used = calloc(n, sizeof *f->view_kv_used);
 	f->view_kv_blocks = calloc(n, sizeof *f->view_kv_blocks);
-	f->router_state = fleet_router_state(router, f->dis.prefill ? f->dis.prefill : n);
+	f->router_state = fleet_router_state(router, f->dis.prefill ? f->dis.prefill : n, router_params);
 	if (f->dis.prefill)
-		f->decode_router_state = fleet_router_state(router, n - f->dis.prefill);
+		f->decode_router_state = fleet_router_state(router, n - f->dis.prefill, router_params);
 	if (!f->rep || !f->view_outstanding || !f->view_kv_used || !f->view_kv_blocks || !f->router_state ||
 	    (f->dis.prefill && !f->decode_router_state)) {
 		fleet_fini(f);

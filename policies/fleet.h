@@ -95,8 +95,8 @@ struct pol_fleet {
  * dis->prefill 0: none) splits them into a prefill and a decode pool. 0, or
  * -1 with err (the policy refused its env, out of memory); f then holds
  * nothing. */
-int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct router_ops *router, uint32_t n,
-               int64_t refresh_ns, const struct pol_env *env, const struct pol_env *replica_env,
+int fleet_init(struct pol_fleet *f, const struct pol_ops *policy, const struct router_ops *router,
+               const struct opt_set *router_params, uint32_t n, int64_t refresh_ns, const struct pol_env *env, const struct pol_env *replica_env,
                const struct fleet_disagg *dis, char *err, size_t errlen);
 /* The fleet's KV blocks, all replicas together. */
 uint64_t fleet_kv_blocks(const struct pol_fleet *f);

@@ -536,6 +536,33 @@ if reps:
     check("each replica's share stored (replica.K.NAME), and the fleet's options",
           all(st.get(f"replica.{k}.routed") == reps[k]["routed"] for k in range(3)) and cfg.get("replicas") == "3"
           and cfg.get("router") == "least-outstanding", (st, cfg))
+def one_line_error(r, needle, name):
+    check(name + ": one line naming it, exit 2", r.returncode == 2 and needle in r.stderr
+          and len(r.stderr.strip().splitlines()) == 1, f"exit {r.returncode}: {r.stderr}")
+# a router's knobs, read from the registry: listed, stored with the run (given or default), shown by
+# --router=NAME --help, refused for a router without them and without a fleet
+for rt in registry:
+    others = [x["name"] for x in registry if all(k["name"] != kn["name"] for kn in rt["knobs"] for k in x["knobs"])]
+    h = sb(f"--router={rt['name']}", "--help")
+    check(f"--router={rt['name']} --help: its help and each knob", h.returncode == 0 and rt["help"] in h.stdout
+          and all("--" + k["name"] in h.stdout for k in rt["knobs"]), h.stdout + h.stderr)
+    for k in rt["knobs"]:
+        kdb = os.path.join(td, f"knob-{k['name']}.db")
+        r1 = sb("--model=llama2-7b", "--replicas=2", f"--router={rt['name']}", "--rate=6", "--requests=20",
+                f"--db={kdb}")
+        r2 = sb("--model=llama2-7b", "--replicas=2", f"--router={rt['name']}", f"--{k['name']}={k['default']}",
+                "--rate=6", "--requests=20", f"--db={kdb}")
+        con = sqlite3.connect(kdb)
+        vals = [v for (v,) in con.execute("select value from run_config where key = ? order by run_id", (k["name"],))]
+        con.close()
+        check(f"--{k['name']}: stored with the run, its default when not given", r1.returncode == 0 and
+              r2.returncode == 0 and vals == [k["default"], k["default"]], (vals, r1.stderr, r2.stderr))
+        for other in others[:1]:
+            one_line_error(sb("--model=llama2-7b", "--replicas=2", f"--router={other}", f"--{k['name']}={k['default']}",
+                              "--requests=5", "--no-db"), f"--{k['name']} does not apply to router {other}",
+                           f"--{k['name']} refused for router {other}")
+        one_line_error(sb("--model=llama2-7b", f"--{k['name']}={k['default']}", "--requests=5", "--no-db"),
+                       f"--{k['name']} applies to a fleet", f"--{k['name']} refused without a fleet")
 one = sb("--model=llama2-7b", "--replicas=1", "--rate=6", "--requests=200", "--no-db", "--json")
 plain = sb("--model=llama2-7b", "--rate=6", "--requests=200", "--no-db", "--json")
 strip = lambda t: {k: v for k, v in json.loads(t).items() if k not in ("wall_s", "run_id")} if t else None

@@ -20,15 +20,26 @@ struct fixture {
 	struct router_view view;
 };
 
-static void open_router(struct fixture *f, uint32_t n)
+/* The router on n replicas, its knobs their defaults but the pairs given in knobs (NULL-terminated). */
+static void open_router_with(struct fixture *f, uint32_t n, const char *const *knobs)
 {
 	f->ops = router_find("prefix-affinity");
 	assert_non_null(f->ops);
 	f->state = calloc(1, f->ops->state_size);
 	assert_non_null(f->state);
-	assert_int_equal(f->ops->init(f->state, n), 0);
+	struct opt_set params;
+	char err[200];
+	opt_defaults(&params, f->ops->params, f->ops->nparams);
+	for (; knobs && knobs[0]; knobs += 2)
+		assert_int_equal(opt_put(&params, knobs[0], knobs[1], err, sizeof err), 0);
+	assert_int_equal(f->ops->init(f->state, n, &params), 0);
 	f->view = (struct router_view){ .n = n, .outstanding = f->outstanding, .kv_used = f->kv_used,
 	                                .kv_blocks = f->kv_blocks };
+}
+
+static void open_router(struct fixture *f, uint32_t n)
+{
+	open_router_with(f, n, NULL);   /* the knobs' defaults, as a run without them gives */
 }
 
 static void close_router(struct fixture *f)
@@ -83,11 +94,37 @@ static void test_hash_ids_past_64_replicas(void **state)
 	close_router(&f);
 }
 
+/* The knobs, by hand: the cache threshold a match must pass, and the balance that overrides a match. */
+static void test_knobs_by_hand(void **state)
+{
+	(void)state;
+	struct fixture f = { 0 };
+	/* records 1536, 1024, 0 as above; ids 1, 2 cover 1024 of 1536 (0.67) at replica 0, not above 0.7:
+	 * the smallest record, replica 2 */
+	open_router_with(&f, 3, (const char *const[]){ "cache-threshold", "0.7", NULL });
+	assert_int_equal(route(&f, 1536, (const uint64_t[]){ 1, 2, 3 }, 3), 0);
+	assert_int_equal(route(&f, 1024, (const uint64_t[]){ 4, 5 }, 2), 1);
+	assert_int_equal(route(&f, 1536, (const uint64_t[]){ 1, 2, 6 }, 3), 2);
+	close_router(&f);
+	/* one request outstanding at 0, none elsewhere: in balance by default (1 is not above 64), so the
+	 * whole match at 0 wins; out of balance at 0 and 1 (1 > 0 and 1 > 1 x 0): the least loaded, 1 */
+	for (int tight = 0; tight < 2; tight++) {
+		open_router_with(&f, 3, tight ? (const char *const[]){ "balance-abs-threshold", "0", "balance-rel-threshold",
+		                                                        "1", NULL } : NULL);
+		assert_int_equal(route(&f, 1536, (const uint64_t[]){ 1, 2, 3 }, 3), 0);
+		f.outstanding[0] = 1;
+		assert_int_equal(route(&f, 1536, (const uint64_t[]){ 1, 2, 3 }, 3), tight ? 1 : 0);
+		f.outstanding[0] = 0;
+		close_router(&f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hash_ids_by_hand),
 		cmocka_unit_test(test_hash_ids_past_64_replicas),
+		cmocka_unit_test(test_knobs_by_hand),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

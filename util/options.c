@@ -260,3 +260,34 @@ void opt_print_help(FILE *f, const char *usage, const struct opt_def *defs, size
 		fputc('\n', f);
 	}
 }
+
+int opt_union_add(struct opt_union *u, const char *owner, const struct opt_def *d)
+{
+	size_t i = 0;
+	while (i < u->n && strcmp(u->defs[i].name, d->name) != 0)
+		i++;
+	if (i == u->n) {
+		if (i == OPT_MAX)
+			return -1;
+		u->defs[i] = *d;
+		snprintf(u->help[i], sizeof u->help[i], "%s [%s", d->help, owner);
+		u->defs[i].help = u->help[i];
+		u->n++;
+		return 0;
+	}
+	const struct opt_def *k = &u->defs[i];
+	int same_default = (!k->defval && !d->defval) || (k->defval && d->defval && strcmp(k->defval, d->defval) == 0);
+	if (k->type != d->type || k->min != d->min || k->max != d->max || k->min_open != d->min_open || !same_default)
+		return -1;
+	size_t len = strlen(u->help[i]);
+	snprintf(u->help[i] + len, sizeof u->help[i] - len, ", %s", owner);
+	return 0;
+}
+
+void opt_union_close(struct opt_union *u)
+{
+	for (size_t i = 0; i < u->n; i++) {
+		size_t len = strlen(u->help[i]);
+		snprintf(u->help[i] + len, sizeof u->help[i] - len, "]");
+	}
+}

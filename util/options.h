@@ -74,6 +74,21 @@ int opt_put(struct opt_set *s, const char *name, const char *value, char *err, s
 /* The definition of name in defs, or NULL. */
 const struct opt_def *opt_find(const struct opt_def *defs, size_t ndefs, const char *name);
 
+/* The knobs of several plug-ins (the policies', the routers') as one table:
+ * one name is one option on the command line and one key in the results
+ * database, so plug-ins that share a knob declare it alike (same type,
+ * bounds and default). Each knob's help ends in the names of the plug-ins
+ * that take it, "[a, b]", once opt_union_close has run. */
+struct opt_union {
+	struct opt_def defs[OPT_MAX];
+	char help[OPT_MAX][320];
+	size_t n;
+};
+/* Adds owner's knob d: 0, or -1 when the table is full or d is unlike the
+ * knob of its name already there (a mistake in a plug-in's table). */
+int opt_union_add(struct opt_union *u, const char *owner, const struct opt_def *d);
+void opt_union_close(struct opt_union *u);
+
 #ifdef __cplusplus
 }
 #endif

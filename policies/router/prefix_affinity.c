@@ -4,10 +4,10 @@
  * SMG's router documentation describe it). The router keeps its own record
  * of what it sent where, never the replicas' caches:
  *  - when the load is out of balance (the busiest replica has more than
- *    ROUTER_BALANCE_ABS requests outstanding over the idlest and more than
- *    ROUTER_BALANCE_REL times as many), the least loaded replica;
+ *    --balance-abs-threshold requests outstanding over the idlest and more
+ *    than --balance-rel-threshold times as many), the least loaded replica;
  *  - else, when some replica was sent this request's prefix before and the
- *    share of the prompt that prefix covers exceeds ROUTER_CACHE_THRESHOLD,
+ *    share of the prompt that prefix covers exceeds --cache-threshold,
  *    the replica with the longest such match (ties: fewer outstanding, then
  *    the lowest index);
  *  - else the replica whose record is smallest (the tokens sent to it that
@@ -22,9 +22,16 @@
 #include <string.h>
 #include "router.h"
 
-#define ROUTER_CACHE_THRESHOLD 0.3    /* --cache-threshold's default */
-#define ROUTER_BALANCE_ABS 64         /* --balance-abs-threshold's default */
-#define ROUTER_BALANCE_REL 1.5        /* --balance-rel-threshold's default */
+/* The knobs, named and defaulted as vllm-router's and sglang-gateway's flags of the same names. */
+static const struct opt_def pa_params[] = {
+	{ "cache-threshold", OPT_DOUBLE, "0.3", 0, 1, 0, "the share of a prompt that a replica's record must "
+	  "match for the prompt to go there" },
+	{ "balance-abs-threshold", OPT_UINT, "64", 0, 1e9, 0, "out of balance (the least loaded replica then) when "
+	  "the busiest has more than this many requests outstanding over the idlest, and --balance-rel-threshold "
+	  "times as many" },
+	{ "balance-rel-threshold", OPT_DOUBLE, "1.5", 0, 1e9, 0, "out of balance when the busiest replica has more "
+	  "than this many times the idlest's outstanding requests, and --balance-abs-threshold more" },
+};
 
 /* What was sent where, by id: an open-addressing table whose every id has a row of row_bytes. */
 struct pa_table {
@@ -36,6 +43,8 @@ struct pa_table {
 
 struct pa_state {
 	uint32_t n;
+	double cache_threshold, balance_rel;   /* the knobs */
+	uint64_t balance_abs;
 	uint64_t *record;                /* [n] tokens sent that matched nothing there */
 	struct pa_table prefixes;        /* prefix id -> [n] uint32: the longest prefix_len of it sent to each replica */
 	struct pa_table hashes;          /* hash id -> [words] uint64: the replicas it was sent to, a bit each */
@@ -118,11 +127,14 @@ static void pa_fini(void *state)
 	memset(s, 0, sizeof *s);
 }
 
-static int pa_init(void *state, uint32_t n)
+static int pa_init(void *state, uint32_t n, const struct opt_set *params)
 {
 	struct pa_state *s = state;
 	memset(s, 0, sizeof *s);
 	s->n = n;
+	s->cache_threshold = opt_double(params, "cache-threshold");
+	s->balance_abs = opt_uint(params, "balance-abs-threshold");
+	s->balance_rel = opt_double(params, "balance-rel-threshold");
 	s->words = (n + 63) / 64;
 	s->record = calloc(n, sizeof *s->record);
 	s->match = calloc(n, sizeof *s->match);
@@ -207,7 +219,7 @@ static uint32_t pa_choose(const struct router_view *v, const struct pol_request 
 	}
 	pa_matches(s, r);
 	uint32_t k;
-	if (hi - lo > ROUTER_BALANCE_ABS && hi > ROUTER_BALANCE_REL * lo) {
+	if (hi - lo > s->balance_abs && hi > s->balance_rel * lo) {
 		k = pa_least_loaded(v);
 	} else {
 		uint32_t best = 0, best_match = 0;
@@ -218,7 +230,7 @@ static uint32_t pa_choose(const struct router_view *v, const struct pol_request 
 				best_match = m;
 			}
 		}
-		if (r->input_len && (double)best_match / r->input_len > ROUTER_CACHE_THRESHOLD) {
+		if (r->input_len && (double)best_match / r->input_len > s->cache_threshold) {
 			k = best;
 		} else {
 			k = 0;
@@ -238,6 +250,8 @@ const struct router_ops prefix_affinity_router_ops = {
 	.help = "vLLM's and SGLang's cache-aware routing: where this prefix went before, else the smallest record, "
 	        "the least loaded when out of balance",
 	.state_size = sizeof(struct pa_state),
+	.params = pa_params,
+	.nparams = sizeof pa_params / sizeof pa_params[0],
 	.init = pa_init,
 	.fini = pa_fini,
 	.choose = pa_choose,

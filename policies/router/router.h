@@ -10,13 +10,17 @@
  * and the arriving request (its lengths and prefix), and keeps its own state
  * only in *state (state_size bytes, zeroed, then init's; what it sent where
  * is its own record, as a real router keeps one). Same view, same choice: a
- * run is deterministic. */
+ * run is deterministic. A router's own knobs are declared in params, as a
+ * policy's are (policy.h): the command line, --router=NAME --help, `simbatch
+ * list routers` and the stored configuration take them from there, and init
+ * reads them. */
 #ifndef SB_ROUTER_H
 #define SB_ROUTER_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "../policy.h"
+#include "../../util/options.h"
 
 /* The replicas as the router last saw them. */
 struct router_view {
@@ -30,7 +34,12 @@ struct router_ops {
 	const char *name;                /* registry name, for --router */
 	const char *help;                /* one line for `simbatch list routers` */
 	size_t state_size;               /* bytes of its own state (0: none) */
-	int (*init)(void *state, uint32_t n);          /* optional: 0, or -1 out of memory */
+	/* The router's own knobs (name, type, default, bounds, help); a knob two
+	 * routers declare is declared alike (registry.c checks). */
+	const struct opt_def *params;
+	size_t nparams;
+	/* optional: 0, or -1 out of memory; params holds each knob, given or its default */
+	int (*init)(void *state, uint32_t n, const struct opt_set *params);
 	void (*fini)(void *state);                     /* optional */
 	uint32_t (*choose)(const struct router_view *v, const struct pol_request *r, void *state);
 	int reads_kv;                    /* optional capability (below): choose reads v->kv_used */
@@ -51,5 +60,8 @@ struct router_ops {
 /* The registry, in `simbatch list routers` order; lookup by name. */
 const struct router_ops *const *router_registry(size_t *count);
 const struct router_ops *router_find(const char *name);
+/* Every router's knobs once, in registry order, for an option table; each one's help names the routers
+ * that take it. */
+const struct opt_def *router_param_union(size_t *count);
 
 #endif

@@ -85,7 +85,7 @@ static void list_routers_json(void)
 		printf(",\"help\":");
 		json_write_string(stdout, reg[i]->help);
 		printf(",\"reads_kv\":%s,\"knobs\":", reg[i]->reads_kv ? "true" : "false");
-		list_knobs_json(NULL, 0);
+		list_knobs_json(reg[i]->params, reg[i]->nparams);
 		printf("}");
 	}
 	printf("]}\n");
@@ -126,8 +126,12 @@ int cmd_list(int argc, char **argv)
 	if (strcmp(what, "routers") == 0) {
 		size_t n;
 		const struct router_ops *const *reg = router_registry(&n);
-		for (size_t i = 0; i < n; i++)
-			printf("%-18s %s\n", reg[i]->name, reg[i]->help);
+		for (size_t i = 0; i < n; i++) {
+			printf("%-18s %s", reg[i]->name, reg[i]->help);
+			for (size_t k = 0; k < reg[i]->nparams; k++)
+				printf("%s--%s", k ? " " : " (knobs: ", reg[i]->params[k].name);
+			printf("%s\n", reg[i]->nparams ? ")" : "");
+		}
 		return CLI_OK;
 	}
 	if (strcmp(what, "hw") == 0) {

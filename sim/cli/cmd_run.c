@@ -510,6 +510,12 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 		run_job_free(j);
 		return CLI_OK;
 	}
+	if (opt_flag(&j->o, "help") && opt_given(&j->o, "router")) {
+		if (run_fleet_router_help(stdout, opt_str(&j->o, "router"), err, sizeof err) != 0)
+			goto fail;
+		run_job_free(j);
+		return CLI_OK;
+	}
 	if (opt_flag(&j->o, "help")) {
 		opt_print_help(stdout, usage, opts, nopts);
 		run_job_free(j);

@@ -228,8 +228,10 @@ static int run_fleet_pools(const struct opt_set *o, const struct mdl_model *m, s
 	return 0;
 }
 
-/* The router named by --router, or NULL with err listing the known. */
-static const struct router_ops *run_fleet_router(const struct opt_set *o, char *err, size_t errlen)
+/* The router named by --router into c->router, and its knobs (each given one it declares, the rest
+ * their defaults; one it does not declare refused) into f->router_params: 0, or -1 with err. */
+static int run_fleet_router(const struct opt_set *o, struct eng_config *c, struct run_fleet *f, char *err,
+                            size_t errlen)
 {
 	const struct router_ops *r = router_find(opt_str(o, "router"));
 	if (!r) {
@@ -240,15 +242,62 @@ static const struct router_ops *run_fleet_router(const struct opt_set *o, char *
 			used += (size_t)snprintf(err + used, errlen - used, "%s %s", i ? "," : "", reg[i]->name);
 		if (used < errlen)
 			snprintf(err + used, errlen - used, ")");
+		return -1;
 	}
-	return r;
+	size_t n;
+	const struct opt_def *knobs = router_param_union(&n);
+	opt_defaults(&f->router_params, r->params, r->nparams);
+	for (size_t i = 0; i < n; i++) {
+		if (!opt_given(o, knobs[i].name))
+			continue;
+		if (!opt_find(r->params, r->nparams, knobs[i].name)) {
+			snprintf(err, errlen, "--%s does not apply to router %s (%s; simbatch --router=%s --help)", knobs[i].name,
+			         r->name, r->nparams ? "its knobs: simbatch list routers" : "it has no knobs of its own", r->name);
+			return -1;
+		}
+		if (opt_put(&f->router_params, knobs[i].name, opt_str(o, knobs[i].name), err, errlen) != 0)
+			return -1;
+	}
+	c->router = r;
+	c->router_params = &f->router_params;
+	return 0;
+}
+
+int run_fleet_router_help(FILE *f, const char *name, char *err, size_t errlen)
+{
+	const struct router_ops *r = router_find(name);
+	if (!r) {
+		snprintf(err, errlen, "unknown router '%s' (simbatch list routers)", name);
+		return -1;
+	}
+	char head[400];
+	snprintf(head, sizeof head, "router %s: %s\nthe options every fleet shares (--replicas, --router-refresh): "
+	         "simbatch --help.", r->name, r->help);
+	if (r->nparams)
+		opt_print_help(f, head, r->params, r->nparams);
+	else
+		fprintf(f, "%s\n\nno knobs of its own\n", head);
+	return 0;
+}
+
+/* The first option given that only a fleet takes (--router, --router-refresh, a router's knob), or NULL. */
+static const char *run_fleet_only_given(const struct opt_set *o)
+{
+	if (opt_given(o, "router") || opt_given(o, "router-refresh"))
+		return opt_given(o, "router") ? "router" : "router-refresh";
+	size_t n;
+	const struct opt_def *knobs = router_param_union(&n);
+	for (size_t i = 0; i < n; i++)
+		if (opt_given(o, knobs[i].name))
+			return knobs[i].name;
+	return NULL;
 }
 
 int run_fleet_setup(const struct opt_set *o, const struct mdl_model *m, struct eng_config *c, struct run_fleet *f,
                     char *err, size_t errlen)
 {
 	if (opt_given(o, "prefill-replicas") || opt_given(o, "decode-replicas")) {
-		if (run_fleet_pools(o, m, c, f, err, errlen) != 0 || !(c->router = run_fleet_router(o, err, errlen)))
+		if (run_fleet_pools(o, m, c, f, err, errlen) != 0 || run_fleet_router(o, c, f, err, errlen) != 0)
 			return -1;
 		c->router_refresh_ns = llround(opt_double(o, "router-refresh") * 1e6);
 		return 0;
@@ -275,8 +324,7 @@ int run_fleet_setup(const struct opt_set *o, const struct mdl_model *m, struct e
 		return -1;
 	}
 	if (n == 1) {
-		const char *fleet_only = opt_given(o, "router") ? "router" : opt_given(o, "router-refresh") ? "router-refresh"
-		                         : NULL;
+		const char *fleet_only = run_fleet_only_given(o);
 		if (fleet_only) {
 			snprintf(err, errlen, "--%s applies to a fleet (--replicas=N, N > 1)", fleet_only);
 			return -1;
@@ -294,7 +342,7 @@ int run_fleet_setup(const struct opt_set *o, const struct mdl_model *m, struct e
 		         "--replicas puts a router in front of replicas with a KV cache each");
 		return -1;
 	}
-	if (!(c->router = run_fleet_router(o, err, errlen)))
+	if (run_fleet_router(o, c, f, err, errlen) != 0)
 		return -1;
 	c->replicas = (uint32_t)n;
 	c->workers = (uint32_t)n;

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "../../util/options.h"
 #include "../../hwmodels/hwmodel.h"
 #include "../../models/model.h"
@@ -26,9 +27,10 @@ struct run_fleet {               /* a heterogeneous fleet's groups; zeroed when 
 	struct kv_link *link;                      /* a disaggregated fleet's (--prefill-replicas): its KV link (owned) */
 	struct fleet_disagg dis;                   /* ... and its pools and moves (c->disagg points here) */
 	char hw_label[160];                        /* ... on hardware of two kinds: "prefill P:HW, decode D:HW" */
+	struct opt_set router_params;              /* the router's knobs, given or default (c->router_params) */
 };
 
-/* Sets c's replicas, workers, router and refresh from o (and for a
+/* Sets c's replicas, workers, router (and its knobs) and refresh from o (and for a
  * heterogeneous fleet c->hw and c->replica_hw, from f's groups; for a
  * disaggregated one, --prefill-replicas and --decode-replicas, c->disagg and
  * its link); refuses what a fleet cannot be (one line in err). 0, or -1. */
@@ -40,5 +42,8 @@ void run_fleet_free(struct run_fleet *f);
  * given: the first group's hardware in hw, its length returned; else 0.
  * Such a fleet runs on no default --hw, so none is opened or checked. */
 size_t run_fleet_named_hw(const struct opt_set *o, char *hw, size_t hwlen);
+
+/* `simbatch --router=NAME --help`: what the router is and the knobs it takes. 0, or -1 with err (unknown). */
+int run_fleet_router_help(FILE *f, const char *name, char *err, size_t errlen);
 
 #endif

@@ -46,7 +46,7 @@ static const struct opt_def run_opts_head[] = {
 	{ "max-batch", OPT_UINT, NULL, 1, 65536, 0, "largest batch (default: the policy's)" },
 };
 
-/* ... the policies' knobs (pol_param_union) come here, then: */
+/* ... the policies' knobs (pol_param_union) and the routers' (router_param_union) come here, then: */
 static const struct opt_def run_opts_tail[] = {
 	{ "max-batched-tokens", OPT_UINT, NULL, 1, 1e7, 0, "LLM: tokens one iteration may run (default: continuous the "
 	  "larger of the context and 2048, vLLM V1 without chunked prefill; chunked 512, vLLM V0's chunked-prefill "
@@ -91,28 +91,36 @@ static const struct opt_def run_opts_tail[] = {
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
 };
 
-/* The whole table, built once: run's options and every policy's knobs (a
- * knob is an option of every run, stored with its default, so that stored
- * runs compare option by option whatever their policy). */
+/* The whole table, built once: run's options and every policy's and
+ * router's knobs (a knob is an option of every run, stored with its default,
+ * so that stored runs compare option by option whatever their policy). */
 const struct opt_def *cmd_run_options(size_t *n)
 {
 	static struct opt_def all[OPT_MAX];
 	static size_t nall;
 	if (!nall) {
-		size_t nknobs;
-		const struct opt_def *knobs = pol_param_union(&nknobs);
+		size_t nknobs, nrknobs;
+		const struct opt_def *knobs = pol_param_union(&nknobs), *rknobs = router_param_union(&nrknobs);
 		size_t nhead = sizeof run_opts_head / sizeof run_opts_head[0];
 		size_t ntail = sizeof run_opts_tail / sizeof run_opts_tail[0];
 		size_t npools = run_fleet_npool_opts;
-		if (nhead + npools + nknobs + ntail > OPT_MAX) {
+		if (nhead + npools + nknobs + nrknobs + ntail > OPT_MAX) {
 			fprintf(stderr, "simbatch: run has more than %d options (util/options.h OPT_MAX)\n", OPT_MAX);
 			abort();
 		}
 		memcpy(all, run_opts_head, sizeof run_opts_head);
 		memcpy(all + nhead, run_fleet_pool_opts, npools * sizeof *run_fleet_pool_opts);
 		memcpy(all + nhead + npools, knobs, nknobs * sizeof *knobs);
-		memcpy(all + nhead + npools + nknobs, run_opts_tail, sizeof run_opts_tail);
-		nall = nhead + npools + nknobs + ntail;
+		memcpy(all + nhead + npools + nknobs, rknobs, nrknobs * sizeof *rknobs);
+		memcpy(all + nhead + npools + nknobs + nrknobs, run_opts_tail, sizeof run_opts_tail);
+		nall = nhead + npools + nknobs + nrknobs + ntail;
+		for (size_t i = 0; i < nall; i++)   /* a plug-in's knob named as another option: a mistake in a table */
+			for (size_t k = i + 1; k < nall; k++)
+				if (strcmp(all[i].name, all[k].name) == 0) {
+					fprintf(stderr, "simbatch: two run options are named '%s' (a policy's or router's knob?)\n",
+					        all[i].name);
+					abort();
+				}
 	}
 	*n = nall;
 	return all;

@@ -538,7 +538,8 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 		.expected_requests = expect, .keep_request_rows = c->keep_request_rows,
 		.summary_only = c->summary_only, .histogram_quantiles = c->histogram_quantiles,
 		.release = eng_req_release, .release_ctx = &e,
-		.replicas = c->replicas, .router = c->router, .router_refresh_ns = c->router_refresh_ns,
+		.replicas = c->replicas, .router = c->router, .router_params = c->router_params,
+		.router_refresh_ns = c->router_refresh_ns,
 		.disagg = c->disagg,
 	};
 	dc.env.model = m;

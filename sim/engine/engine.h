@@ -49,6 +49,7 @@ struct eng_config {
 	uint32_t replicas;                  /* > 1: an LLM fleet, one device a replica (workers = replicas),
 	                                       each its own policy and KV cache behind router (policies/fleet.h) */
 	const struct router_ops *router;
+	const struct opt_set *router_params;   /* its knobs, given or default (NULL: every default) */
 	int64_t router_refresh_ns;          /* what the router sees is scraped this often (0: the state now) */
 	const struct fleet_disagg *disagg;  /* a fleet split into prefill and decode pools (fleet.h), else NULL */
 	const struct hw_model *const *replica_hw;   /* a heterogeneous fleet: [replicas] each one's hardware, a
