@@ -35,6 +35,7 @@
  * queries are range-checked before any GSL call.
  */
 #include "../util/lines.h"
+#include "../util/grow.h"
 #include "../util/errkind.h"
 #include "../util/text.h"
 #include "node_table.h"
@@ -239,16 +240,9 @@ static int hwtable_read(const char *path, const struct mdl_model *m, struct hwta
 			seen_header = 1;
 			continue;
 		}
-		if (*nrows == alloc) {
-			size_t want = alloc ? 2 * alloc : 64;
-			struct hwtable_row *grown = realloc(*rows, want * sizeof **rows);
-
-			if (!grown) {
-				err_memory(err, errlen, "%s: out of memory", path);
-				goto out;
-			}
-			*rows = grown;
-			alloc = want;
+		if (grow_array(rows, &alloc, *nrows + 1, 64, sizeof **rows) != 0) {
+			err_memory(err, errlen, "%s: out of memory", path);
+			goto out;
 		}
 		if (hwtable_parse_row(path, lineno, s, m, &(*rows)[*nrows], err, errlen))
 			goto out;

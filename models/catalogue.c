@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "parse.h"
+#include "../util/grow.h"
 
 /* The build points this at the source models/ directory; a standalone
  * compile falls back to a path relative to the working directory. */
@@ -99,15 +100,9 @@ int mdl_list(void (*cb)(const char *name, void *ctx), void *ctx)
 			free(name);
 			continue;
 		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			char **nn = realloc(names, ncap * sizeof *nn);
-			if (!nn) {
-				free(name);
-				goto done;
-			}
-			names = nn;
-			cap = ncap;
+		if (GROW(names, cap, n + 1, 16) != 0) {
+			free(name);
+			goto done;
 		}
 		names[n++] = name;
 	}

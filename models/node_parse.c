@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "parse.h"
+#include "../util/grow.h"
 #include "../util/errkind.h"
 #include "../util/text.h"
 
@@ -274,14 +275,12 @@ int mdl_parse_node(struct mdl_parser *p, char *rest)
 		return mdl_parse_fail(p, "node '%s' has no work (give gemm=, attn=, conv= or elementwise=)", node.name);
 
 	if (m->nnodes == p->cap_nodes) {
-		uint32_t cap = p->cap_nodes ? p->cap_nodes * 2 : 16;
-		struct mdl_node *nodes = realloc(m->nodes, (size_t)cap * sizeof *nodes);
-		if (!nodes) {
+		size_t cap = p->cap_nodes;
+		if (GROW(m->nodes, cap, cap + 1, 16) != 0 || cap > UINT32_MAX) {
 			err_kind_mark(ERR_MEMORY);
 			return mdl_parse_fail(p, "out of memory");
 		}
-		m->nodes = nodes;
-		p->cap_nodes = cap;
+		p->cap_nodes = (uint32_t)cap;
 	}
 	if ((node.kind == MDL_ENCODER || node.kind == MDL_PASS) && !p->first_encoder_line)
 		p->first_encoder_line = p->line;
