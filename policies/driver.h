@@ -182,7 +182,7 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
  * n tasks. The live runtime never calls it. */
 static inline void drv_run_extend(struct pol_driver *d, struct pol_task *t, uint64_t n);
 
-/* ---- the shortcuts' side of the driver: sim/engine/runs.c calls these (the
+/* ---- the shortcuts' side of the driver: sim/engine/runs.h calls these (the
  * live runtime none), for a policy with the optional capability "decode
  * runs" (policy.h) and a fleet whose router may read KV state (router.h,
  * "Optional capability: reads_kv"); a policy or router without them meets

@@ -47,7 +47,7 @@ struct router_ops {
 
 /* Optional capability: reads_kv. v->kv_used changes at every LLM iteration,
  * and inside a decode run (policy.h, "Optional capability: decode runs";
- * sim/engine/runs.c) the iterations are not events of their own. A router
+ * sim/engine/runs.h) the iterations are not events of their own. A router
  * whose choose reads v->kv_used must set reads_kv: the engine then shows it
  * each replica's blocks as the iteration running at that instant holds them
  * (eng_kv_now), and a disaggregated fleet runs iteration by iteration. A
