@@ -292,8 +292,9 @@ int search_store(struct search_run *r, char *err, size_t errlen)
 		.budget_per_hour = s->budget, .exhaustive = r->exhaustive, .answer = a == SIZE_MAX ? NULL : labels[a],
 		.report_json = json, .nconfigs = s->nconfigs, .configs = rows,
 	};
-	if (results_open(r->db_path, &db, err, errlen) != 0 || results_write_search(db, &rec, &r->search_id, err,
-	                                                                            errlen) != 0)
+	if (!r->db && results_open(r->db_path, &db, err, errlen) != 0)
+		goto done;
+	if (results_write_search(r->db ? r->db : db, &rec, &r->search_id, err, errlen) != 0)
 		goto done;
 	rc = 0;
 done:
