@@ -6,6 +6,7 @@
 #include "run_options.h"
 #include "search_spec.h"
 #include "cli.h"
+#include "../../hwmodels/hwmodel.h"
 #include "../../models/model.h"
 #include "../../util/errkind.h"
 #include "../../util/lines.h"
@@ -297,6 +298,76 @@ static int search_check_prices(struct search_spec *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether a count of replicas (a fleet's, or a pool's: N of N[:HW]) is one run takes: 1 up to the devices a
+ * run may have (run's bound on --workers). */
+static int search_count_ok(const char *text, size_t len)
+{
+	char count[32];
+	size_t n;
+	uint64_t v;
+	const struct opt_def *run = cmd_run_options(&n), *w = opt_find(run, n, "workers");
+	snprintf(count, sizeof count, "%.*s", (int)(len < sizeof count ? len : sizeof count - 1), text);
+	return len < sizeof count && txt_parse_uint(count, (uint64_t)w->max, &v) == 0 && v >= 1;
+}
+
+/* One value of --hw, --tp, --replicas, --prefill-replicas or --decode-replicas (others: nothing to check here)
+ * names a deployment at all: known hardware (the registry's, or a file there), a tensor parallelism some GPU
+ * takes, 1 or more replicas, each group's or pool's hardware known. 0, or -1 with why. */
+static int search_check_value(const char *name, const char *v, char *why, size_t whylen)
+{
+	uint64_t tp;
+	if (strcmp(name, "hw") == 0)
+		return hw_exists(v, why, whylen);
+	if (strcmp(name, "tp") == 0)
+		return txt_parse_uint(v, UINT32_MAX, &tp) != 0 ? -1 : hw_tp_supported((uint32_t)tp, why, whylen);
+	int pools = strcmp(name, "prefill-replicas") == 0 || strcmp(name, "decode-replicas") == 0;
+	if (!pools && strcmp(name, "replicas") != 0)
+		return 0;
+	/* replicas: N or P[:HW]+D[:HW] (pools; a fleet of groups, N:HW,..., has no one price: search_config_make);
+	 * a pool's option: N[:HW] */
+	const char *plus = pools ? NULL : strchr(v, '+');
+	for (int k = 0; k < (plus ? 2 : 1); k++) {
+		const char *part = k ? plus + 1 : v, *end = plus && !k ? plus : v + strlen(v);
+		const char *colon = memchr(part, ':', (size_t)(end - part));
+		if (!search_count_ok(part, (size_t)((colon ? colon : end) - part)) || (colon && !plus && !pools) ||
+		    (colon && (colon + 1 == end || memchr(colon + 1, ':', (size_t)(end - colon - 1)) ||
+		               memchr(colon + 1, '+', (size_t)(end - colon - 1))))) {
+			snprintf(why, whylen, "--%s=%s: expected %s", name, v, pools ? "N or N:HW (N replicas, 1 or more)" :
+			         "N (1 or more replicas) or P[:HW]+D[:HW] (prefill and decode pools; a fleet of groups on "
+			         "hardware of several kinds, N:HW,..., has no one price a search can give it)");
+			return -1;
+		}
+		char hw[256];
+		if (colon && snprintf(hw, sizeof hw, "%.*s", (int)(end - colon - 1), colon + 1) > 0 &&
+		    hw_exists(hw, why, whylen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Every value of the options that name the deployment (search_check_value), fixed or an axis's, at its line. */
+static int search_check_values(const struct search_spec *s, char *err, size_t errlen)
+{
+	char why[512], name[128];
+	for (size_t i = 0; i < s->nfixed; i++) {
+		const char *eq = strchr(s->fixed[i], '=');
+		if (!eq)
+			continue;
+		snprintf(name, sizeof name, "%.*s", (int)(eq - s->fixed[i] - 2), s->fixed[i] + 2);
+		if (search_check_value(name, eq + 1, why, sizeof why) != 0) {
+			snprintf(err, errlen, "%s:%u: %s", s->path, s->fixed_line[i], why);
+			return -1;
+		}
+	}
+	for (size_t a = 0; a < s->naxes; a++)
+		for (size_t v = 0; v < s->axes[a].nvalues; v++)
+			if (search_check_value(s->axes[a].name, s->axes[a].values[v], why, sizeof why) != 0) {
+				snprintf(err, errlen, "%s:%u: %s", s->path, s->axes[a].line, why);
+				return -1;
+			}
+	return 0;
+}
+
 /* capacity takes each model's targets (one configuration a model value):
  * else its message, at the line of the option it names. */
 static int search_check_targets(struct search_spec *s, char *err, size_t errlen)
@@ -409,7 +480,7 @@ int search_spec_load(const char *path, struct search_spec **out, char *err, size
 		         "(the most capacity an hour's dollars buy)", path);
 		goto fail;
 	}
-	if (search_check_prices(s, err, errlen) != 0)
+	if (search_check_values(s, err, errlen) != 0 || search_check_prices(s, err, errlen) != 0)
 		goto fail;
 	s->nconfigs = 1;
 	for (size_t a = 0; a < s->naxes; a++) {
