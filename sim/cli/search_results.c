@@ -144,10 +144,10 @@ int search_results_read(const char *path, int own, search_results_fn fn, void *c
 	if (own && stat(path, &st) != 0 && errno == ENOENT)
 		return 0;                            /* a new results file */
 	if (own && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "--out=%s: not a regular file (%s); the results file is read and written in place: "
-		         "give a file's path", path, S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode)
-		         ? "a character device" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISBLK(st.st_mode) ? "a block device"
-		         : "a socket");
+		const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device"
+		                   : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISBLK(st.st_mode) ? "a block device" : "a socket";
+		snprintf(err, errlen, "--out=%s: not a regular file (%s); the results file is read and written in "
+		         "place: give a file's path", path, kind);
 		return -1;
 	}
 	struct lines_reader rd;
@@ -164,8 +164,8 @@ int search_results_read(const char *path, int own, search_results_fn fn, void *c
 			line[--len] = '\0';
 		if (rd.lineno == 1) {
 			if (!whole_line || strcmp(line, SEARCH_RESULTS_HEADER) != 0)
-				rc = lines_fail(err, errlen, path, 1, "not a search results file (its header must be %s)%s",
-				                SEARCH_RESULTS_HEADER, own ? "; give another --out" : "");
+				rc = lines_fail(err, errlen, path, 1, "not a search results file (its header must be "
+				                "%s)%s", SEARCH_RESULTS_HEADER, own ? "; give another --out" : "");
 			whole += (off_t)len + 1;
 			continue;
 		}
