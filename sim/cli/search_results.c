@@ -145,7 +145,8 @@ int search_results_read(const char *path, int own, search_results_fn fn, void *c
 		return 0;                            /* a new results file */
 	if (own && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device"
-		                   : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISBLK(st.st_mode) ? "a block device" : "a socket";
+		                   : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISBLK(st.st_mode) ? "a block device"
+		                   : "a socket";
 		snprintf(err, errlen, "--out=%s: not a regular file (%s); the results file is read and written in "
 		         "place: give a file's path", path, kind);
 		return -1;

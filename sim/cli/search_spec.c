@@ -332,9 +332,10 @@ static int search_check_value(const char *name, const char *v, char *why, size_t
 		if (!search_count_ok(part, (size_t)((colon ? colon : end) - part)) || (colon && !plus && !pools) ||
 		    (colon && (colon + 1 == end || memchr(colon + 1, ':', (size_t)(end - colon - 1)) ||
 		               memchr(colon + 1, '+', (size_t)(end - colon - 1))))) {
-			snprintf(why, whylen, "--%s=%s: expected %s", name, v, pools ? "N or N:HW (N replicas, 1 or "
-			         "more)" : "N (1 or more replicas) or P[:HW]+D[:HW] (prefill and decode pools; a fleet of "
-			         "groups on hardware of several kinds, N:HW,..., has no one price a search can give it)");
+			snprintf(why, whylen, "--%s=%s: expected %s", name, v, pools ? "N or N:HW (N replicas, 1 "
+			         "or more)" : "N (1 or more replicas) or P[:HW]+D[:HW] (prefill and decode pools; a "
+			         "fleet of groups on hardware of several kinds, N:HW,..., has no one price a search can "
+			         "give it)");
 			return -1;
 		}
 		char hw[256];
