@@ -494,6 +494,40 @@ static int cap_targets(const struct opt_set *o, const struct opt_set *ro, struct
 	return 0;
 }
 
+#define cap_warmup_of(o, n) (opt_given(o, "warmup") ? opt_uint(o, "warmup") : (uint64_t)(CAP_WARMUP_FRACTION * (n)))
+
+/* A probe's requests and warm-up into s (the rules above, or as given): 0, or -1 with err when they leave none
+ * to measure or, for an LLM, too few to judge: with m measured (all seeds) and none missing, the bound on the miss
+ * fraction is 1 - (1 - confidence)^(1/m), within the allowance a only from m = ln(1 - confidence) / ln(1 - a)
+ * (about 3 / a at 95%: 299 for 1%); below, no probe can pass, and the search would halve its rate to nothing. */
+static int cap_sizes(const struct opt_set *o, struct cap_search *s, char *err, size_t errlen)
+{
+	uint64_t measured = s->llm ? metrics_fraction_min_trials(s->allowed > 0 ? s->allowed : 1 - CAP_QUANTILE,
+	                                                         s->confidence)
+	                           : metrics_tail_min_requests(CAP_QUANTILE, CAP_TAIL_SAMPLES, METRICS_TAIL_CONFIDENCE);
+	measured = s->llm && measured < CAP_LLM_MIN_MEASURED ? CAP_LLM_MIN_MEASURED : measured;
+	s->warmup = cap_warmup_of(o, opt_given(o, "requests") ? opt_uint(o, "requests") : measured);
+	s->requests = opt_given(o, "requests") ? opt_uint(o, "requests") : measured + s->warmup;
+	if (s->warmup >= s->requests)
+		return snprintf(err, errlen, "--warmup=%llu leaves no request to measure", (unsigned long long)s->warmup), -1;
+	if (!s->llm || !(s->allowed > 0))
+		return 0;                      /* with no allowance (attainment 1) any run can show that none missed */
+	uint64_t least = (uint64_t)fmax(1, floor(log(1 - s->confidence) / log1p(-s->allowed)) - 1);
+	while (metrics_fraction_upper(0, least, s->confidence) > s->allowed)   /* the closed form, as the bound has it */
+		least++;
+	if ((s->requests - s->warmup) * s->nseeds >= least)
+		return 0;
+	uint64_t per_seed = (least + s->nseeds - 1) / s->nseeds, n = per_seed;
+	while (n - cap_warmup_of(o, n) < per_seed)
+		n++;
+	snprintf(err, errlen, "--requests=%llu: too short to judge the targets: %llu measured requests (x %llu seeds) "
+	         "cannot show that at most %.3g%% miss one at %g confidence, even if none does; that needs %llu: give "
+	         "--requests=%llu or more, or more --seeds", (unsigned long long)s->requests,
+	         (unsigned long long)(s->requests - s->warmup), (unsigned long long)s->nseeds, 100 * s->allowed,
+	         s->confidence, (unsigned long long)least, (unsigned long long)n);
+	return -1;
+}
+
 /* The search: doubling or halving from the estimate until one rate meets
  * the SLA and one does not, then bisection to the tolerance. CLI_OK with the
  * bracket, or an exit code with err. */
@@ -528,7 +562,7 @@ static int cap_bracket(struct cap_search *s, double est, double tolerance, struc
 	if (!lo && s->llm) {
 		snprintf(err, errlen, "no rate meets the targets: even at %.6g req/s, where requests hardly queue, %.3g%% of "
 		         "requests miss one (at most %.3g%% may)", hi->rate_rps, 100 * hi->violation, 100 * s->allowed);
-		return CLI_BAD_INPUT;
+		return CLI_FAILED;             /* an answer, as the node-level one below: not bad input */
 	}
 	if (!lo) {
 		snprintf(err, errlen, "no rate meets the SLA: even at %.6g req/s, where requests hardly queue, the p99 is %.4g ms > %g ms",
@@ -651,7 +685,8 @@ int cmd_capacity_check_targets(int argc, char **argv, char *err, size_t errlen)
 	    opt_parse(&ro, rd, nrd, nrun, run, 0, err, errlen) != 0 || mdl_load(opt_str(&ro, "model"), &m, err, errlen) != 0)
 		goto done;
 	s->llm = m->is_llm;
-	rc = cap_targets(&o, &ro, s, err, errlen);
+	s->nseeds = opt_uint(&o, "seeds");
+	rc = cap_targets(&o, &ro, s, err, errlen) != 0 || cap_sizes(&o, s, err, errlen) != 0 ? -1 : 0;
 done:
 	mdl_free(m);
 	free(own);
@@ -720,18 +755,8 @@ int cmd_capacity(int argc, char **argv)
 	s->nfixed = 3;
 	if (cap_targets(&o, &ro, s, err, sizeof err) != 0)
 		goto fail;
-	uint64_t measured = s->llm ? metrics_fraction_min_trials(s->allowed > 0 ? s->allowed : 1 - CAP_QUANTILE,
-	                                                         s->confidence)
-	                           : metrics_tail_min_requests(CAP_QUANTILE, CAP_TAIL_SAMPLES, METRICS_TAIL_CONFIDENCE);
-	if (s->llm && measured < CAP_LLM_MIN_MEASURED)
-		measured = CAP_LLM_MIN_MEASURED;
-	s->warmup = opt_given(&o, "warmup") ? opt_uint(&o, "warmup")
-	            : (uint64_t)(CAP_WARMUP_FRACTION * (double)(opt_given(&o, "requests") ? opt_uint(&o, "requests") : measured));
-	s->requests = opt_given(&o, "requests") ? opt_uint(&o, "requests") : measured + s->warmup;
-	if (s->warmup >= s->requests) {
-		snprintf(err, sizeof err, "--warmup=%llu leaves no request to measure", (unsigned long long)s->warmup);
+	if (cap_sizes(&o, s, err, sizeof err) != 0)
 		goto fail;
-	}
 	uint64_t least = metrics_tail_min_requests(CAP_QUANTILE, 0, METRICS_TAIL_CONFIDENCE);
 	if (!s->quiet && !s->llm && s->requests - s->warmup < least)
 		fprintf(stderr, "simbatch: warning: %llu measured requests per rate cannot support a p99 (MLPerf early "
