@@ -197,6 +197,13 @@ for name, line, needle in bad_values:
     refused(f"search file with {name}: FILE:LINE at load, exit 2, nothing run or stored", r, needle)
     check(f"... ({name}) no results file, no database", not os.path.exists(out) and not os.path.exists(never))
 
+# an axis value longer than a fixed buffer is kept whole: a configuration cut short was another (and the
+# search read past an array looking its model up: the fuzz target's first find)
+path = write("long.search", "fixed --hw=gpu-h100 --ttft-slo=1000\naxis model = llama2-7b " + "m" * 300 +
+             "\ncost gpu-h100 = 4\ntarget 5\n")
+r = sb("search", path, f"--db={never}", "--list")
+refused("a 300-character axis value: refused by name, whole (not cut to a buffer)", r, "m" * 300 + "'")
+
 # ---- item 8: an empty database (0 bytes: touch, or a creator that crashed) is where run, sweep and search
 # create the schema; a reader (compare) refuses it ----
 sweep = write("e.sweep", "fixed --model=resnet50 --requests=100\naxis rate = 100 200\n")

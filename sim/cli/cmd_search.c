@@ -128,8 +128,8 @@ static int search_fits(const struct search_config *c, struct search_fit **cache,
 	const char *model = "transformer";
 	search_opt_value(c, "model", &model);
 	char key[300];
-	snprintf(key, sizeof key, "%s|%s|%u", model, c->hw, c->tp);
-	for (size_t i = 0; i < *ncache; i++)
+	int cut = snprintf(key, sizeof key, "%s|%s|%u", model, c->hw, c->tp) >= (int)sizeof key;
+	for (size_t i = 0; !cut && i < *ncache; i++)      /* a key cut short could name another: not cached */
 		if (strcmp((*cache)[i].key, key) == 0) {
 			snprintf(why, whylen, "%s", (*cache)[i].reason);
 			return (*cache)[i].ok;
@@ -143,7 +143,7 @@ static int search_fits(const struct search_config *c, struct search_fit **cache,
 		f.ok = 0;
 	hw_close(hw);
 	mdl_free(m);
-	struct search_fit *grown = realloc(*cache, (*ncache + 1) * sizeof *grown);
+	struct search_fit *grown = cut ? NULL : realloc(*cache, (*ncache + 1) * sizeof *grown);
 	if (grown) {
 		*cache = grown;
 		grown[(*ncache)++] = f;

@@ -287,13 +287,17 @@ static int search_check_prices(struct search_spec *s, char *err, size_t errlen)
 	/* a pool's own hardware, P:HW+D:HW */
 	const struct search_axis *ra = search_axis(s, "replicas");
 	for (size_t v = 0; ra && v < ra->nvalues; v++) {
-		char buf[256];
-		snprintf(buf, sizeof buf, "%s", ra->values[v]);
+		char *buf = strdup(ra->values[v]);
+		if (!buf)
+			return err_memory(err, errlen, "out of memory");
 		for (char *save = NULL, *pool = strtok_r(buf, "+", &save); pool; pool = strtok_r(NULL, "+", &save)) {
 			char *colon = strchr(pool, ':');
-			if (colon && search_unpriced(s, colon + 1, ra->line, err, errlen))
+			if (colon && search_unpriced(s, colon + 1, ra->line, err, errlen)) {
+				free(buf);
 				return -1;
+			}
 		}
+		free(buf);
 	}
 	return 0;
 }
@@ -338,9 +342,12 @@ static int search_check_value(const char *name, const char *v, char *why, size_t
 			         "give it)");
 			return -1;
 		}
-		char hw[256];
-		if (colon && snprintf(hw, sizeof hw, "%.*s", (int)(end - colon - 1), colon + 1) > 0 &&
-		    hw_exists(hw, why, whylen) != 0)
+		char *hw = colon ? strndup(colon + 1, (size_t)(end - colon - 1)) : NULL;
+		int known = !colon || (hw && hw_exists(hw, why, whylen) == 0);
+		if (colon && !hw)
+			snprintf(why, whylen, "out of memory");
+		free(hw);
+		if (!known)
 			return -1;
 	}
 	return 0;
@@ -391,7 +398,7 @@ static int search_check_targets(struct search_spec *s, char *err, size_t errlen)
 				model = c.opts[k] + 8;
 		while (ma && mi < nm && strcmp(ma->values[mi], model) != 0)
 			mi++;
-		if (seen[mi]) {
+		if (mi == nm || seen[mi]) {       /* (every configuration's model is one of the axis's: search_config_make) */
 			search_config_free(&c);
 			continue;
 		}
@@ -509,6 +516,16 @@ void search_config_free(struct search_config *c)
 	memset(c, 0, sizeof *c);
 }
 
+/* "--NAME=" and len bytes of value, a new string; NULL: out of memory. */
+static char *search_opt_new(const char *name, const char *value, size_t len)
+{
+	size_t n = strlen(name) + len + 4;
+	char *opt = malloc(n);
+	if (opt)
+		snprintf(opt, n, "--%s=%.*s", name, (int)len, value);
+	return opt;
+}
+
 static int search_cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -527,16 +544,16 @@ int search_config_make(const struct search_spec *s, size_t i, struct search_conf
 		const char *v = ax->values[rest % ax->nvalues];
 		rest /= ax->nvalues;
 		const char *plus = strcmp(ax->name, "replicas") == 0 ? strchr(v, '+') : NULL;
-		char buf[256];
+		/* each option whole, however long its value (a path): a cut one would be another configuration */
+		char *opt;
 		if (plus) {
-			snprintf(buf, sizeof buf, "--prefill-replicas=%.*s", (int)(plus - v), v);
-			if (!(c->opts[c->nopts++] = strdup(buf)))
+			if (!(c->opts[c->nopts++] = search_opt_new("prefill-replicas", v, (size_t)(plus - v))))
 				goto oom;
-			snprintf(buf, sizeof buf, "--decode-replicas=%s", plus + 1);
+			opt = search_opt_new("decode-replicas", plus + 1, strlen(plus + 1));
 		} else {
-			snprintf(buf, sizeof buf, "--%s=%s", ax->name, v);
+			opt = search_opt_new(ax->name, v, strlen(v));
 		}
-		if (!(c->opts[c->nopts++] = strdup(buf)))
+		if (!(c->opts[c->nopts++] = opt))
 			goto oom;
 	}
 	/* what it costs: its GPU kind's price x replicas x GPUs each */
