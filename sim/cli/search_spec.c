@@ -36,6 +36,7 @@ void search_spec_free(struct search_spec *s)
 		free(s->prices[i].hw);
 	free(s->prices);
 	free(s->default_hw);
+	free(s->text);
 	free(s->path);
 	free(s);
 }
@@ -444,6 +445,18 @@ int search_spec_load(const char *path, struct search_spec **out, char *err, size
 	size_t len;
 	int got;
 	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
+		if (s->text_len + len + 1 > s->text_cap) {       /* the text kept as read, within the reader's bound */
+			size_t cap = 2 * (s->text_len + len + 1);
+			char *grown = realloc(s->text, cap);
+			if (!grown) {
+				err_memory(err, errlen, "out of memory");
+				goto fail_rd;
+			}
+			s->text = grown;
+			s->text_cap = cap;
+		}
+		memcpy(s->text + s->text_len, line, len);
+		s->text[s->text_len += len] = '\0';
 		char *hash = strchr(line, '#');
 		if (hash)
 			*hash = '\0';
