@@ -346,7 +346,9 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 		g->info.has_allreduce = 1;
 		opp_collective_rows(g->ar, tp, &g->ar_first, &g->ar_rows);
 	}
-	double usable = p->mem_bytes * GPU_MEM_UTILIZATION, weights = (double)mdl_llm_weight_bytes(l);
+	const struct gpu_memory_row *mem = gpu_memory_row(p->gpu);
+	double gpu_bytes = mem ? mem->device_bytes : p->mem_bytes;
+	double usable = gpu_memory_usable_bytes(gpu_bytes), weights = (double)mdl_llm_weight_bytes(l);
 	if (weights / tp >= usable) {
 		uint32_t need = tp;
 		while (need <= 8 && weights / need >= usable)
@@ -365,7 +367,8 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 	g->kv_token_bytes = 2.0 * kv_heads_gpu * l->head_dim * l->elem_bytes;
 	g->head_per_up = (double)l->vocab / ((l->gated ? 2.0 : 1.0) * l->ffn);
 	g->dev = (struct hw_device){ .mem_bytes = usable * tp, .mem_bw_bytes_s = p->stream_bytes_s * tp,
-	                             .peak_flops = p->gemm_flops_s * tp };
+	                             .peak_flops = p->gemm_flops_s * tp, .gpus = tp, .gpu_bytes = gpu_bytes,
+	                             .gpu_bytes_source = mem ? mem->source : "the profile's # mem_gb" };
 	if (gpu_fill_cache(g) != 0) {
 		err_memory(err, errlen, "out of memory");
 		goto fail;

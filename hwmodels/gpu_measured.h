@@ -32,8 +32,9 @@
  * is not priced: no published measurement for the servers we validate
  * against gives it (docs/VALIDATION.md says what error remains).
  *
- * Memory: tp GPUs of the profile's mem_gb, of which 90% is usable (vLLM's
- * gpu_memory_utilization default), holding the weights and the KV cache.
+ * Memory: tp GPUs, each what gpu_memory.h defines for the profile's GPU (its
+ * row; a GPU with no row: the profile's mem_gb), holding the weights and the
+ * KV cache.
  *
  * Contract: opening fails with one line when the model is not an LLM, its
  * shape or element size is not profiled, tp is not a power of two up to 8,
@@ -48,9 +49,7 @@
 #include "hwmodel.h"
 #include "op_profile.h"
 #include "gemm_predict.h"
-
-/* vLLM's default share of GPU memory for weights and KV cache. */
-#define GPU_MEM_UTILIZATION 0.9
+#include "gpu_memory.h"
 
 extern const struct hw_ops gpu_h100_ops;   /* --hw=gpu-h100 */
 extern const struct hw_ops gpu_a100_ops;   /* --hw=gpu-a100 */

@@ -58,6 +58,11 @@ struct hw_device {
 	double mem_bytes;           /* memory capacity: the weights, then the KV cache (0: not modelled) */
 	double mem_bw_bytes_s;      /* memory bandwidth */
 	double peak_flops;          /* peak arithmetic at the model's element size, FLOP/s */
+	/* a GPU model's memory (gpu_memory.h): gpus of gpu_bytes each, as the device reports it, of
+	 * which mem_bytes is gpu_memory_usable_bytes x gpus; gpus 0: not a GPU */
+	uint32_t gpus;
+	double gpu_bytes;
+	const char *gpu_bytes_source;
 };
 
 struct hw_model;

@@ -15,7 +15,8 @@
  * settings "# KEY = VALUE" before the header):
  *     # simbatch llm operator profile          (the first line: what the file is)
  *     # gpu = h100                             (required)
- *     # mem_gb = 80                            (required: one GPU's memory)
+ *     # mem_gb = 80                            (required: one GPU's memory; a GPU with a row in
+ *                                               gpu_memory.c has its row's instead, one for all its tables)
  *     # source = ...                           (provenance, shown by model-info)
  *     # leave_out OP = MEDIAN% P90% ROWS       (the interpolation's measured error)
  *     # exclude = TERM, TERM ...               (optional, for ablation studies: terms priced at 0;
@@ -88,7 +89,7 @@ struct op_profile {
 	char path[512];
 	char gpu[32];
 	char source[512];
-	double mem_bytes;           /* one GPU's memory */
+	double mem_bytes;           /* one GPU's memory, as the file states it (gpu_memory.h: a GPU with a row has its row's) */
 	unsigned exclude;           /* bit op or opp_term: priced at 0 (# exclude) */
 	struct opp_leave_out leave_out[OPP_COUNT + 1];
 	size_t nleave_out;

@@ -1,10 +1,11 @@
 /* hwmodels/roofline.c: the roofline of an NVIDIA H100 SXM5 from its
  * datasheet (NVIDIA H100 Tensor Core GPU datasheet, SXM5 column): dense
  * Tensor Core peaks of 1,979 TFLOP/s in FP8, 989 in FP16/BF16 and 495 in
- * TF32 (half the datasheet's "with sparsity" figures), 3.35 TB/s of HBM3 and
- * 80 GB of it. A GEMM of M x K x N takes the longer of 2MKN FLOPs at the
- * peak for its element size and moving its operands through memory once
- * (M x K in, the K x N operand, M x N out; in a node's attention each
+ * TF32 (half the datasheet's "with sparsity" figures), 3.35 TB/s of HBM3;
+ * its memory is the H100's, as every H100 model's (gpu_memory.h). A GEMM of
+ * M x K x N takes the longer of 2MKN FLOPs at the peak for its element size
+ * and moving its operands through memory once (M x K in, the K x N
+ * operand, M x N out; in a node's attention each
  * sample has its own K x N operand, its keys or values). Nothing
  * here is measured: no launch overhead, no tile quantization, no cache
  * reuse; bench/README.md "LLM serving" sets it against the H100 GEMM times
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "roofline.h"
+#include "gpu_memory.h"
 #include "../util/errkind.h"
 
 struct roofline_hw {
@@ -117,7 +119,10 @@ static int roofline_open(const char *arg, const struct mdl_model *m, struct hw_m
 	r->base.model = m;
 	snprintf(r->base.label, sizeof r->base.label, "%s", arg);
 	r->elem_bytes = m && m->is_llm ? m->llm.elem_bytes : 2;
-	r->dev = (struct hw_device){ .mem_bytes = 80e9, .mem_bw_bytes_s = 3.35e12, .peak_flops = roofline_peak(r->elem_bytes) };
+	const struct gpu_memory_row *mem = gpu_memory_row("h100");
+	r->dev = (struct hw_device){ .mem_bytes = gpu_memory_usable_bytes(mem->device_bytes), .mem_bw_bytes_s = 3.35e12,
+	                             .peak_flops = roofline_peak(r->elem_bytes), .gpus = 1,
+	                             .gpu_bytes = mem->device_bytes, .gpu_bytes_source = mem->source };
 	*out = &r->base;
 	return 0;
 }
@@ -129,7 +134,7 @@ static void roofline_close(struct hw_model *hw)
 
 const struct hw_ops roofline_h100_ops = {
 	.name = "gpu-h100-roofline",
-	.help = "roofline of an NVIDIA H100 SXM5 from its datasheet (989 TFLOP/s BF16, 3.35 TB/s, 80 GB): a model, not a measurement",
+	.help = "roofline of an NVIDIA H100 SXM5 from its datasheet (989 TFLOP/s BF16, 3.35 TB/s; memory as gpu-h100): a model, not a measurement",
 	.open = roofline_open,
 	.close = roofline_close,
 	.node_cost = roofline_node_cost,

@@ -17,6 +17,7 @@ int drv_init(struct pol_driver *d, const struct drv_config *c, char *err, size_t
 		snprintf(err, errlen, "workers and max batch must be at least 1");
 		return -1;
 	}
+	ovl_init(&d->overload, c->env.workers);
 	uint64_t expect = c->expected_requests > c->warmup ? c->expected_requests - c->warmup : 1;
 	d->metrics = c->histogram_quantiles ? metrics_create_histogram(c->env.sla_ns) : metrics_create(expect);
 	d->node_tasks = calloc(m->nnodes ? m->nnodes : 1, sizeof *d->node_tasks);
@@ -269,6 +270,7 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 	int64_t span_ns = d->last_finish_ns - d->first_measured_arrival_ns;
 	res->throughput_rps = d->measured && span_ns > 0 ? (double)d->measured / (span_ns * 1e-9) : 0.0;
 	res->busy_fraction = end->end_ns > 0 ? (double)d->busy_ns / ((double)end->end_ns * end->workers) : 0.0;
+	res->overload = d->overload.found;
 	int (*finish)(struct metrics *, int64_t, struct metrics_summary *) =
 		d->c.summary_only ? metrics_finish_summary : metrics_finish;
 	if (finish(d->metrics, end->sla_ns, &res->summary) != 0)

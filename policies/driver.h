@@ -36,6 +36,7 @@
 #include "policy.h"
 #include "fleet.h"
 #include "../util/metrics.h"
+#include "../util/overload.h"
 
 struct drv_request_row {        /* one finished request (--requests-out, the database) */
 	uint64_t id;
@@ -86,6 +87,7 @@ struct drv_result {
 	const char *router;         /* the fleet's router, by name (static) */
 	uint32_t prefill_replicas;  /* a disaggregated fleet: replicas [0, this) ran prompts, the rest tokens; else 0 */
 	int kv_move_extrapolated;   /* a disaggregated fleet moved KV larger than its link's largest measured message */
+	struct ovl_found overload;  /* the window where the queue grew (util/overload.h), when flagged */
 };
 
 void drv_result_free(struct drv_result *res);
@@ -147,6 +149,7 @@ struct pol_driver {
 	uint64_t win_departures;
 	struct drv_request_row *rows;             /* by id; unfinished ids have id UINT64_MAX */
 	size_t rows_cap;
+	struct ovl_detector overload;             /* requests in the system at each arrival, judged by window */
 	/* the last arrival's lengths and what pol_req_start made of them (chain_len 0: none yet):
 	 * the next request of the same lengths copies them (a CNN's every request) */
 	struct { uint32_t input_len, output_len, node_type, cells; uint64_t chain_len, span_end; } start;
@@ -280,6 +283,7 @@ static inline int drv_arrive(struct pol_driver *d, struct pol_request *r, int64_
 		drv_runnable(d->c.env.model, r->id, r->input_len, r->output_len, err, errlen);
 		return -1;
 	}
+	ovl_arrival(&d->overload, now_ns, d->arrived - d->completed);
 	d->arrived++;
 	if (d->ttft && (r->id == d->win_ids[0] || r->id == d->win_ids[1]))
 		d->win_ns[r->id == d->win_ids[1]] = now_ns;

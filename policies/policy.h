@@ -70,6 +70,8 @@ struct pol_request {
 	                              * may hold for it (policies/llm/prefix_cache.h) */
 	uint64_t session_id;         /* LLM: a conversation (0: none): its prompt and answer begin the next turn's
 	                              * prompt, so past its shared prefix its blocks are the session's */
+	uint64_t inner_id;           /* LLM: its shared prefix's first inner_len tokens are inner prefix inner_id's */
+	uint32_t inner_len;          /* (a group's system prompt inside a whole prompt that recurs; 0: none) */
 	const uint64_t *hash_ids;    /* or its prompt's blocks of hash_block tokens as hash ids (a Mooncake
 	                              * trace's; not owned, NULL: none) */
 	uint32_t nhash, hash_block;

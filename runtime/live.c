@@ -288,6 +288,8 @@ static void live_deliver_arrivals(struct live *L, struct live_sched *S, uint64_t
 		r->input_len = c->input_len[id];
 		r->prefix_id = 0;              /* live runs share no prefixes (their kernels cache nothing) */
 		r->session_id = 0;
+		r->inner_id = 0;
+		r->inner_len = 0;
 		r->prefix_len = 0;
 		r->hash_ids = NULL;
 		r->nhash = r->hash_block = 0;

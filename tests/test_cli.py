@@ -706,15 +706,23 @@ if pa.returncode == 0:
 check("prefix cache: cached system prompts shorten TTFT; off, nothing is asked of a cache",
       pj["on"]["ttft_ms"]["mean"] < pj["off"]["ttft_ms"]["mean"] and
       "prefix_hit_blocks" not in pj["off"].get("policy_stats", {}), (pj["on"].get("ttft_ms"), pj["off"].get("ttft_ms")))
-for body, needle in (("0.1,100,10,7,200\n", "prefix.csv:2: prefix_len 200 must be at most input_len 100"),
-                     ("0.1,100,10,7,0\n", "prefix.csv:2:"), ("0.1,100,10,x,5\n", "prefix.csv:2: prefix_id"),
-                     ("0.1,100,10\n", "prefix.csv:2: expected 5 fields")):
-    bad = os.path.join(td, "badp", "prefix.csv")
-    os.makedirs(os.path.dirname(bad), exist_ok=True)
-    write(bad, "arrival_s,input_len,output_len,prefix_id,prefix_len\n" + body)
-    r = sb("--model=llama2-7b", f"--trace={bad}", "--no-db")
-    check(f"bad prefix columns {body.strip()}: one line, exit 2", r.returncode == 2 and needle in r.stderr and
-          len(r.stderr.strip().splitlines()) == 1, r.stderr)
+
+
+def refused_traces(what, name, header, cases):
+    """Each body under header as a trace: refused with the needle in one line, exit 2."""
+    for body, needle in cases:
+        bad = os.path.join(td, "bad-" + name, name + ".csv")
+        os.makedirs(os.path.dirname(bad), exist_ok=True)
+        write(bad, header + "\n" + body)
+        r = sb("--model=llama2-7b", f"--trace={bad}", "--no-db")
+        check(f"bad {what} {body.strip()}: one line, exit 2", r.returncode == 2 and needle in r.stderr and
+              len(r.stderr.strip().splitlines()) == 1, r.stderr)
+
+
+refused_traces("prefix columns", "prefix", "arrival_s,input_len,output_len,prefix_id,prefix_len",
+               (("0.1,100,10,7,200\n", "prefix.csv:2: prefix_len 200 must be at most input_len 100"),
+                ("0.1,100,10,7,0\n", "prefix.csv:2:"), ("0.1,100,10,x,5\n", "prefix.csv:2: prefix_id"),
+                ("0.1,100,10\n", "prefix.csv:2: expected 5 fields")))
 # ---- make-trace's shared-prefix workload (inference-perf's shared_prefix) ----
 # 3 system prompts of 160 tokens (10 blocks), 2 users each, a 40-token question: request i is user
 # i mod 6's, on system prompt i mod 6 // 2 + 1; each prompt's 12 full blocks asked, 10 found cached
@@ -761,6 +769,155 @@ r = sb("--model=llama2-7b", f"--trace={badsess}", "--no-db")
 check("a bad session column: FILE:LINE, exit 2", r.returncode == 2 and "s.csv:2: session_id" in r.stderr, r.stderr)
 r = subprocess.run([mt, "--rate=1", "--requests=5", "--shared-prefix=1:64:2:0"], capture_output=True, text=True)
 check("make-trace --shared-prefix with 0 turns: exit 2", r.returncode == 2 and "N:S:U[:T]" in r.stderr, r.stderr)
+
+# ---- prompt pools (inference-perf's shared_prefix as it was sent): whole prompts in one shuffled order ----
+# --prompt-pool=2:3:64: 2 groups of 3 prompts, each its group's 64-token system prompt (4 blocks of 16) and a
+# 40-token question: 104 tokens, 6 full blocks, all of which a prompt sent before finds ((104 - 1) // 16 = 6:
+# the partial seventh is computed). Request k gets pool position k mod 6, 1 req/s (each prefill ends before
+# the next arrival, nothing evicted). First cycle: a group's first prompt finds nothing, its other two the
+# system prompt's 4 blocks: 2 x (0 + 4 + 4) = 16; second cycle every prompt whole: 6 x 6 = 36. 52 of 72
+# asked, whatever the shuffle. The same trace without the inner columns (the whole prompt alone): 36; with
+# the system prompt alone as the prefix (the old bound): 4 for every request but each group's first, 40.
+def trace_rows(path):
+    return [l.split(",") for l in open(path).read().splitlines() if l and not l.startswith("#")][1:]
+
+
+pool = os.path.join(td, "pool.csv")
+r = subprocess.run([mt, "--rate=1", "--requests=12", "--prompt-pool=2:3:64", "--input-len=fixed:40",
+                    "--output-len=fixed:8", "-o", pool], capture_output=True, text=True)
+rows = trace_rows(pool) if r.returncode == 0 else []
+ids = [int(x[3]) for x in rows]
+check("make-trace --prompt-pool: a shuffled pool sent in one order, request k prompt k mod 6, the whole prompt "
+      "the prefix and its group's system prompt inside", len(rows) == 12 and sorted(ids[:6]) == [1, 2, 3, 4, 5, 6]
+      and ids[6:] == ids[:6] and ids[:6] != [1, 2, 3, 4, 5, 6] and
+      all(x[1] == x[4] == "104" and int(x[5]) == (int(x[3]) - 1) // 3 + 1 and x[6] == "64" for x in rows),
+      (rows, r.stderr))
+
+
+def prefix_stats(path):
+    r = sb("--model=llama2-7b", f"--trace={path}", "--no-db", "--json")
+    return json.loads(r.stdout).get("policy_stats", {}) if r.returncode == 0 else {"error": r.stderr}
+
+
+outer_only, sys_only = os.path.join(td, "pool-outer.csv"), os.path.join(td, "pool-sys.csv")
+write(outer_only, "arrival_s,input_len,output_len,prefix_id,prefix_len\n" +
+      "".join(",".join(x[:5]) + "\n" for x in rows))
+write(sys_only, "arrival_s,input_len,output_len,prefix_id,prefix_len\n" +
+      "".join(",".join(x[:3] + [x[5], x[6]]) + "\n" for x in rows))
+ps, po, pss = prefix_stats(pool), prefix_stats(outer_only), prefix_stats(sys_only)
+check("a prompt pool's two levels: 52 of 72 blocks hit (36 with the whole prompt alone, 40 with the system "
+      "prompt alone)", ps.get("prefix_hit_blocks") == 52 and ps.get("prefix_queried_blocks") == 72 and
+      po.get("prefix_hit_blocks") == 36 and pss.get("prefix_hit_blocks") == 40, (ps, po, pss))
+r = subprocess.run([mt, "--rate=1", "--requests=5", "--prompt-pool=10:10:8", "--input-len=fixed:4"],
+                   capture_output=True, text=True)
+rows = [l.split(",") for l in r.stdout.splitlines() if l and not l.startswith("#")][1:]
+check("a pool larger than the requests is valid: 5 requests, 5 different prompts",
+      r.returncode == 0 and len(rows) == 5 and len({x[3] for x in rows}) == 5, r.stderr)
+
+# --from-experiment: an inference-perf experiment directory as it writes it. 2 groups x 2 prompts, two stages
+# (2 req/s for 3 s, then 4 req/s for 1 s: int(rate x duration) = 6 and 4 requests at a fixed interval, the
+# second stage from 3 s, each from pool position 0), measured prompt_len quantiles those of a uniform from
+# 60 to 100 tokens (q(p) = 60 + 40 p): the 4 prompts' lengths are q at 1/8, 3/8, 5/8, 7/8: 65, 75, 85, 95.
+CONFIG = """api:
+  type: completion
+  streaming: true
+data:
+  type: shared_prefix
+  path: null
+  shared_prefix:
+    num_groups: 2
+    num_prompts_per_group: 2
+    system_prompt_len: 32
+    question_len: 30
+    output_len: 5
+load:
+  type: constant
+  interval: 1.0
+  stages:
+  - rate: 2.0
+    duration: 3
+  - rate: 4.0
+    duration: 1
+  sweep: null
+  circuit_breakers: []
+server:
+  base_url: http://10.0.0.1:8000
+"""
+QNAMES = ["min", "p0.1", "p1", "p5", "p10", "p25", "median", "p75", "p90", "p95", "p99", "p99.9", "max"]
+QPROB = [0, .001, .01, .05, .10, .25, .50, .75, .90, .95, .99, .999, 1]
+
+
+def experiment(name, config=CONFIG, metrics=True):
+    d = os.path.join(td, name)
+    os.makedirs(os.path.join(d, "results"), exist_ok=True)
+    if config is not None:
+        write(os.path.join(d, "results", "config.yaml"), config)
+    if metrics:
+        q = {k: 60 + 40 * p for k, p in zip(QNAMES, QPROB)}
+        json.dump({"successes": {"count": 6, "latency": {"request_latency": {"mean": 1.0}},
+                                 "prompt_len": {"mean": 80.0, **q}}}, open(os.path.join(d, "results",
+                                                                            "stage_0_lifecycle_metrics.json"), "w"),
+                  indent=2)
+    return d
+
+
+exp_out = os.path.join(td, "exp.csv")
+r = subprocess.run([mt, f"--from-experiment={experiment('exp')}", "-o", exp_out], capture_output=True, text=True)
+rows = trace_rows(exp_out) if r.returncode == 0 else []
+lens = {int(x[3]): int(x[1]) for x in rows}
+check("make-trace --from-experiment: stages at their intervals, each from pool position 0, the measured lengths",
+      [float(x[0]) for x in rows] == [0, .5, 1, 1.5, 2, 2.5, 3, 3.25, 3.5, 3.75] and
+      sorted(lens.values()) == [65, 75, 85, 95] and [x[3] for x in rows[6:]] == [x[3] for x in rows[:4]] and
+      all(x[2] == "5" and x[1] == x[4] and x[6] == "32" and int(x[5]) == (int(x[3]) - 1) // 2 + 1 for x in rows),
+      (rows, r.stderr))
+r = subprocess.run([mt, f"--from-experiment={experiment('exp-nometrics', metrics=False)}"], capture_output=True,
+                   text=True)
+check("without measured lengths the configured ones: 32 + 30 tokens",
+      r.returncode == 0 and {x[1] for x in [l.split(",") for l in r.stdout.splitlines()
+                                           if l and l[0].isdigit()]} == {"62"}, r.stderr)
+real = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "vllm-h100-llama2-7b",
+                    "20260217-155451-llama-2-7b-tp1-codegen")
+if os.path.isdir(real):
+    r = subprocess.run([mt, f"--from-experiment={real}"], capture_output=True, text=True)
+    rows = [l.split(",") for l in r.stdout.splitlines() if l and l[0].isdigit()]
+    mean = sum(int(x[1]) for x in rows[:3000]) / 3000 if rows else 0
+    check("the given codegen run: 3000 + 6000 requests of 100 prompts, the measured mean prompt (591.63) within "
+          "0.5", r.returncode == 0 and len(rows) == 9000 and len({x[3] for x in rows}) == 100 and
+          abs(mean - 591.63) < 0.5 and float(rows[3000][0]) == 600.0, (len(rows), mean, r.stderr[-300:]))
+
+# bad input: one line naming the file, its line and the key, exit 2, nothing written
+bad_cases = [
+    ("no-config", None, "config.yaml: cannot open"),
+    ("no-groups", CONFIG.replace("    num_groups: 2\n", ""), "config.yaml: data.shared_prefix.num_groups is missing"),
+    ("word-groups", CONFIG.replace("num_groups: 2", "num_groups: two"),
+     "config.yaml:8: data.shared_prefix.num_groups must be a whole number"),
+    ("zero-pool", CONFIG.replace("num_prompts_per_group: 2", "num_prompts_per_group: 0"),
+     "config.yaml:9: data.shared_prefix.num_prompts_per_group must be a whole number from 1"),
+    ("bad-rate", CONFIG.replace("rate: 4.0", "rate: fast"), "config.yaml:19: load.stages[1].rate must be a positive"),
+    ("no-duration", CONFIG.replace("    duration: 1\n", ""), "config.yaml:16: load.stages[1].duration is missing"),
+    ("inner-longer", CONFIG.replace("system_prompt_len: 32", "system_prompt_len: 61"),
+     "config.yaml:10: data.shared_prefix.system_prompt_len 61 is longer than the shortest measured prompt"),
+]
+for name, config, needle in bad_cases:
+    out = os.path.join(td, f"never-{name}.csv")
+    r = subprocess.run([mt, f"--from-experiment={experiment('bad-' + name, config)}", "-o", out],
+                       capture_output=True, text=True)
+    check(f"make-trace --from-experiment, {name}: one line naming it, exit 2, nothing written",
+          r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and
+          not os.path.exists(out), r.stderr)
+out = os.path.join(td, "never-pool0.csv")
+r = subprocess.run([mt, "--rate=1", "--requests=5", "--prompt-pool=0:4:8", "-o", out], capture_output=True, text=True)
+check("make-trace --prompt-pool of zero prompts: exit 2, nothing written", r.returncode == 2 and
+      "a pool of zero prompts" in r.stderr and not os.path.exists(out), r.stderr)
+r = subprocess.run([mt, f"--from-experiment={experiment('exp')}", "--rate=3"], capture_output=True, text=True)
+check("--from-experiment with --rate: exit 2", r.returncode == 2 and "--rate=3" in r.stderr, r.stderr)
+refused_traces("inner prefix columns", "inner", "arrival_s,input_len,output_len,prefix_id,prefix_len,inner_id,inner_len",
+               (("0.1,100,10,7,40,3,50\n", "inner.csv:2: inner_len 50 must be at most prefix_len 40"),
+                ("0.1,100,10,7,40,0,16\n", "inner.csv:2: inner_len 16"),
+                ("0.1,100,10,7,40,y,16\n", "inner.csv:2: inner_id"),
+                ("0.1,100,10,7,40\n", "inner.csv:2: expected 7 fields"),
+                ("0.1,100,10,7,40,3,16\n0.2,90,10,8,40,3,16\n0.3,100,10,7,40,3,32\n",
+                 "inner.csv:4: inner_id,inner_len 3,32 for prefix_id 7, which line 2 gave 3,16")))
 
 # ---- the Mooncake trace's format: JSON lines with the prompt's 512-token blocks as hash ids ----
 # r0 (600 tokens: ids 1, 2) then r1 (700: ids 1, 3), 2 s apart: in 16-token blocks r0's first 32

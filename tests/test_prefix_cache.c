@@ -8,7 +8,9 @@
  * held, and shared blocks in chunks of PC_CHUNK_BLOCKS with their holders
  * counted by where they end, so this is the check that it still behaves
  * block by block. Two shapes: short prompts in a small cache, and prefixes
- * and hashed blocks long enough to span several chunks. */
+ * and hashed blocks long enough to span several chunks. Two of the three
+ * prefixes are two-level: their first tokens an inner prefix the two share
+ * (a group's system prompt inside whole prompts), over one length each. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,7 +35,8 @@ static const struct shape *shape;
 /* ---- the naive cache ---- */
 struct naive_block {
 	int used;
-	char kind;                /* 'p' a prefix's, 'h' a hash id's, 's' a session's, 'r' a request's own */
+	char kind;                /* 'p' a prefix's, 'i' an inner prefix's, 'h' a hash id's, 's' a session's, 'r' a
+	                           * request's own */
 	uint64_t owner;           /* which prefix, hash id, session or request */
 	uint32_t j;               /* the block's index in its requests */
 	uint32_t refs;
@@ -58,6 +61,9 @@ static void naive_id(const struct pol_request *r, uint32_t j, char *kind, uint64
 	if (j < naive_shared(r) && r->hash_ids) {
 		*kind = 'h';
 		*owner = r->hash_ids[((uint64_t)(j + 1) * BS - 1) / r->hash_block];
+	} else if (j < naive_shared(r) && r->inner_id && j < r->inner_len / BS) {
+		*kind = 'i';
+		*owner = r->inner_id;
 	} else if (j < naive_shared(r)) {
 		*kind = 'p';
 		*owner = r->prefix_id;
@@ -167,6 +173,11 @@ static void new_life(struct life *l)
 	case 0:
 		l->r.prefix_id = 1 + rnd(3);
 		l->r.prefix_len = 4 + rnd(shape->prefix);
+		if (l->r.prefix_id < 3) {     /* inner prefix 7 over half or all of the longest prefix, within this one */
+			uint32_t inner = (uint32_t)l->r.prefix_id * shape->prefix / 2;
+			l->r.inner_id = 7;
+			l->r.inner_len = inner < l->r.prefix_len ? inner : l->r.prefix_len;
+		}
 		break;
 	case 1:                   /* hash ids, the first shared by all such prompts */
 		l->hashes[0] = 1000;

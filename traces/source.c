@@ -34,6 +34,10 @@ static void trc_source_prefix_of(const struct trc_trace *t, size_t row, struct t
 	}
 	if (t->session_id)
 		out->session_id = t->session_id[row];
+	if (t->inner_id) {
+		out->inner_id = t->inner_id[row];
+		out->inner_len = t->inner_len[row];
+	}
 	if (t->hash_ids) {
 		out->hash_ids = t->hash_ids + t->hash_start[row];
 		out->nhash = t->hash_count[row];

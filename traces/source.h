@@ -49,6 +49,8 @@ struct trc_request {
 	uint64_t prefix_id;                      /* its prompt's first prefix_len tokens are this shared prefix's */
 	uint32_t prefix_len;                     /* (0: none; a trace's prefix columns) */
 	uint64_t session_id;                     /* the conversation it is a turn of (0: none; a trace's column) */
+	uint64_t inner_id;                       /* the first inner_len tokens of its shared prefix are this */
+	uint32_t inner_len;                      /* inner prefix's (0: none; a trace's inner prefix columns) */
 	const uint64_t *hash_ids;                /* a Mooncake trace's: its prompt's blocks of hash_block */
 	uint32_t nhash, hash_block;              /* tokens each, as hash ids (NULL: none) */
 };

@@ -31,6 +31,10 @@ int trc_trace_grow(struct trc_trace *t, size_t *cap)
 	}
 	if (t->session_id)
 		TRC_GROW_COLUMN(t->session_id, ncap);
+	if (t->inner_id) {
+		TRC_GROW_COLUMN(t->inner_id, ncap);
+		TRC_GROW_COLUMN(t->inner_len, ncap);
+	}
 	*cap = ncap;
 	return 0;
 }
@@ -44,6 +48,8 @@ void trc_trace_free(struct trc_trace *t)
 	free(t->output_len);
 	free(t->prefix_id);
 	free(t->session_id);
+	free(t->inner_id);
+	free(t->inner_len);
 	free(t->prefix_len);
 	free(t->hash_ids);
 	free(t->hash_start);

@@ -23,6 +23,8 @@
 #define TRC_TRACE_HEADER "arrival_s,input_len,output_len"
 #define TRC_PREFIX_HEADER TRC_TRACE_HEADER ",prefix_id,prefix_len"
 #define TRC_SESSION_HEADER TRC_PREFIX_HEADER ",session_id"
+/* a two-level prefix: a whole prompt that recurs (prefix_id) and its group's system prompt inside it (inner_id) */
+#define TRC_INNER_HEADER TRC_PREFIX_HEADER ",inner_id,inner_len"
 /* The Azure LLM inference trace 2023 (Splitwise; DESIGN.md section 3b):
  * wall-clock timestamps, prompt and output tokens, CRLF line ends. */
 #define TRC_AZURE_HEADER "TIMESTAMP,ContextTokens,GeneratedTokens"
@@ -156,6 +158,60 @@ static int trc_simbatch_row(const char *path, unsigned long lineno, char **f, do
 	return 0;
 }
 
+/* A row's inner prefix: inner_id,inner_len (fields 5 and 6), the first inner_len of its prefix_len
+ * prefix tokens. */
+static int trc_inner_row(const char *path, unsigned long lineno, char **f, uint32_t prefix_len, uint64_t *id,
+                         uint32_t *len, char *err, size_t errlen)
+{
+	if (txt_parse_uint(f[5], UINT64_MAX, id) != 0) {
+		snprintf(err, errlen, "%s:%lu: inner_id must be a non-negative integer (0: none), got '%.40s'", path,
+		         lineno, f[5]);
+		return -1;
+	}
+	if (trc_trace_length(path, lineno, "inner_len", f[6], len, err, errlen) != 0)
+		return -1;
+	if (*len > prefix_len || (*len > 0) != (*id > 0)) {
+		snprintf(err, errlen, "%s:%lu: inner_len %u must be at most prefix_len %u (the inner prefix lies inside the "
+		         "outer), and given exactly when inner_id is (0 and 0: none)", path, lineno, *len, prefix_len);
+		return -1;
+	}
+	return 0;
+}
+
+/* A two-level trace's rows by outer prefix, to check that one prefix has one inner prefix. */
+struct trc_inner_seen {
+	uint64_t prefix_id, inner_id;
+	uint32_t inner_len;
+	unsigned long lineno;
+};
+
+static int trc_inner_seen_cmp(const void *pa, const void *pb)
+{
+	const struct trc_inner_seen *a = pa, *b = pb;
+	if (a->prefix_id != b->prefix_id)
+		return a->prefix_id < b->prefix_id ? -1 : 1;
+	return (a->lineno > b->lineno) - (a->lineno < b->lineno);
+}
+
+/* The rows of one prefix_id are one token run, so they give one inner prefix: the first row that gives
+ * another is refused (its blocks past the inner prefix would be keyed apart from the others'). */
+static int trc_inner_consistent(const char *path, struct trc_inner_seen *seen, size_t n, char *err, size_t errlen)
+{
+	qsort(seen, n, sizeof *seen, trc_inner_seen_cmp);
+	for (size_t i = 1; i < n; i++) {
+		const struct trc_inner_seen *a = &seen[i - 1], *b = &seen[i];
+		if (a->prefix_id && a->prefix_id == b->prefix_id && (a->inner_id != b->inner_id ||
+		                                                     a->inner_len != b->inner_len)) {
+			snprintf(err, errlen, "%s:%lu: inner_id,inner_len %llu,%u for prefix_id %llu, which line %lu gave "
+			         "%llu,%u: one prefix (one prompt) has one inner prefix inside it", path, b->lineno,
+			         (unsigned long long)b->inner_id, b->inner_len, (unsigned long long)b->prefix_id, a->lineno,
+			         (unsigned long long)a->inner_id, a->inner_len);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t errlen)
 {
 	struct trc_trace *t = NULL;
@@ -167,6 +223,8 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 	enum trc_format format = TRC_FORMAT_SIMBATCH;
 	int64_t first_ns = 0;
 	char prev_stamp[48] = "";                 /* the previous row's time field, for the message */
+	struct trc_inner_seen *seen = NULL;       /* a two-level trace's rows, checked at the end */
+	size_t seen_cap = 0;
 
 	*out = NULL;
 	if (lines_open(&rd, path, LINES_MAX_WORKLOAD_FILE, err, errlen) != 0)
@@ -187,12 +245,16 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			}
 			if (strcmp(s, TRC_AZURE_HEADER) == 0) {
 				format = TRC_FORMAT_AZURE;
-			} else if (strcmp(s, TRC_PREFIX_HEADER) == 0 || strcmp(s, TRC_SESSION_HEADER) == 0) {
-				/* the prefix (and session) columns: their arrays grow with the others (a first, empty
-				 * allocation here) */
+			} else if (strcmp(s, TRC_PREFIX_HEADER) == 0 || strcmp(s, TRC_SESSION_HEADER) == 0 ||
+			           strcmp(s, TRC_INNER_HEADER) == 0) {
+				/* the prefix (and session, or inner prefix) columns: their arrays grow with the others (a
+				 * first, empty allocation here) */
 				t->prefix_id = malloc(sizeof *t->prefix_id);
 				t->prefix_len = malloc(sizeof *t->prefix_len);
 				if (strcmp(s, TRC_SESSION_HEADER) == 0 && !(t->session_id = malloc(sizeof *t->session_id)))
+					goto oom;
+				if (strcmp(s, TRC_INNER_HEADER) == 0 && (!(t->inner_id = malloc(sizeof *t->inner_id)) ||
+				                                         !(t->inner_len = malloc(sizeof *t->inner_len))))
 					goto oom;
 				if (!t->prefix_id || !t->prefix_len)
 					goto oom;
@@ -204,12 +266,12 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			seen_header = 1;
 			continue;
 		}
-		char *f[7];
-		size_t nf = txt_split(s, ',', f, 7), want = t->session_id ? 6 : t->prefix_id ? 5 : 3;
+		char *f[8];
+		size_t nf = txt_split(s, ',', f, 8), want = t->inner_id ? 7 : t->session_id ? 6 : t->prefix_id ? 5 : 3;
 		if (nf != want) {
 			snprintf(err, errlen, "%s:%lu: expected %zu fields (%s), got %zu", path, lineno, want,
-			         format == TRC_FORMAT_AZURE ? TRC_AZURE_HEADER : t->session_id ? TRC_SESSION_HEADER
-			         : t->prefix_id ? TRC_PREFIX_HEADER : TRC_TRACE_HEADER, nf);
+			         format == TRC_FORMAT_AZURE ? TRC_AZURE_HEADER : t->inner_id ? TRC_INNER_HEADER
+			         : t->session_id ? TRC_SESSION_HEADER : t->prefix_id ? TRC_PREFIX_HEADER : TRC_TRACE_HEADER, nf);
 			goto fail;
 		}
 		double arrival_s;
@@ -254,6 +316,20 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			t->prefix_id[t->n] = pid;
 			t->prefix_len[t->n] = plen;
 		}
+		if (t->inner_id) {
+			if (trc_inner_row(path, lineno, f, t->prefix_len[t->n], &t->inner_id[t->n], &t->inner_len[t->n], err,
+			                  errlen) != 0)
+				goto fail;
+			if (t->n == seen_cap) {
+				struct trc_inner_seen *more = realloc(seen, (seen_cap ? 2 * seen_cap : 1024) * sizeof *seen);
+				if (!more)
+					goto oom;
+				seen = more;
+				seen_cap = seen_cap ? 2 * seen_cap : 1024;
+			}
+			seen[t->n] = (struct trc_inner_seen){ .prefix_id = t->prefix_id[t->n], .inner_id = t->inner_id[t->n],
+			                                      .inner_len = t->inner_len[t->n], .lineno = lineno };
+		}
 		if (t->session_id && txt_parse_uint(f[5], UINT64_MAX, &t->session_id[t->n]) != 0) {
 			snprintf(err, errlen, "%s:%lu: session_id must be a non-negative integer (0: none), got '%.40s'", path,
 			         lineno, f[5]);
@@ -272,12 +348,16 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 		snprintf(err, errlen, "%s: trace has a header but no requests", path);
 		goto fail;
 	}
+	if (seen && trc_inner_consistent(path, seen, t->n, err, errlen) != 0)
+		goto fail;
+	free(seen);
 	lines_close(&rd);
 	*out = t;
 	return 0;
 oom:
 	err_memory(err, errlen, "%s: out of memory after %lu lines", path, lineno);
 fail:
+	free(seen);
 	lines_close(&rd);
 	trc_trace_free(t);
 	return -1;

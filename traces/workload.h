@@ -87,6 +87,11 @@ struct trc_trace {
 	uint64_t *session_id;   /* the session column, when the trace has it (else NULL): each request's
 	                         * conversation (0: none); a turn's prompt begins with the one before and
 	                         * its answer */
+	/* the inner prefix columns, when the trace has them (else NULL): the first inner_len tokens of the
+	 * shared prefix are inner prefix inner_id's (0: none), e.g. a group's system prompt inside a whole
+	 * prompt that recurs; inner ids are their own names, apart from prefix ids */
+	uint64_t *inner_id;
+	uint32_t *inner_len;
 	/* a Mooncake trace's prompt blocks as hash ids (else NULL): row i's are hash_count[i] ids from
 	 * hash_ids[hash_start[i]], one for each hash_block_tokens tokens of its prompt */
 	uint64_t *hash_ids;
@@ -101,7 +106,9 @@ struct trc_trace {
  * prefix_len tokens are shared prefix prefix_id's, 0 none, for a prefix cache;
  * or three, ",prefix_id,prefix_len,session_id": and the request is a turn of
  * conversation session_id (0 none), its prompt the turn before's and its answer
- * followed by the new question;
+ * followed by the new question; or four, ",prefix_id,prefix_len,inner_id,inner_len":
+ * a two-level prefix, the first inner_len tokens (at most prefix_len) inner
+ * prefix inner_id's (0 none), shared by requests whose outer prefixes differ;
  * arrival times non-decreasing, lengths non-negative integers up to
  * TRC_LENGTH_LIMIT), or the Azure LLM inference trace format (header
  * "TIMESTAMP,ContextTokens,GeneratedTokens"; timestamps "YYYY-MM-DD

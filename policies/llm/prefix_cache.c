@@ -22,6 +22,8 @@ static uint64_t pc_mix(uint64_t z)
 struct pc_keys {
 	uint64_t prefix, own;
 	uint32_t shared;              /* blocks with a shared key */
+	uint64_t inner;               /* a two-level prefix: its inner prefix's base, for the shared blocks [0, */
+	uint32_t inner_blocks;        /* inner_blocks) (a group's system prompt inside a whole prompt); 0: none */
 	int private_tail;             /* blocks from `shared` on are the request's alone (no session): a run's */
 	const struct pol_request *r;  /* its hash ids, when it has them */
 	uint32_t block_size;
@@ -52,7 +54,11 @@ static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_siz
 	/* past the shared prefix, a session's turn's blocks are its conversation's, which the next turn's
 	 * prompt begins with; a request outside any session's are its own (an id no session has: ~id) */
 	uint64_t own = r->session_id ? pc_mix(r->session_id) ^ 0x2545f4914f6cdd1du : pc_mix(~r->id);
+	/* inner ids name other token runs than prefix ids do: their base mixed apart */
+	int nested = !r->hash_ids && r->prefix_id && r->inner_id;
 	return (struct pc_keys){ .prefix = r->hash_ids ? 0 : pc_mix(r->prefix_id), .own = own,
+	                         .inner = nested ? pc_mix(r->inner_id ^ 0x6a09e667f3bcc909u) : 0,
+	                         .inner_blocks = nested ? r->inner_len / block_size : 0,
 	                         .shared = pc_shared_blocks(r, block_size), .private_tail = !r->session_id, .r = r,
 	                         .block_size = block_size, .hashed_lo = 1, .hashed_hi = 0,
 	                         .per_hashed = r->hash_ids && r->hash_block % block_size == 0 ? r->hash_block / block_size
@@ -61,12 +67,20 @@ static struct pc_keys pc_keys_of(const struct pol_request *r, uint32_t block_siz
 
 /* The chunk holding shared block j (j < k->shared): its key, its first
  * block (*lo) and the end of the request's blocks in it (*end). The blocks
- * keyed from one base (a prefix's from block 0; a hash id's, those whose
- * last token lies in its hashed block, which it stands for up to there) are
- * cut into chunks of PC_CHUNK_BLOCKS from the first. */
+ * keyed from one base (a prefix's from block 0, or from its inner prefix's
+ * end; an inner prefix's from block 0; a hash id's, those whose last token
+ * lies in its hashed block, which it stands for up to there) are cut into
+ * chunks of PC_CHUNK_BLOCKS from the first. */
 static uint64_t pc_chunk(struct pc_keys *k, uint32_t j, uint32_t *lo, uint32_t *end)
 {
 	uint32_t first = 0, last = k->shared;            /* the blocks keyed from one base: [first, last) */
+	uint64_t base = k->prefix;
+	if (j < k->inner_blocks) {                       /* the inner prefix's, the same for all its outer ones */
+		last = k->inner_blocks;
+		base = k->inner;
+	} else {
+		first = k->inner_blocks;                     /* the outer's own stand for the inner's before them */
+	}
 	if (k->r->hash_ids) {
 		if (j < k->hashed_lo || j > k->hashed_hi) {
 			uint64_t hb = k->r->hash_block, bs = k->block_size, g;
@@ -92,7 +106,7 @@ static uint64_t pc_chunk(struct pc_keys *k, uint32_t j, uint32_t *lo, uint32_t *
 	 * 2^32 as Mooncake's are); a prefix's base is a mix already */
 	if (k->r->hash_ids)
 		return pc_mix((k->hashed_id + 0x5bd1e995u) ^ ((uint64_t)*lo << 32)) | 1;
-	return pc_mix(k->prefix ^ *lo) | 1;
+	return pc_mix(base ^ *lo) | 1;
 }
 
 /* Block j past the shared prefix: its session's key (even: a chunk's is odd). */

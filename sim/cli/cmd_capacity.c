@@ -39,11 +39,15 @@
  * departure rate falls below the arrival rate only when the queue grows; a
  * probe is saturated when it is below CAP_LLM_KEEP_UP of it (as
  * report_saturated's 95%), or, when the run did not reach the window's end,
- * when report_saturated says so. Requests per probe: the fewest for which a
+ * when report_saturated says so. Every model's probe also fails when its run
+ * was overloaded within a window (the queue grew, util/overload.h: the run's
+ * "overload_window"), the test `run` reports and `search` inherits from here.
+ * Requests per probe: the fewest for which a
  * run whose true miss fraction is half the allowance passes
  * (metrics_fraction_min_trials), but at least CAP_LLM_MIN_MEASURED, so that
  * the window's Poisson noise (1 / sqrt(its arrivals)) is within half the 5%
- * allowed, two standard deviations; plus 10% warm-up. The first rate tried is
+ * allowed, two standard deviations; plus 10% warm-up (capacity_requests.c, which also refuses a run too short
+ * for any probe to pass). The first rate tried is
  * the rate at which full batches of decodes keep the device busy. On a
  * measured GPU the answer also carries the band the hardware model's
  * measured error (a layer's leave-one-row-out p90) puts on it, to first
@@ -67,16 +71,13 @@
 #include "../../util/options.h"
 #include "run_fleet.h"
 #include "procpool.h"
+#include "capacity_requests.h"
 
-#define CAP_QUANTILE 0.99
-#define CAP_TAIL_SAMPLES 200          /* measured requests above the p99 (see the rule above) */
-#define CAP_WARMUP_FRACTION 0.1
 #define CAP_MAX_STEPS 12              /* doublings / halvings before giving up: at 1/4096 of the
                                          estimate queueing is negligible, so a p99 over the SLA there
                                          is the unloaded latency's */
 #define CAP_MAX_POINTS 200
 #define CAP_LLM_KEEP_UP 0.95          /* departures at least this share of arrivals in the steady window */
-#define CAP_LLM_MIN_MEASURED 3200     /* 2 / sqrt(3200 / 2) = 0.05: the window's noise, 2 sigma, within 5% */
 
 static const struct opt_def cap_opts[] = {
 	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms: the p99 must not exceed it" },
@@ -118,8 +119,9 @@ static const char cap_usage[] =
 	"       simbatch capacity --model=LLM --ttft-slo=MS --tpot-slo=MS [--percentile=P | --attainment=F]\n"
 	"                         [--confidence=C] [--preset=mlperf-llama2-70b] [any run option]\n"
 	"Finds the highest Poisson rate whose p99 latency meets the SLA, by bisection, and prints it\n"
-	"with its bracket [lo, hi]: p99 <= SLA at lo, > SLA at hi. An LLM is judged on its token\n"
-	"targets: the bound on the fraction of requests missing one, and a steady state.";
+	"with its bracket [lo, hi]: p99 <= SLA at lo, > SLA at hi (or a run overloaded within a window,\n"
+	"as `run` reports it). An LLM is judged on its token targets: the bound on the fraction of\n"
+	"requests missing one, and a steady state.";
 
 struct cap_point {
 	double rate_rps;
@@ -127,6 +129,7 @@ struct cap_point {
 	double violation;         /* mean SLA violation rate over seeds; an LLM's fraction missing a token target */
 	double bound;             /* LLM: the upper bound on that fraction */
 	int saturated;            /* LLM: a seed's run could not keep up with the rate */
+	int overloaded;           /* a seed's run was overloaded within a window (util/overload.h) */
 	int pass;
 };
 
@@ -143,6 +146,7 @@ struct cap_search {
 	double allowed, confidence;
 	uint64_t sum_missed, sum_measured;
 	int any_saturated;
+	int any_overloaded;       /* a seed's run named an overload window */
 	double hw_error_p90;      /* the measured GPU's error (a fraction), from a probe's JSON; -1 when none */
 	/* the rate being measured */
 	char rate_arg[64];
@@ -235,6 +239,7 @@ static void cap_done(void *ud, void *ctx, const struct pp_result *r)
 				         n ? e : r->signal ? "killed by a signal" : r->exit_code == 0 ? "unreadable JSON" : "no message");
 		}
 	} else {
+		s->any_overloaded |= strstr(r->out, "\"overload_window\":{") != NULL;
 		s->sum_p99 += p99;
 		s->sum_viol += viol;
 		s->nok++;
@@ -254,7 +259,7 @@ static int cap_measure(struct cap_search *s, double rate, struct cap_point **out
 	s->sum_p99 = s->sum_viol = 0;
 	s->nok = 0;
 	s->sum_missed = s->sum_measured = 0;
-	s->any_saturated = 0;
+	s->any_saturated = s->any_overloaded = 0;
 	s->failure[0] = '\0';
 	struct pp_config pc = { .exe = s->exe, .jobs = s->jobs, .next = cap_next, .done = cap_done, .ud = s };
 	if (pp_run(&pc, err, errlen) != 0)
@@ -267,20 +272,25 @@ static int cap_measure(struct cap_search *s, double rate, struct cap_point **out
 	p->rate_rps = rate;
 	p->p99_ms = s->sum_p99 / (double)s->nseeds;
 	p->violation = s->sum_viol / (double)s->nseeds;
-	p->pass = p->p99_ms <= s->sla_ms;
+	p->overloaded = s->any_overloaded;
+	p->pass = p->p99_ms <= s->sla_ms && !p->overloaded;
 	if (s->llm) {
 		p->violation = s->sum_measured ? (double)s->sum_missed / (double)s->sum_measured : 1.0;
 		p->bound = metrics_fraction_upper(s->sum_missed, s->sum_measured, s->confidence);
+		/* saturated stays the throughput test alone: search bounds N replicas by N x the lowest saturated
+		 * rate, which holds for throughput, not for a queue that grew within a window */
 		p->saturated = s->any_saturated;
 		/* an attainment of 1 allows no miss, which no bound shows: then none may miss */
-		p->pass = !p->saturated && (s->allowed > 0 ? p->bound <= s->allowed : s->sum_missed == 0);
+		p->pass = !p->saturated && !p->overloaded &&
+		          (s->allowed > 0 ? p->bound <= s->allowed : s->sum_missed == 0);
 		if (!s->quiet)
 			fprintf(stderr, "capacity: %.10g req/s: %llu of %llu requests miss a target (bound %.4g %s %.4g)%s\n",
 			        rate, (unsigned long long)s->sum_missed, (unsigned long long)s->sum_measured, p->bound,
-			        p->bound <= s->allowed ? "<=" : ">", s->allowed, p->saturated ? ", saturated" : "");
+			        p->bound <= s->allowed ? "<=" : ">", s->allowed,
+			        p->overloaded ? ", overloaded within a window" : p->saturated ? ", saturated" : "");
 	} else if (!s->quiet)
-		fprintf(stderr, "capacity: %.10g req/s: p99 %.4g ms %s %g ms\n", rate, p->p99_ms, p->pass ? "<=" : ">",
-		        s->sla_ms);
+		fprintf(stderr, "capacity: %.10g req/s: p99 %.4g ms %s %g ms%s\n", rate, p->p99_ms,
+		        p->p99_ms <= s->sla_ms ? "<=" : ">", s->sla_ms, p->overloaded ? ", overloaded within a window" : "");
 	*out = p;
 	return 0;
 }
@@ -494,40 +504,6 @@ static int cap_targets(const struct opt_set *o, const struct opt_set *ro, struct
 	return 0;
 }
 
-#define cap_warmup_of(o, n) (opt_given(o, "warmup") ? opt_uint(o, "warmup") : (uint64_t)(CAP_WARMUP_FRACTION * (n)))
-
-/* A probe's requests and warm-up into s (the rules above, or as given): 0, or -1 with err when they leave none
- * to measure or, for an LLM, too few to judge: with m measured (all seeds) and none missing, the bound on the miss
- * fraction is 1 - (1 - confidence)^(1/m), within the allowance a only from m = ln(1 - confidence) / ln(1 - a)
- * (about 3 / a at 95%: 299 for 1%); below, no probe can pass, and the search would halve its rate to nothing. */
-static int cap_sizes(const struct opt_set *o, struct cap_search *s, char *err, size_t errlen)
-{
-	uint64_t measured = s->llm ? metrics_fraction_min_trials(s->allowed > 0 ? s->allowed : 1 - CAP_QUANTILE,
-	                                                         s->confidence)
-	                           : metrics_tail_min_requests(CAP_QUANTILE, CAP_TAIL_SAMPLES, METRICS_TAIL_CONFIDENCE);
-	measured = s->llm && measured < CAP_LLM_MIN_MEASURED ? CAP_LLM_MIN_MEASURED : measured;
-	s->warmup = cap_warmup_of(o, opt_given(o, "requests") ? opt_uint(o, "requests") : measured);
-	s->requests = opt_given(o, "requests") ? opt_uint(o, "requests") : measured + s->warmup;
-	if (s->warmup >= s->requests)
-		return snprintf(err, errlen, "--warmup=%llu leaves no request to measure", (unsigned long long)s->warmup), -1;
-	if (!s->llm || !(s->allowed > 0))
-		return 0;                      /* with no allowance (attainment 1) any run can show that none missed */
-	uint64_t least = (uint64_t)fmax(1, floor(log(1 - s->confidence) / log1p(-s->allowed)) - 1);
-	while (metrics_fraction_upper(0, least, s->confidence) > s->allowed)   /* the closed form, as the bound has it */
-		least++;
-	if ((s->requests - s->warmup) * s->nseeds >= least)
-		return 0;
-	uint64_t per_seed = (least + s->nseeds - 1) / s->nseeds, n = per_seed;
-	while (n - cap_warmup_of(o, n) < per_seed)
-		n++;
-	snprintf(err, errlen, "--requests=%llu: too short to judge the targets: %llu measured requests (x %llu seeds) "
-	         "cannot show that at most %.3g%% miss one at %g confidence, even if none does; that needs %llu: give "
-	         "--requests=%llu or more, or more --seeds", (unsigned long long)s->requests,
-	         (unsigned long long)(s->requests - s->warmup), (unsigned long long)s->nseeds, 100 * s->allowed,
-	         s->confidence, (unsigned long long)least, (unsigned long long)n);
-	return -1;
-}
-
 /* The search: doubling or halving from the estimate until one rate meets
  * the SLA and one does not, then bisection to the tolerance. CLI_OK with the
  * bracket, or an exit code with err. */
@@ -612,9 +588,9 @@ static void cap_print(const struct opt_set *o, const struct cap_search *s, const
 		       (unsigned long long)s->nseeds, (unsigned long long)s->seed0);
 		for (size_t i = 0; i < s->npts; i++)
 			printf("%s{\"rate_rps\":%.10g,\"p99_ms\":%.10g,\"sla_violation_rate\":%.10g,\"miss_bound\":%.10g,"
-			       "\"saturated\":%s,\"pass\":%s}", i ? "," : "", s->pts[i].rate_rps, s->pts[i].p99_ms,
-			       s->pts[i].violation, s->pts[i].bound, s->pts[i].saturated ? "true" : "false",
-			       s->pts[i].pass ? "true" : "false");
+			       "\"saturated\":%s,\"overloaded\":%s,\"pass\":%s}", i ? "," : "", s->pts[i].rate_rps,
+			       s->pts[i].p99_ms, s->pts[i].violation, s->pts[i].bound, s->pts[i].saturated ? "true" : "false",
+			       s->pts[i].overloaded ? "true" : "false", s->pts[i].pass ? "true" : "false");
 		printf("]");
 		if (s->llm) {
 			printf(",\"llm\":{\"allowed_miss_fraction\":%.10g,\"confidence\":%.10g,\"miss_at_bracket\":[%.10g,%.10g],"
@@ -640,8 +616,9 @@ static void cap_print(const struct opt_set *o, const struct cap_search *s, const
 			       "order\n", 100 * s->hw_error_p90, lo->rate_rps / (1 + s->hw_error_p90),
 			       hi->rate_rps / (1 - s->hw_error_p90));
 	} else {
-		printf("capacity %.6g req/s: p99 %.4g ms <= %g ms at %.6g req/s, %.4g ms > %g ms at %.6g req/s\n",
-		       lo->rate_rps, lo->p99_ms, s->sla_ms, lo->rate_rps, hi->p99_ms, s->sla_ms, hi->rate_rps);
+		printf("capacity %.6g req/s: p99 %.4g ms <= %g ms at %.6g req/s, %.4g ms %s %g ms at %.6g req/s%s\n",
+		       lo->rate_rps, lo->p99_ms, s->sla_ms, lo->rate_rps, hi->p99_ms, hi->p99_ms > s->sla_ms ? ">" : "<=",
+		       s->sla_ms, hi->rate_rps, hi->overloaded ? " (overloaded within a window)" : "");
 		printf("  %s on %s / %s, max batch %u; %llu requests per rate (%llu warm-up), %llu seed(s), "
 		       "%zu rates simulated; estimate %.6g req/s\n", nm->policy, nm->model, nm->hw, nm->max_batch, (unsigned long long)s->requests, (unsigned long long)s->warmup,
 		       (unsigned long long)s->nseeds, s->npts, est);
@@ -686,7 +663,8 @@ int cmd_capacity_check_targets(int argc, char **argv, char *err, size_t errlen)
 		goto done;
 	s->llm = m->is_llm;
 	s->nseeds = opt_uint(&o, "seeds");
-	rc = cap_targets(&o, &ro, s, err, errlen) != 0 || cap_sizes(&o, s, err, errlen) != 0 ? -1 : 0;
+	rc = cap_targets(&o, &ro, s, err, errlen) != 0 || cap_requests(&o, s->llm, s->allowed, s->confidence, s->nseeds,
+	                                                              &s->requests, &s->warmup, err, errlen) != 0 ? -1 : 0;
 done:
 	mdl_free(m);
 	free(own);
@@ -755,7 +733,8 @@ int cmd_capacity(int argc, char **argv)
 	s->nfixed = 3;
 	if (cap_targets(&o, &ro, s, err, sizeof err) != 0)
 		goto fail;
-	if (cap_sizes(&o, s, err, sizeof err) != 0)
+	if (cap_requests(&o, s->llm, s->allowed, s->confidence, s->nseeds, &s->requests, &s->warmup, err,
+	                 sizeof err) != 0)
 		goto fail;
 	uint64_t least = metrics_tail_min_requests(CAP_QUANTILE, 0, METRICS_TAIL_CONFIDENCE);
 	if (!s->quiet && !s->llm && s->requests - s->warmup < least)

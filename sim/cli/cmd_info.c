@@ -249,6 +249,7 @@ static int info_llm(const struct mdl_model *m, const struct hw_model *hw, uint32
 		       l->elem_bytes, l->gated ? "true" : "false", (unsigned long long)mdl_llm_weight_bytes(l),
 		       (unsigned long long)mdl_llm_kv_bytes_per_token(l), prefill * 1e-6, first > 0 ? first * 1e-6 : 0.0,
 		       (unsigned long long)blocks);
+		info_gpu_memory(hw, l, blocks, 1);
 		if (gpu) {
 			if (first < 0)
 				parts[1] = (struct gpu_iter_parts){ 0 };
@@ -266,6 +267,7 @@ static int info_llm(const struct mdl_model *m, const struct hw_model *hw, uint32
 			       (unsigned long long)blocks * 16);
 		else
 			printf("; %s\n", blocks_err);
+		info_gpu_memory(hw, l, blocks, 0);
 		printf("%u request%s of %u prompt and %u output tokens together: prefill %.6f ms, first decode step %.6f ms, "
 		       "all %.6f ms\n", batch, batch == 1 ? "" : "s", in_len, out_len, prefill * 1e-6,
 		       first > 0 ? first * 1e-6 : 0.0, total_ms);

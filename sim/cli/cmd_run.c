@@ -270,6 +270,10 @@ static int run_check_llm_lengths(struct run_job *j, char *err, size_t errlen)
 			}
 			if (t->session_id)
 				t->session_id[kept] = t->session_id[i];
+			if (t->inner_id) {
+				t->inner_id[kept] = t->inner_id[i];
+				t->inner_len[kept] = t->inner_len[i];
+			}
 			if (t->hash_ids) {
 				t->hash_start[kept] = t->hash_start[i];
 				t->hash_count[kept] = t->hash_count[i];
@@ -562,7 +566,8 @@ static int run_store(struct run_job *j, int live, struct report_run *rep, const 
 		.summary_json = json ? json : "{}", .summary = &res->summary, .nconfig = ncfg, .config = cfg,
 		.nrequest_rows = opt_flag(o, "db-requests") ? res->nrows : 0, .request_rows = res->rows,
 		.once_key = opt_str(o, "sweep-point") ? "sweep-point" : NULL,
-		.nstats = nstats, .stats = stats,
+		.nstats = nstats, .stats = stats, .overloaded = res->overload.flagged,
+		.overload_start_s = res->overload.start_ns * 1e-9, .overload_end_s = res->overload.end_ns * 1e-9,
 	};
 	if (res->llm) {
 		run.token_cdf_ms[0] = res->ttft.cdf_ms;

@@ -22,9 +22,8 @@ void info_gpu_measured(const struct gpu_measured_info *g, const struct gpu_iter_
 		json_write_string(stdout, p->source);
 		printf(",\"profiled_as\":");
 		json_write_string(stdout, g->curve->profiled_as);
-		printf(",\"tp\":%u,\"max_tokens\":%u,\"gemm_flops_s\":%.6g,\"stream_bytes_s\":%.6g,\"mem_bytes\":%.6g,"
-		       "\"usable_fraction\":%g,\"leave_out\":{", g->tp, opp_curve_max_tokens(g->curve), p->gemm_flops_s,
-		       p->stream_bytes_s, p->mem_bytes, GPU_MEM_UTILIZATION);
+		printf(",\"tp\":%u,\"max_tokens\":%u,\"gemm_flops_s\":%.6g,\"stream_bytes_s\":%.6g,\"leave_out\":{", g->tp,
+		       opp_curve_max_tokens(g->curve), p->gemm_flops_s, p->stream_bytes_s);
 		for (size_t i = 0; i < p->nleave_out; i++) {
 			printf("%s", i ? "," : "");
 			json_write_string(stdout, p->leave_out[i].op);
@@ -46,8 +45,11 @@ void info_gpu_measured(const struct gpu_measured_info *g, const struct gpu_iter_
 	printf("  the operators of %s's shape measured at 1 to %u tokens (beyond: extrapolated, and runs say so)\n",
 	       g->curve->profiled_as, opp_curve_max_tokens(g->curve));
 	printf("  attention priced at the GPU's measured GEMM rate %.0f TFLOP/s (prefill) and streaming rate %.2f TB/s "
-	       "(decode); %.1f GB usable of %.0f a GPU\n", p->gemm_flops_s * 1e-12, p->stream_bytes_s * 1e-12,
-	       p->mem_bytes * GPU_MEM_UTILIZATION * 1e-9, p->mem_bytes * 1e-9);
+	       "(decode)\n", p->gemm_flops_s * 1e-12, p->stream_bytes_s * 1e-12);
+	const struct gpu_memory_row *row = gpu_memory_row(p->gpu);
+	if (row && row->device_bytes != p->mem_bytes)
+		printf("  the profile's # mem_gb = %g is not used: every table of %s has its row's %.4f GB "
+		       "(hwmodels/gpu_memory.c)\n", p->mem_bytes * 1e-9, p->gpu, row->device_bytes * 1e-9);
 	printf("  interpolation between rows, leave-one-row-out |error| median/p90:");
 	for (size_t i = 0; i < p->nleave_out; i++)
 		printf("%s %s %.2f%%/%.2f%%", i ? "," : "", p->leave_out[i].op, p->leave_out[i].median_pct,
@@ -58,6 +60,37 @@ void info_gpu_measured(const struct gpu_measured_info *g, const struct gpu_iter_
 		       "LM head %.4f%s\n", k ? "first decode step" : "prefill", parts[k]->layers_s * 1e3,
 		       parts[k]->allreduce_s * 1e3, parts[k]->prefill_attn_s * 1e3, parts[k]->decode_attn_s * 1e3,
 		       parts[k]->emb_s * 1e3, parts[k]->head_s * 1e3, parts[k]->extrapolated ? " (extrapolated)" : "");
+}
+
+void info_gpu_memory(const struct hw_model *hw, const struct mdl_llm *l, uint64_t blocks, int json)
+{
+	struct hw_device dev = { 0 };
+	if (hw->ops->device)
+		hw->ops->device(hw, &dev);
+	if (!dev.gpus)
+		return;
+	struct gpu_memory mem;
+	gpu_memory_parts(dev.gpu_bytes, dev.gpus, (double)mdl_llm_weight_bytes(l), &mem);
+	/* a block: 16 tokens x layers x (K, V) x KV heads x head_dim x bytes, over the GPUs */
+	double block_bytes = 16.0 * (double)mdl_llm_kv_bytes_per_token(l) / dev.gpus;
+	if (json) {
+		printf(",\"memory\":{\"gpus\":%u,\"device_bytes\":%.17g,\"device_source\":", dev.gpus, mem.device_bytes);
+		json_write_string(stdout, dev.gpu_bytes_source);
+		printf(",\"utilization\":%g,\"weights_bytes\":%.17g,\"activation_bytes\":null,\"non_torch_bytes\":null,"
+		       "\"graph_bytes\":0,\"kv_bytes\":%.17g,\"block_bytes\":%.17g,\"kv_blocks_of_16\":%llu}",
+		       mem.utilization, mem.weights_bytes, mem.kv_bytes, block_bytes, (unsigned long long)blocks);
+		return;
+	}
+	printf("memory of each of %u GPU%s, as vLLM v0.15 sizes its KV cache (hwmodels/gpu_memory.h):\n", dev.gpus,
+	       dev.gpus > 1 ? "s" : "");
+	printf("  device %.4f GB: %s\n", mem.device_bytes * 1e-9, dev.gpu_bytes_source);
+	printf("  x gpu_memory_utilization %g = %.4f GB, less the weights' %.4f GB\n", mem.utilization,
+	       gpu_memory_usable_bytes(mem.device_bytes) * 1e-9, mem.weights_bytes * 1e-9);
+	printf("  activations (the profile run's torch peak) and non-torch memory (NCCL, cuBLAS): not priced, no "
+	       "measurement; CUDA graphs: none (captured after the KV cache is sized)\n");
+	printf("  KV cache %.4f GB: %llu blocks of 16 tokens x %u layers x 2 x %u KV heads x %u x %u bytes / %u GPU%s "
+	       "(%.0f bytes)\n", mem.kv_bytes * 1e-9, (unsigned long long)blocks, l->layers, l->kv_heads, l->head_dim,
+	       l->elem_bytes, dev.gpus, dev.gpus > 1 ? "s" : "", block_bytes);
 }
 
 /* A node-level model whose GEMMs a measured GPU's predictor prices: the

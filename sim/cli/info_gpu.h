@@ -14,6 +14,11 @@
 void info_gpu_measured(const struct gpu_measured_info *g, const struct gpu_iter_parts *pre,
                        const struct gpu_iter_parts *dec, int json);
 
+/* An LLM (l) on a GPU model: one GPU's memory by its parts (gpu_memory.h)
+ * and the blocks of 16 tokens they hold, blocks as the runs count them;
+ * nothing when hw is not a GPU. */
+void info_gpu_memory(const struct hw_model *hw, const struct mdl_llm *l, uint64_t blocks, int json);
+
 /* A node-level model whose GEMMs the predictor prices: the shapes beyond
  * the measured range and the predictor's leave-one-model-out error. 0, or
  * -1 with err. */

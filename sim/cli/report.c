@@ -26,6 +26,19 @@ int report_saturated(const struct report_run *r)
 	return res->busy_fraction > 0.99 && r->rate_rps > 0 && res->throughput_rps < 0.95 * r->rate_rps;
 }
 
+/* "overload_window": null, or the window where the queue grew (util/overload.h), then a comma. */
+static void report_overload_json(FILE *f, const struct ovl_found *o)
+{
+	if (!o->flagged) {
+		fputs("\"overload_window\":null,", f);
+		return;
+	}
+	fprintf(f, "\"overload_window\":{\"start_s\":%.10g,\"end_s\":%.10g,\"flagged_s\":%.10g,\"queue_floor_from\":%llu,"
+	        "\"queue_floor_to\":%llu,\"window_arrivals\":%llu},", o->start_ns * 1e-9, o->end_ns * 1e-9,
+	        o->flagged_ns * 1e-9, (unsigned long long)o->floor_from, (unsigned long long)o->floor_to,
+	        (unsigned long long)o->window_arrivals);
+}
+
 /* Whether an iteration of this LLM run may run more tokens than its measured GPU's profile holds. */
 static int report_may_extrapolate(const struct report_run *r)
 {
@@ -191,6 +204,7 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	        (unsigned long long)res->events, (unsigned long long)res->tasks);
 	fprintf(f, "\"saturated\":%s,\"cold_starts\":%llu,", report_saturated(r) ? "true" : "false",
 	        (unsigned long long)res->cold_starts);
+	report_overload_json(f, &res->overload);
 	if (r->concurrency)
 		fprintf(f, "\"concurrency\":%u,\"think_time_ms\":%.10g,", r->concurrency, r->think_ms);
 	fprintf(f, "\"workers\":%u,\"max_batch\":%u,\"arrival_cv\":", r->workers, r->max_batch);
@@ -428,6 +442,13 @@ void report_text(FILE *f, const struct report_run *r)
 		fprintf(f, "  SATURATED: served %.1f of %.6g req/s offered; the queue grew for the whole run, "
 		        "so latencies depend on its length (lower --rate or add --workers)\n",
 		        res->throughput_rps, r->rate_rps);
+	/* the queue grew inside the run (util/overload.h), whatever the whole run's throughput says */
+	if (res->overload.flagged)
+		fprintf(f, "  OVERLOADED from %.1f s to %.1f s: the fewest requests in the system rose window after window "
+		        "from %llu to %llu (flagged at %.1f s); arrivals outpaced service there (lower the rate there or add "
+		        "%s)\n", res->overload.start_ns * 1e-9, res->overload.end_ns * 1e-9,
+		        (unsigned long long)res->overload.floor_from, (unsigned long long)res->overload.floor_to,
+		        res->overload.flagged_ns * 1e-9, res->llm ? "--replicas" : "--workers");
 	fprintf(f, "  %llu events in %.3f s wall (%.2f M requests/s)", (unsigned long long)res->events,
 	        r->wall_s, r->wall_s > 0 ? res->completed / r->wall_s / 1e6 : 0.0);
 	if (r->run_id >= 0)

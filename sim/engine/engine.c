@@ -148,6 +148,8 @@ static int eng_on_arrival(struct eng *e, const struct event *ev)
 	r->prefix_id = e->next.prefix_id;
 	r->prefix_len = e->next.prefix_len;
 	r->session_id = e->next.session_id;
+	r->inner_id = e->next.inner_id;
+	r->inner_len = e->next.inner_len;
 	r->hash_ids = e->next.hash_ids;
 	r->nhash = e->next.nhash;
 	r->hash_block = e->next.hash_block;

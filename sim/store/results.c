@@ -98,7 +98,10 @@ static const char results_schema_sql[] =
 	"  events INTEGER,\n"
 	"  wall_s REAL,\n"
 	"  summary_json TEXT,\n"
-	"  saturated INTEGER);\n"
+	"  saturated INTEGER,\n"
+	"  overloaded INTEGER,\n"
+	"  overload_start_s REAL,\n"
+	"  overload_end_s REAL);\n"
 	"CREATE TABLE run_config(\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,\n"
 	"  key TEXT NOT NULL,\n"
@@ -144,14 +147,16 @@ static const char results_schema_sql[] =
 static const char sql_insert_meta[] = "INSERT INTO simbatch_meta(key, value) VALUES(?1, ?2)";
 static const char sql_insert_run[] =
 	"INSERT INTO runs(created_utc, code_version, live, policy, model, hw, rate_rps, seed,"
-	" sla_ms, requests, completed, throughput_rps, mean_batch, events, wall_s, summary_json, saturated)"
+	" sla_ms, requests, completed, throughput_rps, mean_batch, events, wall_s, summary_json, saturated,"
+	" overloaded, overload_start_s, overload_end_s)"
 	" VALUES(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-	" ?11, ?12, ?13, ?14, ?15, ?16)";
+	" ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)";
 
 /* The upgrades, each from the version before: version 1 lacked
  * runs.saturated, version 2 the LLM token CDFs and first_token_s (the runs
  * already stored keep NULL there, not known, and have no token CDF), version
- * 3 the configuration searches. */
+ * 3 the configuration searches, version 4 the overload window (runs stored
+ * before keep NULL: not judged). */
 static const char sql_migrate_v1[] =
 	"ALTER TABLE runs ADD COLUMN saturated INTEGER;"
 	"UPDATE simbatch_meta SET value = '2' WHERE key = 'schema_version';";
@@ -162,6 +167,11 @@ static const char sql_migrate_v2[] =
 static const char sql_migrate_v3[] =
 	SEARCH_TABLES_SQL
 	"UPDATE simbatch_meta SET value = '4' WHERE key = 'schema_version';";
+static const char sql_migrate_v4[] =
+	"ALTER TABLE runs ADD COLUMN overloaded INTEGER;"
+	"ALTER TABLE runs ADD COLUMN overload_start_s REAL;"
+	"ALTER TABLE runs ADD COLUMN overload_end_s REAL;"
+	"UPDATE simbatch_meta SET value = '5' WHERE key = 'schema_version';";
 static const char sql_insert_config[] = "INSERT INTO run_config(run_id, key, value) VALUES(?1, ?2, ?3)";
 static const char sql_insert_metrics[] =
 	"INSERT INTO run_metrics(run_id, count, mean_ms, p50_ms, p90_ms, p95_ms, p99_ms, p999_ms,"
@@ -580,7 +590,8 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		int upgrade = kind == DB_OLDER;
 		if ((upgrade && r->version <= 1 && sqlite3_exec(r->db, sql_migrate_v1, NULL, NULL, NULL) != SQLITE_OK) ||
 		    (upgrade && r->version <= 2 && sqlite3_exec(r->db, sql_migrate_v2, NULL, NULL, NULL) != SQLITE_OK) ||
-		    (upgrade && sqlite3_exec(r->db, sql_migrate_v3, NULL, NULL, NULL) != SQLITE_OK) ||
+		    (upgrade && r->version <= 3 && sqlite3_exec(r->db, sql_migrate_v3, NULL, NULL, NULL) != SQLITE_OK) ||
+		    (upgrade && sqlite3_exec(r->db, sql_migrate_v4, NULL, NULL, NULL) != SQLITE_OK) ||
 		    sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 			goto not_writable;
 	} else {

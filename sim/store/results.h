@@ -25,9 +25,10 @@
 
 /* 2 added runs.saturated; 3 the LLM token CDFs (run_token_cdf) and
  * run_requests.first_token_s; 4 the configuration searches (searches,
- * search_configs). An older file is upgraded when opened for writing and
+ * search_configs); 5 the overload window (runs.overloaded, overload_start_s,
+ * overload_end_s). An older file is upgraded when opened for writing and
  * read as it is. */
-#define RESULTS_SCHEMA_VERSION 4
+#define RESULTS_SCHEMA_VERSION 5
 
 /* The token metrics of an LLM run with a CDF each in run_token_cdf: time to
  * first token, time per output token, inter-token gap. */
@@ -59,6 +60,8 @@ struct results_run {
 	double wall_s;
 	int live;                    /* 0 simulated, 1 live runtime */
 	int saturated;               /* 1: the devices never idled and served clearly less than offered */
+	int overloaded;              /* 1: the queue grew within a window (util/overload.h) */
+	double overload_start_s, overload_end_s;   /* that window, when overloaded */
 	const char *code_version;
 	const char *summary_json;    /* the JSON summary as printed (without run_id) */
 	const struct metrics_summary *summary;

@@ -127,6 +127,11 @@ int results_write_run(struct results_db *db, const struct results_run *run, int6
 	sqlite3_bind_double(st, 14, run->wall_s);
 	bind_text(st, 15, run->summary_json);
 	sqlite3_bind_int(st, 16, run->saturated);
+	sqlite3_bind_int(st, 17, run->overloaded);
+	if (run->overloaded) {                 /* else NULL: no window */
+		sqlite3_bind_double(st, 18, run->overload_start_s);
+		sqlite3_bind_double(st, 19, run->overload_end_s);
+	}
 	if (step_insert(db, st, err, errlen) < 0)
 		goto fail;
 	sqlite3_clear_bindings(st);
