@@ -663,8 +663,9 @@ int cmd_capacity_check_targets(int argc, char **argv, char *err, size_t errlen)
 		goto done;
 	s->llm = m->is_llm;
 	s->nseeds = opt_uint(&o, "seeds");
-	rc = cap_targets(&o, &ro, s, err, errlen) != 0 || cap_requests(&o, s->llm, s->allowed, s->confidence, s->nseeds,
-	                                                              &s->requests, &s->warmup, err, errlen) != 0 ? -1 : 0;
+	rc = cap_targets(&o, &ro, s, err, errlen) != 0 ||
+	     cap_requests(&o, s->llm, s->allowed, s->confidence, s->nseeds, &s->requests, &s->warmup, err, errlen) != 0
+	     ? -1 : 0;
 done:
 	mdl_free(m);
 	free(own);

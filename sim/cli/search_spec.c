@@ -399,7 +399,7 @@ static int search_check_targets(struct search_spec *s, char *err, size_t errlen)
 				model = c.opts[k] + 8;
 		while (ma && mi < nm && strcmp(ma->values[mi], model) != 0)
 			mi++;
-		if (mi == nm || seen[mi]) {       /* (every configuration's model is one of the axis's: search_config_make) */
+		if (mi == nm || seen[mi]) {       /* mi < nm: a configuration's model is an axis value, whole */
 			search_config_free(&c);
 			continue;
 		}
