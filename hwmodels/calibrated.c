@@ -376,21 +376,17 @@ static int calhw_open_table(const char *path, const char *want_device, const cha
 	return rc;
 }
 
-/* --hw=cpu and --hw=gpu-NAME: the committed table DIR/NAME.csv. */
-static int calhw_open_named(const char *name, const struct mdl_model *m, struct hw_model **out, char *err,
-                            size_t errlen)
+int calhw_table_there(const char *name, char *path, size_t pathlen, char *err, size_t errlen)
 {
-	char path[1024];
 	struct stat st;
 	int n;
 
-	*out = NULL;
 	if (caltab_check_device(name) != 0) {
 		snprintf(err, errlen, "bad hardware name '%s' (expected cpu or gpu-NAME, NAME of a-z 0-9 _ -)", name);
 		return -1;
 	}
-	n = snprintf(path, sizeof path, "%s/%s.csv", calhw_tables_dir(), name);
-	if (n < 0 || (size_t)n >= sizeof path) {
+	n = snprintf(path, pathlen, "%s/%s.csv", calhw_tables_dir(), name);
+	if (n < 0 || (size_t)n >= pathlen) {
 		snprintf(err, errlen, "calibration tables directory path too long");
 		return -1;
 	}
@@ -407,6 +403,18 @@ static int calhw_open_named(const char *name, const struct mdl_model *m, struct 
 			         "simbatch calibrate --device=cpu --out=%s)", name, path, path);
 		return -1;
 	}
+	return 0;
+}
+
+/* --hw=cpu and --hw=gpu-NAME: the committed table DIR/NAME.csv. */
+static int calhw_open_named(const char *name, const struct mdl_model *m, struct hw_model **out, char *err,
+                            size_t errlen)
+{
+	char path[1024];
+
+	*out = NULL;
+	if (calhw_table_there(name, path, sizeof path, err, errlen) != 0)
+		return -1;
 	return calhw_open_table(path, name, name, m, out, err, errlen);
 }
 

@@ -46,6 +46,8 @@ int calhw_is_gpu_name(const char *arg);
 /* The directory holding committed tables: $SIMBATCH_CALIB_TABLES if set,
  * else the compiled-in source calib/tables. */
 const char *calhw_tables_dir(void);
+/* --hw=cpu or --hw=gpu-NAME's committed table: 0 with its path when it is there, else -1 with why. */
+int calhw_table_there(const char *name, char *path, size_t pathlen, char *err, size_t errlen);
 
 /* Builds a model from a table already in memory (tests, bench): the table
  * must have passed caltab_validate; it is not kept (curves are copied).

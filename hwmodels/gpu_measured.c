@@ -275,13 +275,20 @@ static const struct opp_curve *gpu_find_curve(const struct op_profile *p, const 
 	return NULL;
 }
 
-static int gpu_check_tp(const struct mdl_model *m, uint32_t tp, char *err, size_t errlen)
+int hw_tp_supported(uint32_t tp, char *err, size_t errlen)
 {
-	const struct mdl_llm *l = &m->llm;
 	if (!opp_tp_supported(tp)) {
 		snprintf(err, errlen, "--tp=%u: tensor parallelism must be 1, 2, 4 or 8 GPUs", tp);
 		return -1;
 	}
+	return 0;
+}
+
+static int gpu_check_tp(const struct mdl_model *m, uint32_t tp, char *err, size_t errlen)
+{
+	const struct mdl_llm *l = &m->llm;
+	if (hw_tp_supported(tp, err, errlen) != 0)
+		return -1;
 	if (l->heads % tp != 0) {
 		snprintf(err, errlen, "--tp=%u does not divide %s's %u attention heads", tp, m->name, l->heads);
 		return -1;

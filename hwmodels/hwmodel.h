@@ -161,6 +161,11 @@ void hw_close(struct hw_model *hw);
 int hw_set_engine(struct hw_model *hw, const struct eng_profile *e, uint32_t max_seqs, uint32_t max_batched_tokens,
                   char *err, size_t errlen);
 const struct hw_ops *const *hw_registry(size_t *count);
+/* Whether arg names hardware at all, before any model: a registered name, a measured GPU's, or a file that is
+ * there (read when opened). 0, or -1 with the message hw_open gives. */
+int hw_exists(const char *arg, char *err, size_t errlen);
+/* Whether any hardware takes a replica of tp GPUs (--tp; a measured GPU's rule): 0, or -1 with why. */
+int hw_tp_supported(uint32_t tp, char *err, size_t errlen);
 
 static inline int hw_node_cost(const struct hw_model *hw, uint32_t t, uint32_t b,
                                struct hw_node_cost *out, char *err, size_t errlen)

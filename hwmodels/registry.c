@@ -119,6 +119,42 @@ int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, c
 	return hw_open_tp(arg, m, 1, out, err, errlen);
 }
 
+/* The registered hardware arg names, or NULL (a file, or nothing). */
+static const struct hw_ops *hw_named_ops(const char *arg)
+{
+	for (size_t i = 0; i < hw_named_count; i++)
+		if (strcmp(arg, hw_named[i]->name) == 0)
+			return hw_named[i];
+	return calhw_is_gpu_name(arg) ? &calhw_gpu_ops : NULL;
+}
+
+/* A file's hardware path: -1 with err when nothing readable is there. */
+static int hw_path_there(const char *arg, struct stat *st, char *err, size_t errlen)
+{
+	if (stat(arg, st) == 0)
+		return 0;
+	if (errno == ENOENT || errno == ENOTDIR)
+		hw_unknown(arg, err, errlen);
+	else
+		snprintf(err, errlen, "%s: cannot read: %s", arg, err_strerror(errno));
+	return -1;
+}
+
+int hw_exists(const char *arg, char *err, size_t errlen)
+{
+	struct stat st;
+	hw_registry_check();
+	if (!arg || !*arg) {
+		hw_unknown("", err, errlen);
+		return -1;
+	}
+	const struct hw_ops *named = hw_named_ops(arg);
+	char path[1024];
+	if (named == &calhw_gpu_ops)              /* gpu-NAME: known when its measured table is there */
+		return calhw_table_there(arg, path, sizeof path, err, errlen);
+	return named ? 0 : hw_path_there(arg, &st, err, errlen);
+}
+
 int hw_open_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct hw_model **out, char *err,
                size_t errlen)
 {
@@ -132,19 +168,11 @@ int hw_open_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct h
 		hw_unknown("", err, errlen);
 		return -1;
 	}
-	for (size_t i = 0; i < hw_named_count; i++)
-		if (strcmp(arg, hw_named[i]->name) == 0)
-			return hw_open_with(hw_named[i], arg, m, tp, out, err, errlen);
-	if (calhw_is_gpu_name(arg))
-		return hw_open_with(&calhw_gpu_ops, arg, m, tp, out, err, errlen);
-
-	if (stat(arg, &st) != 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			hw_unknown(arg, err, errlen);
-		else
-			snprintf(err, errlen, "%s: cannot read: %s", arg, err_strerror(errno));
+	const struct hw_ops *named = hw_named_ops(arg);
+	if (named)
+		return hw_open_with(named, arg, m, tp, out, err, errlen);
+	if (hw_path_there(arg, &st, err, errlen) != 0)
 		return -1;
-	}
 	/* the file is read twice (sniff, then parse), which a pipe cannot do */
 	if (!S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s: not a regular file", arg);

@@ -307,9 +307,10 @@ static inline int drv_next_task(struct pol_driver *d, uint32_t device, int64_t n
 	t->nreq = 0;
 	t->run_max = 0;
 	t->pad_tokens = 0;
-	if (!(d->fleet ? fleet_next_task(d->fleet, device, now_ns, t, wake_ns)
-	                : d->c.policy->next_task(d->st, device, now_ns, t, wake_ns)))
-		return 0;
+	int got = d->fleet ? fleet_next_task(d->fleet, device, now_ns, t, wake_ns)
+	                   : d->c.policy->next_task(d->st, device, now_ns, t, wake_ns);
+	if (got <= 0)
+		return got < 0 ? drv_out_of_memory(err, errlen, "for the policy's state") : 0;
 	t->run_len = 1;
 	if (t->nreq < 1 || t->nreq > d->c.env.max_batch)
 		return drv_broken(d, err, errlen, "a task of %u requests (max batch %u)", t->nreq,

@@ -253,6 +253,8 @@ int fleet_next_task(struct pol_fleet *f, uint32_t device, int64_t now_ns, struct
 		f->policy->on_arrival(p->st, r, now_ns);
 	}
 	int got = f->policy->next_task(p->st, 0, now_ns, t, wake_ns);
+	if (got < 0)
+		return -1;
 	if (!got && p->ndue && p->due[0].end_ns < *wake_ns)
 		*wake_ns = p->due[0].end_ns;
 	p->kv_used = got ? t->kv_blocks_held : 0;

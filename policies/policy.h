@@ -17,7 +17,8 @@
  *    chain_len are complete: the policy must forget them before returning,
  *    because the caller releases them right after.
  *  - next_task is called for an idle device. It fills *task and returns 1, or
- *    returns 0 (nothing to run now). It may set *wake_ns to the earliest time
+ *    returns 0 (nothing to run now), or -1 when its state ran out of memory
+ *    (since it was last asked: the run fails, exit 1). It may set *wake_ns to the earliest time
  *    it wants to be asked again (a batching window closing); otherwise it
  *    leaves it alone. A task's members must be distinct requests, at most
  *    env->max_batch cells in all (a member contributes pol_req_cells cells:

@@ -156,6 +156,8 @@ int llm_sched_next_task(struct pol_state *st, uint32_t device, int64_t now_ns, s
 	struct llm_sched *s = (struct llm_sched *)st;
 	const struct llm_hooks *h = s->hooks;
 	struct llm_device *d = &s->devs[device];
+	if (d->pc.failed)
+		return -1;                           /* its prefix cache ran out of memory in the last task's end */
 	if (h->build) {
 		int got = h->build(s, d, now_ns, t, wake_ns);
 		t->kv_blocks_held = llm_blocks_used(s, d);

@@ -5,6 +5,7 @@
 
 #define PC_NONE UINT32_MAX
 #define PC_MIN_BUCKETS 64
+#define PC_FIRST_NODES 64         /* nodes, and holders' records, made room for at the start: then twice as many */
 
 /* splitmix64's finalizer: a well-mixed 64-bit key from a 64-bit input. */
 static uint64_t pc_mix(uint64_t z)
@@ -125,10 +126,16 @@ int pc_init(struct prefix_cache *pc, uint64_t capacity)
 	memset(pc, 0, sizeof *pc);
 	if (2 * capacity >= PC_NONE)
 		return -1;
-	/* a node covers a block at least, but a chunk's evictable blocks have a segment's node too: 2 a block;
-	 * taken in order from fresh_entry, so the pages of those never needed are never touched */
-	pc->e = malloc((capacity ? 2 * capacity : 1) * sizeof *pc->e);
-	pc->holders = malloc((capacity ? capacity : 1) * sizeof *pc->holders);
+	/* a node covers a block at least, but a chunk's evictable blocks have a segment's node too: at most 2 a
+	 * block, and a holders' record a chunk. Nodes and records are taken in order (fresh_entry, fresh_holders)
+	 * and their arrays grow as they are (pc_node): memory follows the blocks cached, not the cache's size (a
+	 * run that touches a few blocks of a large cache reserves no address space for the rest: ulimit -v) */
+	pc->max_entries = capacity ? 2 * (uint32_t)capacity : 1;
+	pc->max_holders = capacity ? (uint32_t)capacity : 1;
+	pc->cap_entries = pc->max_entries < PC_FIRST_NODES ? pc->max_entries : PC_FIRST_NODES;
+	pc->cap_holders = pc->max_holders < PC_FIRST_NODES ? pc->max_holders : PC_FIRST_NODES;
+	pc->e = malloc(pc->cap_entries * sizeof *pc->e);
+	pc->holders = malloc(pc->cap_holders * sizeof *pc->holders);
 	pc->bucket = calloc(PC_MIN_BUCKETS, sizeof *pc->bucket);
 	if (!pc->e || !pc->holders || !pc->bucket) {
 		pc_fini(pc);
@@ -198,14 +205,32 @@ static void pc_grow_buckets(struct prefix_cache *pc)
 		}
 }
 
-/* A free node under key. Never none: see pc_init. */
+/* Room for *cap items of size bytes at *array, twice as many (at most max; never fewer than 1 more): 0, or -1
+ * (out of memory: pc->failed set, the array as it was). */
+static int pc_grow(struct prefix_cache *pc, void **array, uint32_t *cap, uint32_t max, size_t size)
+{
+	uint32_t want = *cap > max / 2 ? max : 2 * *cap;
+	void *grown = want > *cap ? realloc(*array, (size_t)want * size) : NULL;
+	if (!grown) {
+		pc->failed = 1;
+		return -1;
+	}
+	*array = grown;
+	*cap = want;
+	return 0;
+}
+
+/* A free node under key, or PC_NONE when none could be had (out of memory: pc->failed). */
 static uint32_t pc_node(struct prefix_cache *pc, uint64_t key, enum pc_kind kind)
 {
 	uint32_t i = pc->free_entry;
 	if (i != PC_NONE)
 		pc->free_entry = pc->e[i].next;
-	else
+	else if (pc->fresh_entry < pc->cap_entries ||
+	         pc_grow(pc, (void **)&pc->e, &pc->cap_entries, pc->max_entries, sizeof *pc->e) == 0)
 		i = pc->fresh_entry++;
+	else
+		return PC_NONE;
 	pc->e[i] = (struct pc_entry){ .key = key, .kind = kind, .next = PC_NONE, .lru_prev = PC_NONE,
 	                              .lru_next = PC_NONE, .up = PC_NONE };
 	if (pc_chained(kind)) {
@@ -287,11 +312,12 @@ static void pc_take_run(struct prefix_cache *pc, uint32_t i, uint32_t n)
 
 /* ---- chunks ---- */
 
-/* A new chunk from block lo: nothing cached, no holder (no holders' record). Never none: a chunk covers a
- * cached block. */
+/* A new chunk from block lo: nothing cached, no holder (no holders' record). PC_NONE: out of memory. */
 static uint32_t pc_new_chunk(struct prefix_cache *pc, uint64_t key, uint32_t lo)
 {
 	uint32_t i = pc_node(pc, key, PC_CHUNK);
+	if (i == PC_NONE)
+		return PC_NONE;
 	pc->e[i].lo = pc->e[i].hi = lo;
 	pc->e[i].refs = PC_NONE;
 	pc->e[i].seg = PC_NONE;
@@ -313,13 +339,16 @@ static uint32_t pc_held_end(const struct prefix_cache *pc, uint32_t i)
 	return pc->e[i].lo + 32 - (uint32_t)__builtin_clz(pc->holders[refs].ends);
 }
 
-/* A holders' record for chunk i, every count zero. */
+/* A holders' record for chunk i, every count zero; NULL: out of memory (pc->failed). */
 static struct pc_holders *pc_new_holders(struct prefix_cache *pc, uint32_t i)
 {
 	uint32_t h = pc->free_holders;
 	if (h != PC_NONE) {
 		pc->free_holders = pc->holders[h].ends;
 	} else {
+		if (pc->fresh_holders == pc->cap_holders &&
+		    pc_grow(pc, (void **)&pc->holders, &pc->cap_holders, pc->max_holders, sizeof *pc->holders) != 0)
+			return NULL;
 		h = pc->fresh_holders++;
 		memset(pc->holders[h].at_end, 0, sizeof pc->holders[h].at_end);
 	}
@@ -342,7 +371,8 @@ static void pc_move_holder(struct prefix_cache *pc, uint32_t i, uint32_t from, u
 	struct pc_holders *h;
 	if (refs & PC_ONE_HOLDER) {          /* a second comes: both counted in a record */
 		uint32_t k = (refs & ~PC_ONE_HOLDER) - 1;
-		h = pc_new_holders(pc, i);
+		if (!(h = pc_new_holders(pc, i)))
+			return;
 		h->at_end[k] = 1;
 		h->ends = (uint32_t)1 << k;
 	} else {
@@ -409,6 +439,8 @@ static void pc_let_go(struct prefix_cache *pc, uint32_t i, uint32_t to)
 		return;
 	}
 	uint32_t sg = pc_node(pc, 0, PC_SEGMENT);
+	if (sg == PC_NONE)
+		return;
 	struct pc_entry *x = &pc->e[sg];
 	x->lo = z;
 	x->hi = to;
@@ -454,7 +486,7 @@ uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, u
 	uint32_t n = 0, i;
 	struct pc_keys k = pc_keys_of(r, block_size);
 	*evictable = 0;
-	while (n < max) {
+	while (n < max && !pc->failed) {
 		if (n < k.shared) {              /* a chunk from n: its cached blocks, up to the request's end in it */
 			uint32_t lo, end;
 			if ((i = pc_find_kind(pc, pc_chunk(&k, n, &lo, &end), PC_CHUNK)) == PC_NONE)
@@ -487,7 +519,7 @@ uint32_t pc_lookup(const struct prefix_cache *pc, const struct pol_request *r, u
 void pc_take(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n)
 {
 	struct pc_keys k = pc_keys_of(r, block_size);
-	for (uint32_t j = 0; j < n;) {
+	for (uint32_t j = 0; j < n && !pc->failed;) {
 		if (j < k.shared) {
 			uint32_t lo, end, i = pc_find_kind(pc, pc_chunk(&k, j, &lo, &end), PC_CHUNK);
 			uint32_t upto = end < n ? end : n;
@@ -511,8 +543,8 @@ void pc_take(struct prefix_cache *pc, const struct pol_request *r, uint32_t bloc
 static uint32_t pc_enter_chunk(struct prefix_cache *pc, uint64_t key, uint32_t lo, uint32_t from, uint32_t to)
 {
 	uint32_t i = pc_find_kind(pc, key, PC_CHUNK);
-	if (i == PC_NONE)
-		i = pc_new_chunk(pc, key, lo);
+	if (i == PC_NONE && (i = pc_new_chunk(pc, key, lo)) == PC_NONE)
+		return 0;
 	uint32_t cached = pc->e[i].hi, found = cached > from ? (cached < to ? cached : to) - from : 0;
 	pc_hold_evictable(pc, i, cached < to ? cached : to);
 	if (to > cached) {
@@ -541,7 +573,8 @@ static int pc_enter_keyed(struct prefix_cache *pc, struct pc_keys *k, uint32_t j
 		pc_ref(pc, i);
 		return 0;
 	}
-	i = pc_node(pc, key, PC_BLOCK);
+	if ((i = pc_node(pc, key, PC_BLOCK)) == PC_NONE)
+		return 1;
 	pc->e[i].refs = 1;
 	pc->entries++;
 	return 1;
@@ -549,6 +582,8 @@ static int pc_enter_keyed(struct prefix_cache *pc, struct pc_keys *k, uint32_t j
 
 void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t block_size, uint32_t n)
 {
+	if (pc->failed)
+		return;
 	struct pc_keys k = pc_keys_of(r, block_size);
 	/* the deepest first: the private blocks, as one run, or the session's, then the shared prefix's chunks
 	 * (its head outlives its tail) */
@@ -556,6 +591,8 @@ void pc_release(struct prefix_cache *pc, const struct pol_request *r, uint32_t b
 	if (n > 0 && pc_private(&k, n - 1)) {
 		j = k.shared;
 		uint32_t i = pc_node(pc, k.own, pol_req_done(r) ? PC_SPENT_RUN : PC_RUN);
+		if (i == PC_NONE)
+			return;
 		pc->e[i].lo = j;
 		pc->e[i].hi = n;
 		pc_lru_append(pc, i);
@@ -584,16 +621,18 @@ uint32_t pc_enter_blocks(struct prefix_cache *pc, const struct pol_request *r, u
 		pc->entries += j1 - j0;
 		return 0;
 	}
+	if (pc->failed)
+		return 0;
 	struct pc_keys k = pc_keys_of(r, block_size);
 	uint32_t already = 0, j = j0;
-	while (j < j1 && j < k.shared) {
+	while (j < j1 && j < k.shared && !pc->failed) {
 		uint32_t lo, end;
 		uint64_t key = pc_chunk(&k, j, &lo, &end);
 		uint32_t upto = end < j1 ? end : j1;
 		already += pc_enter_chunk(pc, key, lo, j, upto);
 		j = upto;
 	}
-	for (; j < j1; j++)
+	for (; j < j1 && !pc->failed; j++)
 		already += !pc_enter_keyed(pc, &k, j);
 	return already;
 }
@@ -601,7 +640,7 @@ uint32_t pc_enter_blocks(struct prefix_cache *pc, const struct pol_request *r, u
 uint64_t pc_evict_n(struct prefix_cache *pc, uint64_t n)
 {
 	uint64_t done = 0;
-	while (done < n && pc->lru_head != PC_NONE) {
+	while (done < n && pc->lru_head != PC_NONE && !pc->failed) {
 		uint32_t i = pc->lru_head;
 		struct pc_entry *x = &pc->e[i];
 		/* a block, or as many of a run's or segment's blocks as asked, deepest first, the node going with

@@ -77,20 +77,26 @@ struct pc_holders {
 };
 
 struct prefix_cache {
-	struct pc_entry *e;          /* [2 capacity]: a chunk's blocks may also be its segments' */
+	struct pc_entry *e;          /* [cap_entries], grown as taken up to max_entries: 2 capacity (a chunk's blocks
+	                              * may also be its segments') */
+	uint32_t cap_entries, max_entries, cap_holders, max_holders;
+	int failed;                  /* a node or record could not be had (out of memory): every call after does
+	                              * nothing, and the scheduler's next_task fails the run */
 	uint32_t *bucket;            /* [mask + 1] chain heads, each its first node + 1 (0: none) */
 	uint32_t mask;
 	uint64_t chained;            /* nodes in the chains: the buckets double when they outnumber them */
 	uint32_t free_entry, fresh_entry;   /* free list head; entries from fresh_entry on never used */
 	uint32_t lru_head, lru_tail;
-	struct pc_holders *holders;  /* [capacity]: a chunk held twice covers a held block; taken in order, as entries */
+	struct pc_holders *holders;  /* [cap_holders] up to capacity: a chunk held twice covers a held block; taken in
+	                              * order, as entries */
 	uint32_t free_holders, fresh_holders;
 	uint64_t entries, evictable; /* cached blocks (held or not), and those no request holds */
 	uint64_t findable_runs;      /* PC_RUN nodes: while none, no private block can be found */
 	uint64_t queried_blocks, hit_blocks, evictions;   /* for the run's statistics */
 };
 
-/* Room for capacity blocks (a device's KV cache). 0, or -1 out of memory. */
+/* Room for capacity blocks (a device's KV cache), its memory taken as blocks are cached. 0, or -1 out of memory.
+ * Once failed is set (memory for a node ran out) every call does nothing. */
 int pc_init(struct prefix_cache *pc, uint64_t capacity);
 void pc_fini(struct prefix_cache *pc);
 

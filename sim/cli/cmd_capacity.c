@@ -46,7 +46,8 @@
  * run whose true miss fraction is half the allowance passes
  * (metrics_fraction_min_trials), but at least CAP_LLM_MIN_MEASURED, so that
  * the window's Poisson noise (1 / sqrt(its arrivals)) is within half the 5%
- * allowed, two standard deviations; plus 10% warm-up. The first rate tried is
+ * allowed, two standard deviations; plus 10% warm-up (capacity_requests.c, which also refuses a run too short
+ * for any probe to pass). The first rate tried is
  * the rate at which full batches of decodes keep the device busy. On a
  * measured GPU the answer also carries the band the hardware model's
  * measured error (a layer's leave-one-row-out p90) puts on it, to first
@@ -71,16 +72,13 @@
 #include "../../util/options.h"
 #include "run_fleet.h"
 #include "procpool.h"
+#include "capacity_requests.h"
 
-#define CAP_QUANTILE 0.99
-#define CAP_TAIL_SAMPLES 200          /* measured requests above the p99 (see the rule above) */
-#define CAP_WARMUP_FRACTION 0.1
 #define CAP_MAX_STEPS 12              /* doublings / halvings before giving up: at 1/4096 of the
                                          estimate queueing is negligible, so a p99 over the SLA there
                                          is the unloaded latency's */
 #define CAP_MAX_POINTS 200
 #define CAP_LLM_KEEP_UP 0.95          /* departures at least this share of arrivals in the steady window */
-#define CAP_LLM_MIN_MEASURED 3200     /* 2 / sqrt(3200 / 2) = 0.05: the window's noise, 2 sigma, within 5% */
 
 static const struct opt_def cap_opts[] = {
 	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms: the p99 must not exceed it" },
@@ -550,7 +548,7 @@ static int cap_bracket(struct cap_search *s, double est, double tolerance, struc
 	if (!lo && s->llm) {
 		snprintf(err, errlen, "no rate meets the targets: even at %.6g req/s, where requests hardly queue, %.3g%% of "
 		         "requests miss one (at most %.3g%% may)", hi->rate_rps, 100 * hi->violation, 100 * s->allowed);
-		return CLI_BAD_INPUT;
+		return CLI_FAILED;             /* an answer, as the node-level one below: not bad input */
 	}
 	if (!lo) {
 		snprintf(err, errlen, "no rate meets the SLA: even at %.6g req/s, where requests hardly queue, the p99 is %.4g ms > %g ms",
@@ -675,7 +673,10 @@ int cmd_capacity_check_targets(int argc, char **argv, char *err, size_t errlen)
 	    opt_parse(&ro, rd, nrd, nrun, run, 0, err, errlen) != 0 || mdl_load(opt_str(&ro, "model"), &m, err, errlen) != 0)
 		goto done;
 	s->llm = m->is_llm;
-	rc = cap_targets(&o, &ro, s, err, errlen);
+	s->nseeds = opt_uint(&o, "seeds");
+	rc = cap_targets(&o, &ro, s, err, errlen) != 0 ||
+	     cap_requests(&o, s->llm, s->allowed, s->confidence, s->nseeds, &s->requests, &s->warmup, err, errlen) != 0
+	     ? -1 : 0;
 done:
 	mdl_free(m);
 	free(own);
@@ -744,18 +745,9 @@ int cmd_capacity(int argc, char **argv)
 	s->nfixed = 3;
 	if (cap_targets(&o, &ro, s, err, sizeof err) != 0)
 		goto fail;
-	uint64_t measured = s->llm ? metrics_fraction_min_trials(s->allowed > 0 ? s->allowed : 1 - CAP_QUANTILE,
-	                                                         s->confidence)
-	                           : metrics_tail_min_requests(CAP_QUANTILE, CAP_TAIL_SAMPLES, METRICS_TAIL_CONFIDENCE);
-	if (s->llm && measured < CAP_LLM_MIN_MEASURED)
-		measured = CAP_LLM_MIN_MEASURED;
-	s->warmup = opt_given(&o, "warmup") ? opt_uint(&o, "warmup")
-	            : (uint64_t)(CAP_WARMUP_FRACTION * (double)(opt_given(&o, "requests") ? opt_uint(&o, "requests") : measured));
-	s->requests = opt_given(&o, "requests") ? opt_uint(&o, "requests") : measured + s->warmup;
-	if (s->warmup >= s->requests) {
-		snprintf(err, sizeof err, "--warmup=%llu leaves no request to measure", (unsigned long long)s->warmup);
+	if (cap_requests(&o, s->llm, s->allowed, s->confidence, s->nseeds, &s->requests, &s->warmup, err,
+	                 sizeof err) != 0)
 		goto fail;
-	}
 	uint64_t least = metrics_tail_min_requests(CAP_QUANTILE, 0, METRICS_TAIL_CONFIDENCE);
 	if (!s->quiet && !s->llm && s->requests - s->warmup < least)
 		fprintf(stderr, "simbatch: warning: %llu measured requests per rate cannot support a p99 (MLPerf early "

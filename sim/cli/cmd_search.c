@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include "cli.h"
 #include "search_run.h"
+#include "search_results.h"
 #include "procpool.h"
 #include "parts_export.h"
 #include "../store/results.h"
@@ -49,9 +50,6 @@
 #include "../../util/json.h"
 #include "../../util/options.h"
 #include "../../util/text.h"
-
-#define SEARCH_HEADER "key,gpus,cost_per_hour,status,capacity_rps,bracket_lo_rps,bracket_hi_rps,band_lo_rps," \
-	"band_hi_rps,reason"
 
 static const struct opt_def search_opts[] = {
 	{ "out", OPT_STR, NULL, 0, 0, 0, "results file (CSV, one line a configuration; default results/search-NAME.csv): "
@@ -130,8 +128,8 @@ static int search_fits(const struct search_config *c, struct search_fit **cache,
 	const char *model = "transformer";
 	search_opt_value(c, "model", &model);
 	char key[300];
-	snprintf(key, sizeof key, "%s|%s|%u", model, c->hw, c->tp);
-	for (size_t i = 0; i < *ncache; i++)
+	int cut = snprintf(key, sizeof key, "%s|%s|%u", model, c->hw, c->tp) >= (int)sizeof key;
+	for (size_t i = 0; !cut && i < *ncache; i++)      /* a key cut short could name another: not cached */
 		if (strcmp((*cache)[i].key, key) == 0) {
 			snprintf(why, whylen, "%s", (*cache)[i].reason);
 			return (*cache)[i].ok;
@@ -145,7 +143,7 @@ static int search_fits(const struct search_config *c, struct search_fit **cache,
 		f.ok = 0;
 	hw_close(hw);
 	mdl_free(m);
-	struct search_fit *grown = realloc(*cache, (*ncache + 1) * sizeof *grown);
+	struct search_fit *grown = cut ? NULL : realloc(*cache, (*ncache + 1) * sizeof *grown);
 	if (grown) {
 		*cache = grown;
 		grown[(*ncache)++] = f;
@@ -156,65 +154,17 @@ static int search_fits(const struct search_config *c, struct search_fit **cache,
 
 /* ---- the results file ---- */
 
-/* A CSV field: quoted (a key holds blanks, a value may hold commas), quotes doubled. */
-static size_t search_csv_quoted(char *buf, size_t len, const char *s)
-{
-	size_t used = 0;
-	if (used < len)
-		buf[used++] = '"';
-	for (; *s && used + 2 < len; s++) {
-		if (*s == '"')
-			buf[used++] = '"';
-		buf[used++] = *s == '\n' ? ' ' : *s;
-	}
-	if (used < len)
-		buf[used++] = '"';
-	return used;
-}
-
-/* Reads a quoted field at *p into out; *p moves past it and its comma. 0, or -1. */
-static int search_csv_read_quoted(const char **p, char *out, size_t len)
-{
-	const char *s = *p;
-	size_t used = 0;
-	if (*s++ != '"')
-		return -1;
-	for (;;) {
-		if (!*s)
-			return -1;
-		if (*s == '"') {
-			if (s[1] != '"')
-				break;
-			s++;
-		}
-		if (used + 1 < len)
-			out[used++] = *s;
-		s++;
-	}
-	out[used] = '\0';
-	s++;
-	if (*s == ',')
-		s++;
-	*p = s;
-	return 0;
-}
-
 static int search_append(struct search_run *r, size_t i, char *err, size_t errlen)
 {
 	struct search_config c;
 	if (search_config_make(r->spec, i, &c, err, errlen) != 0)
 		return -1;
-	const struct search_row *w = &r->rows[i];
 	char line[4096];
-	size_t n = search_csv_quoted(line, sizeof line, c.key);
-	n += (size_t)snprintf(line + n, sizeof line - n, ",%u,%.10g,%s,%.10g,%.10g,%.10g,%.10g,%.10g,", w->gpus, w->cost,
-	                      search_status_name[w->status], w->capacity, w->lo, w->hi, w->band_lo, w->band_hi);
-	n += search_csv_quoted(line + n, sizeof line - n - 1, w->reason);
-	line[n++] = '\n';
+	size_t n = search_results_format(line, sizeof line, c.key, &r->rows[i]);
 	search_config_free(&c);
 	/* one write a line: a kill leaves whole lines, or a last part the next run drops */
-	if (write(r->out_fd, line, n) != (ssize_t)n) {
-		snprintf(err, errlen, "%s: %s", r->out_path, err_strerror(errno));
+	if (n == 0 || write(r->out_fd, line, n) != (ssize_t)n) {
+		snprintf(err, errlen, "%s: %s", r->out_path, n ? err_strerror(errno) : "a line longer than 4096 bytes");
 		return -1;
 	}
 	return 0;
@@ -260,75 +210,31 @@ static int search_cmp_cost(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : (i > j) - (i < j);
 }
 
-/* Reads the results lines of path into the rows they key (a row filled
- * already is kept; *taken counts those filled here, marked resumed: 1 from
- * the results file itself, 2 from another, a shard): 0, or -1 with err. A
- * missing file is none for the results file itself; *keep gets the bytes of
- * its whole lines (a last line a kill cut short is dropped, to be run again). */
-static int search_read(struct search_run *r, const size_t *by_hash, const char *path, int own, off_t *keep,
-                       size_t *taken, char *err, size_t errlen)
+struct search_take {                /* where a results file's lines go */
+	struct search_run *r;
+	const size_t *by_hash;
+	int own;
+	size_t taken;
+};
+
+/* A results file's row into the configuration it keys (search_results_fn): a row filled already is kept; one
+ * filled here is marked resumed, 1 from the results file itself, 2 from another (a shard). */
+static int search_take(void *ctx, const char *key, const struct search_row *row, char *err, size_t errlen)
 {
-	*keep = 0;
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		if (own && errno == ENOENT)
-			return 0;
-		snprintf(err, errlen, "%s: %s", path, err_strerror(errno));
-		return -1;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	unsigned long lineno = 0;
-	int rc = 0;
-	while (rc == 0 && (n = getline(&line, &cap, f)) > 0) {
-		lineno++;
-		if (line[n - 1] != '\n')
-			break;
-		line[--n] = '\0';
-		if (lineno == 1) {
-			if (strcmp(line, SEARCH_HEADER) != 0) {
-				snprintf(err, errlen, "%s:1: not a search results file (its header must be %s)%s", path,
-				         SEARCH_HEADER, own ? "; give another --out" : "");
-				rc = -1;
-			}
-			*keep += n + 1;
-			continue;
-		}
-		char key[2048], status[32], reason[300];
-		const char *p = line;
-		struct search_row w = { 0 };
-		int ok = search_csv_read_quoted(&p, key, sizeof key) == 0 &&
-		         sscanf(p, "%u,%lf,%31[a-z],%lf,%lf,%lf,%lf,%lf,", &w.gpus, &w.cost, status, &w.capacity, &w.lo,
-		                &w.hi, &w.band_lo, &w.band_hi) == 8;
-		for (int commas = 0; ok && commas < 8; p++)
-			if (!*p)
-				ok = 0;
-			else if (*p == ',' && ++commas == 8)
-				break;
-		if (ok)
-			p++;
-		if (!ok || search_csv_read_quoted(&p, reason, sizeof reason) != 0 ||
-		    (strcmp(status, "ok") != 0 && strcmp(status, "infeasible") != 0)) {
-			snprintf(err, errlen, "%s:%lu: not a line a search wrote", path, lineno);
-			rc = -1;
-			break;
-		}
-		*keep += n + 1;
-		size_t i = search_find(r, by_hash, key);
-		if (i == SIZE_MAX || r->rows[i].status == SR_PRUNED || r->rows[i].status == SR_OK ||
-		    r->rows[i].status == SR_INFEASIBLE)
-			continue;                     /* another search's configuration, or one read already */
-		w.status = strcmp(status, "ok") == 0 ? SR_OK : SR_INFEASIBLE;
-		w.key_hash = r->rows[i].key_hash;
-		w.resumed = own ? 1 : 2;
-		snprintf(w.reason, sizeof w.reason, "%s", reason);
-		r->rows[i] = w;
-		(*taken)++;
-	}
-	free(line);
-	fclose(f);
-	return rc;
+	(void)err;
+	(void)errlen;
+	struct search_take *t = ctx;
+	struct search_run *r = t->r;
+	size_t i = search_find(r, t->by_hash, key);
+	if (i == SIZE_MAX || r->rows[i].status == SR_PRUNED || r->rows[i].status == SR_OK ||
+	    r->rows[i].status == SR_INFEASIBLE)
+		return 0;                     /* another search's configuration, or one read already */
+	struct search_row w = *row;
+	w.key_hash = r->rows[i].key_hash;
+	w.resumed = t->own ? 1 : 2;
+	r->rows[i] = w;
+	t->taken++;
+	return 0;
 }
 
 /* Opens the results file (creating it, and results/ for the default, with
@@ -344,11 +250,14 @@ static int search_resume(struct search_run *r, const char *const *more, size_t n
 		by_hash[i] = i;
 	search_sort_run = r;
 	qsort(by_hash, r->spec->nconfigs, sizeof *by_hash, search_cmp_hash);
-	off_t keep = 0, ignored;
-	int rc = search_read(r, by_hash, r->out_path, 1, &keep, &taken, err, errlen);
-	size_t own = taken;
+	off_t keep = 0;
+	struct search_take t = { .r = r, .by_hash = by_hash, .own = 1 };
+	int rc = search_results_read(r->out_path, 1, search_take, &t, &keep, err, errlen);
+	size_t own = t.taken;
+	t.own = 0;
 	for (size_t k = 0; rc == 0 && k < nmore; k++)
-		rc = search_read(r, by_hash, more[k], 0, &ignored, &taken, err, errlen);
+		rc = search_results_read(more[k], 0, search_take, &t, NULL, err, errlen);
+	taken = t.taken;
 	free(by_hash);
 	if (rc != 0)
 		return -1;
@@ -358,7 +267,8 @@ static int search_resume(struct search_run *r, const char *const *more, size_t n
 	}
 	r->out_fd = open(r->out_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
 	if (r->out_fd < 0 || ftruncate(r->out_fd, keep) != 0 || lseek(r->out_fd, 0, SEEK_END) < 0 ||
-	    (keep == 0 && write(r->out_fd, SEARCH_HEADER "\n", sizeof SEARCH_HEADER) != (ssize_t)sizeof SEARCH_HEADER)) {
+	    (keep == 0 && write(r->out_fd, SEARCH_RESULTS_HEADER "\n", sizeof SEARCH_RESULTS_HEADER) !=
+	     (ssize_t)sizeof SEARCH_RESULTS_HEADER)) {
 		snprintf(err, errlen, "%s: %s", r->out_path, err_strerror(errno));
 		return -1;
 	}
@@ -587,7 +497,7 @@ int cmd_search(int argc, char **argv)
 	struct search_run r = { .out_fd = -1, .best_cost = INFINITY };
 	struct search_fit *fits = NULL;
 	size_t nfits = 0;
-	int rc = CLI_BAD_INPUT;
+	int rc = CLI_BAD_INPUT, db_created = 0;
 	if (opt_parse(&o, search_opts, SEARCH_NOPTS, argc, argv, 8, err, sizeof err) != 0)
 		goto fail;
 	if (opt_flag(&o, "help")) {
@@ -680,8 +590,17 @@ int cmd_search(int argc, char **argv)
 	}
 	/* the database is checked now and written only once the search is whole, as a run's */
 	r.db_path = opt_flag(&o, "no-db") || r.part_n ? NULL : opt_str(&o, "db");
-	if (r.db_path && results_check(r.db_path, err, sizeof err) != 0)
+	if (r.db_path && results_check(r.db_path, err, sizeof err) != 0) {
+		rc = cli_exit_status();
 		goto fail;
+	}
+	/* opened (a new one created) now, as a sweep's: a full disk fails here, not after the whole search; one
+	 * this search created is removed again unless the search is stored */
+	db_created = r.db_path && access(r.db_path, F_OK) != 0;
+	if (r.db_path && results_open(r.db_path, &r.db, err, sizeof err) != 0) {
+		rc = cli_exit_status();
+		goto fail;
+	}
 	if (search_resume(&r, (const char *const *)o.positional + 1, o.npositional - 1, err, sizeof err) != 0) {
 		rc = cli_exit_status();
 		goto fail;
@@ -727,6 +646,9 @@ int cmd_search(int argc, char **argv)
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
 out:
+	results_close(r.db);
+	if (db_created && !r.search_id)
+		results_remove(r.db_path);
 	if (r.out_fd >= 0)
 		close(r.out_fd);
 	free(fits);

@@ -503,12 +503,14 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 	 * nothing. Then it is created (or upgraded) once, before children race for it; one this sweep
 	 * created and could not set up (a full disk) is removed. */
 	db_created = access(r.db_path, F_OK) != 0;
-	/* a new database's directories are made (and checked) only once the configurations pass */
-	if (!db_created && results_check(r.db_path, err, sizeof err) != 0) {
+	/* a new database's directories are made (and checked) only once the configurations pass; an empty one
+	 * (0 bytes, or another sweep creating its schema now) stores no point yet, as a new one */
+	int db_empty = 1;
+	if (!db_created && results_check_empty(r.db_path, &db_empty, err, sizeof err) != 0) {
 		rc = cli_exit_status();
 		goto fail;
 	}
-	if (!db_created && sweep_db_open(r.db_path, 1, &r.db, err, sizeof err) != 0)
+	if (!db_empty && sweep_db_open(r.db_path, 1, &r.db, err, sizeof err) != 0)
 		goto fail;
 	size_t stored = 0;
 	if (sweep_list_todo(&r, part_i, part_n, &stored, err, sizeof err) < 0)

@@ -226,37 +226,6 @@ void search_report_json(FILE *f, const struct search_run *r)
 	fputs("]}\n", f);
 }
 
-/* The search file's text, as read now (malloc'd; NULL when it cannot be read whole). */
-static char *search_file_text(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	for (size_t got; buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0;) {
-		len += got;
-		if (len + 1 == cap) {
-			char *grown = realloc(buf, cap * 2);
-			if (!grown) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = grown;
-			cap *= 2;
-		}
-	}
-	int bad = ferror(f);
-	fclose(f);
-	if (!buf || bad) {
-		free(buf);
-		return NULL;
-	}
-	buf[len] = '\0';
-	return buf;
-}
-
 int search_store(struct search_run *r, char *err, size_t errlen)
 {
 	const struct search_spec *s = r->spec;
@@ -264,7 +233,8 @@ int search_store(struct search_run *r, char *err, size_t errlen)
 	char (*labels)[1024] = calloc(s->nconfigs ? s->nconfigs : 1, sizeof *labels);
 	char (*keys)[2048] = calloc(s->nconfigs ? s->nconfigs : 1, sizeof *keys);
 	size_t *front = calloc(s->nconfigs ? s->nconfigs : 1, sizeof *front);
-	char *spec_text = search_file_text(s->path), *json = NULL;
+	const char *spec_text = s->text;            /* as the search read it: bounded, and what it ran */
+	char *json = NULL;
 	size_t json_len = 0;
 	FILE *mem = open_memstream(&json, &json_len);
 	struct results_db *db = NULL;
@@ -305,8 +275,9 @@ int search_store(struct search_run *r, char *err, size_t errlen)
 		.budget_per_hour = s->budget, .exhaustive = r->exhaustive, .answer = a == SIZE_MAX ? NULL : labels[a],
 		.report_json = json, .nconfigs = s->nconfigs, .configs = rows,
 	};
-	if (results_open(r->db_path, &db, err, errlen) != 0 || results_write_search(db, &rec, &r->search_id, err,
-	                                                                            errlen) != 0)
+	if (!r->db && results_open(r->db_path, &db, err, errlen) != 0)
+		goto done;
+	if (results_write_search(r->db ? r->db : db, &rec, &r->search_id, err, errlen) != 0)
 		goto done;
 	rc = 0;
 done:
@@ -314,7 +285,6 @@ done:
 		fclose(mem);
 	results_close(db);
 	free(json);
-	free(spec_text);
 	free(front);
 	free(keys);
 	free(labels);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include "search_spec.h"
 
+struct results_db;
+
 enum search_status { SR_TODO = 0, SR_OK, SR_INFEASIBLE, SR_PRUNED, SR_SKIPPED };
 extern const char *const search_status_name[];
 
@@ -42,6 +44,7 @@ struct search_run {
 	char failure[512];            /* a write of the results file that failed */
 	const char *db_path;          /* where the finished search is stored (NULL: --no-db, or a part) ... */
 	int64_t search_id;            /* ... and its id there once stored (0: not yet) */
+	struct results_db *db;        /* ... opened (its schema created) before anything runs */
 };
 
 /* The configuration's axis values, "name=value" joined by spaces: what tells it from the others. */

@@ -6,6 +6,7 @@
 #include "run_options.h"
 #include "search_spec.h"
 #include "cli.h"
+#include "../../hwmodels/hwmodel.h"
 #include "../../models/model.h"
 #include "../../util/errkind.h"
 #include "../../util/lines.h"
@@ -35,6 +36,7 @@ void search_spec_free(struct search_spec *s)
 		free(s->prices[i].hw);
 	free(s->prices);
 	free(s->default_hw);
+	free(s->text);
 	free(s->path);
 	free(s);
 }
@@ -286,14 +288,92 @@ static int search_check_prices(struct search_spec *s, char *err, size_t errlen)
 	/* a pool's own hardware, P:HW+D:HW */
 	const struct search_axis *ra = search_axis(s, "replicas");
 	for (size_t v = 0; ra && v < ra->nvalues; v++) {
-		char buf[256];
-		snprintf(buf, sizeof buf, "%s", ra->values[v]);
+		char *buf = strdup(ra->values[v]);
+		if (!buf)
+			return err_memory(err, errlen, "out of memory");
 		for (char *save = NULL, *pool = strtok_r(buf, "+", &save); pool; pool = strtok_r(NULL, "+", &save)) {
 			char *colon = strchr(pool, ':');
-			if (colon && search_unpriced(s, colon + 1, ra->line, err, errlen))
+			if (colon && search_unpriced(s, colon + 1, ra->line, err, errlen)) {
+				free(buf);
 				return -1;
+			}
+		}
+		free(buf);
+	}
+	return 0;
+}
+
+/* Whether a count of replicas (a fleet's, or a pool's: N of N[:HW]) is one run takes: 1 up to the devices a
+ * run may have (run's bound on --workers). */
+static int search_count_ok(const char *text, size_t len)
+{
+	char count[32];
+	size_t n;
+	uint64_t v;
+	const struct opt_def *run = cmd_run_options(&n), *w = opt_find(run, n, "workers");
+	snprintf(count, sizeof count, "%.*s", (int)(len < sizeof count ? len : sizeof count - 1), text);
+	return len < sizeof count && txt_parse_uint(count, (uint64_t)w->max, &v) == 0 && v >= 1;
+}
+
+/* One value of --hw, --tp, --replicas, --prefill-replicas or --decode-replicas (others: nothing to check here)
+ * names a deployment at all: known hardware (the registry's, or a file there), a tensor parallelism some GPU
+ * takes, 1 or more replicas, each group's or pool's hardware known. 0, or -1 with why. */
+static int search_check_value(const char *name, const char *v, char *why, size_t whylen)
+{
+	uint64_t tp;
+	if (strcmp(name, "hw") == 0)
+		return hw_exists(v, why, whylen);
+	if (strcmp(name, "tp") == 0)
+		return txt_parse_uint(v, UINT32_MAX, &tp) != 0 ? -1 : hw_tp_supported((uint32_t)tp, why, whylen);
+	int pools = strcmp(name, "prefill-replicas") == 0 || strcmp(name, "decode-replicas") == 0;
+	if (!pools && strcmp(name, "replicas") != 0)
+		return 0;
+	/* replicas: N or P[:HW]+D[:HW] (pools; a fleet of groups, N:HW,..., has no one price: search_config_make);
+	 * a pool's option: N[:HW] */
+	const char *plus = pools ? NULL : strchr(v, '+');
+	for (int k = 0; k < (plus ? 2 : 1); k++) {
+		const char *part = k ? plus + 1 : v, *end = plus && !k ? plus : v + strlen(v);
+		const char *colon = memchr(part, ':', (size_t)(end - part));
+		if (!search_count_ok(part, (size_t)((colon ? colon : end) - part)) || (colon && !plus && !pools) ||
+		    (colon && (colon + 1 == end || memchr(colon + 1, ':', (size_t)(end - colon - 1)) ||
+		               memchr(colon + 1, '+', (size_t)(end - colon - 1))))) {
+			snprintf(why, whylen, "--%s=%s: expected %s", name, v, pools ? "N or N:HW (N replicas, 1 "
+			         "or more)" : "N (1 or more replicas) or P[:HW]+D[:HW] (prefill and decode pools; a "
+			         "fleet of groups on hardware of several kinds, N:HW,..., has no one price a search can "
+			         "give it)");
+			return -1;
+		}
+		char *hw = colon ? strndup(colon + 1, (size_t)(end - colon - 1)) : NULL;
+		int known = !colon || (hw && hw_exists(hw, why, whylen) == 0);
+		if (colon && !hw)
+			snprintf(why, whylen, "out of memory");
+		free(hw);
+		if (!known)
+			return -1;
+	}
+	return 0;
+}
+
+/* Every value of the options that name the deployment (search_check_value), fixed or an axis's, at its line. */
+static int search_check_values(const struct search_spec *s, char *err, size_t errlen)
+{
+	char why[512], name[128];
+	for (size_t i = 0; i < s->nfixed; i++) {
+		const char *eq = strchr(s->fixed[i], '=');
+		if (!eq)
+			continue;
+		snprintf(name, sizeof name, "%.*s", (int)(eq - s->fixed[i] - 2), s->fixed[i] + 2);
+		if (search_check_value(name, eq + 1, why, sizeof why) != 0) {
+			snprintf(err, errlen, "%s:%u: %s", s->path, s->fixed_line[i], why);
+			return -1;
 		}
 	}
+	for (size_t a = 0; a < s->naxes; a++)
+		for (size_t v = 0; v < s->axes[a].nvalues; v++)
+			if (search_check_value(s->axes[a].name, s->axes[a].values[v], why, sizeof why) != 0) {
+				snprintf(err, errlen, "%s:%u: %s", s->path, s->axes[a].line, why);
+				return -1;
+			}
 	return 0;
 }
 
@@ -319,7 +399,7 @@ static int search_check_targets(struct search_spec *s, char *err, size_t errlen)
 				model = c.opts[k] + 8;
 		while (ma && mi < nm && strcmp(ma->values[mi], model) != 0)
 			mi++;
-		if (seen[mi]) {
+		if (mi == nm || seen[mi]) {       /* mi < nm: a configuration's model is an axis value, whole */
 			search_config_free(&c);
 			continue;
 		}
@@ -365,6 +445,18 @@ int search_spec_load(const char *path, struct search_spec **out, char *err, size
 	size_t len;
 	int got;
 	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
+		if (s->text_len + len + 1 > s->text_cap) {       /* the text kept as read, within the reader's bound */
+			size_t cap = 2 * (s->text_len + len + 1);
+			char *grown = realloc(s->text, cap);
+			if (!grown) {
+				err_memory(err, errlen, "out of memory");
+				goto fail_rd;
+			}
+			s->text = grown;
+			s->text_cap = cap;
+		}
+		memcpy(s->text + s->text_len, line, len);
+		s->text[s->text_len += len] = '\0';
 		char *hash = strchr(line, '#');
 		if (hash)
 			*hash = '\0';
@@ -409,7 +501,7 @@ int search_spec_load(const char *path, struct search_spec **out, char *err, size
 		         "(the most capacity an hour's dollars buy)", path);
 		goto fail;
 	}
-	if (search_check_prices(s, err, errlen) != 0)
+	if (search_check_values(s, err, errlen) != 0 || search_check_prices(s, err, errlen) != 0)
 		goto fail;
 	s->nconfigs = 1;
 	for (size_t a = 0; a < s->naxes; a++) {
@@ -437,6 +529,16 @@ void search_config_free(struct search_config *c)
 	memset(c, 0, sizeof *c);
 }
 
+/* "--NAME=" and len bytes of value, a new string; NULL: out of memory. */
+static char *search_opt_new(const char *name, const char *value, size_t len)
+{
+	size_t n = strlen(name) + len + 4;
+	char *opt = malloc(n);
+	if (opt)
+		snprintf(opt, n, "--%s=%.*s", name, (int)len, value);
+	return opt;
+}
+
 static int search_cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -455,16 +557,16 @@ int search_config_make(const struct search_spec *s, size_t i, struct search_conf
 		const char *v = ax->values[rest % ax->nvalues];
 		rest /= ax->nvalues;
 		const char *plus = strcmp(ax->name, "replicas") == 0 ? strchr(v, '+') : NULL;
-		char buf[256];
+		/* each option whole, however long its value (a path): a cut one would be another configuration */
+		char *opt;
 		if (plus) {
-			snprintf(buf, sizeof buf, "--prefill-replicas=%.*s", (int)(plus - v), v);
-			if (!(c->opts[c->nopts++] = strdup(buf)))
+			if (!(c->opts[c->nopts++] = search_opt_new("prefill-replicas", v, (size_t)(plus - v))))
 				goto oom;
-			snprintf(buf, sizeof buf, "--decode-replicas=%s", plus + 1);
+			opt = search_opt_new("decode-replicas", plus + 1, strlen(plus + 1));
 		} else {
-			snprintf(buf, sizeof buf, "--%s=%s", ax->name, v);
+			opt = search_opt_new(ax->name, v, strlen(v));
 		}
-		if (!(c->opts[c->nopts++] = strdup(buf)))
+		if (!(c->opts[c->nopts++] = opt))
 			goto oom;
 	}
 	/* what it costs: its GPU kind's price x replicas x GPUs each */

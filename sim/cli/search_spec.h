@@ -37,6 +37,8 @@ struct search_price {
 
 struct search_spec {
 	char *path;
+	char *text;                   /* the file's text as it was read (what a stored search keeps) */
+	size_t text_len, text_cap;
 	char **fixed;                 /* "--name=value" (or "--flag") of every configuration */
 	unsigned *fixed_line;
 	size_t nfixed;

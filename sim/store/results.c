@@ -468,8 +468,15 @@ static int results_damaged(struct results_db *r, char *err, size_t errlen)
 
 int results_check(const char *path, char *err, size_t errlen)
 {
+	return results_check_empty(path, NULL, err, errlen);
+}
+
+int results_check_empty(const char *path, int *empty, char *err, size_t errlen)
+{
 	struct stat st;
 	char *version = NULL;
+	if (empty)
+		*empty = 1;
 	if (results_check_path(path, err, errlen) != 0)
 		return -1;
 	if (stat(path, &st) != 0) {         /* none yet: its directory must let us create it */
@@ -498,6 +505,8 @@ int results_check(const char *path, char *err, size_t errlen)
 		break;
 	case DB_OURS:
 	case DB_OLDER:
+		if (empty)
+			*empty = 0;
 		if (results_damaged(&r, err, errlen))
 			goto done;
 		break;

@@ -87,6 +87,10 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
  * result, so a run that fails leaves the database as it was. 0, or -1 with
  * the message results_open would give. */
 int results_check(const char *path, char *err, size_t errlen);
+/* results_check, and *empty 1 when path holds no schema yet: nothing there, or an empty database (a 0-byte file,
+ * as `touch` or a creator that crashed leaves, or SQLite's file with no tables). Every writer (run, sweep,
+ * search, merge) creates the schema there, under the write lock (results_open); every reader refuses it. */
+int results_check_empty(const char *path, int *empty, char *err, size_t errlen);
 /* Returns 0 and the new run's id, or -1 with err (nothing written). With
  * run->once_key set, returns 1 and the stored run's id when a run with the
  * same value of that config key exists: the check and the insert share one

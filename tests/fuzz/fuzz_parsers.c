@@ -21,9 +21,12 @@
 #include "../../sim/cli/cli.h"
 #include "../../util/options.h"
 #include "../../sim/cli/sweep_spec.h"
+#include "../../sim/cli/search_spec.h"
+#include "../../sim/cli/search_results.h"
 #include "../../traces/workload.h"
 
-enum { TRACE, MODEL, NODE_TABLE, NPU_CONFIG, CALTAB, SWEEP, LENGTHS, OP_PROFILE, ALLREDUCE, ENGINE };
+enum { TRACE, MODEL, NODE_TABLE, NPU_CONFIG, CALTAB, SWEEP, LENGTHS, OP_PROFILE, ALLREDUCE, ENGINE, SEARCH,
+       SEARCH_RESULTS };
 
 /* The input as a file: returns its path, valid while fd is open. */
 static int fuzz_file(const uint8_t *data, size_t size, char *path, size_t pathlen)
@@ -39,6 +42,17 @@ static int fuzz_file(const uint8_t *data, size_t size, char *path, size_t pathle
 	}
 	snprintf(path, pathlen, "/proc/self/fd/%d", fd);
 	return fd;
+}
+
+/* A results file's row, taken and checked as a search takes it (search_results_fn). */
+static int fuzz_search_row(void *ctx, const char *key, const struct search_row *w, char *err, size_t errlen)
+{
+	(void)ctx;
+	(void)err;
+	(void)errlen;
+	if (!*key || (w->status != SR_OK && w->status != SR_INFEASIBLE) || w->capacity < 0 || w->lo > w->hi)
+		abort();                  /* search_results_read hands on only rows a search could have written */
+	return 0;
 }
 
 static void fuzz_parse(const char *path)
@@ -104,6 +118,15 @@ static void fuzz_parse(const char *path)
 		(void)eng_profile_load(path, &e, err, sizeof err);   /* a path: it holds a '/' */
 		break;
 	}
+	case SEARCH: {
+		struct search_spec *s = NULL;
+		if (search_spec_load(path, &s, err, sizeof err) == 0)
+			search_spec_free(s);
+		break;
+	}
+	case SEARCH_RESULTS:
+		search_results_read(path, 0, fuzz_search_row, NULL, NULL, err, sizeof err);
+		break;
 	case LENGTHS: {
 		char spec[80];
 		struct trc_lengths *d = NULL;
