@@ -85,6 +85,10 @@ struct gpu_predicted_info {
 	char outside[512];          /* the first of those, e.g. "gemm 1x512x512 (K, N)", then "..." */
 };
 const struct gpu_predicted_info *gpu_predicted_info(const struct hw_model *hw);
+/* A node-level model on a measured GPU (gpu_predicted.c): the cuBLAS table calibrate measured there
+ * (calib/tables/gpu-NAME.csv) when named and committed, else its GEMMs predicted from ops_path. */
+int gpu_open_node_level(const char *arg, const char *ops_path, const struct mdl_model *m, uint32_t tp, int named,
+                        struct hw_model **out, char *err, size_t errlen);
 
 /* The parts of one iteration, in seconds (their sum is iter_cost). */
 struct gpu_iter_parts {
