@@ -135,7 +135,7 @@ static int mdl_parse_llm(struct mdl_parser *p, char *rest)
 	};
 	enum { NKEYS = sizeof keys / sizeof keys[0] };
 	struct mdl_llm *l = &p->m->llm;
-	int seen[NKEYS] = { 0 }, seen_mlp = 0;
+	int seen[NKEYS] = { 0 }, seen_mlp = 0, seen_dtype = 0, seen_kv_dtype = 0;
 	if (p->llm_line)
 		return mdl_parse_fail(p, "llm given twice (first on line %lu)", p->llm_line);
 	l->gated = 1;
@@ -154,12 +154,22 @@ static int mdl_parse_llm(struct mdl_parser *p, char *rest)
 			l->gated = strcmp(value, "gated") == 0;
 			continue;
 		}
+		if (strcmp(term, "dtype") == 0 || strcmp(term, "kv_dtype") == 0) {
+			int kv = term[0] == 'k';
+			if ((*(kv ? &seen_kv_dtype : &seen_dtype))++)
+				return mdl_parse_fail(p, "llm key %s given twice", term);
+			uint32_t t = mdl_dtype_parse(value);
+			if (!t)
+				return mdl_parse_fail(p, "llm %s must be fp32, fp16, bf16 or fp8, got '%s'", term, value);
+			*(kv ? &l->kv_dtype : &l->dtype) = t;
+			continue;
+		}
 		size_t k = 0;
 		while (k < NKEYS && strcmp(term, keys[k].key) != 0)
 			k++;
 		if (k == NKEYS)
 			return mdl_parse_fail(p, "unknown llm key '%s' (expected layers, hidden, heads, kv_heads, head_dim, "
-			                      "ffn, vocab, context, bytes, mlp)", term);
+			                      "ffn, vocab, context, bytes, mlp, dtype, kv_dtype)", term);
 		if (seen[k]++)
 			return mdl_parse_fail(p, "llm key %s given twice", term);
 		uint64_t v;
@@ -168,8 +178,11 @@ static int mdl_parse_llm(struct mdl_parser *p, char *rest)
 		*(uint32_t *)((char *)l + keys[k].off) = (uint32_t)v;
 	}
 	for (size_t k = 0; k < NKEYS; k++)
-		if (!seen[k])
-			return mdl_parse_fail(p, "llm needs %s=", keys[k].key);
+		if (!seen[k] && !(strcmp(keys[k].key, "bytes") == 0 && seen_dtype))
+			return mdl_parse_fail(p, "llm needs %s=", strcmp(keys[k].key, "bytes") == 0 ? "bytes= or dtype" :
+			                      keys[k].key);
+	if (mdl_llm_dtypes(p, l, seen[NKEYS - 1]) != 0)
+		return -1;
 	if (l->heads % l->kv_heads != 0)
 		return mdl_parse_fail(p, "llm heads (%u) must be a multiple of kv_heads (%u): each KV head serves a "
 		                      "group of query heads", l->heads, l->kv_heads);
@@ -181,9 +194,15 @@ static int mdl_parse_llm(struct mdl_parser *p, char *rest)
 uint64_t mdl_llm_weight_bytes(const struct mdl_llm *l)
 {
 	uint64_t q = (uint64_t)l->heads * l->head_dim, kv = (uint64_t)l->kv_heads * l->head_dim;
-	uint64_t per_layer = (uint64_t)l->hidden * (q + 2 * kv) + q * l->hidden +
-	                     (uint64_t)(l->gated ? 3 : 2) * l->hidden * l->ffn;
-	return ((uint64_t)l->layers * per_layer + 2ull * l->vocab * l->hidden) * l->elem_bytes;
+	uint64_t attn = (uint64_t)l->hidden * (q + 2 * kv) + q * l->hidden;
+	uint64_t dense_mlp = (uint64_t)(l->gated ? 3 : 2) * l->hidden * l->ffn;
+	uint64_t moe_layers = mdl_llm_moe_layers(l);
+	/* a MoE layer: each routed and shared expert a gated MLP, and the router's hidden x experts */
+	uint64_t moe_mlp = 3ull * l->hidden * ((uint64_t)l->moe.experts * l->moe.expert_ffn +
+	                                       (uint64_t)l->moe.shared_experts * l->moe.shared_ffn) +
+	                   (uint64_t)l->hidden * l->moe.experts;
+	return ((uint64_t)l->layers * attn + (l->layers - moe_layers) * dense_mlp + moe_layers * moe_mlp +
+	        2ull * l->vocab * l->hidden) * l->elem_bytes;
 }
 
 static int mdl_parse_line(struct mdl_parser *p, char *line)
@@ -241,8 +260,10 @@ static int mdl_parse_line(struct mdl_parser *p, char *line)
 		return mdl_parse_llm(p, rest);
 	if (strcmp(directive, "estimate_lengths") == 0)
 		return mdl_parse_estimate_lengths(p, rest);
-	return mdl_parse_fail(p, "unknown directive '%s' (expected model, source, input_len, output_len, node, llm or "
-	                      "estimate_lengths)", directive);
+	if (strcmp(directive, "moe") == 0)
+		return mdl_parse_moe(p, rest);
+	return mdl_parse_fail(p, "unknown directive '%s' (expected model, source, input_len, output_len, node, llm, moe "
+	                      "or estimate_lengths)", directive);
 }
 
 /* Checks that need the whole file, then builds the segment list. */
@@ -269,7 +290,11 @@ static int mdl_parse_finish(struct mdl_parser *p)
 			return mdl_parse_fail(p, "an llm model needs input_len and output_len lines (prompt and output tokens)");
 		}
 		m->uses_input_len = m->uses_output_len = 1;
-		return 0;
+		return mdl_moe_finish(p);
+	}
+	if (p->moe_line) {
+		p->line = p->moe_line;
+		return mdl_parse_fail(p, "a moe line describes an llm model's MLPs; this model has no llm line");
 	}
 	if (m->nnodes == 0) {
 		p->line = last_line;

@@ -122,9 +122,42 @@ struct mdl_llm {
 	uint32_t ffn;            /* MLP inner width */
 	uint32_t vocab;
 	uint32_t context;        /* longest prompt + output the model takes */
-	uint32_t elem_bytes;     /* bytes per weight and per cached key/value element */
+	uint32_t elem_bytes;     /* bytes per weight (and per cached key/value element unless kv_dtype says) */
 	uint32_t gated;          /* 1: gated MLP (SwiGLU: gate and up, then down), 0: up and down */
+	uint32_t kv_bytes;       /* bytes per cached key/value element (elem_bytes unless kv_dtype is given) */
+	uint32_t dtype, kv_dtype; /* enum mdl_dtype of the weights and of the KV cache; MDL_DTYPE_NONE: only bytes= */
+	struct mdl_moe {         /* a mixture of experts (the moe line); experts == 0: every layer's MLP is dense */
+		uint32_t experts;        /* routed experts a MoE layer holds */
+		uint32_t top_k;          /* routed experts each token reaches */
+		uint32_t expert_ffn;     /* each routed expert's gated MLP width */
+		uint32_t shared_experts; /* experts every token runs (0: none) ... */
+		uint32_t shared_ffn;     /* ... each of this gated MLP width */
+		uint32_t first_layer, last_layer, layer_step; /* MoE layers: first, first + step, ... up to last */
+		uint32_t router;         /* enum mdl_router */
+	} moe;
 };
+
+/* Element types a model file may name (FORMAT.md): their sizes in mdl_dtype_bytes. */
+enum mdl_dtype { MDL_DTYPE_NONE = 0, MDL_DTYPE_FP32, MDL_DTYPE_FP16, MDL_DTYPE_BF16, MDL_DTYPE_FP8 };
+/* How a MoE layer's router turns its logits into the top-k experts' weights (FORMAT.md). */
+enum mdl_router { MDL_ROUTER_TOPK_SOFTMAX = 1, MDL_ROUTER_SOFTMAX_TOPK };
+
+/* "fp16", ... ("bytes" for MDL_DTYPE_NONE). */
+const char *mdl_dtype_name(uint32_t dtype);
+const char *mdl_router_name(uint32_t router);
+
+/* Whether decoder layer i (0-based) of l has a MoE MLP. */
+static inline int mdl_llm_is_moe_layer(const struct mdl_llm *l, uint32_t i)
+{
+	return l->moe.experts && i >= l->moe.first_layer && i <= l->moe.last_layer &&
+	       (i - l->moe.first_layer) % l->moe.layer_step == 0;
+}
+
+/* The layers with a MoE MLP. */
+static inline uint32_t mdl_llm_moe_layers(const struct mdl_llm *l)
+{
+	return l->moe.experts ? (l->moe.last_layer - l->moe.first_layer) / l->moe.layer_step + 1 : 0;
+}
 
 struct mdl_model {
 	char name[MDL_NAME_MAX];
@@ -151,10 +184,11 @@ struct mdl_model {
  * and a value) x element size. */
 static inline uint64_t mdl_llm_kv_bytes_per_token(const struct mdl_llm *l)
 {
-	return (uint64_t)l->layers * l->kv_heads * l->head_dim * 2 * l->elem_bytes;
+	return (uint64_t)l->layers * l->kv_heads * l->head_dim * 2 * l->kv_bytes;
 }
 
-/* Weight bytes: per layer the QKV and output projections and the MLP, plus
+/* Weight bytes: per layer the QKV and output projections and the MLP (a MoE
+ * layer's: every routed expert, every shared expert and the router), plus
  * the token embedding and the (untied) output projection. */
 uint64_t mdl_llm_weight_bytes(const struct mdl_llm *l);
 

@@ -35,6 +35,7 @@ struct mdl_parser {
 	unsigned long first_leaf_line;     /* tree models: leaf cells (input_len leaves per request) */
 	unsigned long first_internal_line; /* tree models: internal cells */
 	unsigned long llm_line;            /* the llm line, 0 if none */
+	unsigned long moe_line;            /* the moe line, 0 if none */
 	unsigned long estimate_line;       /* the estimate_lengths line, 0 if none */
 	unsigned long first_p_line;        /* first node with a term over P (S) */
 	unsigned long first_s_line;
@@ -55,6 +56,13 @@ int mdl_mul_capped(uint64_t a, uint64_t b, uint64_t cap, uint64_t *out);
 int mdl_macs_capped(const uint64_t dims[5]);
 /* One node line (the text after "node"), appended to p->m. 0, or -1 with p's error. */
 int mdl_parse_node(struct mdl_parser *p, char *rest);
+/* The moe line (moe_parse.c), and its checks against the llm line once the file is read. 0, or -1. */
+int mdl_parse_moe(struct mdl_parser *p, char *rest);
+int mdl_moe_finish(struct mdl_parser *p);
+/* An element type's name to enum mdl_dtype; 0 when unknown. */
+uint32_t mdl_dtype_parse(const char *s);
+/* The llm line's element sizes from bytes= (given: whether it was) and dtype= / kv_dtype=. 0, or -1. */
+int mdl_llm_dtypes(struct mdl_parser *p, struct mdl_llm *l, int bytes_given);
 /* Loads path; a built-in model's file must name itself expect_name (NULL: any). */
 int mdl_load_named(const char *path, const char *expect_name, struct mdl_model **out, char *err, size_t errlen);
 
