@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "calibrated.h"   /* calhw_tables_dir, and the calibrated model node-level work is priced by */
+#include "gpu_moe.h"      /* a mixture of experts' layers */
 
 struct gpu_measured {
 	struct hw_model base;
@@ -35,6 +36,7 @@ struct gpu_measured {
 	uint32_t graph_cap;               /* the largest captured CUDA-graph size; 0: none */
 	char tables_dir[1024];            /* where the all-reduce curves lie */
 	double eager_launches, piecewise_launches;   /* host launches of an eager and a piecewise iteration */
+	struct gpu_moe *moe;              /* owned; a mixture of experts' layers, NULL for a dense model */
 };
 
 static void gpu_close(struct hw_model *hw);
@@ -91,11 +93,18 @@ static double gpu_allreduce_s(const struct gpu_measured *g, double t, int *extra
  * query-key pairs of its multi-token members, the cached tokens its
  * one-token members read. */
 static void gpu_parts_of(const struct gpu_measured *g, uint64_t total, uint64_t rows, double pairs,
-                         double read_tokens, uint32_t emitting, uint32_t pad, struct gpu_iter_parts *out)
+                         double read_tokens, uint32_t emitting, uint32_t pad, uint64_t key, struct gpu_iter_parts *out)
 {
 	const struct opp_curve *c = g->info.curve;
 	memset(out, 0, sizeof *out);
-	if (rows <= g->max_cached) {
+	if (g->moe) {   /* a mixture of experts: its layers from their parts (gpu_moe.h), the rest as a dense model's */
+		int ignored = 0;
+		out->extrapolated = rows > g->max_cached;
+		out->layers_s = gpu_moe_layers_s(g->moe, rows, key);
+		out->allreduce_s = (rows <= g->max_cached ? g->ar_s[rows] : gpu_allreduce_s(g, (double)rows, &ignored)) *
+		                   g->layers;
+		out->emb_s = gpu_excluded(g, OPP_EMB) ? 0 : gpu_moe_emb_s(g->moe, rows);
+	} else if (rows <= g->max_cached) {
 		out->layers_s = g->op_s[rows] * g->layers;
 		out->allreduce_s = g->ar_s[rows] * g->layers;
 		out->emb_s = g->emb_s[rows];
@@ -112,7 +121,15 @@ static void gpu_parts_of(const struct gpu_measured *g, uint64_t total, uint64_t 
 		out->decode_attn_s = (read_tokens + (double)(total - pad)) * g->kv_token_bytes / g->prof->stream_bytes_s *
 		                     g->layers;
 	if (emitting && !gpu_excluded(g, OPP_TERM_LM_HEAD))
-		out->head_s = emitting <= g->max_cached ? g->head_s[emitting] : gpu_head_s(g, emitting);
+		out->head_s = g->moe ? gpu_moe_head_s(g->moe, emitting)
+		              : emitting <= g->max_cached ? g->head_s[emitting] : gpu_head_s(g, emitting);
+}
+
+/* A MoE iteration's routing key: its shape (rows, members, cached tokens), the same whether the iteration is
+ * priced from its members (iter_cost) or from their sums (decode_cost). */
+static uint64_t gpu_routing_key(uint64_t total, uint32_t n, uint64_t context_sum)
+{
+	return total * 0x9e3779b97f4a7c15ull ^ (uint64_t)n * 0xc2b2ae3d27d4eb4full ^ context_sum * 0x165667b19e3779f9ull;
 }
 
 /* With an engine (engine_profile.h): the rows an iteration of total tokens runs at (a captured CUDA
@@ -128,11 +145,11 @@ static uint64_t gpu_engine_rows(const struct gpu_measured *g, uint64_t total, in
 
 /* An iteration's parts (its rows as the engine pads them) and the host's launch time, the least it takes. */
 static double gpu_priced_s(const struct gpu_measured *g, uint64_t total, double pairs, double read_tokens,
-                           uint32_t emitting, uint32_t pad, int uniform_decode, struct gpu_iter_parts *out)
+                           uint32_t emitting, uint32_t pad, int uniform_decode, uint64_t key, struct gpu_iter_parts *out)
 {
 	double launches = 0;
 	uint64_t rows = g->eng ? gpu_engine_rows(g, total, uniform_decode, &launches) : total;
-	gpu_parts_of(g, total, rows, pairs, read_tokens, emitting, pad, out);
+	gpu_parts_of(g, total, rows, pairs, read_tokens, emitting, pad, key, out);
 	double s = out->layers_s + out->allreduce_s + out->prefill_attn_s + out->decode_attn_s + out->emb_s +
 	           out->head_s;
 	double host = g->eng && g->eng->use_launch ? launches * g->eng->launch_s : 0;
@@ -143,9 +160,10 @@ void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32
                              uint32_t emitting, uint32_t pad, struct gpu_iter_parts *out)
 {
 	double pairs = 0, read_tokens = 0;
-	uint64_t total = pad;
+	uint64_t total = pad, context_sum = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		total += tokens[i];
+		context_sum += context[i];
 		/* causal attention of a prompt chunk of T tokens after C cached ones: token j (1..T) attends
 		 * to C + j keys, T C + T (T + 1) / 2 query-key pairs in all */
 		if (tokens[i] > 1)
@@ -153,7 +171,8 @@ void gpu_measured_iter_parts(const struct hw_model *hw, uint32_t n, const uint32
 		else
 			read_tokens += context[i];
 	}
-	gpu_parts_of((const struct gpu_measured *)hw, total, total, pairs, read_tokens, emitting, pad, out);
+	gpu_parts_of((const struct gpu_measured *)hw, total, total, pairs, read_tokens, emitting, pad,
+	             gpu_routing_key(total, n, context_sum), out);
 }
 
 static double gpu_parts_sum(const struct gpu_iter_parts *p)
@@ -171,17 +190,19 @@ static double gpu_iter_cost(const struct hw_model *hw, uint32_t n, const uint32_
 		return gpu_parts_sum(&p);
 	}
 	double pairs = 0, read_tokens = 0;
-	uint64_t total = pad;
+	uint64_t total = pad, context_sum = 0;
 	int uniform = pad == 0;
 	for (uint32_t i = 0; i < n; i++) {   /* as gpu_measured_iter_parts sums them */
 		total += tokens[i];
+		context_sum += context[i];
 		if (tokens[i] > 1) {
 			pairs += (double)tokens[i] * context[i] + (double)tokens[i] * (tokens[i] + 1) / 2.0;
 			uniform = 0;
 		} else
 			read_tokens += context[i];
 	}
-	return gpu_priced_s(g, total, pairs, read_tokens, emitting, pad, uniform, &p);
+	return gpu_priced_s(g, total, pairs, read_tokens, emitting, pad, uniform, gpu_routing_key(total, n, context_sum),
+	                    &p);
 }
 
 /* n one-token members on context_sum cached tokens in all: iter_cost's sums, read_tokens exact as
@@ -191,9 +212,9 @@ static double gpu_decode_cost(const struct hw_model *hw, uint32_t n, uint64_t co
 	const struct gpu_measured *g = (const struct gpu_measured *)hw;
 	struct gpu_iter_parts p;
 	if (g->eng)
-		return gpu_priced_s(g, n, 0, (double)context_sum, n, 0, 1, &p);
-	if (n > g->max_cached) {
-		gpu_parts_of(g, n, n, 0, (double)context_sum, n, 0, &p);
+		return gpu_priced_s(g, n, 0, (double)context_sum, n, 0, 1, gpu_routing_key(n, n, context_sum), &p);
+	if (n > g->max_cached || g->moe) {
+		gpu_parts_of(g, n, n, 0, (double)context_sum, n, 0, gpu_routing_key(n, n, context_sum), &p);
 		return gpu_parts_sum(&p);
 	}
 	/* gpu_parts_sum's terms in its order, from the cached rows: layers and all-reduces (plus the prefill
@@ -233,6 +254,7 @@ static void gpu_close(struct hw_model *hw)
 	free(g->emb_s);
 	free(g->head_s);
 	free(g->layers_ar_s);
+	gpu_moe_free(g->moe);
 	free(g);
 }
 
@@ -344,12 +366,20 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 	if (gpu_check_tp(m, tp, err, errlen) != 0)
 		return -1;
 	const struct mdl_llm *l = &m->llm;
+	if (l->dtype == MDL_DTYPE_FP8 || l->kv_dtype == MDL_DTYPE_FP8) {
+		snprintf(err, errlen, "model %s has FP8 %s; hw %s's tables are fp16 (Vidur's profiles): pricing FP8 needs the "
+		         "GPU's FP8 GEMMs measured into an operator profile (scripts/vidur-import's format), which no table "
+		         "holds yet", m->name, l->dtype == MDL_DTYPE_FP8 ? "weights" : "KV cache", arg);
+		return -1;
+	}
+	/* bf16 is priced as fp16: both run on the tensor cores at one rate (H100 SXM datasheet: 989 TFLOPS dense for
+	 * each), and move the same 2 bytes an element */
 	if (l->elem_bytes != 2) {
 		snprintf(err, errlen, "hw %s was profiled with 2-byte (fp16) weights; model %s has %u-byte elements", arg,
 		         m->name, l->elem_bytes);
 		return -1;
 	}
-	if ((uint64_t)l->heads * l->head_dim != l->hidden) {
+	if (!l->moe.experts && (uint64_t)l->heads * l->head_dim != l->hidden) {
 		snprintf(err, errlen, "model %s's %u heads of %u do not make its hidden size %u, which an operator profile "
 		         "assumes", m->name, l->heads, l->head_dim, l->hidden);
 		return -1;
@@ -368,7 +398,14 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 	char list[1024];
 	g->info.profile = p;
 	g->info.tp = tp;
-	g->info.curve = gpu_find_curve(p, l, tp);
+	if (l->moe.experts) {   /* priced from its parts (gpu_moe.h) until hw_moe_setup says how it is routed */
+		const struct gpu_moe_opts dflt = { .ep = 1, .routing = NULL, .seed = 0 };
+		if (gpu_moe_create(p, m, tp, &dflt, &g->moe, err, errlen) != 0)
+			goto fail;
+		g->info.curve = gpu_moe_curve(g->moe);
+		g->info.moe = g->moe;
+	} else
+		g->info.curve = gpu_find_curve(p, l, tp);
 	if (!g->info.curve) {
 		struct opp_shape s = { l->hidden, l->heads, l->kv_heads, l->ffn, l->vocab, l->gated };
 		gpu_list_tps(p, &s, list, sizeof list);
@@ -423,7 +460,7 @@ static int gpu_open_profile(const struct hw_ops *ops, const char *arg, const cha
 	g->layers = l->layers;
 	double kv_heads_gpu = l->kv_heads >= tp ? (double)l->kv_heads / tp : 1.0;
 	g->pair_flops = 4.0 * l->heads / tp * l->head_dim;
-	g->kv_token_bytes = 2.0 * kv_heads_gpu * l->head_dim * l->elem_bytes;
+	g->kv_token_bytes = 2.0 * kv_heads_gpu * l->head_dim * l->kv_bytes;
 	g->head_per_up = (double)l->vocab / ((l->gated ? 2.0 : 1.0) * l->ffn);
 	g->dev = (struct hw_device){ .mem_bytes = usable * tp, .mem_bw_bytes_s = p->stream_bytes_s * tp,
 	                             .peak_flops = p->gemm_flops_s * tp, .gpus = tp, .gpu_bytes = gpu_bytes,
@@ -527,6 +564,20 @@ static int gpu_open_named_tp(const char *arg, const struct mdl_model *m, uint32_
 	return gpu_open_profile(ops, arg, path, calhw_tables_dir(), m, tp, out, err, errlen);
 }
 
+static int gpu_moe_setup(struct hw_model *hw, uint32_t ep, const char *routing, uint64_t seed, char *err,
+                         size_t errlen)
+{
+	struct gpu_measured *g = (struct gpu_measured *)hw;
+	const struct gpu_moe_opts o = { .ep = ep, .routing = routing, .seed = seed };
+	struct gpu_moe *moe;
+	if (gpu_moe_create(g->prof, hw->model, g->info.tp, &o, &moe, err, errlen) != 0)
+		return -1;
+	gpu_moe_free(g->moe);
+	g->moe = g->info.moe = moe;
+	g->info.curve = gpu_moe_curve(moe);
+	return 0;
+}
+
 static int gpu_open_named(const char *arg, const struct mdl_model *m, struct hw_model **out, char *err, size_t errlen)
 {
 	return gpu_open_named_tp(arg, m, 1, out, err, errlen);
@@ -556,7 +607,7 @@ static int gpu_open_file(const char *arg, const struct mdl_model *m, struct hw_m
 #define GPU_MEASURED_OPS(NAME, HELP, OPEN, OPEN_TP)                                                       \
 	{ .name = NAME, .help = HELP, .open = OPEN, .close = gpu_close, .node_cost = gpu_node_cost,        \
 	  .device = gpu_device, .iter_cost = gpu_iter_cost, .decode_cost = gpu_decode_cost, .open_tp = OPEN_TP, \
-	  .set_engine = gpu_set_engine }
+	  .set_engine = gpu_set_engine, .moe_setup = gpu_moe_setup }
 
 const struct hw_ops *gpu_measured_named(size_t *count)
 {

@@ -51,6 +51,7 @@
 #include "gemm_predict.h"
 #include "gpu_memory.h"
 #include "engine_profile.h"
+#include "gpu_moe.h"
 
 /* --hw=gpu-NAME, one for each GPU row (gpu_memory.h), in the rows' order;
  * the registry lists them. */
@@ -64,6 +65,7 @@ struct gpu_measured_info {
 	const struct opp_curve *curve;   /* the model's shape at tp */
 	uint32_t tp;
 	int has_allreduce;
+	struct gpu_moe *moe;             /* a mixture of experts' layers (gpu_moe.h); NULL for a dense model */
 };
 const struct gpu_measured_info *gpu_measured_info(const struct hw_model *hw);
 

@@ -11,6 +11,30 @@ void hw_close(struct hw_model *hw)
 		hw->ops->close(hw);
 }
 
+int hw_moe_setup(struct hw_model *hw, uint32_t ep, const char *routing, uint64_t seed, char *err, size_t errlen)
+{
+	const struct mdl_model *m = hw->model;
+	int moe = m && m->is_llm && m->llm.moe.experts;
+	if (!moe) {
+		if (ep > 1) {
+			snprintf(err, errlen, "--ep=%u: expert parallelism spreads a mixture of experts; model %s has none", ep,
+			         m ? m->name : "(none)");
+			return -1;
+		}
+		if (routing) {
+			snprintf(err, errlen, "--routing applies to a mixture of experts; model %s has none", m ? m->name : "(none)");
+			return -1;
+		}
+		return 0;
+	}
+	if (!hw->ops->moe_setup) {
+		snprintf(err, errlen, "hw %s does not price a mixture of experts (model %s); a measured GPU does (gpu-h100, "
+		         "gpu-a100)", hw->label, m->name);
+		return -1;
+	}
+	return hw->ops->moe_setup(hw, ep, routing, seed, err, errlen);
+}
+
 int hw_member_cost(const struct hw_model *hw, uint32_t t, uint32_t len, struct hw_node_cost *out,
                    char *err, size_t errlen)
 {

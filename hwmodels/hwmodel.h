@@ -140,6 +140,8 @@ struct hw_ops {
 	 * most max_seqs requests and max_batched_tokens tokens; hw_set_engine refuses a model without it */
 	int (*set_engine)(struct hw_model *hw, const struct eng_profile *e, uint32_t max_seqs,
 	                  uint32_t max_batched_tokens, char *err, size_t errlen);
+	/* optional: a mixture of experts' routing and expert parallelism (hw_moe_setup), right after opening */
+	int (*moe_setup)(struct hw_model *hw, uint32_t ep, const char *routing, uint64_t seed, char *err, size_t errlen);
 };
 
 /* Every instance starts with this header. */
@@ -156,6 +158,11 @@ int hw_open(const char *arg, const struct mdl_model *m, struct hw_model **out, c
 /* hw_open for a replica of tp GPUs in tensor parallelism (--tp); tp 1 is hw_open. */
 int hw_open_tp(const char *arg, const struct mdl_model *m, uint32_t tp, struct hw_model **out, char *err,
                size_t errlen);
+/* A mixture of experts on an opened model: --ep GPUs of expert parallelism (1: none), the routing model
+ * (NULL or "uniform", or a routing-skew file: hwmodels/moe_route.h) and the seed its draws follow. A dense
+ * model takes only ep 1 and no routing; a MoE model needs a hardware model that prices experts. 0, or -1 with
+ * one line in err. */
+int hw_moe_setup(struct hw_model *hw, uint32_t ep, const char *routing, uint64_t seed, char *err, size_t errlen);
 void hw_close(struct hw_model *hw);
 /* --engine's terms on hw (hw_ops.set_engine); e NULL: none, 0. */
 int hw_set_engine(struct hw_model *hw, const struct eng_profile *e, uint32_t max_seqs, uint32_t max_batched_tokens,

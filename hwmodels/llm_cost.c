@@ -54,6 +54,11 @@ int llm_cost_create(const struct hw_model *hw, const struct mdl_model *m, uint32
 		         "kind llm_iter)", hw->label);
 		return -1;
 	}
+	if (m->llm.moe.experts && !hw->ops->iter_cost) {   /* its GEMMs below are a dense model's */
+		snprintf(err, errlen, "hw %s does not price a mixture of experts (model %s); a measured GPU does (gpu-h100, "
+		         "gpu-a100)", hw->label, m->name);
+		return -1;
+	}
 	struct llm_cost *c = calloc(1, sizeof *c);
 	if (!c)
 		goto oom;

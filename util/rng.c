@@ -24,3 +24,10 @@ gsl_rng *rng_create(uint64_t seed, enum rng_stream stream)
 	gsl_rng_set(r, s ? s : 1UL);
 	return r;
 }
+
+void rng_reseed_keyed(gsl_rng *r, uint64_t seed, enum rng_stream stream, uint64_t key)
+{
+	uint64_t mixed = rng_splitmix64(rng_splitmix64(rng_splitmix64(seed) ^ (uint64_t)stream) ^ key);
+	unsigned long s = (unsigned long)(mixed & 0xffffffffUL);
+	gsl_rng_set(r, s ? s : 1UL);
+}

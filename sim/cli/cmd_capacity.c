@@ -381,7 +381,8 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	const char *hw_name = !m->is_llm || opt_given(ro, "hw") ? opt_str(ro, "hw")
 	                      : run_fleet_named_hw(ro, fleet_hw, sizeof fleet_hw) ? fleet_hw : RUN_DEFAULT_LLM_HW;
 	if (run_refuse_ignored(ro, m, opt_str(ro, "trace") != NULL, err, errlen) != 0 ||
-	    hw_open_tp(hw_name, m, (uint32_t)opt_uint(ro, "tp"), &hw, err, errlen) != 0)
+	    hw_open_tp(hw_name, m, (uint32_t)opt_uint(ro, "tp"), &hw, err, errlen) != 0 ||
+	    hw_moe_setup(hw, (uint32_t)opt_uint(ro, "ep"), opt_str(ro, "routing"), opt_uint(ro, "seed"), err, errlen) != 0)
 		goto done;
 	const char *opt[2] = { "input-len", "output-len" };
 	const char *spec[2] = { m->input_len_spec, m->output_len_spec };

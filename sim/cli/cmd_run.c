@@ -189,7 +189,9 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 		uint32_t max_batch = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : pol->default_max_batch;
 		if (live_profile_hw(o, j->model, max_batch, &j->hw, err, errlen) != 0)
 			return -1;
-	} else if (hw_open_tp(opt_str(o, "hw"), j->model, (uint32_t)opt_uint(o, "tp"), &j->hw, err, errlen) != 0) {
+	} else if (hw_open_tp(opt_str(o, "hw"), j->model, (uint32_t)opt_uint(o, "tp"), &j->hw, err, errlen) != 0 ||
+	           hw_moe_setup(j->hw, (uint32_t)opt_uint(o, "ep"), opt_str(o, "routing"), opt_uint(o, "seed"), err,
+	                        errlen) != 0) {
 		return -1;
 	}
 	const char *trace_path = opt_str(o, "trace");
@@ -656,6 +658,13 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 				rep.hw_error_median_pct = gpu->profile->leave_out[i].median_pct;
 				rep.hw_error_p90_pct = gpu->profile->leave_out[i].p90_pct;
 			}
+		if (gpu->moe) {   /* a mixture of experts: its GEMMs predicted, their error the predictor's */
+			if (gpu_moe_error(gpu->moe, &rep.hw_error_median_pct, &rep.hw_error_p90_pct, err, sizeof err) != 0)
+				goto fail;
+			rep.moe = gpu_moe_stats(gpu->moe);
+			rep.moe_routing = gpu_moe_routing(gpu->moe);
+			rep.moe_ep = gpu_moe_ep(gpu->moe);
+		}
 	}
 	/* the files are written, then the run stored, then the files renamed into
 	 * place: a run that fails before the end changes no file of the user's */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include "../../util/json.h"
 #include "report.h"
+#include "../../hwmodels/gpu_moe.h"
 #include "../../hwmodels/gpu_measured.h"
 
 struct report_tail report_tail(const struct report_run *r)
@@ -232,6 +233,10 @@ char *report_json(const struct report_run *r, int with_run_fields)
 				        r->hw_error_p90_pct);
 		}
 	}
+	if (r->moe && r->moe->layers)
+		fprintf(f, ",\"moe\":{\"routing\":\"%s\",\"ep\":%u,\"layers_drawn\":%llu}",
+		        strcmp(r->moe_routing, "uniform") == 0 ? "uniform" : "file", r->moe_ep,
+		        (unsigned long long)r->moe->layers);
 	if (r->hw_predicted)
 		fprintf(f, ",\"hw_gemm_shapes\":%zu,\"hw_gemm_shapes_extrapolated\":%zu", r->hw_predicted->nshapes,
 		        r->hw_predicted->noutside);
@@ -278,6 +283,17 @@ size_t report_stats(const struct report_run *r, struct results_stat *out, char (
 		out[n++] = (struct results_stat){ res->policy_stats[i].name, res->policy_stats[i].value };
 	if (res->graph_tasks && n < max)
 		out[n++] = (struct results_stat){ "mean_batch.graph", (double)res->graph_members / res->graph_tasks };
+	if (r->moe && r->moe->layers) {    /* a mixture of experts: its routing, per MoE layer drawn */
+		const struct gpu_moe_stats *m = r->moe;
+		double layers = (double)m->layers;
+		const struct results_stat moe[] = {
+			{ "moe.experts_reached.mean", m->reached_sum / layers }, { "moe.tokens_per_expert.mean", m->tokens_sum / layers },
+			{ "moe.imbalance.mean", m->imbalance_sum / layers }, { "moe.imbalance.max", m->imbalance_max },
+			{ "moe.rank_imbalance.mean", m->rank_imbalance_sum / layers },
+		};
+		for (size_t i = 0; i < sizeof moe / sizeof moe[0] && n < max; i++)
+			out[n++] = moe[i];
+	}
 	if (res->llm) {
 		/* the token figures of DESIGN.md 3b, stored with the run (ms; goodput in req/s) */
 		const struct results_stat llm[] = {
@@ -434,6 +450,16 @@ void report_text(FILE *f, const struct report_run *r)
 			fprintf(f, "  hw         measured iterations of up to %u tokens; this run's may run %s tokens, priced "
 			        "beyond the last row along its slope (extrapolated)\n", r->hw_measured_tokens, budget);
 		}
+	}
+	if (r->moe && r->moe->layers) {
+		const struct gpu_moe_stats *m = r->moe;
+		double n = (double)m->layers;
+		fprintf(f, "  experts    %.2f reached a MoE layer, %.1f tokens each; imbalance (max/mean tokens an expert) "
+		        "mean %.3f, max %.3f", m->reached_sum / n, m->tokens_sum / n, m->imbalance_sum / n, m->imbalance_max);
+		if (r->moe_ep > 1)
+			fprintf(f, "; busiest of %u GPUs %.3f x the mean", r->moe_ep, m->rank_imbalance_sum / n);
+		fprintf(f, " (routing %s, %llu layers drawn; GEMMs predicted, error band from the predictor's "
+		        "leave-one-model-out p90)\n", r->moe_routing, (unsigned long long)m->layers);
 	}
 	if (r->hw_predicted)
 		fprintf(f, "  hw         GEMMs predicted from %s's measured GEMMs (model-info gives the predictor's error); "

@@ -41,6 +41,9 @@ struct report_run {
 	double ttft_slo_ms, tpot_slo_ms;    /* LLM: the targets (0: none) */
 	double hw_error_median_pct, hw_error_p90_pct;   /* measured GPU: a layer's leave-one-row-out error (-1: unknown) */
 	const struct gpu_predicted_info *hw_predicted;  /* node-level on a measured GPU: its GEMMs predicted (else NULL) */
+	const struct gpu_moe_stats *moe;    /* a mixture of experts on a measured GPU: its routing figures (else NULL) */
+	const char *moe_routing;            /* ... its routing model */
+	uint32_t moe_ep;                    /* ... its expert parallelism */
 	double router_refresh_ms;           /* a fleet's run (res->nreplicas > 0): the router's scrape interval */
 	const struct hw_model *const *replica_hw;   /* a heterogeneous fleet: [replicas] each one's hardware, else NULL */
 	const char *kv_link, *kv_transfer;  /* a disaggregated fleet (res->prefill_replicas > 0): its link's label, when

@@ -32,8 +32,12 @@ static int run_fleet_group(const struct opt_set *o, const struct mdl_model *m, s
                            uint32_t count, char *err, size_t errlen)
 {
 	struct hw_model *opened = NULL;
-	if (hw && hw_open_tp(hw, m, (uint32_t)opt_uint(o, "tp"), &opened, err, errlen) != 0)
+	if (hw && (hw_open_tp(hw, m, (uint32_t)opt_uint(o, "tp"), &opened, err, errlen) != 0 ||
+	           hw_moe_setup(opened, (uint32_t)opt_uint(o, "ep"), opt_str(o, "routing"), opt_uint(o, "seed"), err,
+	                        errlen) != 0)) {
+		hw_close(opened);
 		return -1;
+	}
 	f->hw[f->ngroups] = opened;
 	f->count[f->ngroups++] = count;
 	return 0;

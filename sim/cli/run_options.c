@@ -23,6 +23,10 @@ static const struct opt_def run_opts_head[] = {
 	  "machine's live kernels, timed first); an LLM's default: " RUN_DEFAULT_LLM_HW },
 	{ "tp", OPT_UINT, "1", 1, 8, 0, "LLM: GPUs a replica splits the model over (tensor parallelism: 1, 2, 4 or 8; "
 	  "a measured GPU)" },
+	{ "ep", OPT_UINT, "1", 1, 8, 0, "LLM, a mixture of experts: GPUs its experts spread over (expert parallelism, "
+	  "vLLM's --enable-expert-parallel: --ep equal to --tp; 1: none, each GPU 1/tp of every expert)" },
+	{ "routing", OPT_STR, NULL, 0, 0, 0, "LLM, a mixture of experts: how tokens pick their experts: uniform (the "
+	  "default) or a routing-skew file (hwmodels/moe_route.h)" },
 	{ "workers", OPT_UINT, "1", 1, 4096, 0, "devices" },
 	{ "replicas", OPT_STR, "1", 0, 0, 0, "LLM: N replicas of --tp GPUs each, each its own KV cache and policy, behind "
 	  "--router (a fleet); N:HW[,N:HW...] a heterogeneous one, each group on its own hardware" },
