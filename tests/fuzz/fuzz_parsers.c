@@ -15,6 +15,7 @@
 #include "../../hwmodels/caltab.h"
 #include "../../hwmodels/op_profile.h"
 #include "../../hwmodels/engine_profile.h"
+#include "../../hwmodels/moe_route.h"
 #include "../../hwmodels/node_table.h"
 #include "../../hwmodels/npu_config.h"
 #include "../../models/model.h"
@@ -26,7 +27,7 @@
 #include "../../traces/workload.h"
 
 enum { TRACE, MODEL, NODE_TABLE, NPU_CONFIG, CALTAB, SWEEP, LENGTHS, OP_PROFILE, ALLREDUCE, ENGINE, SEARCH,
-       SEARCH_RESULTS };
+       SEARCH_RESULTS, ROUTING };
 
 /* The input as a file: returns its path, valid while fd is open. */
 static int fuzz_file(const uint8_t *data, size_t size, char *path, size_t pathlen)
@@ -127,6 +128,13 @@ static void fuzz_parse(const char *path)
 	case SEARCH_RESULTS:
 		search_results_read(path, 0, fuzz_search_row, NULL, NULL, err, sizeof err);
 		break;
+	case ROUTING: {
+		/* a routing-skew file for Mixtral's 8 experts, top 2 */
+		struct moe_route *r = NULL;
+		if (moe_route_load(path, 8, 2, &r, err, sizeof err) == 0)
+			moe_route_free(r);
+		break;
+	}
 	case LENGTHS: {
 		char spec[80];
 		struct trc_lengths *d = NULL;
