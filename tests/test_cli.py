@@ -1091,5 +1091,41 @@ check("--quantiles=approx: one line naming it, exit 2, nothing stored", r.return
       "--quantiles must be exact or histogram" in r.stderr and len(r.stderr.strip().splitlines()) == 1 and
       not os.path.exists(os.path.join(td, "q.db")), r.stderr)
 
+# ---- mixtures of experts (issue 50): bad --ep, routing files and model files, one line, exit 2, nothing stored ----
+mdb = os.path.join(td, "moe.db")
+skew = os.path.join(td, "skew.csv")
+write(skew, "# simbatch routing skew\n# source = test\nexpert,share\n" + "".join(f"{e},0.1\n" for e in range(8)))
+bad_moe = os.path.join(td, "bad-moe.model")
+write(bad_moe, "model bad-moe\nsource test\ninput_len fixed:8\noutput_len fixed:4\n"
+      "llm layers=2 hidden=64 heads=4 kv_heads=2 head_dim=16 ffn=128 vocab=256 context=512 dtype=bf16\n"
+      "moe experts=4 top_k=2 expert_ffn=64 router=topk_softmax layers=0-5\n")
+for args, needle in ((["--ep=3"], "--ep=3 with --tp=2"), (["--tp=4", "--ep=4"], None),
+                     (["--routing=" + skew], "sum to 0.8, not 1"),
+                     (["--routing=" + os.path.join(td, "none.csv")], "none.csv"),
+                     (["--model=llama2-70b", "--ep=2"], "model llama2-70b has none"),
+                     (["--model=llama2-70b", "--routing=uniform"], "--routing applies to a mixture of experts"),
+                     (["--model=" + bad_moe], "bad-moe.model:6: moe layers: layer 5 is past the model's 2 layers"),
+                     (["--hw=gpu-h100-roofline", "--tp=1"], "does not price a mixture of experts")):
+    extra = [] if any(a.startswith("--model") for a in args) else ["--model=mixtral-8x7b"]
+    tp = [] if any(a.startswith("--tp") for a in args) else ["--tp=2"]
+    hw = [] if any(a.startswith("--hw") for a in args) else ["--hw=gpu-h100"]
+    r = sb(*extra, *hw, *tp, *args, "--requests=20", f"--db={mdb}")
+    ok = r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(mdb)
+    if needle is None:   # Mixtral's 8 experts over 4 GPUs is allowed: a run, stored
+        ok = r.returncode == 0 and run_count(mdb) == 1
+        os.unlink(mdb)
+    else:
+        ok = ok and needle in r.stderr
+    check(f"MoE input {' '.join(args)}: " + ("runs" if needle is None else "one line naming it, exit 2, nothing stored"),
+          ok, f"exit {r.returncode}: {r.stderr}")
+# the same seed routes the same: two runs bit for bit; another seed routes otherwise
+m1 = sb("--model=mixtral-8x7b", "--hw=gpu-h100", "--tp=2", "--rate=3", "--requests=100", "--no-db", "--json")
+m2 = sb("--model=mixtral-8x7b", "--hw=gpu-h100", "--tp=2", "--rate=3", "--requests=100", "--no-db", "--json")
+m3 = sb("--model=mixtral-8x7b", "--hw=gpu-h100", "--tp=2", "--rate=3", "--requests=100", "--no-db", "--json",
+        "--seed=2")
+check("a MoE run is reproducible, its routing figures reported", m1.returncode == 0 and strip(m1.stdout) == strip(m2.stdout)
+      and "moe.experts_reached.mean" in json.loads(m1.stdout)["policy_stats"] and strip(m1.stdout) != strip(m3.stdout),
+      m1.stderr)
+
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
