@@ -129,7 +129,25 @@ static double gemmp_log_roof(const struct gemmp *g, double m, double k, double n
 	return log(compute > memory ? compute : memory);
 }
 
+static double gemmp_estimate(const struct gemmp *g, double m, double k, double n, unsigned *outside);
+
 double gemmp_seconds(const struct gemmp *g, double m, double k, double n, unsigned *outside)
+{
+	double s = gemmp_estimate(g, m, k, n, outside);
+	return s > g->floor_s ? s : g->floor_s;
+}
+
+double gemmp_seconds_unfloored(const struct gemmp *g, double m, double k, double n)
+{
+	return gemmp_estimate(g, m, k, n, NULL);
+}
+
+double gemmp_floor_seconds(const struct gemmp *g)
+{
+	return g->floor_s;
+}
+
+static double gemmp_estimate(const struct gemmp *g, double m, double k, double n, unsigned *outside)
 {
 	double lm = log(m), lk = log(k), ln = log(n);
 	size_t best[GEMMP_NEIGHBOURS];
@@ -165,8 +183,7 @@ double gemmp_seconds(const struct gemmp *g, double m, double k, double n, unsign
 	if (outside)
 		*outside = (m > g->hi[0] ? GEMMP_OUT_M : 0) | (k < g->lo[1] || k > g->hi[1] ? GEMMP_OUT_K : 0) |
 		           (n < g->lo[2] || n > g->hi[2] ? GEMMP_OUT_N : 0);
-	double s = exp(sum / sum_w);
-	return s > g->floor_s ? s : g->floor_s;
+	return exp(sum / sum_w);
 }
 
 void gemmp_ranges(const struct gemmp *g, double lo[3], double hi[3])

@@ -51,6 +51,11 @@ void gemmp_free(struct gemmp *g);
  * bits of the dimensions beyond the measured range (0 within it). */
 double gemmp_seconds(const struct gemmp *g, double m, double k, double n, unsigned *outside);
 
+/* gemmp_seconds without the floor of the fastest measured GEMM: one GEMM's share of a kernel that runs many
+ * (a grouped GEMM over a MoE layer's experts pays the kernel's floor once, gemmp_floor_seconds). */
+double gemmp_seconds_unfloored(const struct gemmp *g, double m, double k, double n);
+double gemmp_floor_seconds(const struct gemmp *g);
+
 /* The measured ranges, for messages: M (tokens), K and N. */
 void gemmp_ranges(const struct gemmp *g, double lo[3], double hi[3]);
 

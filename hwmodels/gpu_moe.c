@@ -25,7 +25,8 @@ struct gpu_moe {
 	const struct op_profile *prof;    /* not owned */
 	double err_median_pct, err_p90_pct;   /* < 0 until asked (gpu_moe_error) */
 	uint32_t cached;                  /* token counts the tables hold: 0 .. cached */
-	double *fixed_s, *dense_mlp_s, *moe_fixed_s, *expert_s;  /* [cached + 1], NAN until asked */
+	double *fixed_s, *dense_mlp_s, *moe_fixed_s;  /* [cached + 1], NAN until asked */
+	double *expert_up_s, *expert_down_s;          /* ... a routed expert's share of the fused kernels */
 	uint32_t *counts, *scratch;       /* [experts], [experts + top_k + 1] */
 	struct gpu_moe_stats stats;
 };
@@ -41,7 +42,8 @@ void gpu_moe_free(struct gpu_moe *g)
 	free(g->fixed_s);
 	free(g->dense_mlp_s);
 	free(g->moe_fixed_s);
-	free(g->expert_s);
+	free(g->expert_up_s);
+	free(g->expert_down_s);
 	free(g->counts);
 	free(g->scratch);
 	free(g);
@@ -117,9 +119,16 @@ static double gpu_moe_price_moe_fixed(struct gpu_moe *g, double t)
 	return s;
 }
 
-static double gpu_moe_price_expert(struct gpu_moe *g, double c)
+/* A routed expert's share of the layer's two fused-MoE kernels (gate-and-up, down) at c tokens: its GEMMs without
+ * the kernel floor, which each kernel pays once (gpu_moe_experts). */
+static double gpu_moe_price_expert_up(struct gpu_moe *g, double c)
 {
-	return gpu_moe_mlp(g, c, g->expert_ffn_gpu);
+	return gemmp_seconds_unfloored(g->pred, c, g->l->hidden, 2 * g->expert_ffn_gpu);
+}
+
+static double gpu_moe_price_expert_down(struct gpu_moe *g, double c)
+{
+	return gemmp_seconds_unfloored(g->pred, c, g->expert_ffn_gpu, g->l->hidden);
 }
 
 /* One MoE layer's routed experts over t tokens: drawn, priced, and added to the figures. */
@@ -130,18 +139,22 @@ static double gpu_moe_experts(struct gpu_moe *g, uint64_t t)
 	moe_route_draw(g->route, g->gen, (uint32_t)t, g->counts, g->scratch);
 	double slowest = 0;
 	uint32_t reached = 0, most = 0, busiest = 0;
+	double floor = gemmp_floor_seconds(g->pred);
 	for (uint32_t r = 0; r < g->ep; r++) {
-		double s = 0;
+		double up = 0, down = 0;
 		uint32_t assigned = 0;
 		for (uint32_t x = r * per_rank; x < (r + 1) * per_rank; x++) {
 			uint32_t c = g->counts[x];
 			if (!c)
 				continue;
-			s += gpu_moe_cached(g, g->expert_s, c, gpu_moe_price_expert);
+			up += gpu_moe_cached(g, g->expert_up_s, c, gpu_moe_price_expert_up);
+			down += gpu_moe_cached(g, g->expert_down_s, c, gpu_moe_price_expert_down);
 			assigned += c;
 			reached++;
 			most = c > most ? c : most;
 		}
+		/* a rank with tokens runs the two kernels, each at least the fastest GEMM measured */
+		double s = assigned ? (up > floor ? up : floor) + (down > floor ? down : floor) : 0;
 		s += gpu_moe_act(g, assigned, g->expert_ffn_gpu);
 		slowest = s > slowest ? s : slowest;
 		busiest = assigned > busiest ? assigned : busiest;
@@ -315,13 +328,14 @@ int gpu_moe_create(const struct op_profile *p, const struct mdl_model *m, uint32
 	g->fixed_s = malloc(n * sizeof *g->fixed_s);
 	g->dense_mlp_s = malloc(n * sizeof *g->dense_mlp_s);
 	g->moe_fixed_s = malloc(n * sizeof *g->moe_fixed_s);
-	g->expert_s = malloc(n * sizeof *g->expert_s);
+	g->expert_up_s = malloc(n * sizeof *g->expert_up_s);
+	g->expert_down_s = malloc(n * sizeof *g->expert_down_s);
 	g->counts = calloc(experts, sizeof *g->counts);
 	g->scratch = calloc((size_t)experts + top_k + 1, sizeof *g->scratch);
-	if (!g->gen || !g->fixed_s || !g->dense_mlp_s || !g->moe_fixed_s || !g->expert_s || !g->counts || !g->scratch)
+	if (!g->gen || !g->fixed_s || !g->dense_mlp_s || !g->moe_fixed_s || !g->expert_up_s || !g->expert_down_s || !g->counts || !g->scratch)
 		goto oom;
 	for (size_t i = 0; i < n; i++)
-		g->fixed_s[i] = g->dense_mlp_s[i] = g->moe_fixed_s[i] = g->expert_s[i] = NAN;
+		g->fixed_s[i] = g->dense_mlp_s[i] = g->moe_fixed_s[i] = g->expert_up_s[i] = g->expert_down_s[i] = NAN;
 	*out = g;
 	return 0;
 oom:

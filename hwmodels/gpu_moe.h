@@ -19,9 +19,12 @@
  * iteration's shape (its tokens, members and cached tokens), so a price is
  * a pure function of the iteration and the seed, whether the engine or a
  * policy's estimate asks. Each reached expert runs its two GEMMs at its own
- * tokens: vLLM's fused-MoE kernel runs one tile grid over the experts'
- * token blocks (vllm/model_executor/layers/fused_moe/fused_moe.py), priced
- * as the sum of the experts' GEMMs.
+ * tokens: vLLM's fused-MoE kernels (one for gate-and-up, one for down:
+ * vllm/model_executor/layers/fused_moe/fused_moe.py) each run one tile grid
+ * over every reached expert's token blocks, priced as the sum of the
+ * experts' GEMMs without the kernel floor (gemmp_seconds_unfloored), the
+ * floor (the fastest GEMM measured) paid once a kernel: 104 experts of
+ * Qwen3-235B at TP 8 are two kernels, not 208.
  *  - TP, no EP (vLLM's default): every GPU holds 1/tp of every expert's
  *    intermediate width (FusedMoE shards w13 and w2 over the TP ranks), so
  *    each GPU runs every reached expert at expert_ffn / tp.

@@ -8,7 +8,8 @@
  *    profile, at TP 2 and with EP 2, summed by hand from the profile's rows
  *    (element-wise operators, all-reduce, attention, embedding) and the
  *    GEMM predictor's answer at each GEMM's shape and M (the predictor is
- *    checked against measured rows in test_gemm_predict);
+ *    checked against measured rows in test_gemm_predict), the experts' two
+ *    fused kernels each at least the predictor's floor;
  *  - the model file's MoE lines and data types, good and bad. */
 #include <math.h>
 #include <setjmp.h>
@@ -281,6 +282,13 @@ static double shared_parts(const struct gemmp *pred, double *rest)
 	return fixed + router;
 }
 
+/* The two fused-MoE kernels over experts whose unfloored GEMMs sum to up and down: each at least the floor. */
+static double kernels(const struct gemmp *pred, double up, double down)
+{
+	double floor = gemmp_floor_seconds(pred);
+	return (up > floor ? up : floor) + (down > floor ? down : floor);
+}
+
 static double price(struct hw_model *hw)
 {
 	uint32_t tokens[1] = { 4 }, context[1] = { 0 };
@@ -311,8 +319,8 @@ static void test_iteration_by_hand(void **state)
 	struct mdl_model *m = load_moe("moe experts=2 top_k=2 expert_ffn=128 router=softmax_topk");
 	/* TP 2: each GPU runs both experts at width 64 (the profile's own MLP at tp 2), the activation over 8
 	 * token-expert pairs of 64 (the tp 2 row at 8 tokens) */
-	double experts = 2 * (gemmp_seconds(pred, 4, 64, 128, NULL) + gemmp_seconds(pred, 4, 64, 64, NULL)) +
-	                 ROW8(OPP_MLP_ACT);
+	double experts = kernels(pred, 2 * gemmp_seconds_unfloored(pred, 4, 64, 128),
+	                         2 * gemmp_seconds_unfloored(pred, 4, 64, 64)) + ROW8(OPP_MLP_ACT);
 	struct hw_model *hw = open_moe(ops_path, m, 1, NULL);
 	double want = 2 * (layer + experts) + rest, got = price(hw);
 	if (fabs(got / want - 1) > 1e-12)
@@ -322,7 +330,8 @@ static void test_iteration_by_hand(void **state)
 	hw_close(hw);
 	/* EP 2: each GPU one whole expert (width 128) over the 4 tokens, the activation over 4 pairs of 128 (8
 	 * tokens' worth of the profile's 64); the two ranks alike */
-	experts = gemmp_seconds(pred, 4, 64, 256, NULL) + gemmp_seconds(pred, 4, 128, 64, NULL) + ROW8(OPP_MLP_ACT);
+	experts = kernels(pred, gemmp_seconds_unfloored(pred, 4, 64, 256), gemmp_seconds_unfloored(pred, 4, 128, 64)) +
+	          ROW8(OPP_MLP_ACT);
 	hw = open_moe(ops_path, m, 2, NULL);
 	want = 2 * (layer + experts) + rest;
 	got = price(hw);
@@ -337,14 +346,16 @@ static void test_iteration_by_hand(void **state)
 	path_in(skew, sizeof skew, "all-on-0.csv");
 	put(skew, MOE_ROUTE_KIND_LINE "\n# source = test\nexpert,share\n0,1\n1,0\n");
 	hw = open_moe(ops_path, m, 1, skew);
-	experts = gemmp_seconds(pred, 4, 64, 128, NULL) + gemmp_seconds(pred, 4, 64, 64, NULL) + ROW4(OPP_MLP_ACT);
+	experts = kernels(pred, gemmp_seconds_unfloored(pred, 4, 64, 128), gemmp_seconds_unfloored(pred, 4, 64, 64)) +
+	          ROW4(OPP_MLP_ACT);
 	want = 2 * (layer + experts) + rest;
 	got = price(hw);
 	if (fabs(got / want - 1) > 1e-12)
 		fail_msg("TP 2, skewed: %.12g s, by hand %.12g", got, want);
 	hw_close(hw);
 	hw = open_moe(ops_path, m, 2, skew);
-	experts = gemmp_seconds(pred, 4, 64, 256, NULL) + gemmp_seconds(pred, 4, 128, 64, NULL) + ROW8(OPP_MLP_ACT);
+	experts = kernels(pred, gemmp_seconds_unfloored(pred, 4, 64, 256), gemmp_seconds_unfloored(pred, 4, 128, 64)) +
+	          ROW8(OPP_MLP_ACT);
 	want = 2 * (layer + experts) + rest;
 	got = price(hw);
 	if (fabs(got / want - 1) > 1e-12)
