@@ -64,13 +64,18 @@ kernels alone), and no engine at all: every stage and metric, measured beside ea
 instead, the terms only these runs could calibrate (a per-request front end, a per-iteration CPU
 time), each fitted on one model's stages and held out on the other's (docs/VALIDATION.md section 6).
 
+--routing=uniform|FILE: a mixture of experts' routing model (Mixtral; simbatch
+run's --routing), passed to every simulation of a MoE model.
+
 --modes=A,B: only these columns (of "no reuse", "sys cached", "prefix cache",
 "prompt pool"; a build from before prompt pools has no "prompt pool").
 
 Usage: bench/vllm_validation.py SIMBATCH [--hw=H ...] [--data=DIR ...] [--ablate] [--async-scheduling]
        [--modes=A,B] [--engine=VERSION] [--engine-ablate] [--fit-terms]
+       [--routing=uniform|FILE]
 (default hardware: gpu-h100 and gpu-h100-roofline; default data: the three
-7B stages and the 70B TP 4 roleplay)."""
+7B stages, the 70B TP 4 roleplay and the Mixtral-8x7B TP 2 roleplay; the
+roofline prices no mixture of experts, so its Mixtral column says refused)."""
 import csv
 import json
 import os
@@ -87,12 +92,15 @@ import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRA
 PROG = "bench/vllm_validation.py"
 
 BLOCK = 16          # KV block tokens, vLLM's default
+MOE_MODELS = ("mixtral-8x7b",)    # the models a --routing applies to
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.path.join(HERE, "..", "..", "shared", "data")
 DATA = [os.path.join(SHARED, "vllm-h100-llama2-7b", d) for d in ("20260217-155451-llama-2-7b-tp1-codegen",
                                                                  "20260217-162547-llama-2-7b-tp1-roleplay")] + \
-       [os.path.join(SHARED, "vllm-h100-tp", "20260218-084319-llama-2-70b-tp4-roleplay")]
-MODELS = {"meta-llama/Llama-2-7b-hf": "llama2-7b", "meta-llama/Llama-2-70b-hf": "llama2-70b"}
+       [os.path.join(SHARED, "vllm-h100-tp", "20260218-084319-llama-2-70b-tp4-roleplay"),
+        os.path.join(SHARED, "vllm-h100-tp", "20260218-141024-mixtral-8x7b-v0-1-tp2-roleplay")]
+MODELS = {"meta-llama/Llama-2-7b-hf": "llama2-7b", "meta-llama/Llama-2-70b-hf": "llama2-70b",
+          "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b"}
 QUANTILE_KEYS = [("min", 0.0), ("p0.1", 0.001), ("p1", 0.01), ("p5", 0.05), ("p10", 0.10), ("p25", 0.25),
                  ("median", 0.50), ("p75", 0.75), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99), ("p99.9", 0.999),
                  ("max", 1.0)]
@@ -228,7 +236,8 @@ def simulate(binary, e, hw, mode, tmp):
     args = [binary, f"--model={e['model']}", f"--hw={hw}", "--policy=chunked", f"--trace={trace}",
             f"--max-batched-tokens={e['exp']['max_num_batched_tokens']}", f"--max-seqs={e['exp']['max_num_seqs']}",
             f"--tp={e['exp']['tensor_parallelism']}", f"--block-size={BLOCK}", "--no-db", "--json",
-            f"--requests-out={reqs}", f"--prefix-cache={'on' if mode in CACHED else 'off'}", *EXTRA]
+            f"--requests-out={reqs}", f"--prefix-cache={'on' if mode in CACHED else 'off'}",
+            *[x for x in EXTRA if not x.startswith("--routing=") or e["model"] in MOE_MODELS]]
     t = time.monotonic()
     run = subprocess.run(args, check=True, capture_output=True, text=True)
     wall = time.monotonic() - t
@@ -419,7 +428,7 @@ def main(argv):
                 tc.usage_error(PROG, f"--modes: each of {', '.join(MODES)}")
         elif a == "--ablate":
             ablate = True
-        elif a == "--async-scheduling":
+        elif a == "--async-scheduling" or a.startswith("--routing="):
             EXTRA.append(a)
         elif a.startswith("--engine="):
             EXTRA.append(a)
