@@ -42,8 +42,13 @@ void info_gpu_measured(const struct gpu_measured_info *g, const struct gpu_iter_
 	}
 	printf("measured GPU %s, %u GPU%s in tensor parallelism: %s\n", p->gpu, g->tp, g->tp > 1 ? "s" : "", p->path);
 	printf("  source: %s\n", p->source[0] ? p->source : "(not given)");
-	printf("  the operators of %s's shape measured at 1 to %u tokens (beyond: extrapolated, and runs say so)\n",
-	       g->curve->profiled_as, opp_curve_max_tokens(g->curve));
+	if (g->moe)   /* a mixture of experts: no curve of its shape (hwmodels/gpu_moe.h) */
+		printf("  a mixture of experts: every GEMM from the GEMM predictor, each MoE layer's experts drawn (routing %s, "
+		       "--ep=%u); the element-wise operators on %s's curve, measured at 1 to %u tokens\n",
+		       gpu_moe_routing(g->moe), gpu_moe_ep(g->moe), g->curve->profiled_as, opp_curve_max_tokens(g->curve));
+	else
+		printf("  the operators of %s's shape measured at 1 to %u tokens (beyond: extrapolated, and runs say so)\n",
+		       g->curve->profiled_as, opp_curve_max_tokens(g->curve));
 	printf("  attention priced at the GPU's measured GEMM rate %.0f TFLOP/s (prefill) and streaming rate %.2f TB/s "
 	       "(decode)\n", p->gemm_flops_s * 1e-12, p->stream_bytes_s * 1e-12);
 	const struct gpu_memory_row *row = gpu_memory_row(p->gpu);
