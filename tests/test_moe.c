@@ -304,6 +304,14 @@ static struct hw_model *open_moe(const char *ops_path, struct mdl_model *m, uint
 	return hw;
 }
 
+/* hw's price of the 4-token prefill against 2 layers of (layer + experts) and the iteration's rest, by hand. */
+static void expect_price(struct hw_model *hw, double layer, double experts, double rest, const char *what)
+{
+	double want = 2 * (layer + experts) + rest, got = price(hw);
+	if (fabs(got / want - 1) > 1e-12)
+		fail_msg("%s: %.12g s, by hand %.12g", what, got, want);
+}
+
 static void test_iteration_by_hand(void **state)
 {
 	(void)state;
@@ -322,9 +330,7 @@ static void test_iteration_by_hand(void **state)
 	double experts = kernels(pred, 2 * gemmp_seconds_unfloored(pred, 4, 64, 128),
 	                         2 * gemmp_seconds_unfloored(pred, 4, 64, 64)) + ROW8(OPP_MLP_ACT);
 	struct hw_model *hw = open_moe(ops_path, m, 1, NULL);
-	double want = 2 * (layer + experts) + rest, got = price(hw);
-	if (fabs(got / want - 1) > 1e-12)
-		fail_msg("TP 2: %.12g s, by hand %.12g", got, want);
+	expect_price(hw, layer, experts, rest, "TP 2");
 	const struct gpu_moe_stats *st = gpu_moe_stats(gpu_measured_info(hw)->moe);
 	assert_true(st->layers == 2 && st->reached_sum == 4 && st->imbalance_max == 1);
 	hw_close(hw);
@@ -333,10 +339,7 @@ static void test_iteration_by_hand(void **state)
 	experts = kernels(pred, gemmp_seconds_unfloored(pred, 4, 64, 256), gemmp_seconds_unfloored(pred, 4, 128, 64)) +
 	          ROW8(OPP_MLP_ACT);
 	hw = open_moe(ops_path, m, 2, NULL);
-	want = 2 * (layer + experts) + rest;
-	got = price(hw);
-	if (fabs(got / want - 1) > 1e-12)
-		fail_msg("EP 2: %.12g s, by hand %.12g", got, want);
+	expect_price(hw, layer, experts, rest, "EP 2");
 	hw_close(hw);
 	mdl_free(m);
 
@@ -348,18 +351,12 @@ static void test_iteration_by_hand(void **state)
 	hw = open_moe(ops_path, m, 1, skew);
 	experts = kernels(pred, gemmp_seconds_unfloored(pred, 4, 64, 128), gemmp_seconds_unfloored(pred, 4, 64, 64)) +
 	          ROW4(OPP_MLP_ACT);
-	want = 2 * (layer + experts) + rest;
-	got = price(hw);
-	if (fabs(got / want - 1) > 1e-12)
-		fail_msg("TP 2, skewed: %.12g s, by hand %.12g", got, want);
+	expect_price(hw, layer, experts, rest, "TP 2, skewed");
 	hw_close(hw);
 	hw = open_moe(ops_path, m, 2, skew);
 	experts = kernels(pred, gemmp_seconds_unfloored(pred, 4, 64, 256), gemmp_seconds_unfloored(pred, 4, 128, 64)) +
 	          ROW8(OPP_MLP_ACT);
-	want = 2 * (layer + experts) + rest;
-	got = price(hw);
-	if (fabs(got / want - 1) > 1e-12)
-		fail_msg("EP 2, skewed: %.12g s, by hand %.12g", got, want);
+	expect_price(hw, layer, experts, rest, "EP 2, skewed");
 	st = gpu_moe_stats(gpu_measured_info(hw)->moe);
 	/* one expert reached of 2, 4 tokens against a mean of 2: imbalance 2, on the ranks too */
 	assert_true(st->layers == 2 && st->reached_sum == 2 && st->imbalance_max == 2 && st->rank_imbalance_sum == 4);
