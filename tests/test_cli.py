@@ -1127,5 +1127,13 @@ check("a MoE run is reproducible, its routing figures reported", m1.returncode =
       and "moe.experts_reached.mean" in json.loads(m1.stdout)["policy_stats"] and strip(m1.stdout) != strip(m3.stdout),
       m1.stderr)
 
+# search takes --ep as an axis of a MoE model, and a configuration's cost counts every GPU of it
+spec = os.path.join(td, "moe.search")
+write(spec, "fixed --model=qwen3-235b-a22b --hw=gpu-h100 --tp=8 --ttft-slo=2000 --tpot-slo=200 --policy=chunked\n"
+      "axis ep = 1 8\ncost gpu-h100 = 4.0\ntarget 10\n")
+r = sb("search", spec, "--list", "--no-db")
+check("search lists a MoE model's --ep axis, 8 GPUs each ($32)", r.returncode == 0 and "8 GPUs  ep=8" in r.stdout and
+      "$32" in r.stdout and "ep=1" in r.stdout, r.stdout + r.stderr)
+
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
