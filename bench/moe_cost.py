@@ -33,7 +33,8 @@ dense = os.path.join(td, "mixtral-dense.model")
 with open(dense, "w") as f:
     f.write("model mixtral-dense\nsource mixtral-8x7b with one expert of twice the width (bench/moe_cost.py)\n"
             "input_len fixed:1020\noutput_len fixed:129\n"
-            "llm layers=32 hidden=4096 heads=32 kv_heads=8 head_dim=128 ffn=28672 vocab=32000 context=32768 dtype=bf16\n"
+            "llm layers=32 hidden=4096 heads=32 kv_heads=8 head_dim=128 ffn=28672 vocab=32000 context=32768 "
+            "dtype=bf16\n"
             "moe experts=1 top_k=1 expert_ffn=28672 router=topk_softmax\n")
 common = ["--hw=gpu-h100", "--tp=2", "--policy=chunked", "--rate=4", f"--requests={requests}", "--seed=1",
           "--no-db", "--json"]

@@ -332,7 +332,8 @@ int gpu_moe_create(const struct op_profile *p, const struct mdl_model *m, uint32
 	g->expert_down_s = malloc(n * sizeof *g->expert_down_s);
 	g->counts = calloc(experts, sizeof *g->counts);
 	g->scratch = calloc((size_t)experts + top_k + 1, sizeof *g->scratch);
-	if (!g->gen || !g->fixed_s || !g->dense_mlp_s || !g->moe_fixed_s || !g->expert_up_s || !g->expert_down_s || !g->counts || !g->scratch)
+	if (!g->gen || !g->fixed_s || !g->dense_mlp_s || !g->moe_fixed_s || !g->expert_up_s || !g->expert_down_s ||
+	    !g->counts || !g->scratch)
 		goto oom;
 	for (size_t i = 0; i < n; i++)
 		g->fixed_s[i] = g->dense_mlp_s[i] = g->moe_fixed_s[i] = g->expert_up_s[i] = g->expert_down_s[i] = NAN;

@@ -189,11 +189,12 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 		uint32_t max_batch = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : pol->default_max_batch;
 		if (live_profile_hw(o, j->model, max_batch, &j->hw, err, errlen) != 0)
 			return -1;
-	} else if (hw_open_tp(opt_str(o, "hw"), j->model, (uint32_t)opt_uint(o, "tp"), &j->hw, err, errlen) != 0 ||
-	           hw_moe_setup(j->hw, (uint32_t)opt_uint(o, "ep"), opt_str(o, "routing"), opt_uint(o, "seed"), err,
-	                        errlen) != 0) {
+	} else if (hw_open_tp(opt_str(o, "hw"), j->model, (uint32_t)opt_uint(o, "tp"), &j->hw, err, errlen) != 0) {
 		return -1;
 	}
+	/* a mixture of experts' routing and --ep (a dense model, or hardware that prices no experts, refuses them) */
+	if (hw_moe_setup(j->hw, (uint32_t)opt_uint(o, "ep"), opt_str(o, "routing"), opt_uint(o, "seed"), err, errlen) != 0)
+		return -1;
 	const char *trace_path = opt_str(o, "trace");
 	/* options that would be ignored are refused: a run does what its options say */
 	static const char *const llm_only[] = { "max-batched-tokens", "max-seqs", "block-size", "kv-blocks", "ttft-slo",
