@@ -25,41 +25,52 @@ import subprocess
 import sys
 import tempfile
 
-sb = sys.argv[1]
-reps = int(sys.argv[2]) if len(sys.argv) > 2 else 7
-requests = sys.argv[3] if len(sys.argv) > 3 else "2000"
-td = tempfile.mkdtemp(prefix="simbatch-moe-cost-")
-dense = os.path.join(td, "mixtral-dense.model")
-with open(dense, "w") as f:
-    f.write("model mixtral-dense\nsource mixtral-8x7b with one expert of twice the width (bench/moe_cost.py)\n"
-            "input_len fixed:1020\noutput_len fixed:129\n"
-            "llm layers=32 hidden=4096 heads=32 kv_heads=8 head_dim=128 ffn=28672 vocab=32000 context=32768 "
-            "dtype=bf16\n"
-            "moe experts=1 top_k=1 expert_ffn=28672 router=topk_softmax\n")
-common = ["--hw=gpu-h100", "--tp=2", "--policy=chunked", "--rate=4", f"--requests={requests}", "--seed=1",
-          "--no-db", "--json"]
-work = {"moe": ["--model=mixtral-8x7b"], "dense": ["--model=" + dense], "llama": ["--model=llama2-7b"]}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import tool_contract as tc  # noqa: E402  (one line and exit 2 or 1, docs/CONTRACT.md)
+
+PROG = "bench/moe_cost.py"
+DENSE = ("model mixtral-dense\nsource mixtral-8x7b with one expert of twice the width (bench/moe_cost.py)\n"
+         "input_len fixed:1020\noutput_len fixed:129\n"
+         "llm layers=32 hidden=4096 heads=32 kv_heads=8 head_dim=128 ffn=28672 vocab=32000 context=32768 "
+         "dtype=bf16\nmoe experts=1 top_k=1 expert_ffn=28672 router=topk_softmax\n")
 
 
-def cpu_of(args):
+def cpu_of(sb, args, common):
+    """The child's CPU seconds (user + system) for one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = subprocess.run([sb, *args, *common], capture_output=True, text=True)
+    subprocess.run([sb, *args, *common], capture_output=True, text=True, check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode != 0:
-        sys.exit(f"moe_cost: {' '.join(args)}: {r.stderr.strip()}")
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-names = list(work)
-times = {n: [] for n in names}
-for i in range(reps):
-    order = names[i % 3:] + names[:i % 3]
-    for n in order:
-        times[n].append(cpu_of(work[n]))
-for n in names:
-    print(f"{n:6s} median {statistics.median(times[n]):.3f} CPU s ({requests} requests; "
-          f"range {min(times[n]):.3f}-{max(times[n]):.3f})")
-for other in ("dense", "llama"):
-    ratios = [m / o for m, o in zip(times["moe"], times[other])]
-    print(f"moe / {other}: median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}, "
-          f"{reps} rounds)")
+def main(argv):
+    a = tc.hand_args(PROG, __doc__, argv, ["SIMBATCH"], optional=["REPS", "REQUESTS"])
+    sb = os.path.abspath(a["SIMBATCH"])
+    if not os.access(sb, os.X_OK) or os.path.isdir(sb):
+        raise tc.BadInput(f"{a['SIMBATCH']}: not an executable simbatch")
+    reps = tc.number(a.get("REPS", "7"), "REPS", int, 1)
+    requests = tc.number(a.get("REQUESTS", "2000"), "REQUESTS", int, 1)
+    td = tempfile.mkdtemp(prefix="simbatch-moe-cost-")
+    dense = os.path.join(td, "mixtral-dense.model")
+    with open(dense, "w") as f:
+        f.write(DENSE)
+    common = ["--hw=gpu-h100", "--tp=2", "--policy=chunked", "--rate=4", f"--requests={requests}", "--seed=1",
+              "--no-db", "--json"]
+    work = {"moe": ["--model=mixtral-8x7b"], "dense": ["--model=" + dense], "llama": ["--model=llama2-7b"]}
+    names = list(work)
+    times = {n: [] for n in names}
+    for i in range(reps):
+        for n in names[i % 3:] + names[:i % 3]:
+            times[n].append(cpu_of(sb, work[n], common))
+    for n in names:
+        print(f"{n:6s} median {statistics.median(times[n]):.3f} CPU s ({requests} requests; "
+              f"range {min(times[n]):.3f}-{max(times[n]):.3f})")
+    for other in ("dense", "llama"):
+        ratios = [m / o for m, o in zip(times["moe"], times[other])]
+        print(f"moe / {other}: median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}, "
+              f"{reps} rounds)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(tc.main_guard(PROG, main, sys.argv[1:]))
