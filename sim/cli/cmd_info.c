@@ -260,6 +260,11 @@ static int info_llm(const struct mdl_model *m, const struct hw_model *hw, uint32
 		printf("%s on %s: an LLM of %u layers, d_model %u, %u heads of %u (%u KV heads), %s MLP %u, vocab %u, "
 		       "context %u, %u-byte elements\n", m->name, hw->label, l->layers, l->hidden, l->heads, l->head_dim,
 		       l->kv_heads, l->gated ? "gated" : "plain", l->ffn, l->vocab, l->context, l->elem_bytes);
+		if (l->moe.experts)   /* a mixture of experts: the moe line (the dense MLP above only where not MoE) */
+			printf("a mixture of experts in %u of its layers: %u experts of gated MLP %u, %u a token, %u shared, "
+			       "router %s; weights %s, KV cache %s\n", mdl_llm_moe_layers(l), l->moe.experts, l->moe.expert_ffn,
+			       l->moe.top_k, l->moe.shared_experts, mdl_router_name(l->moe.router), mdl_dtype_name(l->dtype),
+			       mdl_dtype_name(l->kv_dtype));
 		printf("weights %.3f GB; KV cache %llu bytes a token", mdl_llm_weight_bytes(l) * 1e-9,
 		       (unsigned long long)mdl_llm_kv_bytes_per_token(l));
 		if (blocks)
