@@ -69,10 +69,10 @@
 #include "../../hwmodels/gpu_measured.h"
 #include "../../hwmodels/llm_cost.h"
 #include "../engine/engine.h"
-#include "../../util/options.h"
-#include "run_fleet.h"
+#include "../study/fleet.h"
 #include "procpool.h"
 #include "capacity_requests.h"
+#include "../study/rules.h"
 
 #define CAP_MAX_STEPS 12              /* doublings / halvings before giving up: at 1/4096 of the
                                          estimate queueing is negligible, so a p99 over the SLA there
@@ -380,7 +380,8 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	char fleet_hw[256];            /* every replica names its hardware: no default is opened (run_fleet.h) */
 	const char *hw_name = !m->is_llm || opt_given(ro, "hw") ? opt_str(ro, "hw")
 	                      : run_fleet_named_hw(ro, fleet_hw, sizeof fleet_hw) ? fleet_hw : RUN_DEFAULT_LLM_HW;
-	if (run_refuse_ignored(ro, m, opt_str(ro, "trace") != NULL, err, errlen) != 0 ||
+	struct study_facts facts = { ro, m, opt_str(ro, "trace") != NULL };
+	if (study_check(&facts, STUDY_SHARED, NULL, err, errlen) != 0 ||
 	    hw_open_tp(hw_name, m, (uint32_t)opt_uint(ro, "tp"), &hw, err, errlen) != 0 ||
 	    hw_moe_setup(hw, (uint32_t)opt_uint(ro, "ep"), opt_str(ro, "routing"), opt_uint(ro, "seed"), err, errlen) != 0)
 		goto done;

@@ -24,9 +24,10 @@
 #include "version.h"
 #include "../../util/outfile.h"
 #include "../../util/text.h"
-#include "run_fleet.h"
+#include "../study/fleet.h"
 #include "run_options.h"
 #include "run_engine.h"
+#include "../study/rules.h"
 
 static const char run_usage[] =
 	"usage: simbatch [run] [--policy=P] [--rate=R] [--requests=N | --duration=S] [--model=M] [--hw=H] ...\n"
@@ -171,21 +172,7 @@ static void run_policy_help(FILE *f, const struct pol_ops *pol)
 static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *err, size_t errlen)
 {
 	const struct opt_set *o = &j->o;
-	if (opt_given(o, "requests") && opt_given(o, "duration")) {
-		snprintf(err, errlen, "give --requests or --duration, not both");
-		return -1;
-	}
-	if (opt_flag(o, "no-db") && (opt_given(o, "db") || opt_flag(o, "db-requests"))) {
-		snprintf(err, errlen, "give --%s or --no-db, not both: --no-db stores nothing", opt_given(o, "db") ? "db=PATH"
-		         : "db-requests");
-		return -1;
-	}
 	if (strcmp(opt_str(o, "hw"), "profile") == 0) {
-		if (opt_uint(o, "tp") != 1) {
-			snprintf(err, errlen, "--tp=%llu: the profile is this machine's one device; tensor parallelism needs a "
-			         "measured GPU", (unsigned long long)opt_uint(o, "tp"));
-			return -1;
-		}
 		uint32_t max_batch = opt_given(o, "max-batch") ? (uint32_t)opt_uint(o, "max-batch") : pol->default_max_batch;
 		if (live_profile_hw(o, j->model, max_batch, &j->hw, err, errlen) != 0)
 			return -1;
@@ -196,54 +183,8 @@ static int run_load_inputs(struct run_job *j, const struct pol_ops *pol, char *e
 	if (hw_moe_setup(j->hw, (uint32_t)opt_uint(o, "ep"), opt_str(o, "routing"), opt_uint(o, "seed"), err, errlen) != 0)
 		return -1;
 	const char *trace_path = opt_str(o, "trace");
-	/* options that would be ignored are refused: a run does what its options say */
-	static const char *const llm_only[] = { "max-batched-tokens", "max-seqs", "block-size", "kv-blocks", "ttft-slo",
-	                                        "tpot-slo", "over-context", "prefix-cache", "async-scheduling" };
-	for (size_t i = 0; !j->model->is_llm && i < sizeof llm_only / sizeof llm_only[0]; i++)
-		if (opt_given(o, llm_only[i])) {
-			snprintf(err, errlen, "--%s applies to an LLM; model %s is node-level", llm_only[i], j->model->name);
-			return -1;
-		}
-	if (run_refuse_ignored(o, j->model, trace_path != NULL, err, errlen) != 0)
-		return -1;
-	if (trace_path && !opt_flag(o, "trace-pairs") && (opt_given(o, "rate") || opt_given(o, "arrival-cv"))) {
-		snprintf(err, errlen, "--%s does not apply to a replayed trace, whose timestamps set the arrivals "
-		         "(--trace-speedup scales them; --trace-pairs takes only its lengths, at --rate)",
-		         opt_given(o, "rate") ? "rate" : "arrival-cv");
-		return -1;
-	}
-	if (opt_given(o, "concurrency")) {
-		const char *clash = opt_given(o, "rate") ? "--rate (open-loop arrivals)"
-		                    : opt_given(o, "arrival-cv") ? "--arrival-cv (open-loop arrivals)"
-		                    : opt_given(o, "duration") ? "--duration (the clients send --requests requests)"
-		                    : trace_path && !opt_flag(o, "trace-pairs") ? "a trace's timestamps (--trace-pairs "
-		                      "draws only its lengths)" : NULL;
-		if (clash) {
-			snprintf(err, errlen, "--concurrency sends a request when one is answered; it does not take %s", clash);
-			return -1;
-		}
-	} else if (opt_given(o, "think-time")) {
-		snprintf(err, errlen, "--think-time is closed-loop clients' (--concurrency)");
-		return -1;
-	}
-	if (!trace_path && (opt_given(o, "trace-speedup") || opt_flag(o, "trace-pairs"))) {
-		snprintf(err, errlen, "--%s needs --trace", opt_given(o, "trace-speedup") ? "trace-speedup" : "trace-pairs");
-		return -1;
-	}
-	if (trace_path) {
-		if (opt_given(o, "trace-speedup") && opt_flag(o, "trace-pairs")) {
-			snprintf(err, errlen, "--trace-speedup replays a trace's timestamps faster; --trace-pairs does not use "
-			         "them (set --rate instead)");
-			return -1;
-		}
-		if (trc_trace_load(trace_path, &j->trace, err, errlen) != 0)
-			return -1;
-		if (opt_given(o, "duration") && !opt_flag(o, "trace-pairs")) {
-			snprintf(err, errlen, "--duration does not apply to a trace (use --requests to replay a prefix)");
-			return -1;
-		}
-		return 0;
-	}
+	if (trace_path)
+		return trc_trace_load(trace_path, &j->trace, err, errlen);
 	return run_lengths(o, "input-len", j->model->input_len_spec, j->model->uses_input_len, j->input_spec,
 	                   sizeof j->input_spec, &j->input_len, err, errlen) != 0 ||
 	       run_lengths(o, "output-len", j->model->output_len_spec, j->model->uses_output_len, j->output_spec,
@@ -534,12 +475,11 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 		else if (strcmp(opt_str(&j->o, "hw"), "npu") == 0)    /* run's default; live's (profile) stays */
 			opt_set_default(&j->o, "hw", RUN_DEFAULT_LLM_HW);
 	}
-	if (run_engine_load(&j->o, &j->engine, err, sizeof err) != 0)
+	/* every cross-option rule, in one pass (sim/study/rules.c) */
+	struct study_facts facts = { &j->o, j->model, opt_str(&j->o, "trace") != NULL };
+	if (study_check(&facts, STUDY_RUN, NULL, err, sizeof err) != 0 ||
+	    run_engine_load(&j->o, &j->engine, err, sizeof err) != 0)
 		goto fail;
-	if (j->engine.on && !j->model->is_llm) {
-		snprintf(err, sizeof err, "--engine applies to an LLM; model %s is node-level", j->model->name);
-		goto fail;
-	}
 	const struct pol_ops *pol = pol_find(opt_str(&j->o, "policy"));
 	if (!pol) {
 		cli_unknown_policy(opt_str(&j->o, "policy"), err, sizeof err);

@@ -11,13 +11,8 @@
 int run_engine_load(struct opt_set *o, struct run_engine *r, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
-	if (!opt_given(o, "engine")) {
-		if (opt_given(o, "engine-off")) {
-			snprintf(err, errlen, "--engine-off switches off terms of an --engine profile; give --engine=VERSION");
-			return -1;
-		}
+	if (!opt_given(o, "engine"))     /* --engine-off alone is refused by sim/study/rules.c */
 		return 0;
-	}
 	if (eng_profile_load(opt_str(o, "engine"), &r->e, err, errlen) != 0)
 		return -1;
 	if (opt_given(o, "engine-off") && eng_profile_switch_off(&r->e, opt_str(o, "engine-off"), err, errlen) != 0)

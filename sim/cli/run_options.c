@@ -7,7 +7,7 @@
 #include "../../traces/workload.h"
 #include "../../models/model.h"
 #include "../../util/options.h"
-#include "run_fleet.h"
+#include "../study/fleet.h"
 #include "run_options.h"
 
 /* run's own options: these, ... */
@@ -128,30 +128,4 @@ const struct opt_def *cmd_run_options(size_t *n)
 	}
 	*n = nall;
 	return all;
-}
-
-int run_refuse_ignored(const struct opt_set *o, const struct mdl_model *m, int has_trace, char *err, size_t errlen)
-{
-	static const char *const lengths[2] = { "input-len", "output-len" };
-	const int used[2] = { m->uses_input_len, m->uses_output_len };
-	for (int k = 0; k < 2; k++) {
-		if (!opt_given(o, lengths[k]))
-			continue;
-		if (has_trace) {
-			snprintf(err, errlen, "--%s does not apply to a trace, whose rows give each request's lengths "
-			         "(--trace-pairs too): give one or the other", lengths[k]);
-			return -1;
-		}
-		if (!used[k]) {
-			snprintf(err, errlen, "--%s does not apply to model %s, whose graph takes no %s length", lengths[k],
-			         m->name, k ? "output" : "input");
-			return -1;
-		}
-	}
-	if (m->is_llm && opt_given(o, "max-seqs") && opt_given(o, "max-batch")) {
-		snprintf(err, errlen, "give --max-seqs or --max-batch, not both: for an LLM they are one limit, the "
-		         "requests an iteration may run (--max-seqs wins)");
-		return -1;
-	}
-	return 0;
 }

@@ -10,13 +10,4 @@
 
 #include <stddef.h>
 
-struct opt_set;
-struct mdl_model;
-
-/* The options run would take and silently ignore for this model, refused
- * with one line in err (-1), for run and capacity alike: lengths given with a
- * trace (its rows give them) or to a model whose graph takes none, and an
- * LLM's --max-seqs with --max-batch (one limit). */
-int run_refuse_ignored(const struct opt_set *o, const struct mdl_model *m, int has_trace, char *err, size_t errlen);
-
 #endif

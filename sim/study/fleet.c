@@ -1,4 +1,4 @@
-/* sim/cli/run_fleet.c: --replicas, --router and --router-refresh into a
+/* sim/study/fleet.c: --replicas, --router and --router-refresh into a
  * run's configuration: a fleet of LLM replicas, one simulated device each
  * (policies/fleet.h), homogeneous (--replicas=N on --hw) or heterogeneous
  * (--replicas=N:HW,...: each group's hardware opened here, at --tp), or
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "run_fleet.h"
+#include "fleet.h"
 #include "../../util/errkind.h"
 #include "../../util/text.h"
 #include "../../hwmodels/calibrated.h"

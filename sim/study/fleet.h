@@ -1,4 +1,5 @@
-/* sim/cli/run_fleet.h: a run's fleet options (run_fleet.c). */
+/* sim/study/fleet.h: a run's fleet options and set-up (fleet.c): replicas, groups, pools, the router,
+ * and every price the engine needs to run them (a disaggregated fleet's KV move included). */
 #ifndef SB_RUN_FLEET_H
 #define SB_RUN_FLEET_H
 
