@@ -29,24 +29,6 @@ int cli_exit_status_late(void);
 
 int cmd_run(int argc, char **argv);
 
-/* The policy's view of a prepared run: c's knobs, the model, and the latency
- * estimates of c's hardware model, which *est holds (the caller releases it
- * with run_estimates_free): node latencies, and for an LLM the iteration
- * prices and the KV cache (eng_llm_env). 0, or -1 with err. */
-struct eng_config;
-struct pol_env;
-struct run_estimates {
-	struct eng_latency *lat;
-	struct llm_cost *llm;
-};
-int run_policy_env(const struct eng_config *c, struct pol_env *env, struct run_estimates *est, char *err,
-                   size_t errlen);
-void run_estimates_free(struct run_estimates *est);
-/* Asks c's policy whether it takes c's model and knobs (its init on a trial
- * driver): 0, or -1 with the policy's refusal in err. `run --dry-run`,
- * sweeps' checks and live use it before anything runs. */
-int run_check_policy(const struct eng_config *c, char *err, size_t errlen);
-
 int cmd_list(int argc, char **argv);
 int cmd_model_info(int argc, char **argv);
 int cmd_hw_info(int argc, char **argv);
@@ -104,8 +86,5 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 void run_job_free(struct run_job *j);   /* NULL is fine; removes outputs never finished */
 void run_extra_free(struct run_extra *x);
 int cmd_live(int argc, char **argv);
-
-/* "unknown policy 'x' (known: a, b)" into err. */
-void cli_unknown_policy(const char *name, char *err, size_t errlen);
 
 #endif

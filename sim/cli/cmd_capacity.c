@@ -60,8 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "run_options.h"
-#include "run_engine.h"
+#include "../study/run_options.h"
 #include "cli.h"
 #include "../../util/errkind.h"
 #include "../../util/json.h"
@@ -72,6 +71,7 @@
 #include "../study/fleet.h"
 #include "procpool.h"
 #include "capacity_requests.h"
+#include "../study/run.h"
 #include "../study/rules.h"
 
 #define CAP_MAX_STEPS 12              /* doublings / halvings before giving up: at 1/4096 of the
@@ -374,7 +374,7 @@ static double cap_estimate(const struct opt_set *ro, struct cap_names *nm, char 
 	if (eng && !opt_given(ro, "policy"))
 		pol_name = ep.policy;
 	if (!(pol = pol_find(pol_name))) {
-		cli_unknown_policy(pol_name, err, errlen);
+		study_unknown_policy(pol_name, err, errlen);
 		goto done;
 	}
 	char fleet_hw[256];            /* every replica names its hardware: no default is opened (run_fleet.h) */

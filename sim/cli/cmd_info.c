@@ -10,7 +10,7 @@
 #include "../../util/text.h"
 #include "../../util/errkind.h"
 #include "cli.h"
-#include "run_options.h"
+#include "../study/run_options.h"
 #include "../../hwmodels/llm_cost.h"
 #include "../../util/json.h"
 #include "../../util/options.h"

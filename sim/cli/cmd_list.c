@@ -10,17 +10,6 @@
 #include "../../policies/policy.h"
 #include "../../policies/router/router.h"
 
-void cli_unknown_policy(const char *name, char *err, size_t errlen)
-{
-	size_t n, used = 0;
-	const struct pol_ops *const *reg = pol_registry(&n);
-	used += snprintf(err, errlen, "unknown policy '%s' (known:", name);
-	for (size_t i = 0; i < n && used < errlen; i++)
-		used += snprintf(err + used, errlen - used, "%s %s", i ? "," : "", reg[i]->name);
-	if (used < errlen)
-		snprintf(err + used, errlen - used, ")");
-}
-
 static void list_model_cb(const char *name, void *ctx)
 {
 	(void)ctx;

@@ -8,7 +8,7 @@
 #include "../../models/model.h"
 #include "../../util/options.h"
 #include "../study/fleet.h"
-#include "run_options.h"
+#include "../study/run_options.h"
 
 /* run's own options: these, ... */
 static const struct opt_def run_opts_head[] = {

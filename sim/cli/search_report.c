@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "search_run.h"
-#include "run_engine.h"
+#include "../study/run_engine.h"
 #include "version.h"
 #include "../store/search_store.h"
 #include "../../util/errkind.h"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "run_options.h"
+#include "../study/run_options.h"
 #include "search_spec.h"
 #include "cli.h"
 #include "../../hwmodels/hwmodel.h"

@@ -1,4 +1,4 @@
-/* sim/cli/run_engine.c: --engine=VERSION on a run (run_engine.h). */
+/* sim/study/run_engine.c: --engine=VERSION on a run (run_engine.h). */
 #include "run_engine.h"
 
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* sim/cli/run_engine.h: --engine=VERSION on a run (hwmodels/engine_profile.h): the version's
+/* sim/study/run_engine.h: --engine=VERSION on a run (hwmodels/engine_profile.h): the version's
  * scheduler defaults under the run's own options, its pricing terms on the run's GPU, the line
  * the run prints and stores, and the engine's launch command for a configuration. */
 #ifndef SIMBATCH_RUN_ENGINE_H

@@ -1,4 +1,4 @@
-/* sim/cli/run_options.h: run's defaults that other subcommands share
+/* sim/study/run_options.h: run's defaults that other subcommands share
  * (capacity, search and live run what run would), and its option table
  * (cmd_run_options, cli.h). */
 #ifndef SB_RUN_OPTIONS_H

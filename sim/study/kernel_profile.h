@@ -1,4 +1,4 @@
-/* sim/cli/kernel_profile.h: the live kernels' node latency table (kernel_profile.c). */
+/* sim/study/kernel_profile.h: the live kernels' node latency table (kernel_profile.c). */
 #ifndef SB_KERNEL_PROFILE_H
 #define SB_KERNEL_PROFILE_H
 

@@ -1,4 +1,4 @@
-/* sim/cli/kernel_profile.c: the live kernels' node latency table, timed on
+/* sim/study/kernel_profile.c: the live kernels' node latency table, timed on
  * this machine: `live --profile-out` writes it, and --hw=profile (live's
  * default, accepted by run) opens it as a hardware model. Its own file so
  * that run and live each use it without using each other. */
