@@ -147,7 +147,9 @@ size_t run_fleet_named_hw(const struct opt_set *o, char *hw, size_t hwlen)
 	return n;
 }
 
-static double run_fleet_move_s(const void *link, double bytes, int *extrapolated)
+/* The price of one KV move the engine's fleet asks for (fleet_disagg.move_s): the link's, which the
+ * policies' floor cannot reach itself (hwmodels sits beside it), handed down from here. */
+static double study_kv_move_s(const void *link, double bytes, int *extrapolated)
 {
 	return kv_link_seconds(link, bytes, extrapolated);
 }
@@ -222,7 +224,7 @@ static int run_fleet_pools(const struct opt_set *o, const struct mdl_model *m, s
 		return -1;
 	}
 	f->dis = (struct fleet_disagg){
-		.prefill = (uint32_t)np, .move_s = run_fleet_move_s, .link = f->link, .pairs = (uint32_t)opt_uint(o, "tp"),
+		.prefill = (uint32_t)np, .move_s = study_kv_move_s, .link = f->link, .pairs = (uint32_t)opt_uint(o, "tp"),
 		.layers = m->llm.layers, .kv_bytes_per_token = (double)mdl_llm_kv_bytes_per_token(&m->llm),
 		.layerwise = strcmp(transfer, "layerwise") == 0,
 	};
