@@ -372,6 +372,29 @@ static void compare_print_text(const char *metric, const struct compare_side *b,
 	}
 }
 
+/* The metric known, one baseline, and the runs it needs: 0, or -1 with err. */
+static int compare_check_options(const struct opt_set *o, char *err, size_t errlen)
+{
+	const char *metric = opt_str(o, "metric");
+	int known = strcmp(metric, "latency") == 0;
+	for (int i = 0; i < RESULTS_TOKEN_METRICS; i++)
+		known |= strcmp(metric, results_token_metrics[i]) == 0;
+	if (!known) {
+		snprintf(err, errlen, "--metric: unknown metric '%s' (latency, ttft, tpot or itl)", metric);
+		return -1;
+	}
+	const char *csv = opt_str(o, "baseline-cdf");
+	if (csv && opt_given(o, "baseline-db")) {
+		snprintf(err, errlen, "give --baseline-db or --baseline-cdf, not both");
+		return -1;
+	}
+	if (o->npositional != (csv ? 1u : 2u)) {
+		snprintf(err, errlen, "compare needs %s (see --help)", csv ? "one run: CAND_RUN" : "two runs: BASE_RUN CAND_RUN");
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_compare(int argc, char **argv)
 {
 	char err[768] = "";
@@ -385,24 +408,10 @@ int cmd_compare(int argc, char **argv)
 		opt_print_help(stdout, compare_usage, compare_opts, COMPARE_NOPTS);
 		return CLI_OK;
 	}
-	const char *metric = opt_str(&o, "metric");
-	int known = strcmp(metric, "latency") == 0;
-	for (int i = 0; i < RESULTS_TOKEN_METRICS; i++)
-		known |= strcmp(metric, results_token_metrics[i]) == 0;
-	if (!known) {
-		snprintf(err, sizeof err, "--metric: unknown metric '%s' (latency, ttft, tpot or itl)", metric);
+	if (compare_check_options(&o, err, sizeof err) != 0)
 		goto fail;
-	}
-	const char *csv = opt_str(&o, "baseline-cdf");
+	const char *metric = opt_str(&o, "metric"), *csv = opt_str(&o, "baseline-cdf");
 	size_t want = csv ? 1 : 2;
-	if (csv && opt_given(&o, "baseline-db")) {
-		snprintf(err, sizeof err, "give --baseline-db or --baseline-cdf, not both");
-		goto fail;
-	}
-	if (o.npositional != want) {
-		snprintf(err, sizeof err, "compare needs %s (see --help)", csv ? "one run: CAND_RUN" : "two runs: BASE_RUN CAND_RUN");
-		goto fail;
-	}
 	base = calloc(1, sizeof *base);
 	cand = calloc(1, sizeof *cand);
 	if (!base || !cand) {
