@@ -247,6 +247,42 @@ static void pp_worker_read(const struct pp_config *cfg, struct pp_child *c, cons
 	}
 }
 
+/* Reads what poll found ready on each child's pipes (a worker's results, a
+ * child's output kept) and finishes each child whose pipes both closed: 0, or
+ * -1 when finishing one failed (err). */
+static int pp_drain(const struct pp_config *cfg, struct pp_child *kids, unsigned jobs, int workers,
+                    const struct pollfd *pfd, nfds_t n, char *err, size_t errlen)
+{
+	int failed = 0;
+	for (unsigned i = 0; i < jobs; i++) {
+		struct pp_child *c = &kids[i];
+		if (c->pid <= 0)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			if (c->fd[k] < 0)
+				continue;
+			for (nfds_t j = 0; j < n; j++) {
+				if (pfd[j].fd != c->fd[k] || !pfd[j].revents)
+					continue;
+				char chunk[8192];
+				ssize_t got = read(c->fd[k], chunk, sizeof chunk);
+				if (got > 0) {
+					if (workers && k == 1)
+						pp_worker_read(cfg, c, chunk, (size_t)got);
+					else if (pp_buf_add(&c->buf[k], chunk, (size_t)got) != 0)
+						c->buf[k].max = 0;     /* out of memory: keep draining, keep nothing more */
+				} else if (got == 0 || errno != EINTR) {
+					close(c->fd[k]);
+					c->fd[k] = -1;
+				}
+			}
+		}
+		if (c->fd[0] < 0 && c->fd[1] < 0 && pp_finish(cfg, c, err, errlen) != 0)
+			failed = 1;
+	}
+	return failed ? -1 : 0;
+}
+
 int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 {
 	unsigned jobs = cfg->jobs ? cfg->jobs : 1;
@@ -327,32 +363,8 @@ int pp_run(const struct pp_config *cfg, char *err, size_t errlen)
 			snprintf(err, errlen, "poll: %s", err_strerror(errno));
 			failed = 1;     /* keep reaping: never leave children behind */
 		}
-		for (unsigned i = 0; i < jobs; i++) {
-			struct pp_child *c = &kids[i];
-			if (c->pid <= 0)
-				continue;
-			for (int k = 0; k < 2; k++) {
-				if (c->fd[k] < 0)
-					continue;
-				for (nfds_t j = 0; j < n; j++) {
-					if (pfd[j].fd != c->fd[k] || !pfd[j].revents)
-						continue;
-					char chunk[8192];
-					ssize_t got = read(c->fd[k], chunk, sizeof chunk);
-					if (got > 0) {
-						if (workers && k == 1)
-							pp_worker_read(cfg, c, chunk, (size_t)got);
-						else if (pp_buf_add(&c->buf[k], chunk, (size_t)got) != 0)
-							c->buf[k].max = 0;     /* out of memory: keep draining, keep nothing more */
-					} else if (got == 0 || errno != EINTR) {
-						close(c->fd[k]);
-						c->fd[k] = -1;
-					}
-				}
-			}
-			if (c->fd[0] < 0 && c->fd[1] < 0 && pp_finish(cfg, c, err, errlen) != 0)
-				failed = 1;
-		}
+		if (pp_drain(cfg, kids, jobs, workers, pfd, n, err, errlen) != 0)
+			failed = 1;
 		if (cfg->tick)
 			cfg->tick(cfg->ud);
 	}
