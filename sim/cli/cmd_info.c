@@ -231,6 +231,63 @@ done:
 	return rc;
 }
 
+/* model-info's table: a row a node (its GEMMs too with --gemms), then the total; text or JSON. */
+static void info_print_nodes(const struct mdl_model *m, const struct hw_model *hw, const struct hw_node_cost *costs,
+                             const struct npu_term_cost *terms, uint32_t batch, uint32_t in_len, uint32_t out_len,
+                             double total_ms, int json, int gemms)
+{
+	const struct npu_config *npu = npu_hw_config(hw);
+	if (json) {
+		info_json_head(m, hw, batch, in_len, out_len, total_ms);
+		if (npu)
+			printf(",\"dataflow\":\"%s\"", npu_dataflow_name(npu->dataflow));
+		printf(",\"nodes\":[");
+	} else {
+		printf("%s on %s, batch %u, input_len %u, output_len %u\n", m->name, hw->label, batch, in_len, out_len);
+		if (npu) {
+			char desc[400];
+			npu_config_describe(npu, desc, sizeof desc);
+			printf("hardware: %s\n", desc);
+		}
+		if (m->has_step_terms)
+			printf("decoder nodes over P and S (*): their rows at the estimate lengths P=%u S=%u; the total runs "
+			       "step p at P=p and S=input_len\n", m->estimate_p, m->estimate_s);
+		printf("%-28s %-8s %6s %12s %12s %12s  %s\n", "node", "type", "repeat", "ms", "compute_ms",
+		       "memory_ms", "bound");
+	}
+	for (uint32_t t = 0; t < m->nnodes; t++) {
+		struct mdl_node shown;
+		info_shown_node(m, t, in_len, &shown);
+		const struct mdl_node *n = &shown;
+		const struct hw_node_cost *c = &costs[t];
+		const struct npu_term_cost *nt = npu ? &terms[(size_t)t * MDL_MAX_GEMMS] : NULL;
+		uint32_t rep = mdl_node_repeats(m, t, in_len, out_len);
+		if (json) {
+			printf("%s{\"name\":\"%s\",\"type\":\"%s\",\"repeat\":%u,\"ms\":%.10g,\"compute_ms\":%.10g,"
+			       "\"memory_ms\":%.10g,\"bound\":\"%s\",\"gemms\":[", t ? "," : "", n->name,
+			       mdl_kind_name(n->kind), rep, c->seconds * 1e3, c->compute_seconds * 1e3,
+			       c->memory_seconds * 1e3, info_bound(c->bound));
+			for (uint32_t g = 0; g < n->ngemms; g++) {
+				printf("%s", g ? "," : "");
+				info_gemm_json(&n->gemms[g], batch, nt ? &nt[g] : NULL);
+			}
+			printf("]}");
+		} else {
+			char name[MDL_NAME_MAX + 2];
+			snprintf(name, sizeof name, "%.47s%s", n->name, mdl_node_has_step_terms(n) ? "*" : "");
+			printf("%-28s %-8s %6u %12.6f %12.6f %12.6f  %s\n", name, mdl_kind_name(n->kind), rep,
+			       c->seconds * 1e3, c->compute_seconds * 1e3, c->memory_seconds * 1e3,
+			       info_bound(c->bound));
+			for (uint32_t g = 0; gemms && g < n->ngemms; g++)
+				info_gemm_text(&n->gemms[g], batch, nt ? &nt[g] : NULL);
+		}
+	}
+	if (json)
+		printf("]");
+	else
+		printf("total %.6f ms (one request%s)\n", total_ms, batch > 1 ? " batch" : "");
+}
+
 int cmd_model_info(int argc, char **argv)
 {
 	char err[512];
@@ -290,56 +347,8 @@ int cmd_model_info(int argc, char **argv)
 		goto fail;
 	if (m->has_step_terms)
 		total_ms = graph_ms;
-	int json = opt_flag(&o, "json"), gemms = opt_flag(&o, "gemms");
-	if (json) {
-		info_json_head(m, hw, batch, in_len, out_len, total_ms);
-		if (npu)
-			printf(",\"dataflow\":\"%s\"", npu_dataflow_name(npu->dataflow));
-		printf(",\"nodes\":[");
-	} else {
-		printf("%s on %s, batch %u, input_len %u, output_len %u\n", m->name, hw->label, batch, in_len, out_len);
-		if (npu) {
-			char desc[400];
-			npu_config_describe(npu, desc, sizeof desc);
-			printf("hardware: %s\n", desc);
-		}
-		if (m->has_step_terms)
-			printf("decoder nodes over P and S (*): their rows at the estimate lengths P=%u S=%u; the total runs "
-			       "step p at P=p and S=input_len\n", m->estimate_p, m->estimate_s);
-		printf("%-28s %-8s %6s %12s %12s %12s  %s\n", "node", "type", "repeat", "ms", "compute_ms",
-		       "memory_ms", "bound");
-	}
-	for (uint32_t t = 0; t < m->nnodes; t++) {
-		struct mdl_node shown;
-		info_shown_node(m, t, in_len, &shown);
-		const struct mdl_node *n = &shown;
-		const struct hw_node_cost *c = &costs[t];
-		const struct npu_term_cost *nt = npu ? &terms[(size_t)t * MDL_MAX_GEMMS] : NULL;
-		uint32_t rep = mdl_node_repeats(m, t, in_len, out_len);
-		if (json) {
-			printf("%s{\"name\":\"%s\",\"type\":\"%s\",\"repeat\":%u,\"ms\":%.10g,\"compute_ms\":%.10g,"
-			       "\"memory_ms\":%.10g,\"bound\":\"%s\",\"gemms\":[", t ? "," : "", n->name,
-			       mdl_kind_name(n->kind), rep, c->seconds * 1e3, c->compute_seconds * 1e3,
-			       c->memory_seconds * 1e3, info_bound(c->bound));
-			for (uint32_t g = 0; g < n->ngemms; g++) {
-				printf("%s", g ? "," : "");
-				info_gemm_json(&n->gemms[g], batch, nt ? &nt[g] : NULL);
-			}
-			printf("]}");
-		} else {
-			char name[MDL_NAME_MAX + 2];
-			snprintf(name, sizeof name, "%.47s%s", n->name, mdl_node_has_step_terms(n) ? "*" : "");
-			printf("%-28s %-8s %6u %12.6f %12.6f %12.6f  %s\n", name, mdl_kind_name(n->kind), rep,
-			       c->seconds * 1e3, c->compute_seconds * 1e3, c->memory_seconds * 1e3,
-			       info_bound(c->bound));
-			for (uint32_t g = 0; gemms && g < n->ngemms; g++)
-				info_gemm_text(&n->gemms[g], batch, nt ? &nt[g] : NULL);
-		}
-	}
-	if (json)
-		printf("]");
-	else
-		printf("total %.6f ms (one request%s)\n", total_ms, batch > 1 ? " batch" : "");
+	int json = opt_flag(&o, "json");
+	info_print_nodes(m, hw, costs, terms, batch, in_len, out_len, total_ms, json, opt_flag(&o, "gemms"));
 	if (overhead_ms > 0) {
 		uint64_t nodes = mdl_chain_length(m, in_len, out_len);
 		if (json)
