@@ -115,6 +115,59 @@ static void info_curve_text(const struct info_curve *c, const uint32_t *batches,
 /* hw-info --sweep-batch: LazyBatching Fig. 3 and BatchMaker Fig. 3, per
  * node and for the whole graph (every node at its repeat count, all the
  * batch's requests with the same lengths). */
+/* The sweep's curves, the graph's and each node's (or --node's alone), as text or JSON. */
+static void info_sweep_print(const struct mdl_model *m, const struct hw_model *hw, const struct info_curve *graph,
+                             const struct info_curve *nodes, const uint32_t *batches, uint32_t nb, uint32_t in_len,
+                             uint32_t out_len, int only_idx, int json)
+{
+	const struct npu_config *npu = npu_hw_config(hw);
+	if (json) {
+		printf("{\"model\":");
+		json_write_string(stdout, m->name);
+		printf(",\"hw\":");
+		json_write_string(stdout, hw->label);
+		if (npu)
+			printf(",\"dataflow\":\"%s\"", npu_dataflow_name(npu->dataflow));
+		printf(",\"input_len\":%u,\"output_len\":%u,\"saturation_share\":%g,\"batches\":[", in_len,
+		       out_len, INFO_SATURATION);
+		for (uint32_t i = 0; i < nb; i++)
+			printf("%s%u", i ? "," : "", batches[i]);
+		printf("],\"graph\":{");
+		info_curve_json(graph, batches, nb, 0);
+		printf("},\"nodes\":[");
+		for (uint32_t t = 0, first = 1; t < m->nnodes; t++) {
+			if (only_idx >= 0 && (int)t != only_idx)
+				continue;
+			printf("%s{\"name\":\"%s\",\"type\":\"%s\",\"repeat\":%u,", first ? "" : ",", m->nodes[t].name,
+			       mdl_kind_name(m->nodes[t].kind), mdl_node_repeats(m, t, in_len, out_len));
+			info_curve_json(&nodes[t], batches, nb, 1);
+			printf("}");
+			first = 0;
+		}
+		printf("]}\n");
+	} else {
+		printf("%s on %s: latency and throughput against batch size\n", m->name, hw->label);
+		if (npu) {
+			char desc[400];
+			npu_config_describe(npu, desc, sizeof desc);
+			printf("hardware: %s\n", desc);
+		}
+		if (m->uses_input_len || m->uses_output_len)
+			printf("graph: one request's whole graph (input_len %u, output_len %u), the batch's "
+			       "requests run together\n", in_len, out_len);
+		else
+			printf("graph: one request's whole graph, the batch's requests run together\n");
+		info_curve_text(graph, batches, nb, 0);
+		for (uint32_t t = 0; t < m->nnodes; t++) {
+			if (only_idx >= 0 && (int)t != only_idx)
+				continue;
+			printf("node %s (%s, %u per request)\n", m->nodes[t].name, mdl_kind_name(m->nodes[t].kind),
+			       mdl_node_repeats(m, t, in_len, out_len));
+			info_curve_text(&nodes[t], batches, nb, 1);
+		}
+	}
+}
+
 static int info_sweep(const struct opt_set *o, const struct mdl_model *m, const struct hw_model *hw,
                       char *err, size_t errlen)
 {
@@ -123,7 +176,6 @@ static int info_sweep(const struct opt_set *o, const struct mdl_model *m, const 
 	const char *only = opt_str(o, "node");
 	int only_idx = -1, rc = -1, json = opt_flag(o, "json");
 	struct info_curve graph = { 0 }, *nodes = NULL;
-	const struct npu_config *npu = npu_hw_config(hw);
 
 	if (only && (only_idx = mdl_node_index(m, only)) < 0) {
 		snprintf(err, errlen, "--node=%s: model %s has no such node", only, m->name);
@@ -164,51 +216,7 @@ static int info_sweep(const struct opt_set *o, const struct mdl_model *m, const 
 	}
 	info_saturation(&graph, batches, nb);
 
-	if (json) {
-		printf("{\"model\":");
-		json_write_string(stdout, m->name);
-		printf(",\"hw\":");
-		json_write_string(stdout, hw->label);
-		if (npu)
-			printf(",\"dataflow\":\"%s\"", npu_dataflow_name(npu->dataflow));
-		printf(",\"input_len\":%u,\"output_len\":%u,\"saturation_share\":%g,\"batches\":[", in_len,
-		       out_len, INFO_SATURATION);
-		for (uint32_t i = 0; i < nb; i++)
-			printf("%s%u", i ? "," : "", batches[i]);
-		printf("],\"graph\":{");
-		info_curve_json(&graph, batches, nb, 0);
-		printf("},\"nodes\":[");
-		for (uint32_t t = 0, first = 1; t < m->nnodes; t++) {
-			if (only_idx >= 0 && (int)t != only_idx)
-				continue;
-			printf("%s{\"name\":\"%s\",\"type\":\"%s\",\"repeat\":%u,", first ? "" : ",", m->nodes[t].name,
-			       mdl_kind_name(m->nodes[t].kind), mdl_node_repeats(m, t, in_len, out_len));
-			info_curve_json(&nodes[t], batches, nb, 1);
-			printf("}");
-			first = 0;
-		}
-		printf("]}\n");
-	} else {
-		printf("%s on %s: latency and throughput against batch size\n", m->name, hw->label);
-		if (npu) {
-			char desc[400];
-			npu_config_describe(npu, desc, sizeof desc);
-			printf("hardware: %s\n", desc);
-		}
-		if (m->uses_input_len || m->uses_output_len)
-			printf("graph: one request's whole graph (input_len %u, output_len %u), the batch's "
-			       "requests run together\n", in_len, out_len);
-		else
-			printf("graph: one request's whole graph, the batch's requests run together\n");
-		info_curve_text(&graph, batches, nb, 0);
-		for (uint32_t t = 0; t < m->nnodes; t++) {
-			if (only_idx >= 0 && (int)t != only_idx)
-				continue;
-			printf("node %s (%s, %u per request)\n", m->nodes[t].name, mdl_kind_name(m->nodes[t].kind),
-			       mdl_node_repeats(m, t, in_len, out_len));
-			info_curve_text(&nodes[t], batches, nb, 1);
-		}
-	}
+	info_sweep_print(m, hw, &graph, nodes, batches, nb, in_len, out_len, only_idx, json);
 	rc = 0;
 	goto done;
 oom:
