@@ -1,0 +1,52 @@
+/* util/json_read.c: see json_read.h. */
+#include "json_read.h"
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+struct json_doc {
+	json_t *root;
+};
+
+struct json_doc *json_doc_parse(const char *text)
+{
+	json_error_t e;
+	json_t *root = json_loads(text, JSON_DECODE_INT_AS_REAL, &e);
+	if (!root || !json_is_object(root)) {
+		json_decref(root);
+		return NULL;
+	}
+	struct json_doc *d = malloc(sizeof *d);
+	if (!d) {
+		json_decref(root);
+		return NULL;
+	}
+	d->root = root;
+	return d;
+}
+
+void json_doc_free(struct json_doc *d)
+{
+	if (!d)
+		return;
+	json_decref(d->root);
+	free(d);
+}
+
+int json_doc_number(const struct json_doc *d, const char *obj, const char *key, int k, double *out)
+{
+	const json_t *where = obj ? json_object_get(d->root, obj) : d->root;
+	const json_t *v = json_is_object(where) ? json_object_get(where, key) : NULL;
+	if (k >= 0)
+		v = json_is_array(v) ? json_array_get(v, (size_t)k) : NULL;
+	if (!json_is_number(v))
+		return -1;
+	*out = json_number_value(v);
+	return 0;
+}
+
+int json_doc_true(const struct json_doc *d, const char *key)
+{
+	return json_is_true(json_object_get(d->root, key));
+}
