@@ -14,10 +14,4 @@
  * characters as \u00XX. */
 void json_write_string(FILE *f, const char *s);
 
-/* The number after "key": in JSON this program printed (compact, as the
- * DESIGN.md contract gives it), inside the flat object "obj":{...} when obj
- * is given; with k >= 0, element k of the array there. 0 and *out, or -1
- * when it is not there. Not a JSON parser: the first such key wins. */
-int json_number_after(const char *json, const char *obj, const char *key, int k, double *out);
-
 #endif

@@ -50,3 +50,33 @@ int json_doc_true(const struct json_doc *d, const char *key)
 {
 	return json_is_true(json_object_get(d->root, key));
 }
+
+int json_doc_has_object(const struct json_doc *d, const char *key)
+{
+	return json_is_object(json_object_get(d->root, key));
+}
+
+size_t json_doc_count(const struct json_doc *d, const char *key)
+{
+	return json_array_size(json_object_get(d->root, key));    /* 0 for what is no array */
+}
+
+static const json_t *item_field(const struct json_doc *d, const char *key, size_t i, const char *field)
+{
+	const json_t *item = json_array_get(json_object_get(d->root, key), i);
+	return json_is_object(item) ? json_object_get(item, field) : NULL;
+}
+
+int json_doc_item_number(const struct json_doc *d, const char *key, size_t i, const char *field, double *out)
+{
+	const json_t *v = item_field(d, key, i, field);
+	if (!json_is_number(v))
+		return -1;
+	*out = json_number_value(v);
+	return 0;
+}
+
+int json_doc_item_true(const struct json_doc *d, const char *key, size_t i, const char *field)
+{
+	return json_is_true(item_field(d, key, i, field));
+}

@@ -64,11 +64,10 @@
 #include "cli.h"
 #include "../../util/errkind.h"
 #include "../../util/json.h"
+#include "../../util/json_read.h"
 #include "../../util/metrics.h"
 #include "../../hwmodels/gpu_measured.h"
 #include "../../hwmodels/llm_cost.h"
-#include "../engine/engine.h"
-#include "../study/fleet.h"
 #include "procpool.h"
 #include "capacity_requests.h"
 #include "../study/run.h"
@@ -198,21 +197,20 @@ static int cap_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 
 /* An LLM probe's counts: requests meeting both targets, of those measured;
  * whether it saturated; the hardware's error band when it has one. */
-static int cap_llm_counts(struct cap_search *s, const char *json)
+static int cap_llm_counts(struct cap_search *s, const struct json_doc *d)
 {
-	double met, measured, e;
-	if (json_number_after(json, NULL, "slo_met", -1, &met) != 0 ||
-	    json_number_after(json, NULL, "slo_measured", -1, &measured) != 0)
+	double met, measured, e, arrival, departure;
+	if (json_doc_number(d, NULL, "slo_met", -1, &met) != 0 ||
+	    json_doc_number(d, NULL, "slo_measured", -1, &measured) != 0)
 		return -1;
 	s->sum_missed += (uint64_t)(measured - met);
 	s->sum_measured += (uint64_t)measured;
-	double arrival, departure;
-	if (json_number_after(json, "steady_window", "arrival_rps", -1, &arrival) == 0 &&
-	    json_number_after(json, "steady_window", "departure_rps", -1, &departure) == 0)
+	if (json_doc_number(d, "steady_window", "arrival_rps", -1, &arrival) == 0 &&
+	    json_doc_number(d, "steady_window", "departure_rps", -1, &departure) == 0)
 		s->any_saturated |= departure < CAP_LLM_KEEP_UP * arrival;
 	else
-		s->any_saturated |= strstr(json, "\"saturated\":true") != NULL;
-	if (json_number_after(json, "hw_layer_error_pct", "p90", -1, &e) == 0)
+		s->any_saturated |= json_doc_true(d, "saturated");
+	if (json_doc_number(d, "hw_layer_error_pct", "p90", -1, &e) == 0)
 		s->hw_error_p90 = e / 100;
 	return 0;
 }
@@ -221,9 +219,9 @@ static void cap_done(void *ud, void *ctx, const struct pp_result *r)
 {
 	struct cap_search *s = ud;
 	double p99 = 0, viol = 0;
-	if (r->exit_code != 0 || json_number_after(r->out, "latency_ms", "p99", -1, &p99) != 0 ||
-	    json_number_after(r->out, NULL, "sla_violation_rate", -1, &viol) != 0 ||
-	    (s->llm && cap_llm_counts(s, r->out) != 0)) {
+	struct json_doc *d = r->exit_code == 0 ? json_doc_parse(r->out) : NULL;   /* the run's --json summary */
+	if (!d || json_doc_number(d, "latency_ms", "p99", -1, &p99) != 0 ||
+	    json_doc_number(d, NULL, "sla_violation_rate", -1, &viol) != 0 || (s->llm && cap_llm_counts(s, d) != 0)) {
 		if (!s->failure[0]) {
 			const char *e = r->errtext;
 			if (strncmp(e, "simbatch: ", 10) == 0)
@@ -240,11 +238,12 @@ static void cap_done(void *ud, void *ctx, const struct pp_result *r)
 				         n ? e : r->signal ? "killed by a signal" : r->exit_code == 0 ? "unreadable JSON" : "no message");
 		}
 	} else {
-		s->any_overloaded |= strstr(r->out, "\"overload_window\":{") != NULL;
+		s->any_overloaded |= json_doc_has_object(d, "overload_window");
 		s->sum_p99 += p99;
 		s->sum_viol += viol;
 		s->nok++;
 	}
+	json_doc_free(d);
 	free(ctx);
 }
 

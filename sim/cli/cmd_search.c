@@ -47,7 +47,7 @@
 #include "../../hwmodels/hwmodel.h"
 #include "../../models/model.h"
 #include "../../util/errkind.h"
-#include "../../util/json.h"
+#include "../../util/json_read.h"
 #include "../../util/options.h"
 #include "../../util/text.h"
 
@@ -328,18 +328,13 @@ static int search_bounded(struct search_run *r, size_t i)
 }
 
 /* The lowest rate capacity's JSON (its "points") found saturated, NaN when none. */
-static double search_saturated_rps(const char *json)
+static double search_saturated_rps(const struct json_doc *d)
 {
-	double lowest = NAN;
-	const char *p = strstr(json, "\"points\":[");
-	while (p && (p = strstr(p, "{\"rate_rps\":")) != NULL) {
-		char *end;
-		double rate = strtod(p + 12, &end);
-		const char *close = strchr(end, '}'), *sat = strstr(end, "\"saturated\":true");
-		if (close && sat && sat < close && end != p + 12 && (isnan(lowest) || rate < lowest))
+	double lowest = NAN, rate;
+	for (size_t i = 0; i < json_doc_count(d, "points"); i++)
+		if (json_doc_item_number(d, "points", i, "rate_rps", &rate) == 0 &&
+		    json_doc_item_true(d, "points", i, "saturated") && (isnan(lowest) || rate < lowest))
 			lowest = rate;
-		p = end;
-	}
 	return lowest;
 }
 
@@ -420,15 +415,18 @@ static void search_done(void *ud, void *ctx, const struct pp_result *res)
 	r->running--;
 	search_config_free(&job->c);
 	free(job);
+	struct json_doc *d = res->exit_code == 0 ? json_doc_parse(res->out) : NULL;   /* capacity's --json */
 	if (res->exit_code == 0)
-		w->saturated_rps = search_saturated_rps(res->out);
-	if (res->exit_code == 0 && json_number_after(res->out, NULL, "capacity_rps", -1, &w->capacity) == 0 &&
-	    json_number_after(res->out, NULL, "bracket_rps", 0, &w->lo) == 0 &&
-	    json_number_after(res->out, NULL, "bracket_rps", 1, &w->hi) == 0) {
+		w->saturated_rps = d ? search_saturated_rps(d) : NAN;
+	int ok = d && json_doc_number(d, NULL, "capacity_rps", -1, &w->capacity) == 0 &&
+	         json_doc_number(d, NULL, "bracket_rps", 0, &w->lo) == 0 &&
+	         json_doc_number(d, NULL, "bracket_rps", 1, &w->hi) == 0;
+	if (ok && (json_doc_number(d, "llm", "hw_band_rps", 0, &w->band_lo) != 0 ||
+	           json_doc_number(d, "llm", "hw_band_rps", 1, &w->band_hi) != 0))
+		w->band_lo = w->band_hi = NAN;
+	json_doc_free(d);
+	if (ok) {
 		w->status = SR_OK;
-		if (json_number_after(res->out, "llm", "hw_band_rps", 0, &w->band_lo) != 0 ||
-		    json_number_after(res->out, "llm", "hw_band_rps", 1, &w->band_hi) != 0)
-			w->band_lo = w->band_hi = NAN;
 	} else if (search_stop) {
 		return;                          /* stopped by the search's own signal: simulated again next time */
 	} else {
