@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include "cli.h"
 #include "search_run.h"
+#include "search_file.h"
 #include "search_results.h"
 #include "procpool.h"
 #include "parts_export.h"
@@ -85,21 +86,6 @@ static volatile sig_atomic_t search_stop;
 static void search_on_signal(int sig)
 {
 	search_stop = sig;
-}
-
-#define SEARCH_HASH_START 1469598103934665603ull   /* FNV-1a's offset basis */
-
-/* FNV-1a of s, continued from h (SEARCH_HASH_START: s alone). */
-static uint64_t search_hash_more(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static uint64_t search_hash(const char *s)
-{
-	return search_hash_more(SEARCH_HASH_START, s);
 }
 
 /* ---- pruning: can the hardware hold this configuration at all? ---- */
@@ -150,133 +136,6 @@ static int search_fits(const struct search_config *c, struct search_fit **cache,
 	}
 	snprintf(why, whylen, "%s", f.reason);
 	return f.ok;
-}
-
-/* ---- the results file ---- */
-
-static int search_append(struct search_run *r, size_t i, char *err, size_t errlen)
-{
-	struct search_config c;
-	if (search_config_make(r->spec, i, &c, err, errlen) != 0)
-		return -1;
-	char line[4096];
-	size_t n = search_results_format(line, sizeof line, c.key, &r->rows[i]);
-	search_config_free(&c);
-	/* one write a line: a kill leaves whole lines, or a last part the next run drops */
-	if (n == 0 || write(r->out_fd, line, n) != (ssize_t)n) {
-		snprintf(err, errlen, "%s: %s", r->out_path, n ? err_strerror(errno) : "a line longer than 4096 bytes");
-		return -1;
-	}
-	return 0;
-}
-
-/* The row key names, among configurations whose hash matches (by_hash sorted), or SIZE_MAX. */
-static size_t search_find(const struct search_run *r, const size_t *by_hash, const char *key)
-{
-	uint64_t h = search_hash(key);
-	size_t lo = 0, hi = r->spec->nconfigs;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (r->rows[by_hash[mid]].key_hash < h)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < r->spec->nconfigs && r->rows[by_hash[lo]].key_hash == h; lo++) {
-		struct search_config c;
-		char err[64];
-		if (search_config_make(r->spec, by_hash[lo], &c, err, sizeof err) != 0)
-			return SIZE_MAX;
-		int same = strcmp(c.key, key) == 0;
-		search_config_free(&c);
-		if (same)
-			return by_hash[lo];
-	}
-	return SIZE_MAX;
-}
-
-static const struct search_run *search_sort_run;
-
-static int search_cmp_hash(const void *a, const void *b)
-{
-	uint64_t x = search_sort_run->rows[*(const size_t *)a].key_hash, y = search_sort_run->rows[*(const size_t *)b].key_hash;
-	return (x > y) - (x < y);
-}
-
-static int search_cmp_cost(const void *a, const void *b)
-{
-	size_t i = *(const size_t *)a, j = *(const size_t *)b;
-	double x = search_sort_run->rows[i].cost, y = search_sort_run->rows[j].cost;
-	return x < y ? -1 : x > y ? 1 : (i > j) - (i < j);
-}
-
-struct search_take {                /* where a results file's lines go */
-	struct search_run *r;
-	const size_t *by_hash;
-	int own;
-	size_t taken;
-};
-
-/* A results file's row into the configuration it keys (search_results_fn): a row filled already is kept; one
- * filled here is marked resumed, 1 from the results file itself, 2 from another (a shard). */
-static int search_take(void *ctx, const char *key, const struct search_row *row, char *err, size_t errlen)
-{
-	(void)err;
-	(void)errlen;
-	struct search_take *t = ctx;
-	struct search_run *r = t->r;
-	size_t i = search_find(r, t->by_hash, key);
-	if (i == SIZE_MAX || r->rows[i].status == SR_PRUNED || r->rows[i].status == SR_OK ||
-	    r->rows[i].status == SR_INFEASIBLE)
-		return 0;                     /* another search's configuration, or one read already */
-	struct search_row w = *row;
-	w.key_hash = r->rows[i].key_hash;
-	w.resumed = t->own ? 1 : 2;
-	r->rows[i] = w;
-	t->taken++;
-	return 0;
-}
-
-/* Opens the results file (creating it, and results/ for the default, with
- * its header), takes in the lines a previous run wrote, then those of the
- * other results files given (a distributed search's shards), which it
- * appends to its own so that it holds them all. 0, or -1. */
-static int search_resume(struct search_run *r, const char *const *more, size_t nmore, char *err, size_t errlen)
-{
-	size_t *by_hash = malloc(r->spec->nconfigs * sizeof *by_hash), taken = 0;
-	if (!by_hash)
-		return err_memory(err, errlen, "out of memory");
-	for (size_t i = 0; i < r->spec->nconfigs; i++)
-		by_hash[i] = i;
-	search_sort_run = r;
-	qsort(by_hash, r->spec->nconfigs, sizeof *by_hash, search_cmp_hash);
-	off_t keep = 0;
-	struct search_take t = { .r = r, .by_hash = by_hash, .own = 1 };
-	int rc = search_results_read(r->out_path, 1, search_take, &t, &keep, err, errlen);
-	size_t own = t.taken;
-	t.own = 0;
-	for (size_t k = 0; rc == 0 && k < nmore; k++)
-		rc = search_results_read(more[k], 0, search_take, &t, NULL, err, errlen);
-	taken = t.taken;
-	free(by_hash);
-	if (rc != 0)
-		return -1;
-	if (!keep && strncmp(r->out_path, "results/", 8) == 0 && mkdir("results", 0777) != 0 && errno != EEXIST) {
-		snprintf(err, errlen, "results/: %s", err_strerror(errno));
-		return -1;
-	}
-	r->out_fd = open(r->out_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-	if (r->out_fd < 0 || ftruncate(r->out_fd, keep) != 0 || lseek(r->out_fd, 0, SEEK_END) < 0 ||
-	    (keep == 0 && write(r->out_fd, SEARCH_RESULTS_HEADER "\n", sizeof SEARCH_RESULTS_HEADER) !=
-	     (ssize_t)sizeof SEARCH_RESULTS_HEADER)) {
-		snprintf(err, errlen, "%s: %s", r->out_path, err_strerror(errno));
-		return -1;
-	}
-	if (taken > own)                  /* the shards' lines join this file: it holds the whole search */
-		for (size_t i = 0; i < r->spec->nconfigs; i++)
-			if (r->rows[i].resumed == 2 && search_append(r, i, err, errlen) != 0)
-				return -1;
-	return 0;
 }
 
 /* ---- the capacity bound from a cheaper run ---- */
@@ -487,6 +346,120 @@ static int search_part(const char *text, struct search_run *r, char *err, size_t
 
 /* ---- the command ---- */
 
+/* Each configuration's row (its cost, GPUs, family; pruned when its hardware cannot hold it) and
+ * the order by cost: 0 with *fitting those not pruned, -1 with err (a configuration's own
+ * refusal), -2 out of memory. */
+static int search_rows_init(struct search_run *r, struct search_fit **fits, size_t *nfits, size_t *fitting, char *err,
+                            size_t errlen)
+{
+	const struct search_spec *spec = r->spec;
+	r->rows = calloc(spec->nconfigs, sizeof *r->rows);
+	r->order = calloc(spec->nconfigs, sizeof *r->order);
+	if (!r->rows || !r->order) {
+		err_memory(err, errlen, "out of memory");
+		return -2;
+	}
+	for (size_t i = 0; i < spec->nconfigs; i++) {
+		struct search_config c;
+		if (search_config_make(spec, i, &c, err, errlen) != 0)
+			return -1;
+		struct search_row *w = &r->rows[i];
+		w->cost = c.cost_per_hour;
+		w->gpus = c.replicas * c.tp;
+		w->key_hash = search_hash(c.key);
+		w->band_lo = w->band_hi = NAN;
+		w->saturated_rps = NAN;
+		search_family(&c, w);
+		if (!search_fits(&c, fits, nfits, w->reason, sizeof w->reason))
+			w->status = SR_PRUNED;
+		else
+			(*fitting)++;
+		search_config_free(&c);
+		r->order[i] = i;
+	}
+	search_sort_by_cost(r);
+	return 0;
+}
+
+/* Runs the configurations not yet answered through the pool, SIGINT and SIGTERM
+ * caught meanwhile: pp_run's answer (1: stopped by a signal). */
+static int search_simulate(struct search_run *r, const char *exe, unsigned jobs, char *err, size_t errlen)
+{
+	struct sigaction sa = { .sa_handler = search_on_signal }, old_int, old_term;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	struct pp_config pc = { .exe = exe, .jobs = jobs, .next = search_next, .done = search_done, .ud = r,
+	                        .stop = &search_stop };
+	int prc = pp_run(&pc, err, errlen);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return prc;
+}
+
+/* --list: every configuration, cheapest first, the pruned with their reason. */
+static void search_print_list(const struct search_run *r)
+{
+	for (size_t k = 0; k < r->spec->nconfigs; k++) {
+		size_t i = r->order[k];
+		char label[1024];
+		search_label(r->spec, i, label, sizeof label);
+		printf("$%-9.4g %5u GPUs  %s%s%s\n", r->rows[i].cost, r->rows[i].gpus, label,
+		       r->rows[i].status == SR_PRUNED ? "  pruned: " : "", r->rows[i].status == SR_PRUNED ? r->rows[i].reason : "");
+	}
+}
+
+/* results/search-NAME.csv for a search file NAME.search, into buf. */
+static const char *search_default_out(const struct search_spec *spec, char *buf, size_t len)
+{
+	const char *base = strrchr(spec->path, '/');
+	base = base ? base + 1 : spec->path;
+	const char *dot = strrchr(base, '.');
+	snprintf(buf, len, "results/search-%.*s.csv", (int)(dot && dot != base ? dot - base : (ptrdiff_t)strlen(base)),
+	         base);
+	return buf;
+}
+
+/* r->db_path (if any) checked now and written only once the search is whole, as a run's; opened (a new one
+ * created) now, as a sweep's: a full disk fails here, not after the whole search; one this search created
+ * (*created) is removed again unless the search is stored. 0, or -1 with err. */
+static int search_open_db(struct search_run *r, int *created, char *err, size_t errlen)
+{
+	if (!r->db_path)
+		return 0;
+	if (results_check(r->db_path, err, errlen) != 0)
+		return -1;
+	*created = access(r->db_path, F_OK) != 0;
+	return results_open(r->db_path, &r->db, err, errlen);
+}
+
+/* Simulates what is left, then stores and prints the search: CLI_OK; CLI_FAILED with err; or a
+ * signal's exit status (128 plus its number, as a shell reports it and sweep exits) with the
+ * configurations answered so far kept for the next run. */
+static int search_run_and_report(struct search_run *r, const char *exe, unsigned jobs, int json, char *err,
+                                 size_t errlen)
+{
+	int prc = search_simulate(r, exe, jobs, err, errlen);
+	if (prc < 0)
+		return CLI_FAILED;
+	if (r->failure[0]) {
+		snprintf(err, errlen, "%s", r->failure);
+		return CLI_FAILED;
+	}
+	if (prc == 1 || search_stop) {
+		fprintf(stderr, "simbatch: search stopped by a signal: %zu configurations kept in %s; run it again to "
+		        "go on\n", r->simulated, r->out_path);
+		return 128 + (search_stop ? search_stop : SIGTERM);
+	}
+	if (r->db_path && search_store(r, err, errlen) != 0)
+		return CLI_FAILED;
+	if (json)
+		search_report_json(stdout, r);
+	else
+		search_report_text(stdout, r);
+	return CLI_OK;
+}
+
 int cmd_search(int argc, char **argv)
 {
 	char err[1536] = "", exe[4096], out_default[600];
@@ -520,42 +493,14 @@ int cmd_search(int argc, char **argv)
 	r.spec = spec;
 	r.exhaustive = opt_flag(&o, "exhaustive");
 	r.quiet = opt_flag(&o, "quiet") || opt_flag(&o, "json");
-	r.rows = calloc(spec->nconfigs, sizeof *r.rows);
-	r.order = calloc(spec->nconfigs, sizeof *r.order);
-	if (!r.rows || !r.order) {
-		err_memory(err, sizeof err, "out of memory");
-		rc = CLI_FAILED;
+	size_t fitting = 0;
+	int irc = search_rows_init(&r, &fits, &nfits, &fitting, err, sizeof err);
+	if (irc != 0) {
+		rc = irc == -2 ? CLI_FAILED : CLI_BAD_INPUT;
 		goto fail;
 	}
-	size_t fitting = 0;
-	for (size_t i = 0; i < spec->nconfigs; i++) {
-		struct search_config c;
-		if (search_config_make(spec, i, &c, err, sizeof err) != 0)
-			goto fail;
-		struct search_row *w = &r.rows[i];
-		w->cost = c.cost_per_hour;
-		w->gpus = c.replicas * c.tp;
-		w->key_hash = search_hash(c.key);
-		w->band_lo = w->band_hi = NAN;
-		w->saturated_rps = NAN;
-		search_family(&c, w);
-		if (!search_fits(&c, &fits, &nfits, w->reason, sizeof w->reason))
-			w->status = SR_PRUNED;
-		else
-			fitting++;
-		search_config_free(&c);
-		r.order[i] = i;
-	}
-	search_sort_run = &r;
-	qsort(r.order, spec->nconfigs, sizeof *r.order, search_cmp_cost);
 	if (opt_flag(&o, "list")) {
-		for (size_t k = 0; k < spec->nconfigs; k++) {
-			size_t i = r.order[k];
-			char label[1024];
-			search_label(spec, i, label, sizeof label);
-			printf("$%-9.4g %5u GPUs  %s%s%s\n", r.rows[i].cost, r.rows[i].gpus, label,
-			       r.rows[i].status == SR_PRUNED ? "  pruned: " : "", r.rows[i].status == SR_PRUNED ? r.rows[i].reason : "");
-		}
+		search_print_list(&r);
 		rc = CLI_OK;
 		goto out;
 	}
@@ -563,16 +508,7 @@ int cmd_search(int argc, char **argv)
 		snprintf(err, sizeof err, "%s: no configuration left after pruning (first: %s)", spec->path, r.rows[0].reason);
 		goto fail;
 	}
-	if (opt_given(&o, "out"))
-		r.out_path = opt_str(&o, "out");
-	else {
-		const char *base = strrchr(spec->path, '/');
-		base = base ? base + 1 : spec->path;
-		const char *dot = strrchr(base, '.');
-		snprintf(out_default, sizeof out_default, "results/search-%.*s.csv", (int)(dot && dot != base ? dot - base
-		         : (ptrdiff_t)strlen(base)), base);
-		r.out_path = out_default;
-	}
+	r.out_path = opt_given(&o, "out") ? opt_str(&o, "out") : search_default_out(spec, out_default, sizeof out_default);
 	if (pp_self_exe(exe, sizeof exe, err, sizeof err) != 0) {
 		rc = CLI_FAILED;
 		goto fail;
@@ -586,20 +522,9 @@ int cmd_search(int argc, char **argv)
 		rc = CLI_OK;
 		goto out;
 	}
-	/* the database is checked now and written only once the search is whole, as a run's */
 	r.db_path = opt_flag(&o, "no-db") || r.part_n ? NULL : opt_str(&o, "db");
-	if (r.db_path && results_check(r.db_path, err, sizeof err) != 0) {
-		rc = cli_exit_status();
-		goto fail;
-	}
-	/* opened (a new one created) now, as a sweep's: a full disk fails here, not after the whole search; one
-	 * this search created is removed again unless the search is stored */
-	db_created = r.db_path && access(r.db_path, F_OK) != 0;
-	if (r.db_path && results_open(r.db_path, &r.db, err, sizeof err) != 0) {
-		rc = cli_exit_status();
-		goto fail;
-	}
-	if (search_resume(&r, (const char *const *)o.positional + 1, o.npositional - 1, err, sizeof err) != 0) {
+	if (search_open_db(&r, &db_created, err, sizeof err) != 0 ||
+	    search_resume(&r, (const char *const *)o.positional + 1, o.npositional - 1, err, sizeof err) != 0) {
 		rc = cli_exit_status();
 		goto fail;
 	}
@@ -607,39 +532,9 @@ int cmd_search(int argc, char **argv)
 		search_note_answer(&r, i);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned jobs = opt_given(&o, "jobs") ? (unsigned)opt_uint(&o, "jobs") : cpus > 0 ? (unsigned)cpus : 1;
-	struct sigaction sa = { .sa_handler = search_on_signal }, old_int, old_term;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	struct pp_config pc = { .exe = exe, .jobs = jobs, .next = search_next, .done = search_done, .ud = &r,
-	                        .stop = &search_stop };
-	int prc = pp_run(&pc, err, sizeof err);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	if (prc < 0) {
-		rc = CLI_FAILED;
+	rc = search_run_and_report(&r, exe, jobs, opt_flag(&o, "json"), err, sizeof err);
+	if (rc == CLI_FAILED)
 		goto fail;
-	}
-	if (r.failure[0]) {
-		snprintf(err, sizeof err, "%s", r.failure);
-		rc = CLI_FAILED;
-		goto fail;
-	}
-	if (prc == 1 || search_stop) {
-		fprintf(stderr, "simbatch: search stopped by a signal: %zu configurations kept in %s; run it again to "
-		        "go on\n", r.simulated, r.out_path);
-		rc = 128 + (search_stop ? search_stop : SIGTERM);     /* as a shell reports a signal, and sweep exits */
-		goto out;
-	}
-	if (r.db_path && search_store(&r, err, sizeof err) != 0) {
-		rc = CLI_FAILED;
-		goto fail;
-	}
-	if (opt_flag(&o, "json"))
-		search_report_json(stdout, &r);
-	else
-		search_report_text(stdout, &r);
-	rc = CLI_OK;
 	goto out;
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
