@@ -359,6 +359,65 @@ static void report_fleet_text(FILE *f, const struct report_run *r)
 	        res->kv_move_extrapolated ? "; some moves larger than any measured message (extrapolated)" : "");
 }
 
+/* An LLM run's lines: token latencies, SLOs, KV cache, prefixes, fleet, drops, extrapolation. */
+static void report_llm_text(FILE *f, const struct report_run *r)
+{
+	const struct drv_result *res = r->res;
+	fprintf(f, "  TTFT       mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f\n", res->ttft.mean_ms, res->ttft.p50_ms,
+	        res->ttft.p90_ms, res->ttft.p99_ms);
+	fprintf(f, "  TPOT       mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f\n", res->tpot.mean_ms, res->tpot.p50_ms,
+	        res->tpot.p90_ms, res->tpot.p99_ms);
+	fprintf(f, "  ITL        mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f   max %.3f (gaps between tokens)\n",
+	        res->itl_mean_ms, res->itl_p50_ms, res->itl_p90_ms, res->itl_p99_ms, res->itl_max_ms);
+	if (r->ttft_slo_ms > 0 || r->tpot_slo_ms > 0) {
+		char targets[96] = "";
+		if (r->ttft_slo_ms > 0)
+			snprintf(targets, sizeof targets, "TTFT %.6g ms", r->ttft_slo_ms);
+		if (r->tpot_slo_ms > 0)
+			snprintf(targets + strlen(targets), sizeof targets - strlen(targets), "%sTPOT %.6g ms",
+			         r->ttft_slo_ms > 0 ? ", " : "", r->tpot_slo_ms);
+		fprintf(f, "  SLOs       %s: %.2f%% of requests meet them, goodput %.2f req/s   %.0f preemptions\n",
+		        targets, 100.0 * report_slo_attainment(res), res->goodput_rps,
+		        report_policy_stat(res, "preemptions"));
+	} else {
+		fprintf(f, "  preempted  %.0f times (no --ttft-slo or --tpot-slo: no goodput)\n",
+		        report_policy_stat(res, "preemptions"));
+	}
+	fprintf(f, "  KV cache   %.0f blocks: peak %.1f%%, mean over time %.1f%%\n", report_policy_stat(res, "kv_blocks"),
+	        100.0 * report_policy_stat(res, "kv_peak_fraction"), 100.0 * res->kv_mean_fraction);
+	double asked = report_policy_stat(res, "prefix_queried_blocks");
+	if (asked > 0)
+		fprintf(f, "  prefixes   %.0f of %.0f prompt blocks found cached (%.1f%%), %.0f cached blocks evicted\n",
+		        report_policy_stat(res, "prefix_hit_blocks"), asked,
+		        100.0 * report_policy_stat(res, "prefix_hit_blocks") / asked,
+		        report_policy_stat(res, "prefix_evictions"));
+	if (res->nreplicas)
+		report_fleet_text(f, r);
+	if (r->dropped_over_context)
+		fprintf(f, "  dropped    %llu trace requests beyond the model's context (--over-context=drop)\n",
+		        (unsigned long long)r->dropped_over_context);
+	if (report_may_extrapolate(r)) {
+		char budget[32] = "any number of";
+		if (r->iter_token_budget)
+			snprintf(budget, sizeof budget, "%u", r->iter_token_budget);
+		fprintf(f, "  hw         measured iterations of up to %u tokens; this run's may run %s tokens, priced "
+		        "beyond the last row along its slope (extrapolated)\n", r->hw_measured_tokens, budget);
+	}
+}
+
+/* A mixture of experts' line: how its tokens spread over the experts (and GPUs, with --ep). */
+static void report_moe_text(FILE *f, const struct report_run *r)
+{
+	const struct gpu_moe_stats *m = r->moe;
+	double n = (double)m->layers;
+	fprintf(f, "  experts    %.2f reached a MoE layer, %.1f tokens each; imbalance (max/mean tokens an expert) "
+	        "mean %.3f, max %.3f", m->reached_sum / n, m->tokens_sum / n, m->imbalance_sum / n, m->imbalance_max);
+	if (r->moe_ep > 1)
+		fprintf(f, "; busiest of %u GPUs %.3f x the mean", r->moe_ep, m->rank_imbalance_sum / n);
+	fprintf(f, " (routing %s, %llu layers drawn; GEMMs predicted, error band from the predictor's "
+	        "leave-one-model-out p90)\n", r->moe_routing, (unsigned long long)m->layers);
+}
+
 void report_text(FILE *f, const struct report_run *r)
 {
 	const struct drv_result *res = r->res;
@@ -409,58 +468,10 @@ void report_text(FILE *f, const struct report_run *r)
 	/* an LLM's requests last seconds: the node models' 100 ms default says nothing of them */
 	if (!res->llm || r->sla_given)
 		fprintf(f, "  SLA %.6g ms: %.2f%% of requests late\n", r->sla_ms, 100.0 * s->sla_violation_rate);
-	if (res->llm) {
-		fprintf(f, "  TTFT       mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f\n", res->ttft.mean_ms, res->ttft.p50_ms,
-		        res->ttft.p90_ms, res->ttft.p99_ms);
-		fprintf(f, "  TPOT       mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f\n", res->tpot.mean_ms, res->tpot.p50_ms,
-		        res->tpot.p90_ms, res->tpot.p99_ms);
-		fprintf(f, "  ITL        mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f   max %.3f (gaps between tokens)\n",
-		        res->itl_mean_ms, res->itl_p50_ms, res->itl_p90_ms, res->itl_p99_ms, res->itl_max_ms);
-		if (r->ttft_slo_ms > 0 || r->tpot_slo_ms > 0) {
-			char targets[96] = "";
-			if (r->ttft_slo_ms > 0)
-				snprintf(targets, sizeof targets, "TTFT %.6g ms", r->ttft_slo_ms);
-			if (r->tpot_slo_ms > 0)
-				snprintf(targets + strlen(targets), sizeof targets - strlen(targets), "%sTPOT %.6g ms",
-				         r->ttft_slo_ms > 0 ? ", " : "", r->tpot_slo_ms);
-			fprintf(f, "  SLOs       %s: %.2f%% of requests meet them, goodput %.2f req/s   %.0f preemptions\n",
-			        targets, 100.0 * report_slo_attainment(res), res->goodput_rps,
-			        report_policy_stat(res, "preemptions"));
-		} else {
-			fprintf(f, "  preempted  %.0f times (no --ttft-slo or --tpot-slo: no goodput)\n",
-			        report_policy_stat(res, "preemptions"));
-		}
-		fprintf(f, "  KV cache   %.0f blocks: peak %.1f%%, mean over time %.1f%%\n", report_policy_stat(res, "kv_blocks"),
-		        100.0 * report_policy_stat(res, "kv_peak_fraction"), 100.0 * res->kv_mean_fraction);
-		double asked = report_policy_stat(res, "prefix_queried_blocks");
-		if (asked > 0)
-			fprintf(f, "  prefixes   %.0f of %.0f prompt blocks found cached (%.1f%%), %.0f cached blocks evicted\n",
-			        report_policy_stat(res, "prefix_hit_blocks"), asked,
-			        100.0 * report_policy_stat(res, "prefix_hit_blocks") / asked,
-			        report_policy_stat(res, "prefix_evictions"));
-		if (res->nreplicas)
-			report_fleet_text(f, r);
-		if (r->dropped_over_context)
-			fprintf(f, "  dropped    %llu trace requests beyond the model's context (--over-context=drop)\n",
-			        (unsigned long long)r->dropped_over_context);
-		if (report_may_extrapolate(r)) {
-			char budget[32] = "any number of";
-			if (r->iter_token_budget)
-				snprintf(budget, sizeof budget, "%u", r->iter_token_budget);
-			fprintf(f, "  hw         measured iterations of up to %u tokens; this run's may run %s tokens, priced "
-			        "beyond the last row along its slope (extrapolated)\n", r->hw_measured_tokens, budget);
-		}
-	}
-	if (r->moe && r->moe->layers) {
-		const struct gpu_moe_stats *m = r->moe;
-		double n = (double)m->layers;
-		fprintf(f, "  experts    %.2f reached a MoE layer, %.1f tokens each; imbalance (max/mean tokens an expert) "
-		        "mean %.3f, max %.3f", m->reached_sum / n, m->tokens_sum / n, m->imbalance_sum / n, m->imbalance_max);
-		if (r->moe_ep > 1)
-			fprintf(f, "; busiest of %u GPUs %.3f x the mean", r->moe_ep, m->rank_imbalance_sum / n);
-		fprintf(f, " (routing %s, %llu layers drawn; GEMMs predicted, error band from the predictor's "
-		        "leave-one-model-out p90)\n", r->moe_routing, (unsigned long long)m->layers);
-	}
+	if (res->llm)
+		report_llm_text(f, r);
+	if (r->moe && r->moe->layers)
+		report_moe_text(f, r);
 	if (r->hw_predicted)
 		fprintf(f, "  hw         GEMMs predicted from %s's measured GEMMs (model-info gives the predictor's error); "
 		        "%zu of %zu shapes outside the measured M, K or N, extrapolated%s%s\n", r->hw_predicted->profile->gpu,
