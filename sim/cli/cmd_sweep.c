@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "../../util/options.h"
 #include "procpool.h"
+#include "sweep_dirs.h"
 #include "../store/results.h"
 #include "../store/sweep_db.h"
 #include "sweep_spec.h"
@@ -95,69 +96,6 @@ static int sweep_parse_part(const char *s, uint64_t *i, uint64_t *n)
 	    || *i < 1 || *i > *n)
 		return -1;
 	return 0;
-}
-
-/* The directories a sweep made for its database: the whole directory part of the path and the
- * topmost one that did not exist before (empty: none made), so a sweep that fails before storing
- * anything can take them away again. */
-struct sweep_made_dirs {
-	char dir[4096];
-	size_t top_len;               /* length of dir's prefix naming the topmost made directory; 0: none */
-};
-
-/* Like `mkdir -p` for the directory part of path, noting what it made. */
-static int sweep_make_parent(const char *path, struct sweep_made_dirs *made, char *err, size_t errlen)
-{
-	char *dir = made->dir;
-	const char *slash = strrchr(path, '/');
-	made->top_len = 0;
-	if (!slash || slash == path)
-		return 0;
-	if ((size_t)(slash - path) >= sizeof made->dir) {
-		snprintf(err, errlen, "path too long: '%s'", path);
-		return -1;
-	}
-	memcpy(dir, path, (size_t)(slash - path));
-	dir[slash - path] = '\0';
-	for (char *p = dir + 1;; p++) {
-		if (*p == '/' || *p == '\0') {
-			char c = *p;
-			*p = '\0';
-			if (mkdir(dir, 0777) == 0) {
-				if (!made->top_len)
-					made->top_len = (size_t)(p - dir);
-			} else if (errno != EEXIST) {
-				snprintf(err, errlen, "cannot create directory '%.900s' for the results database: %s", dir,
-				         err_strerror(errno));
-				*p = c;
-				return -1;
-			}
-			*p = c;
-			if (!c)
-				break;
-		}
-	}
-	return 0;
-}
-
-/* Removes what sweep_make_parent made, deepest first; a directory something else has since
- * filled stays (rmdir refuses it). */
-static void sweep_remove_made(struct sweep_made_dirs *made)
-{
-	if (!made->top_len)
-		return;
-	char *dir = made->dir;
-	for (;;) {
-		if (rmdir(dir) != 0)
-			return;
-		size_t len = strlen(dir);
-		if (len <= made->top_len)
-			return;
-		char *slash = strrchr(dir, '/');
-		if (!slash || (size_t)(slash - dir) < made->top_len)
-			return;
-		*slash = '\0';
-	}
 }
 
 /* ---- running ---- */
@@ -478,13 +416,54 @@ static int sweep_check_configs(struct sweep_run *r, unsigned jobs, char *err, si
 	return prc;
 }
 
+/* Once every configuration passed: the database's directories made, the database created (or
+ * upgraded) and opened to write, and the points still to run listed again (another process may
+ * have stored some meanwhile). The points in this part, or -1 with err and *rc the exit code. */
+static long sweep_reopen_writable(struct sweep_run *r, struct sweep_made_dirs *made, uint64_t part_i, uint64_t part_n,
+                                  size_t *stored, int *rc, char *err, size_t errlen)
+{
+	struct results_db *rdb = NULL;
+	sweep_db_close(r->db);
+	r->db = NULL;
+	if (sweep_make_parent(r->db_path, made, err, errlen) != 0)
+		return -1;
+	if (results_open(r->db_path, &rdb, err, errlen) != 0) {
+		*rc = cli_exit_status();
+		return -1;
+	}
+	results_close(rdb);
+	if (sweep_db_open(r->db_path, 0, &r->db, err, errlen) != 0)
+		return -1;
+	*rc = CLI_FAILED;
+	free(r->todo);
+	r->todo = NULL;
+	r->ntodo = 0;
+	*stored = 0;
+	return sweep_list_todo(r, part_i, part_n, stored, err, errlen);
+}
+
+/* The sweep's last lines once every point ran: CLI_OK, or CLI_FAILED when some point failed. */
+static int sweep_report_end(struct sweep_run *r)
+{
+	if (r->ntodo && r->tty)
+		sweep_progress(r, 1);     /* ends the redrawn line; without a terminal the last tick said 100% */
+	if (!r->quiet)
+		fprintf(stderr, "sweep %s: %zu run, %zu stored by another process meanwhile, %zu failed, in %.1f s\n",
+		        r->spec->path, r->ran, r->skipped, r->failed, sweep_now_s() - r->t0);
+	if (r->failed) {
+		fprintf(stderr, "simbatch: %zu sweep point(s) failed; fix the cause and run the same command again\n",
+		        r->failed);
+		return CLI_FAILED;
+	}
+	return CLI_OK;
+}
+
 static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set *o, uint64_t part_i,
                             uint64_t part_n)
 {
 	struct sweep_run r = { .spec = spec, .db_path = opt_str(o, "db"), .quiet = opt_flag(o, "quiet"),
 	                       .tty = isatty(2), .last_decile = -1 };
 	char exe[4096], err[1024];
-	struct results_db *rdb = NULL;
 	struct sweep_signals old;
 	struct sweep_made_dirs made = { .top_len = 0 };
 	int rc = CLI_BAD_INPUT, handlers = 0, db_created = 0, remove_db = 0, running = 0;
@@ -525,24 +504,7 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 		rc = r.bad_input ? CLI_BAD_INPUT : CLI_FAILED;
 		goto fail;
 	}
-	sweep_db_close(r.db);
-	r.db = NULL;
-	if (sweep_make_parent(r.db_path, &made, err, sizeof err) != 0)
-		goto fail;
-	if (results_open(r.db_path, &rdb, err, sizeof err) != 0) {
-		rc = cli_exit_status();
-		goto fail;
-	}
-	results_close(rdb);
-	if (sweep_db_open(r.db_path, 0, &r.db, err, sizeof err) != 0)
-		goto fail;
-	rc = CLI_FAILED;
-	/* again, now that it is writable: another process may have stored points meanwhile */
-	free(r.todo);
-	r.todo = NULL;
-	r.ntodo = 0;
-	stored = 0;
-	long inpart = sweep_list_todo(&r, part_i, part_n, &stored, err, sizeof err);
+	long inpart = sweep_reopen_writable(&r, &made, part_i, part_n, &stored, &rc, err, sizeof err);
 	if (inpart < 0)
 		goto fail;
 
@@ -569,18 +531,7 @@ static int sweep_run_points(const struct sweep_spec *spec, const struct opt_set 
 		rc = 128 + (int)sweep_stop;
 		goto out;
 	}
-	if (r.ntodo && r.tty)
-		sweep_progress(&r, 1);     /* ends the redrawn line; without a terminal the last tick said 100% */
-	if (!r.quiet)
-		fprintf(stderr, "sweep %s: %zu run, %zu stored by another process meanwhile, %zu failed, in %.1f s\n",
-		        spec->path, r.ran, r.skipped, r.failed, sweep_now_s() - r.t0);
-	if (r.failed) {
-		fprintf(stderr, "simbatch: %zu sweep point(s) failed; fix the cause and run the same command again\n",
-		        r.failed);
-		rc = CLI_FAILED;
-		goto out;
-	}
-	rc = CLI_OK;
+	rc = sweep_report_end(&r);
 	goto out;
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
