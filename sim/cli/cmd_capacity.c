@@ -69,6 +69,7 @@
 #include "../../hwmodels/gpu_measured.h"
 #include "../../hwmodels/llm_cost.h"
 #include "procpool.h"
+#include "capacity_search.h"
 #include "capacity_requests.h"
 #include "../study/run.h"
 #include "../study/capacity.h"
@@ -76,7 +77,6 @@
 #define CAP_MAX_STEPS 12              /* doublings / halvings before giving up: at 1/4096 of the
                                          estimate queueing is negligible, so a p99 over the SLA there
                                          is the unloaded latency's */
-#define CAP_MAX_POINTS 200
 #define CAP_LLM_KEEP_UP 0.95          /* departures at least this share of arrivals in the steady window */
 
 static const struct opt_def cap_opts[] = {
@@ -122,45 +122,6 @@ static const char cap_usage[] =
 	"with its bracket [lo, hi]: p99 <= SLA at lo, > SLA at hi (or a run overloaded within a window,\n"
 	"as `run` reports it). An LLM is judged on its token targets: the bound on the fraction of\n"
 	"requests missing one, and a steady state.";
-
-struct cap_point {
-	double rate_rps;
-	double p99_ms;            /* mean over seeds (node-level models) */
-	double violation;         /* mean SLA violation rate over seeds; an LLM's fraction missing a token target */
-	double bound;             /* LLM: the upper bound on that fraction */
-	int saturated;            /* LLM: a seed's run could not keep up with the rate */
-	int overloaded;           /* a seed's run was overloaded within a window (util/overload.h) */
-	int pass;
-};
-
-struct cap_search {
-	const char *exe;
-	char **run_args;          /* pass-through run options (not owned) */
-	size_t nrun_args;
-	uint64_t requests, warmup, seed0, nseeds;
-	double sla_ms;
-	unsigned jobs;
-	int quiet;
-	/* an LLM's targets (llm): pass when the bound on the missing fraction is within allowed */
-	int llm;
-	double allowed, confidence;
-	uint64_t sum_missed, sum_measured;
-	int any_saturated;
-	int any_overloaded;       /* a seed's run named an overload window */
-	double hw_error_p90;      /* the measured GPU's error (a fraction), from a probe's JSON; -1 when none */
-	/* the rate being measured */
-	char rate_arg[64];
-	uint64_t next_seed;
-	double sum_p99, sum_viol;
-	uint64_t nok;
-	char failure[1024];
-	int bad_input;            /* a run exited 2: the options are wrong, not the search */
-	char *argv_store[64 + 16];
-	char fixed_args[5][96];
-	size_t nfixed;
-	struct cap_point pts[CAP_MAX_POINTS];
-	size_t npts;
-};
 
 static int cap_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 {
@@ -432,63 +393,6 @@ probe_fail:
 	return s->bad_input ? CLI_BAD_INPUT : CLI_FAILED;
 }
 
-/* The result: one JSON object, or two lines of text. */
-static void cap_print(const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm, double est,
-                      const struct cap_point *lo, const struct cap_point *hi)
-{
-	if (opt_flag(o, "json")) {
-		printf("{\"policy\":");
-		json_write_string(stdout, nm->policy);
-		printf(",\"model\":");
-		json_write_string(stdout, nm->model);
-		printf(",\"hw\":");
-		json_write_string(stdout, nm->hw);
-		printf(",\"max_batch\":%u,\"sla_ms\":%.10g,\"quantile\":%g,\"capacity_rps\":%.10g,"
-		       "\"bracket_rps\":[%.10g,%.10g],\"p99_ms_at_bracket\":[%.10g,%.10g],\"estimate_rps\":%.10g,"
-		       "\"tolerance\":%.10g,\"requests\":%llu,\"warmup\":%llu,\"seeds\":%llu,\"first_seed\":%llu,\"points\":[",
-		       nm->max_batch, s->sla_ms, CAP_QUANTILE, lo->rate_rps, lo->rate_rps, hi->rate_rps, lo->p99_ms, hi->p99_ms, est,
-		       opt_double(o, "tolerance"), (unsigned long long)s->requests, (unsigned long long)s->warmup,
-		       (unsigned long long)s->nseeds, (unsigned long long)s->seed0);
-		for (size_t i = 0; i < s->npts; i++)
-			printf("%s{\"rate_rps\":%.10g,\"p99_ms\":%.10g,\"sla_violation_rate\":%.10g,\"miss_bound\":%.10g,"
-			       "\"saturated\":%s,\"overloaded\":%s,\"pass\":%s}", i ? "," : "", s->pts[i].rate_rps,
-			       s->pts[i].p99_ms, s->pts[i].violation, s->pts[i].bound, s->pts[i].saturated ? "true" : "false",
-			       s->pts[i].overloaded ? "true" : "false", s->pts[i].pass ? "true" : "false");
-		printf("]");
-		if (s->llm) {
-			printf(",\"llm\":{\"allowed_miss_fraction\":%.10g,\"confidence\":%.10g,\"miss_at_bracket\":[%.10g,%.10g],"
-			       "\"miss_bound_at_bracket\":[%.10g,%.10g],\"hw_band_rps\":", s->allowed, s->confidence, lo->violation,
-			       hi->violation, lo->bound, hi->bound);
-			if (s->hw_error_p90 >= 0 && s->hw_error_p90 < 1)
-				printf("[%.10g,%.10g],\"hw_error_p90\":%.10g}", lo->rate_rps / (1 + s->hw_error_p90),
-				       hi->rate_rps / (1 - s->hw_error_p90), s->hw_error_p90);
-			else
-				printf("null}");
-		}
-		printf("}\n");
-	} else if (s->llm) {
-		printf("capacity %.6g req/s: %.3g%% of requests miss a target at %.6g req/s (bound %.3g%% <= %.3g%%), %.3g%% "
-		       "at %.6g req/s (bound %.3g%%%s)\n", lo->rate_rps, 100 * lo->violation, lo->rate_rps, 100 * lo->bound,
-		       100 * s->allowed, 100 * hi->violation, hi->rate_rps, 100 * hi->bound, hi->saturated ? ", saturated" : "");
-		printf("  %s on %s / %s, max seqs %u; %llu requests per rate (%llu warm-up), %llu seed(s), %zu rates "
-		       "simulated; bound at %g confidence; estimate %.6g req/s\n", nm->policy, nm->model, nm->hw, nm->max_batch,
-		       (unsigned long long)s->requests, (unsigned long long)s->warmup, (unsigned long long)s->nseeds, s->npts,
-		       s->confidence, est);
-		if (s->hw_error_p90 >= 0 && s->hw_error_p90 < 1)
-			printf("  the hardware model's measured error (p90 %.2f%% a layer) puts it in [%.6g, %.6g] req/s, to first "
-			       "order\n", 100 * s->hw_error_p90, lo->rate_rps / (1 + s->hw_error_p90),
-			       hi->rate_rps / (1 - s->hw_error_p90));
-		run_engine_launch_words(stdout, s->run_args, s->nrun_args);
-	} else {
-		printf("capacity %.6g req/s: p99 %.4g ms <= %g ms at %.6g req/s, %.4g ms %s %g ms at %.6g req/s%s\n",
-		       lo->rate_rps, lo->p99_ms, s->sla_ms, lo->rate_rps, hi->p99_ms, hi->p99_ms > s->sla_ms ? ">" : "<=",
-		       s->sla_ms, hi->rate_rps, hi->overloaded ? " (overloaded within a window)" : "");
-		printf("  %s on %s / %s, max batch %u; %llu requests per rate (%llu warm-up), %llu seed(s), "
-		       "%zu rates simulated; estimate %.6g req/s\n", nm->policy, nm->model, nm->hw, nm->max_batch, (unsigned long long)s->requests, (unsigned long long)s->warmup,
-		       (unsigned long long)s->nseeds, s->npts, est);
-	}
-}
-
 /* The search's own options into own, every other option into run (the
  * probes' options); both start with argv[0]. */
 static void cap_split_args(int argc, char **argv, char **own, int *nown, char **run, int *nrun)
@@ -538,6 +442,36 @@ done:
 	return rc;
 }
 
+/* capacity --help: its own options, then the run options it passes to every probe. */
+static void cap_print_help(void)
+{
+	opt_print_help(stdout, cap_usage, cap_opts, CAP_NOPTS);
+	size_t nr;
+	const struct opt_def *rd = cmd_run_options(&nr);
+	printf("\nrun options passed to every probe (see simbatch run --help):");
+	for (size_t i = 0; i < nr; i++)
+		if (!cap_is_forbidden(rd[i].name))
+			printf(" --%s", rd[i].name);
+	printf("\n");
+}
+
+/* A run option the search sets itself, given to capacity: -1 with err naming it, else 0. */
+static int cap_refuse_set(const struct opt_set *ro, const struct opt_def *rd, size_t nrd, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < nrd; i++)
+		/* a trace's timestamps set a rate of their own; its rows' lengths, drawn at the probe's rate, do not */
+		if (ro->given[i] && cap_is_forbidden(rd[i].name) &&
+		    !(strcmp(rd[i].name, "trace") == 0 && opt_flag(ro, "trace-pairs"))) {
+			if (strcmp(rd[i].name, "trace") == 0)
+				snprintf(err, errlen, "--trace: its timestamps would set the rate the search sets; with "
+				         "--trace-pairs each probe draws its rows' prompt and output together at its own rate");
+			else
+				snprintf(err, errlen, "--%s cannot be given to capacity (the search sets it)", rd[i].name);
+			return -1;
+		}
+	return 0;
+}
+
 int cmd_capacity(int argc, char **argv)
 {
 	char err[1536] = "", exe[4096];
@@ -555,32 +489,15 @@ int cmd_capacity(int argc, char **argv)
 	if (opt_parse(&o, cap_opts, CAP_NOPTS, nown, own, 0, err, sizeof err) != 0)
 		goto fail;
 	if (opt_flag(&o, "help")) {
-		opt_print_help(stdout, cap_usage, cap_opts, CAP_NOPTS);
-		size_t nr;
-		const struct opt_def *rd = cmd_run_options(&nr);
-		printf("\nrun options passed to every probe (see simbatch run --help):");
-		for (size_t i = 0; i < nr; i++)
-			if (!cap_is_forbidden(rd[i].name))
-				printf(" --%s", rd[i].name);
-		printf("\n");
+		cap_print_help();
 		rc = CLI_OK;
 		goto out;
 	}
 	size_t nrd;
 	const struct opt_def *rd = cmd_run_options(&nrd);
-	if (opt_parse(&ro, rd, nrd, nrun, run, 0, err, sizeof err) != 0)
+	if (opt_parse(&ro, rd, nrd, nrun, run, 0, err, sizeof err) != 0 ||
+	    cap_refuse_set(&ro, rd, nrd, err, sizeof err) != 0)
 		goto fail;
-	for (size_t i = 0; i < nrd; i++)
-		/* a trace's timestamps set a rate of their own; its rows' lengths, drawn at the probe's rate, do not */
-		if (ro.given[i] && cap_is_forbidden(rd[i].name) &&
-		    !(strcmp(rd[i].name, "trace") == 0 && opt_flag(&ro, "trace-pairs"))) {
-			if (strcmp(rd[i].name, "trace") == 0)
-				snprintf(err, sizeof err, "--trace: its timestamps would set the rate the search sets; with "
-				         "--trace-pairs each probe draws its rows' prompt and output together at its own rate");
-			else
-				snprintf(err, sizeof err, "--%s cannot be given to capacity (the search sets it)", rd[i].name);
-			goto fail;
-		}
 
 	s->sla_ms = opt_double(&o, "sla");
 	s->nseeds = opt_uint(&o, "seeds");
