@@ -1,0 +1,71 @@
+/* sim/cli/search_bound.c: the capacity bound a cheaper run of the same family puts on a
+ * configuration (search_bound.h). */
+#include "search_bound.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "search_file.h"
+#include "search_run.h"
+#include "search_spec.h"
+#include "../../util/json_read.h"
+#include "../../util/text.h"
+
+/* Whether c is a plain fleet (replicas of one GPU kind serving whole requests, behind a router that
+ * does not route by prefix), its replica count, and its options but --replicas hashed: its family. */
+void search_family(const struct search_config *c, struct search_row *w)
+{
+	uint64_t h = SEARCH_HASH_START;
+	w->plain_replicas = 1;
+	for (size_t k = 0; k < c->nopts; k++) {
+		const char *o = c->opts[k];
+		if (strncmp(o, "--replicas=", 11) == 0) {
+			uint64_t n;
+			w->plain_replicas = txt_parse_uint(o + 11, UINT32_MAX, &n) == 0 ? (uint32_t)n : 0;
+			continue;
+		}
+		if (strncmp(o, "--prefill-replicas=", 19) == 0 || strcmp(o, "--router=prefix-affinity") == 0)
+			w->plain_replicas = 0;
+		if (strncmp(o, "--router", 8) == 0)
+			continue;                     /* one replica has none (search_config_make leaves it out) */
+		h = search_hash_more(search_hash_more(h, o), " ");
+	}
+	w->family = h;
+}
+
+/* 1 when configuration i cannot meet the target: a plain fleet of N replicas whose one-replica
+ * sibling's capacity search saw one replica saturate at R req/s, with N x R below the target. One
+ * replica's throughput is below any rate that saturates it, and N replicas each fed a thinned share
+ * of the same stream serve at most N times that (not so behind prefix-affinity, whose replicas may
+ * each hit their caches more than one replica does: no bound there). The reason in w. */
+int search_bounded(struct search_run *r, size_t i)
+{
+	struct search_row *w = &r->rows[i];
+	if (r->exhaustive || r->spec->target_rps <= 0 || w->plain_replicas < 2)
+		return 0;
+	for (size_t j = 0; j < r->spec->nconfigs; j++) {
+		const struct search_row *one = &r->rows[j];
+		if (one->plain_replicas != 1 || one->family != w->family || isnan(one->saturated_rps) ||
+		    w->plain_replicas * one->saturated_rps >= r->spec->target_rps)
+			continue;
+		char label[1024];
+		search_label(r->spec, j, label, sizeof label);
+		snprintf(w->reason, sizeof w->reason, "%u replicas cannot serve %.6g req/s: one saturated at %.6g req/s "
+		         "(%.120s)", w->plain_replicas, r->spec->target_rps, one->saturated_rps, label);
+		return 1;
+	}
+	return 0;
+}
+
+/* The lowest rate capacity's JSON (its "points") found saturated, NaN when none. */
+double search_saturated_rps(const struct json_doc *d)
+{
+	double lowest = NAN, rate;
+	for (size_t i = 0; i < json_doc_count(d, "points"); i++)
+		if (json_doc_item_number(d, "points", i, "rate_rps", &rate) == 0 &&
+		    json_doc_item_true(d, "points", i, "saturated") && (isnan(lowest) || rate < lowest))
+			lowest = rate;
+	return lowest;
+}
+

@@ -1,0 +1,24 @@
+/* sim/cli/search_bound.h: the capacity bound a cheaper run of the same family puts on a
+ * configuration (search_bound.c; sim/SEARCH.md): a plain fleet of N replicas serves at most N
+ * times what one of them can, so a configuration whose bound falls below the target need not run. */
+#ifndef SB_SEARCH_BOUND_H
+#define SB_SEARCH_BOUND_H
+
+#include <stddef.h>
+
+struct search_config;
+struct search_row;
+struct search_run;
+struct json_doc;
+
+/* Whether c is a plain fleet (replicas of one GPU kind serving whole requests, behind a router
+ * that does not route by prefix), its replica count, and its options but --replicas hashed: its
+ * family, into w. */
+void search_family(const struct search_config *c, struct search_row *w);
+/* 1 when a cheaper answered run of row i's family bounds its capacity below the target (the
+ * reason in its row), else 0. */
+int search_bounded(struct search_run *r, size_t i);
+/* The lowest rate capacity's JSON (its "points") found saturated, NaN when none. */
+double search_saturated_rps(const struct json_doc *d);
+
+#endif
