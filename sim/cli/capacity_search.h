@@ -49,6 +49,12 @@ struct cap_search {
 
 struct opt_set;
 struct study_cap_names;
+/* Simulates every seed at rate (the probes run on s->jobs processes): 0 with the point recorded
+ * in s->pts and *out, or -1 with err. */
+int cap_measure(struct cap_search *s, double rate, struct cap_point **out, char *err, size_t errlen);
+/* An LLM's targets into s (and a preset's into the probes' options), or a node-level model's
+ * quantile: 0, or -1 with err. */
+int cap_targets(const struct opt_set *o, const struct opt_set *ro, struct cap_search *s, char *err, size_t errlen);
 /* The result: one JSON object, or two lines of text, on stdout. */
 void cap_print(const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm, double est,
                const struct cap_point *lo, const struct cap_point *hi);
