@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include "capacity_requests.h"
 #include "../study/capacity.h"
-#include "../study/run_engine.h"
+#include "engine_launch.h"
 #include "../../util/json.h"
 #include "../../util/options.h"
 

@@ -28,6 +28,7 @@
 #include "../study/run_options.h"
 #include "../study/run_engine.h"
 #include "../study/run.h"
+#include "../../policies/router/router.h"
 
 static const char run_usage[] =
 	"usage: simbatch [run] [--policy=P] [--rate=R] [--requests=N | --duration=S] [--model=M] [--hw=H] ...\n"
@@ -85,6 +86,24 @@ void run_extra_free(struct run_extra *x)
 	free(x->json);
 	free(x->text);
 	x->json = x->text = NULL;
+}
+
+/* `simbatch --router=R --help`: what R is and the knobs it takes; -1 with err for an unknown R. */
+static int run_router_help(FILE *f, const char *name, char *err, size_t errlen)
+{
+	const struct router_ops *r = router_find(name);
+	if (!r) {
+		snprintf(err, errlen, "unknown router '%s' (simbatch list routers)", name);
+		return -1;
+	}
+	char head[400];
+	snprintf(head, sizeof head, "router %s: %s\nthe options every fleet shares (--replicas, --router-refresh): "
+	         "simbatch --help.", r->name, r->help);
+	if (r->nparams)
+		opt_print_help(f, head, r->params, r->nparams);
+	else
+		fprintf(f, "%s\n\nno knobs of its own\n", head);
+	return 0;
 }
 
 /* `simbatch --policy=P --help`: what P is and the knobs it takes. */
@@ -145,7 +164,7 @@ int run_job_prepare(int argc, char **argv, const struct opt_def *opts, size_t no
 		return CLI_OK;
 	}
 	if (opt_flag(&j->r.o, "help") && opt_given(&j->r.o, "router")) {
-		if (run_fleet_router_help(stdout, opt_str(&j->r.o, "router"), err, sizeof err) != 0)
+		if (run_router_help(stdout, opt_str(&j->r.o, "router"), err, sizeof err) != 0)
 			goto fail;
 		run_job_free(j);
 		return CLI_OK;

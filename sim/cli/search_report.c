@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "search_run.h"
-#include "../study/run_engine.h"
+#include "engine_launch.h"
 #include "version.h"
 #include "../store/search_store.h"
 #include "../../util/errkind.h"
@@ -90,7 +90,7 @@ static void search_print_row(FILE *f, const struct search_run *r, size_t i)
 	fprintf(f, "  %s\n", label);
 }
 
-/* The serving engine's launch command for configuration i (run_engine.h). */
+/* The serving engine's launch command for configuration i (engine_launch.h). */
 static void search_print_launch(FILE *f, const struct search_spec *s, size_t i)
 {
 	struct search_config c;

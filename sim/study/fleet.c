@@ -269,23 +269,6 @@ static int run_fleet_router(const struct opt_set *o, struct eng_config *c, struc
 	return 0;
 }
 
-int run_fleet_router_help(FILE *f, const char *name, char *err, size_t errlen)
-{
-	const struct router_ops *r = router_find(name);
-	if (!r) {
-		snprintf(err, errlen, "unknown router '%s' (simbatch list routers)", name);
-		return -1;
-	}
-	char head[400];
-	snprintf(head, sizeof head, "router %s: %s\nthe options every fleet shares (--replicas, --router-refresh): "
-	         "simbatch --help.", r->name, r->help);
-	if (r->nparams)
-		opt_print_help(f, head, r->params, r->nparams);
-	else
-		fprintf(f, "%s\n\nno knobs of its own\n", head);
-	return 0;
-}
-
 /* The first option given that only a fleet takes (--router, --router-refresh, a router's knob), or NULL. */
 static const char *run_fleet_only_given(const struct opt_set *o)
 {

@@ -44,7 +44,5 @@ void run_fleet_free(struct run_fleet *f);
  * Such a fleet runs on no default --hw, so none is opened or checked. */
 size_t run_fleet_named_hw(const struct opt_set *o, char *hw, size_t hwlen);
 
-/* `simbatch --router=NAME --help`: what the router is and the knobs it takes. 0, or -1 with err (unknown). */
-int run_fleet_router_help(FILE *f, const char *name, char *err, size_t errlen);
 
 #endif

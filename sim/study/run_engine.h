@@ -1,6 +1,6 @@
 /* sim/study/run_engine.h: --engine=VERSION on a run (hwmodels/engine_profile.h): the version's
  * scheduler defaults under the run's own options, its pricing terms on the run's GPU, the line
- * the run prints and stores, and the engine's launch command for a configuration. */
+ * the run prints and stores (the engine's launch command for a configuration: sim/cli/engine_launch.h). */
 #ifndef SIMBATCH_RUN_ENGINE_H
 #define SIMBATCH_RUN_ENGINE_H
 
@@ -25,10 +25,5 @@ int run_engine_load(struct opt_set *o, struct run_engine *r, char *err, size_t e
 int run_engine_apply(struct run_engine *r, const struct opt_set *o, const char *policy, struct pol_env *env,
                      struct hw_model *hw, char *err, size_t errlen);
 
-/* `vllm serve MODEL --tensor-parallel-size N --max-num-batched-tokens T --max-num-seqs S ...`, one line on
- * f, for the configuration that these run options ("--name=value" words, the last of a name counting)
- * describe, with its --engine profile's defaults where it gives none (without one, simbatch's defaults:
- * run --help says which vLLM each follows). Nothing for a node-level model or options a run refuses. */
-void run_engine_launch_words(FILE *f, char *const *words, size_t n);
 
 #endif
