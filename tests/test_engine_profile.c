@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "put_file.h"
 #include "hwmodels/engine_profile.h"
 #include "hwmodels/gpu_measured.h"
 
@@ -22,14 +23,6 @@
 static char dir[64];
 static char path_model[128], path_ops[128], path_nccl[128], path_custom[128], path_symm[128], path_eng[128];
 static struct mdl_model *toy;
-
-static void put(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
 
 /* A toy LLM of 2 layers, hidden 64 (an all-reduce of T tokens is 128 T bytes), at tp 1 and 2; each
  * row's operators sum to a round figure a layer: emb, input_layernorm, attn_pre_proj, attn_rope,

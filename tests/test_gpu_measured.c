@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "put_file.h"
 #include "hwmodels/gpu_measured.h"
 #include "hwmodels/llm_cost.h"
 #include "hwmodels/kv_link.h"
@@ -45,14 +46,6 @@ static const unsigned row_tokens[3] = { 1, 4, 8 };
 static char dir[64];
 static char model_path[128], ops_path[128], ar_path[128];
 static struct mdl_model *model;
-
-static void put(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
 
 /* The profile's text: header, then tp 1 and tp 2 rows (row_filter lets a test damage one). */
 static void profile_text(char *buf, size_t len, const char *header)

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "put_file.h"
 #include <gsl/gsl_rng.h>
 #include "hwmodels/gpu_measured.h"
 #include "hwmodels/gemm_predict.h"
@@ -28,14 +29,6 @@
 #include "util/rng.h"
 
 static char dir[64];
-
-static void put(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
 
 static void path_in(char *buf, size_t len, const char *name)
 {
