@@ -829,22 +829,25 @@ static void test_prefix_survives_preemption(void **state)
  * joins at 2 (arrived 1.2): 2-3, 3-4, both end at 4; r4 (3.7) 4-5. Replica
  * 1: r1 0.5-1.5; r3 1.6-2.6. The refresh interval changes nothing.
  *
- * least-outstanding, the state now: r0 -> 0 (tie, lowest); r1 -> 1 (1 vs
- * 0); r2 -> 0 (1 vs 1, r1 not done till 1.5); r3 -> 1 (2 vs 0); r4 -> 1 (2
- * vs 0). Replica 1: r1 0.5-1.5, r3 1.6-2.6, r4 3.7-4.7.
+ * least-outstanding, the state now (ties in turn, router.h): r0 -> 0 (tie,
+ * the turn 0); r1 -> 1 (1 vs 0); r2 -> 0 (1 vs 1, r1 not done till 1.5: the
+ * turn, past r1's 1, is 0); r3 -> 1 (2 vs 0); r4 -> 1 (2 vs 0). Replica 1:
+ * r1 0.5-1.5, r3 1.6-2.6, r4 3.7-4.7.
  *
  * least-outstanding scraped every 2 ms: the scrape at 0 sees (0, 0) until
- * the next, at 2, so r0..r3 all go to replica 0: r0 0-1; r1 joins 1-2 and
- * ends at 2; r2 and r3 join 2-3, r3 ends at 3; r0 and r2 end at 4. The
- * scrape at 2 (before replica 0's iteration ends there) sees (4, 0): r4 ->
- * 1, 3.7-4.7. Stale state costs r1 half a millisecond.
+ * the next, at 2, so r0..r3 are all ties, taken in turn: 0, 1, 0, 1, as the
+ * state now placed them. The scrape at 2 sees (2, 1) (r0 and r2 on 0, r3 on
+ * 1): r4 -> 1, 3.7-4.7, where round-robin's turn sends it to 0. (Ties to the
+ * lowest index sent r0..r3 all to 0 here.)
  *
  * least-kv, the state now: r0 -> 0; r1 at 0.5 sees 5 blocks vs 0 -> 1; r2
  * at 1.2 sees 6 (r0's decode) vs 1 (r1's prefill) -> 1, where outstanding
  * would have tied; r3 at 1.6 sees 6 vs 1 (r2's prefill, 1.5-2.5) -> 1; r4 at
  * 3.7 sees 6 vs 0 (idle since 3.5) -> 1. Replica 1: r1 0.5-1.5; r2 1.5-2.5;
  * r2's decode with r3's prefill 2.5-3.5; r4 3.7-4.7. Scraped every 2 ms it
- * sees (0, 0) then (7, 0) and places as least-outstanding did. */
+ * sees (0, 0) blocks and requests, ties taken in turn, then 6 or 7 blocks on
+ * replica 0 against r3's 1 on replica 1, and places as least-outstanding
+ * did. */
 static void run_fleet(const char *router, double refresh_ms, const double *finish_ms, const uint64_t *routed)
 {
 	struct mdl_model *m = tiny();
@@ -875,14 +878,14 @@ static void run_fleet(const char *router, double refresh_ms, const double *finis
 static void test_fleet_routers(void **state)
 {
 	(void)state;
-	const double rr[5] = { 4, 1.5, 4, 2.6, 5 }, lo[5] = { 4, 1.5, 4, 2.6, 4.7 }, stale[5] = { 4, 2, 4, 3, 4.7 };
+	const double rr[5] = { 4, 1.5, 4, 2.6, 5 }, lo[5] = { 4, 1.5, 4, 2.6, 4.7 };
 	const double kv[5] = { 4, 1.5, 3.5, 3.5, 4.7 };
 	run_fleet("round-robin", 0, rr, (const uint64_t[]){ 3, 2 });
 	run_fleet("round-robin", 2, rr, (const uint64_t[]){ 3, 2 });
 	run_fleet("least-outstanding", 0, lo, (const uint64_t[]){ 2, 3 });
-	run_fleet("least-outstanding", 2, stale, (const uint64_t[]){ 4, 1 });
+	run_fleet("least-outstanding", 2, lo, (const uint64_t[]){ 2, 3 });
 	run_fleet("least-kv", 0, kv, (const uint64_t[]){ 1, 4 });
-	run_fleet("least-kv", 2, stale, (const uint64_t[]){ 4, 1 });
+	run_fleet("least-kv", 2, lo, (const uint64_t[]){ 2, 3 });
 }
 
 /* ---- disaggregation: a prefill replica (0) and a decode replica (1) ----

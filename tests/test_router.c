@@ -3,7 +3,8 @@
  * leading hash ids went before when they cover more than 0.3 of it (ties:
  * fewer outstanding), else to the replica whose record (tokens sent there
  * that matched nothing) is smallest; an id stands for its block and every
- * block before it. */
+ * block before it. least-outstanding's and least-kv's ties, by hand: taken
+ * in turn from the replica after the last pick. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,7 +45,8 @@ static void open_router(struct fixture *f, uint32_t n)
 
 static void close_router(struct fixture *f)
 {
-	f->ops->fini(f->state);
+	if (f->ops->fini)
+		f->ops->fini(f->state);
 	free(f->state);
 }
 
@@ -119,12 +121,75 @@ static void test_knobs_by_hand(void **state)
 	}
 }
 
+/* A router without knobs on n replicas, its state zeroed as the engine gives it. */
+static void open_plain(struct fixture *f, const char *name, uint32_t n)
+{
+	f->ops = router_find(name);
+	assert_non_null(f->ops);
+	f->state = calloc(1, f->ops->state_size);
+	assert_non_null(f->state);
+	f->view = (struct router_view){ .n = n, .outstanding = f->outstanding, .kv_used = f->kv_used,
+	                                .kv_blocks = f->kv_blocks };
+}
+
+static void test_least_outstanding_ties_in_turn(void **state)
+{
+	(void)state;
+	struct fixture f = { 0 };
+	open_plain(&f, "least-outstanding", 3);
+	/* all idle: 0, then the turn is 1 */
+	assert_int_equal(route(&f, 100, NULL, 0), 0);
+	/* 0 holds one: from 1 on, 1 and 2 tie at 0 requests: 1, the turn 2 */
+	f.outstanding[0] = 1;
+	assert_int_equal(route(&f, 100, NULL, 0), 1);
+	/* all idle again: from 2 on, 2 (lowest index first would give 0); the turn wraps to 0 */
+	f.outstanding[0] = 0;
+	assert_int_equal(route(&f, 100, NULL, 0), 2);
+	assert_int_equal(route(&f, 100, NULL, 0), 0);
+	/* {2, 1, 1}, the turn 1: a strict minimum wins wherever the turn is: 1 or 2; 1 is met first */
+	f.outstanding[0] = 2;
+	f.outstanding[1] = 1;
+	f.outstanding[2] = 1;
+	assert_int_equal(route(&f, 100, NULL, 0), 1);
+	/* the turn 2: the tie of 1 and 2 now goes to 2; {0, 1, 1}: 0 however the turn lies */
+	assert_int_equal(route(&f, 100, NULL, 0), 2);
+	f.outstanding[0] = 0;
+	assert_int_equal(route(&f, 100, NULL, 0), 0);
+	close_router(&f);
+}
+
+static void test_least_kv_ties_in_turn(void **state)
+{
+	(void)state;
+	struct fixture f = { 0 };
+	open_plain(&f, "least-kv", 3);
+	/* 100 blocks each; 10, 5 and 5 held (0.1, 0.05, 0.05), 2 requests at 1 and 2: the tie of 1 and 2 from
+	 * the turn 0: 1 (turn 2), then 2 (turn 0), then 1 */
+	for (int i = 0; i < 3; i++)
+		f.kv_blocks[i] = 100;
+	f.kv_used[0] = 10;
+	f.kv_used[1] = f.kv_used[2] = 5;
+	f.outstanding[1] = f.outstanding[2] = 2;
+	assert_int_equal(route(&f, 100, NULL, 0), 1);
+	assert_int_equal(route(&f, 100, NULL, 0), 2);
+	assert_int_equal(route(&f, 100, NULL, 0), 1);
+	/* the turn 2, but fewer outstanding at 1 breaks the KV tie before the turn does */
+	f.outstanding[1] = 1;
+	assert_int_equal(route(&f, 100, NULL, 0), 1);
+	/* the turn 2 again; 2's cache half the size: 5 of 50 (0.1), as full as 0's: 1's 0.05 wins */
+	f.kv_blocks[2] = 50;
+	assert_int_equal(route(&f, 100, NULL, 0), 1);
+	close_router(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hash_ids_by_hand),
 		cmocka_unit_test(test_hash_ids_past_64_replicas),
 		cmocka_unit_test(test_knobs_by_hand),
+		cmocka_unit_test(test_least_outstanding_ties_in_turn),
+		cmocka_unit_test(test_least_kv_ties_in_turn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,6 +57,19 @@ struct router_ops {
  * results: test_runs_change_nothing and bench/same_results.py --node-by-node
  * check every router. */
 
+/* Ties in turn: a router that picks a minimum scans the replicas starting at
+ * a turn it keeps in its state (the j-th replica scanned is
+ * router_scan(turn, j, n)), keeps the first minimum it meets and sets the
+ * turn past its pick. Equal replicas are then taken in turn, as nginx's
+ * least_conn takes equally loaded servers (its documentation: "tried in turn
+ * using a weighted round-robin balancing method"), not lowest index first,
+ * which on a lightly loaded fleet sends nearly everything to replica 0.
+ * In turn rather than at random: deterministic with no RNG draw. */
+static inline uint32_t router_scan(uint32_t turn, uint32_t j, uint32_t n)
+{
+	return (uint32_t)(((uint64_t)turn + j) % n);
+}
+
 /* The registry, in `simbatch list routers` order; lookup by name. */
 const struct router_ops *const *router_registry(size_t *count);
 const struct router_ops *router_find(const char *name);
