@@ -331,7 +331,7 @@ static void report_pool_spread(const struct drv_result *res, uint32_t first, uin
 		busy_hi = p->busy_fraction > busy_hi ? p->busy_fraction : busy_hi;
 		kv_hi = p->kv_peak_fraction > kv_hi ? p->kv_peak_fraction : kv_hi;
 	}
-	snprintf(buf, len, "%llu to %llu requests each, busy %.1f%% to %.1f%%, KV peak up to %.1f%%",
+	snprintf(buf, len, "%llu to %llu requests each, iterating %.1f%% to %.1f%% of the time, KV peak up to %.1f%%",
 	         (unsigned long long)lo, (unsigned long long)hi, 100.0 * busy_lo, 100.0 * busy_hi, 100.0 * kv_hi);
 }
 
@@ -386,11 +386,19 @@ static void report_llm_text(FILE *f, const struct report_run *r)
 	fprintf(f, "  KV cache   %.0f blocks: peak %.1f%%, mean over time %.1f%%\n", report_policy_stat(res, "kv_blocks"),
 	        100.0 * report_policy_stat(res, "kv_peak_fraction"), 100.0 * res->kv_mean_fraction);
 	double asked = report_policy_stat(res, "prefix_queried_blocks");
-	if (asked > 0)
-		fprintf(f, "  prefixes   %.0f of %.0f prompt blocks found cached (%.1f%%), %.0f cached blocks evicted\n",
+	if (asked > 0) {
+		/* an eviction reuses a free block that still held a finished request's prefix: the cache's
+		 * turnover, which the KV peak (blocks running requests hold) does not count */
+		double evicted = report_policy_stat(res, "prefix_evictions"), blocks = report_policy_stat(res, "kv_blocks");
+		char turnover[64] = "";
+		if (!res->nreplicas && blocks > 0 && evicted > 0)
+			snprintf(turnover, sizeof turnover, ": the cache turned over %.*f times", evicted < 10 * blocks ? 1 : 0,
+			         evicted / blocks);
+		fprintf(f, "  prefixes   %.0f of %.0f prompt blocks found cached (%.1f%%), %.0f cached blocks evicted to make "
+		        "room (free blocks that still held a finished request's prefix%s)\n",
 		        report_policy_stat(res, "prefix_hit_blocks"), asked,
-		        100.0 * report_policy_stat(res, "prefix_hit_blocks") / asked,
-		        report_policy_stat(res, "prefix_evictions"));
+		        100.0 * report_policy_stat(res, "prefix_hit_blocks") / asked, evicted, turnover);
+	}
 	if (res->nreplicas)
 		report_fleet_text(f, r);
 	if (r->dropped_over_context)
@@ -454,13 +462,13 @@ void report_text(FILE *f, const struct report_run *r)
 	fprintf(f, "  queueing   mean %.3f ms   p99 %.3f\n", s->queue_mean_ms, s->queue_p99_ms);
 	if (res->llm) {
 		/* an iteration runs whenever any request is in flight: what fills it says how loaded the device is */
-		char budget[48] = "";
+		char budget[64] = "";
 		if (r->iter_token_budget)
-			snprintf(budget, sizeof budget, " of a %u budget (%.0f%%)", r->iter_token_budget,
-			         100.0 * report_iter_mean_tokens(res) / r->iter_token_budget);
-		fprintf(f, "  throughput %.1f req/s   iterating %.1f%% of the time, %.1f tokens an iteration%s, %.2f "
-		        "requests (max %u)\n", res->throughput_rps, 100.0 * res->busy_fraction, report_iter_mean_tokens(res),
-		        budget, res->mean_batch, r->max_batch);
+			snprintf(budget, sizeof budget, ", filling %.2g%% of the %u-token budget",
+			         100.0 * report_iter_mean_tokens(res) / r->iter_token_budget, r->iter_token_budget);
+		fprintf(f, "  throughput %.1f req/s   iterating %.1f%% of the time; an iteration %.1f tokens on average%s, "
+		        "%.2f requests (max %u)\n", res->throughput_rps, 100.0 * res->busy_fraction,
+		        report_iter_mean_tokens(res), budget, res->mean_batch, r->max_batch);
 	} else {
 		fprintf(f, "  throughput %.1f req/s   device busy %.1f%%   mean batch %.2f (max %u)\n",
 		        res->throughput_rps, 100.0 * res->busy_fraction, res->mean_batch, r->max_batch);
