@@ -110,6 +110,24 @@ void txt_format_double(char *buf, size_t buflen, double x)
 	}
 }
 
+int txt_band_decimals(double band)
+{
+	if (!(band > 0) || !isfinite(band))
+		return 6;
+	int d = -(int)floor(log10(band));
+	return d < 0 ? 0 : d > 9 ? 9 : d;
+}
+
+void txt_format_sig(char *buf, size_t buflen, double x, int sig)
+{
+	int d = 0;
+	if (x != 0 && isfinite(x)) {
+		d = sig - 1 - (int)floor(log10(fabs(x)));
+		d = d < 0 ? 0 : d > 12 ? 12 : d;
+	}
+	snprintf(buf, buflen, "%.*f", d, x);
+}
+
 int txt_sniff_lines(const char *path, int (*judge)(char *line, unsigned long lineno, void *ctx), void *ctx,
                     char *err, size_t errlen)
 {

@@ -49,6 +49,15 @@ int txt_parse_double(const char *s, double *out);
  * different values the same way. */
 void txt_format_double(char *buf, size_t buflen, double x);
 
+/* The decimals that show a figure to the place of its error band's leading
+ * digit (band 0.87: 1, band 390: 0; 0 to 9), so a text summary prints no
+ * digit its band does not support; a band of 0 or not finite: 6. */
+int txt_band_decimals(double band);
+
+/* x with sig significant digits in plain notation, never an exponent
+ * (11093 at 3: "11093"; 0.01234: "0.0123"), for text summaries. */
+void txt_format_sig(char *buf, size_t buflen, double x, int sig);
+
 /* What a file is, from its first lines: calls judge(line, lineno, ctx) on
  * each raw line (writable, newline kept; lineno from 1) until it returns 0
  * or 1, and returns that; 0 at the end of the file (judge returns -1 to go

@@ -8,6 +8,7 @@
 #include "engine_launch.h"
 #include "../../util/json.h"
 #include "../../util/options.h"
+#include "../../util/text.h"
 
 /* The result: one JSON object, or two lines of text. */
 void cap_print(const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm, double est,
@@ -43,25 +44,33 @@ void cap_print(const struct opt_set *o, const struct cap_search *s, const struct
 				printf("null}");
 		}
 		printf("}\n");
-	} else if (s->llm) {
-		printf("capacity %.6g req/s: %.3g%% of requests miss a target at %.6g req/s (bound %.3g%% <= %.3g%%), %.3g%% "
-		       "at %.6g req/s (bound %.3g%%%s)\n", lo->rate_rps, 100 * lo->violation, lo->rate_rps, 100 * lo->bound,
-		       100 * s->allowed, 100 * hi->violation, hi->rate_rps, 100 * hi->bound, hi->saturated ? ", saturated" : "");
+		return;
+	}
+	/* rates to the digits the bracket supports: the answer is known no closer than lo..hi */
+	int d = txt_band_decimals(hi->rate_rps - lo->rate_rps);
+	if (s->llm) {
+		printf("capacity %.*f req/s: %.3g%% of requests miss a target at %.*f req/s (bound %.3g%% <= %.3g%%), %.3g%% "
+		       "at %.*f req/s (bound %.3g%%%s)\n", d, lo->rate_rps, 100 * lo->violation, d, lo->rate_rps,
+		       100 * lo->bound, 100 * s->allowed, 100 * hi->violation, d, hi->rate_rps, 100 * hi->bound,
+		       hi->saturated ? ", saturated" : "");
 		printf("  %s on %s / %s, max seqs %u; %llu requests per rate (%llu warm-up), %llu seed(s), %zu rates "
-		       "simulated; bound at %g confidence; estimate %.6g req/s\n", nm->policy, nm->model, nm->hw, nm->max_batch,
-		       (unsigned long long)s->requests, (unsigned long long)s->warmup, (unsigned long long)s->nseeds, s->npts,
-		       s->confidence, est);
-		if (s->hw_error_p90 >= 0 && s->hw_error_p90 < 1)
-			printf("  the hardware model's measured error (p90 %.2f%% a layer) puts it in [%.6g, %.6g] req/s, to first "
-			       "order\n", 100 * s->hw_error_p90, lo->rate_rps / (1 + s->hw_error_p90),
-			       hi->rate_rps / (1 - s->hw_error_p90));
+		       "simulated; bound at %g confidence; estimate %.*f req/s\n", nm->policy, nm->model, nm->hw,
+		       nm->max_batch, (unsigned long long)s->requests, (unsigned long long)s->warmup,
+		       (unsigned long long)s->nseeds, s->npts, s->confidence, d, est);
+		if (s->hw_error_p90 >= 0 && s->hw_error_p90 < 1) {
+			double band_lo = lo->rate_rps / (1 + s->hw_error_p90), band_hi = hi->rate_rps / (1 - s->hw_error_p90);
+			int bd = txt_band_decimals(band_hi - band_lo) + 1;   /* the band's edges to its width's second digit */
+			printf("  the hardware model's measured error (p90 %.2f%% a layer) puts it in [%.*f, %.*f] req/s, to "
+			       "first order\n", 100 * s->hw_error_p90, bd, band_lo, bd, band_hi);
+		}
 		run_engine_launch_words(stdout, s->run_args, s->nrun_args);
 	} else {
-		printf("capacity %.6g req/s: p99 %.4g ms <= %g ms at %.6g req/s, %.4g ms %s %g ms at %.6g req/s%s\n",
-		       lo->rate_rps, lo->p99_ms, s->sla_ms, lo->rate_rps, hi->p99_ms, hi->p99_ms > s->sla_ms ? ">" : "<=",
-		       s->sla_ms, hi->rate_rps, hi->overloaded ? " (overloaded within a window)" : "");
+		printf("capacity %.*f req/s: p99 %.4g ms <= %g ms at %.*f req/s, %.4g ms %s %g ms at %.*f req/s%s\n", d,
+		       lo->rate_rps, lo->p99_ms, s->sla_ms, d, lo->rate_rps, hi->p99_ms, hi->p99_ms > s->sla_ms ? ">" : "<=",
+		       s->sla_ms, d, hi->rate_rps, hi->overloaded ? " (overloaded within a window)" : "");
 		printf("  %s on %s / %s, max batch %u; %llu requests per rate (%llu warm-up), %llu seed(s), "
-		       "%zu rates simulated; estimate %.6g req/s\n", nm->policy, nm->model, nm->hw, nm->max_batch, (unsigned long long)s->requests, (unsigned long long)s->warmup,
-		       (unsigned long long)s->nseeds, s->npts, est);
+		       "%zu rates simulated; estimate %.*f req/s\n", nm->policy, nm->model, nm->hw, nm->max_batch,
+		       (unsigned long long)s->requests, (unsigned long long)s->warmup, (unsigned long long)s->nseeds, s->npts,
+		       d, est);
 	}
 }

@@ -363,11 +363,11 @@ static void report_fleet_text(FILE *f, const struct report_run *r)
 static void report_llm_text(FILE *f, const struct report_run *r)
 {
 	const struct drv_result *res = r->res;
-	fprintf(f, "  TTFT       mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f\n", res->ttft.mean_ms, res->ttft.p50_ms,
+	fprintf(f, "  TTFT       mean %.1f ms   p50 %.1f   p90 %.1f   p99 %.1f\n", res->ttft.mean_ms, res->ttft.p50_ms,
 	        res->ttft.p90_ms, res->ttft.p99_ms);
-	fprintf(f, "  TPOT       mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f\n", res->tpot.mean_ms, res->tpot.p50_ms,
+	fprintf(f, "  TPOT       mean %.1f ms   p50 %.1f   p90 %.1f   p99 %.1f\n", res->tpot.mean_ms, res->tpot.p50_ms,
 	        res->tpot.p90_ms, res->tpot.p99_ms);
-	fprintf(f, "  ITL        mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f   max %.3f (gaps between tokens)\n",
+	fprintf(f, "  ITL        mean %.1f ms   p50 %.1f   p90 %.1f   p99 %.1f   max %.1f (gaps between tokens)\n",
 	        res->itl_mean_ms, res->itl_p50_ms, res->itl_p90_ms, res->itl_p99_ms, res->itl_max_ms);
 	if (r->ttft_slo_ms > 0 || r->tpot_slo_ms > 0) {
 		char targets[96] = "";
@@ -385,20 +385,11 @@ static void report_llm_text(FILE *f, const struct report_run *r)
 	}
 	fprintf(f, "  KV cache   %.0f blocks: peak %.1f%%, mean over time %.1f%%\n", report_policy_stat(res, "kv_blocks"),
 	        100.0 * report_policy_stat(res, "kv_peak_fraction"), 100.0 * res->kv_mean_fraction);
-	double asked = report_policy_stat(res, "prefix_queried_blocks");
-	if (asked > 0) {
-		/* an eviction reuses a free block that still held a finished request's prefix: the cache's
-		 * turnover, which the KV peak (blocks running requests hold) does not count */
-		double evicted = report_policy_stat(res, "prefix_evictions"), blocks = report_policy_stat(res, "kv_blocks");
-		char turnover[64] = "";
-		if (!res->nreplicas && blocks > 0 && evicted > 0)
-			snprintf(turnover, sizeof turnover, ": the cache turned over %.*f times", evicted < 10 * blocks ? 1 : 0,
-			         evicted / blocks);
+	double asked = report_policy_stat(res, "prefix_queried_blocks"), hit = report_policy_stat(res, "prefix_hit_blocks");
+	if (asked > 0)   /* an evicted block was free, still holding a finished request's prefix: the peak counts none */
 		fprintf(f, "  prefixes   %.0f of %.0f prompt blocks found cached (%.1f%%), %.0f cached blocks evicted to make "
-		        "room (free blocks that still held a finished request's prefix%s)\n",
-		        report_policy_stat(res, "prefix_hit_blocks"), asked,
-		        100.0 * report_policy_stat(res, "prefix_hit_blocks") / asked, evicted, turnover);
-	}
+		        "room (free blocks that still held finished requests' prefixes, not in the KV peak)\n", hit, asked,
+		        100.0 * hit / asked, report_policy_stat(res, "prefix_evictions"));
 	if (res->nreplicas)
 		report_fleet_text(f, r);
 	if (r->dropped_over_context)
@@ -452,14 +443,15 @@ void report_text(FILE *f, const struct report_run *r)
 	        (unsigned long long)res->completed, (unsigned long long)s->count,
 	        (unsigned long long)r->warmup, res->sim_end_s, r->live ? "on the wall clock (live)" : "simulated");
 	struct report_tail tail = report_tail(r);
-	fprintf(f, "  latency    mean %.3f ms   p50 %.3f   p90 %.3f   p99 %.3f%s   p99.9 %.3f%s   max %.3f\n",
-	        s->mean_ms, s->p50_ms, s->p90_ms, s->p99_ms, tail.p99 ? "" : "*", s->p999_ms, tail.p999 ? "" : "*",
-	        s->max_ms);
+	int ms = res->llm ? 1 : 3;   /* an LLM request lasts seconds: 0.1 ms is past what its model resolves */
+	fprintf(f, "  latency    mean %.*f ms   p50 %.*f   p90 %.*f   p99 %.*f%s   p99.9 %.*f%s   max %.*f\n", ms,
+	        s->mean_ms, ms, s->p50_ms, ms, s->p90_ms, ms, s->p99_ms, tail.p99 ? "" : "*", ms, s->p999_ms,
+	        tail.p999 ? "" : "*", ms, s->max_ms);
 	if (!tail.p99 || !tail.p999)
 		fprintf(f, "             * %llu measured requests are too few to support this tail: a p99 needs %llu, "
 		        "a p99.9 %llu (MLPerf early stopping, 99%% confidence)\n", (unsigned long long)s->count,
 		        (unsigned long long)tail.min_p99, (unsigned long long)tail.min_p999);
-	fprintf(f, "  queueing   mean %.3f ms   p99 %.3f\n", s->queue_mean_ms, s->queue_p99_ms);
+	fprintf(f, "  queueing   mean %.*f ms   p99 %.*f\n", ms, s->queue_mean_ms, ms, s->queue_p99_ms);
 	if (res->llm) {
 		/* an iteration runs whenever any request is in flight: what fills it says how loaded the device is */
 		char budget[64] = "";

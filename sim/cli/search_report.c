@@ -10,6 +10,7 @@
 #include "../store/search_store.h"
 #include "../../util/errkind.h"
 #include "../../util/json.h"
+#include "../../util/text.h"
 
 const char *const search_status_name[] = { "todo", "ok", "infeasible", "pruned", "skipped" };
 
@@ -83,10 +84,15 @@ static void search_print_row(FILE *f, const struct search_run *r, size_t i)
 	const struct search_row *w = &r->rows[i];
 	char label[1024];
 	search_label(r->spec, i, label, sizeof label);
-	fprintf(f, "  $%-9.4g %5u GPUs  %9.4g req/s  %9.4g req/$", w->cost, w->gpus, w->capacity,
-	        w->capacity * 3600 / w->cost);
-	if (!isnan(w->band_lo))
-		fprintf(f, "  band [%.4g, %.4g]", w->band_lo, w->band_hi);
+	/* the capacity to the digits its bracket supports, requests per dollar to 3 (plain, no exponent) */
+	char per_dollar[40];
+	txt_format_sig(per_dollar, sizeof per_dollar, w->capacity * 3600 / w->cost, 3);
+	fprintf(f, "  $%-9.2f %5u GPUs  %9.*f req/s  %9s req/$", w->cost, w->gpus, txt_band_decimals(w->hi - w->lo),
+	        w->capacity, per_dollar);
+	if (!isnan(w->band_lo)) {
+		int d = txt_band_decimals(w->band_hi - w->band_lo) + 1;   /* its edges to its width's second digit */
+		fprintf(f, "  band [%.*f, %.*f]", d, w->band_lo, d, w->band_hi);
+	}
 	fprintf(f, "  %s\n", label);
 }
 

@@ -86,8 +86,14 @@ static void sweep_print_cell(const struct agg_stats *st)
 		snprintf(cell, sizeof cell, "-");
 	else if (st->count == 1)
 		snprintf(cell, sizeof cell, "%.5g", st->mean);
-	else
-		snprintf(cell, sizeof cell, "%.5g +-%.2g [%.5g, %.5g]", st->mean, st->ci_hi - st->mean, st->p25, st->p75);
+	else if (!(st->ci_hi - st->mean > 0))
+		snprintf(cell, sizeof cell, "%.5g +-0 [%.5g, %.5g]", st->mean, st->p25, st->p75);
+	else {
+		/* every figure to the place of the interval's second digit: no digit it does not support */
+		double half = st->ci_hi - st->mean;
+		int d = txt_band_decimals(half) + 1;
+		snprintf(cell, sizeof cell, "%.*f +-%.*f [%.*f, %.*f]", d, st->mean, d, half, d, st->p25, d, st->p75);
+	}
 	printf("  %-*s", SWEEP_CELL_WIDTH, cell);
 }
 
