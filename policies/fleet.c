@@ -301,6 +301,9 @@ void fleet_decode_advance(struct pol_fleet *f, uint32_t device, struct pol_task 
                           uint64_t *held)
 {
 	struct fleet_replica *p = &f->rep[device];
+	/* a scrape due at the run's end sees the replicas as eng_kv_now just set them (of the first
+	 * boundary at or after the scrape instant, as one by one), before this run's last iteration's blocks */
+	fleet_observe(f, ends[k - 1]);
 	f->policy->decode_advance(p->st, 0, t, k, held);
 	/* iterations 1..k-1 end and 2..k start as fleet_task_done and fleet_next_task would have them */
 	int64_t start = t->start_ns;
