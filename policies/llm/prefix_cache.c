@@ -1,6 +1,7 @@
 /* policies/llm/prefix_cache.c: vLLM V1's automatic prefix caching (prefix_cache.h). */
 #include <stdlib.h>
 #include <string.h>
+#include "../../util/grow.h"
 #include "prefix_cache.h"
 
 #define PC_NONE UINT32_MAX
@@ -205,18 +206,19 @@ static void pc_grow_buckets(struct prefix_cache *pc)
 		}
 }
 
-/* Room for *cap items of size bytes at *array, twice as many (at most max; never fewer than 1 more): 0, or -1
- * (out of memory: pc->failed set, the array as it was). */
-static int pc_grow(struct prefix_cache *pc, void **array, uint32_t *cap, uint32_t max, size_t size)
+/* Room for one more item of size bytes in the array at items (an array variable's address) of capacity
+ * *cap: doubled as util/grow.h grows every array, but never past max: 0, or -1 (out of memory or at max:
+ * pc->failed set, the array as it was). */
+static int pc_grow(struct prefix_cache *pc, void *items, uint32_t *cap, uint32_t max, size_t size)
 {
-	uint32_t want = *cap > max / 2 ? max : 2 * *cap;
-	void *grown = want > *cap ? realloc(*array, (size_t)want * size) : NULL;
-	if (!grown) {
+	size_t want = grow_capacity(*cap, (size_t)*cap + 1, 1, size);
+	if (want > max)
+		want = max;
+	if (want <= *cap || grow_to(items, want, size) != 0) {
 		pc->failed = 1;
 		return -1;
 	}
-	*array = grown;
-	*cap = want;
+	*cap = (uint32_t)want;
 	return 0;
 }
 
@@ -227,7 +229,7 @@ static uint32_t pc_node(struct prefix_cache *pc, uint64_t key, enum pc_kind kind
 	if (i != PC_NONE)
 		pc->free_entry = pc->e[i].next;
 	else if (pc->fresh_entry < pc->cap_entries ||
-	         pc_grow(pc, (void **)&pc->e, &pc->cap_entries, pc->max_entries, sizeof *pc->e) == 0)
+	         pc_grow(pc, &pc->e, &pc->cap_entries, pc->max_entries, sizeof *pc->e) == 0)
 		i = pc->fresh_entry++;
 	else
 		return PC_NONE;
@@ -347,7 +349,7 @@ static struct pc_holders *pc_new_holders(struct prefix_cache *pc, uint32_t i)
 		pc->free_holders = pc->holders[h].ends;
 	} else {
 		if (pc->fresh_holders == pc->cap_holders &&
-		    pc_grow(pc, (void **)&pc->holders, &pc->cap_holders, pc->max_holders, sizeof *pc->holders) != 0)
+		    pc_grow(pc, &pc->holders, &pc->cap_holders, pc->max_holders, sizeof *pc->holders) != 0)
 			return NULL;
 		h = pc->fresh_holders++;
 		memset(pc->holders[h].at_end, 0, sizeof pc->holders[h].at_end);

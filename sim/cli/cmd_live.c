@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../../util/grow.h"
 #include "../../util/outfile.h"
 #include "../../util/errkind.h"
 #include "cli.h"
@@ -205,18 +206,11 @@ static void live_schedule_free(struct live_schedule *s)
 
 static int live_schedule_push(struct live_schedule *s, int64_t t_ns, uint32_t in, uint32_t out)
 {
-	if (s->n == s->cap) {
-		uint64_t cap = s->cap ? 2 * s->cap : 1024;
-		int64_t *a = realloc(s->arrival_ns, cap * sizeof *a);
-		if (a)
-			s->arrival_ns = a;
-		uint32_t *i = realloc(s->input_len, cap * sizeof *i);
-		if (i)
-			s->input_len = i;
-		uint32_t *u = realloc(s->output_len, cap * sizeof *u);
-		if (u)
-			s->output_len = u;
-		if (!a || !i || !u)
+	if (s->n == s->cap) {           /* three arrays of one capacity, each grown as util/grow.h grows one */
+		size_t cap = grow_capacity(s->cap, s->n + 1, 1024, sizeof *s->arrival_ns);
+		if (!cap || grow_to(&s->arrival_ns, cap, sizeof *s->arrival_ns) != 0 ||
+		    grow_to(&s->input_len, cap, sizeof *s->input_len) != 0 ||
+		    grow_to(&s->output_len, cap, sizeof *s->output_len) != 0)
 			return -1;
 		s->cap = cap;
 	}

@@ -1,6 +1,7 @@
 /* sim/cli/procpool.c: a small process pool on posix_spawn and poll (procpool.h). */
 #include "procpool.h"
 #include "../../util/errkind.h"
+#include "../../util/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,16 +38,8 @@ static int pp_buf_add(struct pp_buf *b, const char *data, size_t n)
 		return 0;
 	if (n > b->max - 1 - b->len)
 		n = b->max - 1 - b->len;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->data, cap);
-		if (!p)
-			return -1;
-		b->data = p;
-		b->cap = cap;
-	}
+	if (GROW(b->data, b->cap, b->len + n + 1, 1024) != 0)
+		return -1;
 	memcpy(b->data + b->len, data, n);
 	b->len += n;
 	b->data[b->len] = '\0';
@@ -399,12 +392,8 @@ static int pp_read_job(FILE *in, int *argc, char ***argv)
 	for (unsigned long seen = 0; seen < n;) {
 		if ((ch = getc(in)) == EOF)
 			goto fail;
-		if (len == cap) {
-			char *nb = realloc(block, cap *= 2);
-			if (!nb)
-				goto fail;
-			block = nb;
-		}
+		if (GROW(block, cap, len + 1, cap) != 0)
+			goto fail;
 		block[len++] = (char)ch;
 		seen += ch == '\0';
 	}

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../../util/grow.h"
 #include "../study/run_options.h"
 #include "search_spec.h"
 #include "search_config.h"
@@ -416,15 +417,10 @@ int search_spec_load(const char *path, struct search_spec **out, char *err, size
 	size_t len;
 	int got;
 	while ((got = lines_next(&rd, &line, &len, err, errlen)) > 0) {
-		if (s->text_len + len + 1 > s->text_cap) {       /* the text kept as read, within the reader's bound */
-			size_t cap = 2 * (s->text_len + len + 1);
-			char *grown = realloc(s->text, cap);
-			if (!grown) {
-				err_memory(err, errlen, "out of memory");
-				goto fail_rd;
-			}
-			s->text = grown;
-			s->text_cap = cap;
+		/* the text kept as read, within the reader's bound */
+		if (GROW(s->text, s->text_cap, s->text_len + len + 1, 256) != 0) {
+			err_memory(err, errlen, "out of memory");
+			goto fail_rd;
 		}
 		memcpy(s->text + s->text_len, line, len);
 		s->text[s->text_len += len] = '\0';
