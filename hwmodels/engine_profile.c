@@ -239,11 +239,6 @@ enum eng_ar_algo eng_allreduce_algo(const struct eng_profile *e, uint32_t gpus, 
 	return ENG_AR_NCCL;
 }
 
-const char *eng_ar_algo_name(enum eng_ar_algo a)
-{
-	return a == ENG_AR_CUSTOM ? "custom all-reduce" : a == ENG_AR_SYMM ? "torch symmetric memory" : "NCCL";
-}
-
 int eng_profile_switch_off(struct eng_profile *e, const char *list, char *err, size_t errlen)
 {
 	const char *p = list;

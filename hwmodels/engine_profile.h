@@ -55,6 +55,5 @@ uint32_t eng_graph_pad(uint32_t tokens, uint32_t cap);
  * memory, 2 NCCL), on the GPU the profile's switch sizes are tabled for. */
 enum eng_ar_algo { ENG_AR_CUSTOM, ENG_AR_SYMM, ENG_AR_NCCL };
 enum eng_ar_algo eng_allreduce_algo(const struct eng_profile *e, uint32_t gpus, double bytes);
-const char *eng_ar_algo_name(enum eng_ar_algo a);
 
 #endif

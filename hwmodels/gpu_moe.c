@@ -225,11 +225,6 @@ const char *gpu_moe_routing(const struct gpu_moe *g)
 	return g->route->uniform ? "uniform" : g->route->path;
 }
 
-const char *gpu_moe_elementwise_from(const struct gpu_moe *g)
-{
-	return g->ref->profiled_as;
-}
-
 uint32_t gpu_moe_ep(const struct gpu_moe *g)
 {
 	return g->ep;

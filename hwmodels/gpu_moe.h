@@ -85,9 +85,8 @@ const struct gpu_moe_stats *gpu_moe_stats(const struct gpu_moe *g);
 int gpu_moe_error(struct gpu_moe *g, double *median_pct, double *p90_pct, char *err, size_t errlen);
 /* The curve the element-wise operators are priced on. */
 const struct opp_curve *gpu_moe_curve(const struct gpu_moe *g);
-/* The routing model's source ("uniform" or the skew file's), the element-wise curve's model, --ep. */
+/* The routing model's source ("uniform" or the skew file's), and --ep. */
 const char *gpu_moe_routing(const struct gpu_moe *g);
-const char *gpu_moe_elementwise_from(const struct gpu_moe *g);
 uint32_t gpu_moe_ep(const struct gpu_moe *g);
 
 #endif

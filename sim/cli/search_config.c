@@ -32,7 +32,7 @@ const struct search_axis *search_axis(const struct search_spec *s, const char *n
 }
 
 /* The price of one hw GPU an hour, or 0. */
-double search_price_of(const struct search_spec *s, const char *hw)
+static double search_price_of(const struct search_spec *s, const char *hw)
 {
 	for (size_t i = 0; hw && i < s->nprices; i++)
 		if (strcmp(s->prices[i].hw, hw) == 0)

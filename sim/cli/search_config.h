@@ -11,7 +11,5 @@
 const char *search_fixed_value(const struct search_spec *s, const char *name, size_t *at);
 /* The axis called name, or NULL. */
 const struct search_axis *search_axis(const struct search_spec *s, const char *name);
-/* The price of one hw GPU an hour, or 0. */
-double search_price_of(const struct search_spec *s, const char *hw);
 
 #endif
