@@ -276,9 +276,16 @@ else:
           (r.returncode, r.stderr))
     mooncake = os.path.join(os.path.dirname(SB), "..", "..", "shared", "data", "mooncake-fast25",
                             "conversation_trace.jsonl")
-    args = ["--model=codellama-34b", "--tp=4", "--replicas=4", "--router=prefix-affinity",
-            f"--trace={mooncake}", "--over-context=drop", "--no-db", "--quiet"] if os.path.exists(mooncake) else \
-        ["--model=llama2-7b", "--prefix-cache=on", "--requests=3000", "--no-db", "--quiet"]
+    if os.path.exists(mooncake):
+        args = ["--model=codellama-34b", "--tp=4", "--replicas=4", "--router=prefix-affinity",
+                f"--trace={mooncake}", "--over-context=drop", "--no-db", "--quiet"]
+    else:       # without ../shared: a pool of 3,000 prompts, each 3,000 shared tokens, so the cache's keyed
+        # blocks, not the requests, are what the run holds most of (unkeyed prompts are one node a request)
+        pool = os.path.join(td, "pool.csv")
+        subprocess.run([os.path.join(os.path.dirname(SB), "make-trace"), "--rate=50", "--requests=6000", "--seed=1",
+                        "--prompt-pool=3000:1:3000", "--input-len=1000", "--output-len=8", "-o", pool], check=True)
+        args = ["--model=llama2-7b", "--prefix-cache=on", f"--trace={pool}", "--kv-blocks=2000000", "--no-db",
+                "--quiet"]
     # every limit from 8 to 39 MiB: somewhere the cache's own failure path is met, and it fails the run
     # cleanly (exit 1, one line). A run that got through its simulation can still die by SIGSEGV just above
     # the limit where the cache fails: the end-of-run latency sort (util/metrics.c flag_sort_u64) needs
