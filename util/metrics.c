@@ -206,16 +206,17 @@ int metrics_record(struct metrics *m, int64_t latency_ns, int64_t queue_ns)
 #define RADIX_INSERTION_MAX 32
 #define RADIX_TOP_BITS 12          /* first digit: 4096 buckets */
 
-/* Sorts v by the digit of `bits` bits at `shift`, then each bucket by the
- * bits below it. */
-static void flag_sort_u64(uint64_t *v, size_t n, unsigned shift, unsigned bits)
+#define RADIX_SUB_BITS 8            /* later digits: 256 buckets */
+
+static void flag_sort_u64(uint64_t *v, size_t n, unsigned shift, unsigned bits);
+
+/* Permutes v into the buckets of the digit of `bits` bits at `shift` (count,
+ * next and end hold 2^bits entries each, the caller's), then sorts each
+ * bucket by the bits below it. */
+static void flag_partition_u64(uint64_t *v, size_t n, unsigned shift, unsigned bits,
+                               size_t *count, size_t *next, size_t *end)
 {
-	if (n <= RADIX_INSERTION_MAX) {
-		insertion_sort_u64(v, n);
-		return;
-	}
 	const unsigned nd = 1u << bits, mask = nd - 1;
-	size_t count[1u << RADIX_TOP_BITS], next[1u << RADIX_TOP_BITS], end[1u << RADIX_TOP_BITS];
 	memset(count, 0, nd * sizeof count[0]);
 	for (size_t i = 0; i < n; i++)
 		count[(v[i] >> shift) & mask]++;
@@ -240,10 +241,36 @@ static void flag_sort_u64(uint64_t *v, size_t n, unsigned shift, unsigned bits)
 	}
 	if (shift == 0)
 		return;
-	unsigned sub_bits = shift < 8 ? shift : 8;
+	unsigned sub_bits = shift < RADIX_SUB_BITS ? shift : RADIX_SUB_BITS;
 	for (unsigned d = 0; d < nd; d++)
 		if (count[d] > 1)
 			flag_sort_u64(v + end[d] - count[d], count[d], shift - sub_bits, sub_bits);
+}
+
+/* Sorts v by a digit of at most RADIX_SUB_BITS bits at `shift`, then each
+ * bucket by the bits below it. Its frame holds 256-entry tables only: the
+ * recursion goes up to 7 levels deep, and 4096-entry tables at every level
+ * (96 KB a frame) overran a stack held small by a tight address-space limit. */
+static void flag_sort_u64(uint64_t *v, size_t n, unsigned shift, unsigned bits)
+{
+	if (n <= RADIX_INSERTION_MAX) {
+		insertion_sort_u64(v, n);
+		return;
+	}
+	size_t count[1u << RADIX_SUB_BITS], next[1u << RADIX_SUB_BITS], end[1u << RADIX_SUB_BITS];
+	flag_partition_u64(v, n, shift, bits, count, next, end);
+}
+
+/* The first digit, up to RADIX_TOP_BITS wide: the one frame with 4096-entry
+ * tables. */
+static void flag_sort_u64_top(uint64_t *v, size_t n, unsigned shift, unsigned bits)
+{
+	if (n <= RADIX_INSERTION_MAX || bits <= RADIX_SUB_BITS) {
+		flag_sort_u64(v, n, shift, bits);
+		return;
+	}
+	size_t count[1u << RADIX_TOP_BITS], next[1u << RADIX_TOP_BITS], end[1u << RADIX_TOP_BITS];
+	flag_partition_u64(v, n, shift, bits, count, next, end);
 }
 
 /* LSD radix sort of 32-bit keys below 2^width: as few digits as cover width,
@@ -370,7 +397,7 @@ static void radix_sort_inplace(int64_t *v, size_t n)
 		/* a wide first digit leaves buckets small enough to stay in cache */
 		unsigned width = 64 - (unsigned)__builtin_clzll(varying);
 		unsigned bits = width < RADIX_TOP_BITS ? width : RADIX_TOP_BITS;
-		flag_sort_u64(u, n, width - bits, bits);
+		flag_sort_u64_top(u, n, width - bits, bits);
 	}
 	for (size_t i = 0; i < n; i++)
 		u[i] ^= 1ull << 63;
