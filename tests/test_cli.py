@@ -571,6 +571,8 @@ for args, needle in ((["--replicas=0"], "--replicas=0"), (["--replicas=4:gpu-h10
                      (["--replicas=2", "--router=random"],
                       "unknown router 'random' (known: " + ", ".join(x["name"] for x in registry)),
                      (["--replicas=2", "--router-refresh=-1"], "--router-refresh=-1"),
+                     (["--replicas=2", "--router=round-robin", "--router-refresh=5"],
+                      "--router-refresh does not apply to router round-robin"),
                      (["--router=least-kv"], "applies to a fleet"), (["--router-refresh=5"], "applies to a fleet"),
                      (["--replicas=2", "--workers=2"], "not both"),
                      (["--replicas=2", "--model=llama2-70b", "--tp=1"], "llama2-70b")):

@@ -305,6 +305,20 @@ else:
           "with exit 1 and one line, never a crash in the cache", cache_failed and
           all(rc in (0, 1) for m, (rc, _) in outcomes.items() if m < min(cache_failed)), outcomes)
 
+# ---- a router that reads no replica state takes no --router-refresh: a search's fixed refresh is left out of
+# its round-robin configurations (a run refuses it), kept for least-outstanding ----
+rr_spec = write("rr.search", "fixed  --model=llama2-7b --requests=400 --router-refresh=20 --ttft-slo=2000 "
+                "--tpot-slo=200\naxis   replicas = 2\naxis   router = round-robin least-outstanding\n"
+                "cost   gpu-h100 = 4.0\ntarget 5\n")
+rr_out = os.path.join(td, "rr.csv")
+r = sb("search", rr_spec, "--no-db", f"--out={rr_out}", "--quiet", "--jobs=2", "--exhaustive")
+rows = open(rr_out).read().splitlines()[1:] if os.path.exists(rr_out) else []
+keys = {row.split('",')[0].strip('"'): row for row in rows}
+check("search: round-robin's configuration runs without --router-refresh, least-outstanding's keeps it",
+      r.returncode == 0 and any("router=round-robin" in k and "router-refresh" not in k for k in keys) and
+      any("router=least-outstanding" in k and "router-refresh=20" in k for k in keys) and
+      all(",ok," in row for row in rows), f"rc {r.returncode} {r.stderr[-300:]} {rows}")
+
 shutil.rmtree(td, ignore_errors=True)
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -14,4 +14,5 @@ const struct router_ops round_robin_router_ops = {
 	.help = "replicas in turn, whatever their load",
 	.state_size = sizeof(uint64_t),
 	.choose = rr_choose,
+	.blind = 1,
 };

@@ -43,6 +43,8 @@ struct router_ops {
 	void (*fini)(void *state);                     /* optional */
 	uint32_t (*choose)(const struct router_view *v, const struct pol_request *r, void *state);
 	int reads_kv;                    /* optional capability (below): choose reads v->kv_used */
+	int blind;                       /* optional: choose reads no replica state in v (only v->n), so a
+	                                  * --router-refresh other than 0 (how stale that state is) is refused */
 };
 
 /* Optional capability: reads_kv. v->kv_used changes at every LLM iteration,

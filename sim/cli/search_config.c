@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "../study/run_options.h"
+#include "../../policies/router/router.h"
 #include "../../util/errkind.h"
 #include "../../util/options.h"
 #include "../../util/text.h"
@@ -60,6 +62,18 @@ static char *search_opt_new(const char *name, const char *value, size_t len)
 static int search_cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Leaves out of c the options that start with prefix. */
+static void search_drop_opt(struct search_config *c, const char *prefix)
+{
+	for (size_t k = 0; k < c->nopts;)
+		if (strncmp(c->opts[k], prefix, strlen(prefix)) == 0) {
+			free(c->opts[k]);
+			c->opts[k] = c->opts[--c->nopts];
+		} else {
+			k++;
+		}
 }
 
 int search_config_make(const struct search_spec *s, size_t i, struct search_config *c, char *err, size_t errlen)
@@ -129,13 +143,24 @@ int search_config_make(const struct search_spec *s, size_t i, struct search_conf
 	}
 	/* one replica has no router to choose among replicas: a router given for the fleets of the search
 	 * (fixed, or an axis) is left out of it, as a run without a fleet refuses one */
-	for (size_t k = 0; c->replicas == 1 && !pool[0] && k < c->nopts;)
-		if (strncmp(c->opts[k], "--router=", 9) == 0 || strncmp(c->opts[k], "--router-refresh=", 17) == 0) {
-			free(c->opts[k]);
-			c->opts[k] = c->opts[--c->nopts];
-		} else {
-			k++;
-		}
+	if (c->replicas == 1 && !pool[0]) {
+		search_drop_opt(c, "--router=");
+		search_drop_opt(c, "--router-refresh=");
+	}
+	/* a router that reads no replica state (round-robin, the default) refuses --router-refresh: a fixed
+	 * refresh given for the search's routers is left out of its configurations */
+	const char *router = NULL;
+	for (size_t k = 0; k < c->nopts; k++)
+		if (strncmp(c->opts[k], "--router=", 9) == 0)
+			router = c->opts[k] + 9;
+	if (!router) {
+		size_t ndefs;
+		const struct opt_def *defs = cmd_run_options(&ndefs);
+		router = opt_find(defs, ndefs, "router")->defval;
+	}
+	const struct router_ops *r = router_find(router);
+	if (r && r->blind)
+		search_drop_opt(c, "--router-refresh=");
 	/* the key: its options sorted */
 	char *sorted[SEARCH_MAX_OPTS];
 	memcpy(sorted, c->opts, c->nopts * sizeof *sorted);

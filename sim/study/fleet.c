@@ -264,6 +264,12 @@ static int run_fleet_router(const struct opt_set *o, struct eng_config *c, struc
 		if (opt_put(&f->router_params, knobs[i].name, opt_str(o, knobs[i].name), err, errlen) != 0)
 			return -1;
 	}
+	if (r->blind && opt_double(o, "router-refresh") != 0) {
+		snprintf(err, errlen, "--router-refresh does not apply to router %s: it reads no replica state, so "
+		         "how stale that state is changes nothing (drop the option, or pick a router that reads load: "
+		         "simbatch list routers)", r->name);
+		return -1;
+	}
 	c->router = r;
 	c->router_params = &f->router_params;
 	return 0;
