@@ -21,12 +21,6 @@ struct report_tail report_tail(const struct report_run *r)
 	return t;
 }
 
-int report_saturated(const struct report_run *r)
-{
-	const struct drv_result *res = r->res;
-	return res->busy_fraction > 0.99 && r->rate_rps > 0 && res->throughput_rps < 0.95 * r->rate_rps;
-}
-
 /* "overload_window": null, or the window where the queue grew (util/overload.h), then a comma. */
 static void report_overload_json(FILE *f, const struct ovl_found *o)
 {
@@ -480,18 +474,7 @@ void report_text(FILE *f, const struct report_run *r)
 	if (res->cold_starts)
 		fprintf(f, "  cold       %llu tasks refilled weights lost while their device idled (--hw cold-start)\n",
 		        (unsigned long long)res->cold_starts);
-	/* an overloaded run's percentiles describe a growing queue, not a steady state */
-	if (report_saturated(r))
-		fprintf(f, "  SATURATED: served %.1f of %.6g req/s offered; the queue grew for the whole run, "
-		        "so latencies depend on its length (lower --rate or add --workers)\n",
-		        res->throughput_rps, r->rate_rps);
-	/* the queue grew inside the run (util/overload.h), whatever the whole run's throughput says */
-	if (res->overload.flagged)
-		fprintf(f, "  OVERLOADED from %.1f s to %.1f s: the fewest requests in the system rose window after window "
-		        "from %llu to %llu (flagged at %.1f s); arrivals outpaced service there (lower the rate there or add "
-		        "%s)\n", res->overload.start_ns * 1e-9, res->overload.end_ns * 1e-9,
-		        (unsigned long long)res->overload.floor_from, (unsigned long long)res->overload.floor_to,
-		        res->overload.flagged_ns * 1e-9, res->llm ? "--replicas" : "--workers");
+	report_overload_text(f, r);
 	fprintf(f, "  %llu events in %.3f s wall (%.2f M requests/s)", (unsigned long long)res->events,
 	        r->wall_s, r->wall_s > 0 ? res->completed / r->wall_s / 1e6 : 0.0);
 	if (r->run_id >= 0)

@@ -69,6 +69,13 @@ void report_text(FILE *f, const struct report_run *r);
  * than offered (< 95%): the queue grew for the whole run, so its latencies
  * depend on its length. Stored as runs.saturated and in the JSON. */
 int report_saturated(const struct report_run *r);
+/* What relieves an overloaded run, by its kind (report_overload.c): an LLM's --replicas (or the rate
+ * `simbatch capacity` finds), a node-level model's lower --rate or more --workers; a replayed trace,
+ * whose arrivals are its own, --trace-speedup below 1 instead of --rate; a closed loop, fewer clients. */
+const char *report_lever(const struct report_run *r);
+/* The SATURATED and OVERLOADED lines of the text summary, each with report_lever's advice; none when
+ * the run was neither. */
+void report_overload_text(FILE *f, const struct report_run *r);
 
 /* Whether the run measured enough requests to support its p99 and p99.9
  * (metrics_tail_min_requests with none over, MLPerf's 99% confidence). */

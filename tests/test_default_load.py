@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""End-to-end tests of what an overloaded run advises, by the run's kind (sim/cli/report_overload.c):
+a node-level model's generated load, lower --rate or add --workers; an LLM's, add --replicas (or find
+the rate with simbatch capacity); a replayed trace, whose arrivals are its own and where --rate is
+refused, --trace-speedup below 1, never --rate. Each SATURATED and OVERLOADED line carries it.
+Usage: test_default_load.py PATH/TO/simbatch"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SB = sys.argv[1]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AZURE_HEAD = os.path.join(ROOT, "tests", "data", "azure-llm-2023-conv-head.csv")
+failures = []
+
+
+def sb(*args):
+    return subprocess.run([SB, *args], capture_output=True, text=True, timeout=300)
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else ": " + str(detail)))
+    if not cond:
+        failures.append(name)
+
+
+def advice_lines(text):
+    """The SATURATED and OVERLOADED lines' advice, the last parenthesis of each."""
+    return [line[line.rindex("(") + 1:line.rindex(")")] for line in text.splitlines()
+            if line.lstrip().startswith(("SATURATED", "OVERLOADED"))]
+
+
+NODE_LEVER = "lower --rate or add --workers"
+LLM_LEVER = "add --replicas, or find the rate one holds with simbatch capacity"
+LLM_REPLAY = "add --replicas, or replay the trace slower with --trace-speedup below 1"
+NODE_REPLAY = "add --workers, or replay the trace slower with --trace-speedup below 1"
+
+with tempfile.TemporaryDirectory() as tmp:
+    # node-level, generated arrivals: unbatched ResNet-50 on the NPU serves about 950 req/s
+    out = sb("--policy=serial", "--model=resnet50", "--rate=2000", "--requests=8000", "--no-db").stdout
+    got = advice_lines(out)
+    check("node-level overload: both lines advise a lower --rate or more --workers",
+          len(got) == 2 and all(a == NODE_LEVER for a in got), out)
+    # an LLM at 1,000 req/s saturates one H100 (tens of req/s)
+    out = sb("--model=llama2-7b", "--rate=1000", "--requests=5000", "--no-db").stdout
+    got = advice_lines(out)
+    check("LLM overload: both lines advise --replicas or capacity, not --workers or --rate",
+          len(got) == 2 and all(a == LLM_LEVER for a in got) and "--workers" not in " ".join(got), out)
+    # a replayed trace 50 times faster: its own arrivals, --rate refused there
+    out = sb("--model=llama2-7b", f"--trace={AZURE_HEAD}", "--trace-speedup=50", "--no-db").stdout
+    got = advice_lines(out)
+    check("LLM trace replay: the advice is --replicas or --trace-speedup, never --rate",
+          got and all(a == LLM_REPLAY for a in got) and "--rate" not in " ".join(got), out)
+    refused = sb("--model=llama2-7b", f"--trace={AZURE_HEAD}", "--rate=1", "--no-db")
+    check("... where --rate is indeed refused", refused.returncode == 2, refused.stderr)
+    trace = os.path.join(tmp, "node.csv")
+    with open(trace, "w") as f:       # 2,000 req/s for 8,000 requests: twice what ResNet-50 unbatched serves
+        f.write("arrival_s,input_len,output_len\n" + "".join(f"{i / 2000:.6f},0,0\n" for i in range(8000)))
+    out = sb("--policy=serial", "--model=resnet50", f"--trace={trace}", "--no-db").stdout
+    got = advice_lines(out)
+    check("node-level trace replay: --workers or --trace-speedup, never --rate",
+          len(got) == 2 and all(a == NODE_REPLAY for a in got), out)
+    d = json.loads(sb("--policy=serial", "--model=resnet50", "--rate=300", "--requests=2000", "--no-db",
+                      "--json").stdout)
+    out = sb("--policy=serial", "--model=resnet50", "--rate=300", "--requests=2000", "--no-db").stdout
+    check("a run that serves its load advises nothing", not d["saturated"] and advice_lines(out) == [], out)
+
+if failures:
+    print(f"{len(failures)} failed: {', '.join(failures)}")
+    sys.exit(1)
+print("all passed")
