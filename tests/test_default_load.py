@@ -3,6 +3,8 @@
 a node-level model's generated load, lower --rate or add --workers; an LLM's, add --replicas (or find
 the rate with simbatch capacity); a replayed trace, whose arrivals are its own and where --rate is
 refused, --trace-speedup below 1, never --rate. Each SATURATED and OVERLOADED line carries it.
+A table of (prompt, output) pairs (traces/README.md): scripts/trace-lengths --pairs writes a trace's,
+the committed Azure table opens with the published trace's rows, and a bad one gets one line, exit 2.
 Usage: test_default_load.py PATH/TO/simbatch"""
 import json
 import os
@@ -66,6 +68,53 @@ with tempfile.TemporaryDirectory() as tmp:
                       "--json").stdout)
     out = sb("--policy=serial", "--model=resnet50", "--rate=300", "--requests=2000", "--no-db").stdout
     check("a run that serves its load advises nothing", not d["saturated"] and advice_lines(out) == [], out)
+
+# the (prompt, output) pairs table: how it is made, and how it reads
+TABLE = os.path.join(ROOT, "traces", "tables", "azure-llm-2023-conv-pairs.csv")
+TRACE_LENGTHS = os.path.join(ROOT, "scripts", "trace-lengths")
+
+
+def head_pairs():
+    """The Azure excerpt's pairs, read here from its own format (CRLF, TIMESTAMP first)."""
+    with open(AZURE_HEAD, newline="") as f:
+        rows = [line.rstrip("\r\n").split(",") for line in f if line.strip()]
+    assert rows[0] == ["TIMESTAMP", "ContextTokens", "GeneratedTokens"], rows[0]
+    return [(int(r[1]), int(r[2])) for r in rows[1:]]
+
+
+def table_pairs(path):
+    with open(path) as f:
+        rows = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    assert rows[0] == "input_len,output_len", rows[0]
+    return [tuple(int(x) for x in r.split(",")) for r in rows[1:]]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    r = subprocess.run([TRACE_LENGTHS, AZURE_HEAD, os.path.join(tmp, "head"), "--pairs", "--about=test"],
+                       capture_output=True, text=True)
+    made = os.path.join(tmp, "head-pairs.csv")
+    check("trace-lengths --pairs writes the trace's pairs in its order",
+          r.returncode == 0 and table_pairs(made) == head_pairs(), (r.stderr, os.listdir(tmp)))
+    with open(made) as f:
+        comments = [line for line in f if line.startswith("#")]
+    check("... with the command that made it and the --about line",
+          any("scripts/trace-lengths" in c and "--pairs" in c for c in comments) and "# test\n" in comments,
+          comments)
+    committed = table_pairs(TABLE)
+    check("the committed table opens with the published trace's first 12 requests, has all 19,366",
+          committed[:12] == head_pairs() and len(committed) == 19366, (committed[:12], len(committed)))
+    r = sb("--model=llama2-7b", f"--trace={TABLE}", "--no-db")
+    check("a pairs table alone is refused (no arrivals to replay): one line, exit 2, names --trace-pairs",
+          r.returncode == 2 and r.stderr.count("\n") == 1 and "--trace-pairs" in r.stderr and not r.stdout, r)
+    for name, text, want in (("a bad length", "input_len,output_len\n300,x\n", "bad.csv:2: output_len"),
+                             ("a missing field", "input_len,output_len\n300\n", "bad.csv:2: expected 2 fields"),
+                             ("an LLM's zero output", "input_len,output_len\n300,0\n", "has 300 prompt and 0")):
+        bad = os.path.join(tmp, "bad.csv")
+        with open(bad, "w") as f:
+            f.write(text)
+        r = sb("--model=llama2-7b", f"--trace={bad}", "--trace-pairs", "--rate=2", "--no-db")
+        check(f"a pairs table with {name}: one line naming it, exit 2", r.returncode == 2 and
+              r.stderr.count("\n") == 1 and want in r.stderr and not r.stdout, r)
 
 if failures:
     print(f"{len(failures)} failed: {', '.join(failures)}")

@@ -3,7 +3,8 @@
  * row, row order = request id) for replay instead of generated arrivals,
  * or the Azure LLM inference trace's own format (section 3b:
  * "TIMESTAMP,ContextTokens,GeneratedTokens", arrivals relative to the
- * first timestamp, prompt tokens as the input length).
+ * first timestamp, prompt tokens as the input length), or a table of
+ * (prompt, output) pairs without arrivals ("input_len,output_len").
  * Every rejection names PATH:LINE and the field, because traces are often
  * hand-edited or produced by other people's scripts.
  */
@@ -29,8 +30,10 @@
 /* The Azure LLM inference trace 2023 (Splitwise; DESIGN.md section 3b):
  * wall-clock timestamps, prompt and output tokens, CRLF line ends. */
 #define TRC_AZURE_HEADER "TIMESTAMP,ContextTokens,GeneratedTokens"
+/* (prompt, output) pairs without arrival times (scripts/trace-lengths --pairs): lengths to draw from */
+#define TRC_PAIRS_HEADER "input_len,output_len"
 
-enum trc_format { TRC_FORMAT_SIMBATCH, TRC_FORMAT_AZURE };
+enum trc_format { TRC_FORMAT_SIMBATCH, TRC_FORMAT_AZURE, TRC_FORMAT_PAIRS };
 
 static int trc_trace_length(const char *path, unsigned long lineno, const char *name, const char *field,
                             uint32_t *out, char *err, size_t errlen)
@@ -246,6 +249,9 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 			}
 			if (strcmp(s, TRC_AZURE_HEADER) == 0) {
 				format = TRC_FORMAT_AZURE;
+			} else if (strcmp(s, TRC_PAIRS_HEADER) == 0) {
+				format = TRC_FORMAT_PAIRS;
+				t->lengths_only = 1;
 			} else if (strcmp(s, TRC_PREFIX_HEADER) == 0 || strcmp(s, TRC_SESSION_HEADER) == 0 ||
 			           strcmp(s, TRC_INNER_HEADER) == 0) {
 				/* the prefix (and session, or inner prefix) columns: their arrays grow with the others (a
@@ -261,24 +267,30 @@ int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t e
 					goto oom;
 			} else if (strcmp(s, TRC_TRACE_HEADER) != 0) {
 				snprintf(err, errlen, "%s:%lu: expected header '" TRC_TRACE_HEADER "' (or the Azure LLM "
-				         "trace's '" TRC_AZURE_HEADER "'), got '%.60s'", path, lineno, s);
+				         "trace's '" TRC_AZURE_HEADER "', or pairs' '" TRC_PAIRS_HEADER "'), got '%.60s'", path,
+				         lineno, s);
 				goto fail;
 			}
 			seen_header = 1;
 			continue;
 		}
 		char *f[8];
-		size_t nf = txt_split(s, ',', f, 8), want = t->inner_id ? 7 : t->session_id ? 6 : t->prefix_id ? 5 : 3;
+		size_t nf = txt_split(s, ',', f, 8), want = t->inner_id ? 7 : t->session_id ? 6 : t->prefix_id ? 5
+		                                            : format == TRC_FORMAT_PAIRS ? 2 : 3;
 		if (nf != want) {
 			snprintf(err, errlen, "%s:%lu: expected %zu fields (%s), got %zu", path, lineno, want,
-			         format == TRC_FORMAT_AZURE ? TRC_AZURE_HEADER : t->inner_id ? TRC_INNER_HEADER
+			         format == TRC_FORMAT_AZURE ? TRC_AZURE_HEADER : format == TRC_FORMAT_PAIRS ? TRC_PAIRS_HEADER
+			         : t->inner_id ? TRC_INNER_HEADER
 			         : t->session_id ? TRC_SESSION_HEADER : t->prefix_id ? TRC_PREFIX_HEADER : TRC_TRACE_HEADER, nf);
 			goto fail;
 		}
-		double arrival_s;
+		double arrival_s = 0;            /* pairs: none */
 		uint32_t in, outl;
 		if (format == TRC_FORMAT_AZURE
 		    ? trc_azure_row(path, lineno, f, t->n, &first_ns, &arrival_s, &in, &outl, err, errlen) != 0
+		    : format == TRC_FORMAT_PAIRS
+		    ? trc_trace_length(path, lineno, "input_len", f[0], &in, err, errlen) != 0 ||
+		      trc_trace_length(path, lineno, "output_len", f[1], &outl, err, errlen) != 0
 		    : trc_simbatch_row(path, lineno, f, &arrival_s, &in, &outl, err, errlen) != 0)
 			goto fail;
 		if (t->n > 0 && arrival_s < t->arrival_s[t->n - 1]) {

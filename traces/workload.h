@@ -99,6 +99,8 @@ struct trc_trace {
 	uint32_t *hash_count;
 	size_t nhash;
 	uint32_t hash_block_tokens;
+	int lengths_only;       /* 1: a table of (prompt, output) pairs, no arrival times (arrival_s all 0): lengths
+	                         * to draw from (--trace-pairs, an LLM run's default load), not a trace to replay */
 };
 
 /* Loads "arrival_s,input_len,output_len" CSV (header required, # comments,
@@ -113,7 +115,9 @@ struct trc_trace {
  * TRC_LENGTH_LIMIT), or the Azure LLM inference trace format (header
  * "TIMESTAMP,ContextTokens,GeneratedTokens"; timestamps "YYYY-MM-DD
  * HH:MM:SS.fffffff", non-decreasing, arrivals in seconds after the first;
- * token counts from 1 to TRC_LENGTH_LIMIT as input_len and output_len).
+ * token counts from 1 to TRC_LENGTH_LIMIT as input_len and output_len), or
+ * a table of (prompt, output) pairs, header "input_len,output_len", whose
+ * arrivals are all 0 and lengths_only set (scripts/trace-lengths --pairs).
  * CRLF line ends are read as LF. A trace with no rows is an error. The
  * caller frees the result with trc_trace_free. */
 int trc_trace_load(const char *path, struct trc_trace **out, char *err, size_t errlen);

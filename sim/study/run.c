@@ -90,8 +90,16 @@ static int run_load_inputs(struct study_run *j, const struct pol_ops *pol, char 
 	if (hw_moe_setup(j->hw, (uint32_t)opt_uint(o, "ep"), opt_str(o, "routing"), opt_uint(o, "seed"), err, errlen) != 0)
 		return -1;
 	const char *trace_path = opt_str(o, "trace");
-	if (trace_path)
-		return trc_trace_load(trace_path, &j->trace, err, errlen);
+	if (trace_path) {
+		if (trc_trace_load(trace_path, &j->trace, err, errlen) != 0)
+			return -1;
+		if (j->trace->lengths_only && !opt_flag(o, "trace-pairs")) {   /* nothing to replay */
+			snprintf(err, errlen, "%s holds (prompt, output) pairs and no arrival times: add --trace-pairs (and "
+			         "--rate) to draw each request's lengths from it", trace_path);
+			return -1;
+		}
+		return 0;
+	}
 	return run_lengths(o, "input-len", j->model->input_len_spec, j->model->uses_input_len, j->input_spec,
 	                   sizeof j->input_spec, &j->input_len, err, errlen) != 0 ||
 	       run_lengths(o, "output-len", j->model->output_len_spec, j->model->uses_output_len, j->output_spec,
