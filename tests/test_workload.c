@@ -595,6 +595,20 @@ static void test_trace_good(void **state)
 	}
 	trc_trace_free(t);
 
+	/* a table of (prompt, output) pairs: lengths alone, every arrival 0, marked lengths_only */
+	path = write_text("pairs.csv", "# pairs\ninput_len,output_len\n1020,129\r\n7, 1\n");
+	if (trc_trace_load(path, &t, err, sizeof err) != 0)
+		fail_msg("good pairs table refused: %s", err);
+	assert_int_equal(t->n, 2);
+	assert_true(t->lengths_only && t->arrival_s[0] == 0 && t->arrival_s[1] == 0);
+	assert_true(t->input_len[0] == 1020 && t->output_len[0] == 129 && t->input_len[1] == 7 && t->output_len[1] == 1);
+	trc_trace_free(t);
+	path = write_text("trace3.csv", "arrival_s,input_len,output_len\n0,1,1\n");
+	if (trc_trace_load(path, &t, err, sizeof err) != 0)
+		fail_msg("good trace refused: %s", err);
+	assert_false(t->lengths_only);
+	trc_trace_free(t);
+
 	/* enough rows to make the arrays double several times */
 	size_t rows = 5000, cap = 40 + rows * 24;
 	char *big = malloc(cap);
@@ -681,10 +695,11 @@ static void test_trace_errors(void **state)
 {
 	(void)state;
 	check_trace_error("t1.csv", "0.1,2,3\n", ":1: expected header 'arrival_s,input_len,output_len' (or the Azure "
-	                  "LLM trace's 'TIMESTAMP,ContextTokens,GeneratedTokens'), got '0.1,2,3'");
+	                  "LLM trace's 'TIMESTAMP,ContextTokens,GeneratedTokens', or pairs' 'input_len,output_len'), got '0.1,2,3'");
 	check_trace_error("t2.csv", "# c\narrival,input,output\n0,1,1\n",
 	                  ":2: expected header 'arrival_s,input_len,output_len' (or the Azure LLM trace's "
-	                  "'TIMESTAMP,ContextTokens,GeneratedTokens'), got 'arrival,input,output'");
+	                  "'TIMESTAMP,ContextTokens,GeneratedTokens', or pairs' 'input_len,output_len'), got "
+	                  "'arrival,input,output'");
 	check_trace_error("t3.csv", "# only comments\n\n", ": empty trace: expected header 'arrival_s,input_len,output_len' "
 	                  "(or 'TIMESTAMP,ContextTokens,GeneratedTokens')");
 	check_trace_error("t4.csv", "", ": empty trace: expected header 'arrival_s,input_len,output_len' (or "
