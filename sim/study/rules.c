@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "../../models/model.h"
+#include "../../policies/policy.h"
 #include "../../util/options.h"
 
 #define G(name) opt_given(f->o, name)
@@ -189,4 +190,15 @@ int study_check(const struct study_facts *f, enum study_scope scope, size_t *whi
 		}
 	}
 	return 0;
+}
+
+void study_unknown_policy(const char *name, char *err, size_t errlen)
+{
+	size_t n, used = 0;
+	const struct pol_ops *const *reg = pol_registry(&n);
+	used += snprintf(err, errlen, "unknown policy '%s' (known:", name);
+	for (size_t i = 0; i < n && used < errlen; i++)
+		used += snprintf(err + used, errlen - used, "%s %s", i ? "," : "", reg[i]->name);
+	if (used < errlen)
+		snprintf(err + used, errlen - used, ")");
 }

@@ -41,4 +41,7 @@ const struct study_rule *study_rules(size_t *n);
  * broken rule's line in err (and its index in *which, if not NULL), or 0. */
 int study_check(const struct study_facts *f, enum study_scope scope, size_t *which, char *err, size_t errlen);
 
+/* "unknown policy 'x' (known: a, b)" into err: the refusal of a policy no registry holds. */
+void study_unknown_policy(const char *name, char *err, size_t errlen);
+
 #endif

@@ -16,17 +16,6 @@
 #include "rules.h"
 #include "run_options.h"
 
-void study_unknown_policy(const char *name, char *err, size_t errlen)
-{
-	size_t n, used = 0;
-	const struct pol_ops *const *reg = pol_registry(&n);
-	used += snprintf(err, errlen, "unknown policy '%s' (known:", name);
-	for (size_t i = 0; i < n && used < errlen; i++)
-		used += snprintf(err + used, errlen - used, "%s %s", i ? "," : "", reg[i]->name);
-	if (used < errlen)
-		snprintf(err + used, errlen - used, ")");
-}
-
 static int run_lengths(const struct opt_set *o, const char *opt, const char *model_spec, int used,
                        char *spec_out, size_t spec_len, struct trc_lengths **out, char *err, size_t errlen)
 {

@@ -17,6 +17,7 @@
 #include "../engine/engine.h"
 #include "fleet.h"
 #include "run_engine.h"
+#include "rules.h"           /* study_unknown_policy */
 
 struct study_run {
 	struct opt_set o;            /* the run's options, parsed by the caller (run's table, or live's) */
@@ -57,8 +58,5 @@ void run_estimates_free(struct run_estimates *est);
  * driver): 0, or -1 with the policy's refusal in err. `run --dry-run`,
  * sweeps' checks and live use it before anything runs. */
 int run_check_policy(const struct eng_config *c, char *err, size_t errlen);
-
-/* "unknown policy 'x' (known: a, b)" into err. */
-void study_unknown_policy(const char *name, char *err, size_t errlen);
 
 #endif
