@@ -5,6 +5,10 @@ the rate with simbatch capacity); a replayed trace, whose arrivals are its own a
 refused, --trace-speedup below 1, never --rate. Each SATURATED and OVERLOADED line carries it.
 A table of (prompt, output) pairs (traces/README.md): scripts/trace-lengths --pairs writes a trace's,
 the committed Azure table opens with the published trace's rows, and a bad one gets one line, exit 2.
+An LLM given no load: its rate half the capacity estimate it reports (two digits down), said in the
+header and the JSON; not saturated, its queue flat; prompts that differ, their mean the table's, each
+request one row's pair; the same numbers as the explicit run it stands for; --rate, lengths and
+node-level models as before.
 Usage: test_default_load.py PATH/TO/simbatch"""
 import json
 import os
@@ -115,6 +119,88 @@ with tempfile.TemporaryDirectory() as tmp:
         r = sb("--model=llama2-7b", f"--trace={bad}", "--trace-pairs", "--rate=2", "--no-db")
         check(f"a pairs table with {name}: one line naming it, exit 2", r.returncode == 2 and
               r.stderr.count("\n") == 1 and want in r.stderr and not r.stdout, r)
+
+# an LLM's default load (sim/study/default_load.h, docs/WORKLOAD.md)
+import csv  # noqa: E402
+import math  # noqa: E402
+from decimal import Decimal, ROUND_FLOOR  # noqa: E402
+
+kept_pairs = [p for p in table_pairs(TABLE) if p[0] + p[1] <= 4096]     # models/llama2-7b.model's context
+n_kept = len(kept_pairs)
+mean_in = sum(p[0] for p in kept_pairs) / n_kept
+sd_in = math.sqrt(sum((p[0] - mean_in) ** 2 for p in kept_pairs) / n_kept)
+mean_out = sum(p[1] for p in kept_pairs) / n_kept
+sd_out = math.sqrt(sum((p[1] - mean_out) ** 2 for p in kept_pairs) / n_kept)
+
+
+def two_digits_down(x):
+    """x rounded down to two significant digits, in decimal."""
+    d = Decimal(repr(x))
+    q = Decimal(1).scaleb(d.adjusted() - 1)
+    return float(d.quantize(q, rounding=ROUND_FLOOR)) if q < 1 else float((d // q) * q)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    rows_path = os.path.join(tmp, "requests.csv")
+    r = sb("--model=llama2-7b", "--no-db", "--json", f"--requests-out={rows_path}")
+    d = json.loads(r.stdout) if r.returncode == 0 else {}
+    load = d.get("default_load", {})
+    check("the default LLM run says how its load was chosen (JSON default_load)",
+          load.get("rate_share") == 0.5 and load.get("pairs") == "azure-llm-2023-conv" and
+          load.get("pairs_kept") == n_kept and load.get("pairs_total") == 19366, (r.stderr, load))
+    est = load.get("capacity_estimate_rps", 0)
+    check("its rate is half the capacity estimate, two digits down", est > 0 and
+          d["rate_rps"] == two_digits_down(0.5 * est), (d.get("rate_rps"), est))
+    text = sb("--model=llama2-7b", "--no-db").stdout
+    want_rate = (f"  rate       {d.get('rate_rps', 0):g} req/s: half the estimated capacity {est:.3g} req/s of "
+                 "llama2-7b on gpu-h100 (an LLM's default; set --rate to choose)")
+    check("the text header states the rate's derivation", want_rate in text.splitlines(), (want_rate, text))
+    check("... and where the lengths come from", f": {n_kept} of its 19366 pairs, those within llama2-7b's "
+          "4096-token context (traces/tables/azure-llm-2023-conv-pairs.csv" in text, text)
+    check("the default LLM run is not saturated and no window overloaded",
+          d.get("saturated") is False and d.get("overload_window") is None and
+          d["throughput_rps"] > 0.95 * d["rate_rps"], d)
+    with open(rows_path) as f:
+        rows = list(csv.DictReader(f))
+    # the requests in the system at each arrival, from the rows: their trend over the run is flat
+    arrivals = sorted(float(x["arrival_s"]) for x in rows)
+    finishes = sorted(float(x["finish_s"]) for x in rows)
+    import bisect  # noqa: E402
+    in_system = [i - bisect.bisect_right(finishes, t) for i, t in enumerate(arrivals)]
+    quarter = len(in_system) // 4
+    first, last = (sum(in_system[quarter:2 * quarter]) / quarter, sum(in_system[3 * quarter:]) / quarter)
+    check("the queue does not grow: requests in the system in the last quarter within 1.5x the second's",
+          last < 1.5 * first + 1, (first, last))
+    ins = [int(x["input_len"]) for x in rows]
+    outs = [int(x["output_len"]) for x in rows]
+    n = len(ins)
+    check("prompt lengths differ across requests", len(set(ins)) > 1000, len(set(ins)))
+    check("their mean matches the table's within 4 standard errors",
+          abs(sum(ins) / n - mean_in) < 4 * sd_in / math.sqrt(n), (sum(ins) / n, mean_in, sd_in))
+    check("and the outputs' too", abs(sum(outs) / n - mean_out) < 4 * sd_out / math.sqrt(n),
+          (sum(outs) / n, mean_out))
+    pairs = set(kept_pairs)
+    check("each request's (prompt, output) is one row's: drawn together, not apart",
+          all((a, b) in pairs for a, b in zip(ins, outs)), [(a, b) for a, b in zip(ins, outs) if (a, b) not in pairs][:5])
+    same = json.loads(sb("--model=llama2-7b", "--no-db", "--json", f"--trace={TABLE}", "--trace-pairs",
+                         "--over-context=drop", f"--rate={d.get('rate_rps')}").stdout)
+    for k in ("wall_s", "run_id", "default_load"):
+        d.pop(k, None)
+        same.pop(k, None)
+    check("it is the run --trace=TABLE --trace-pairs --over-context=drop --rate=RATE, number for number", d == same,
+          [k for k in d if d[k] != same.get(k)])
+    r = sb("--model=llama2-7b", "--rate=5", "--requests=300", "--no-db", "--json", f"--requests-out={rows_path}")
+    with open(rows_path) as f:
+        fixed = {(x["input_len"], x["output_len"]) for x in csv.DictReader(f)}
+    check("an explicit --rate keeps the model's lengths (1020, 129) and no default_load",
+          fixed == {("1020", "129")} and "default_load" not in json.loads(r.stdout), (fixed, r.stdout[:200]))
+    r = sb("--model=llama2-7b", "--replicas=2", "--no-db", "--json", "--requests=300")
+    two = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("two replicas: the rate follows their estimate (about twice one's)",
+          two.get("default_load", {}).get("capacity_estimate_rps", 0) > 1.9 * est and
+          two["rate_rps"] == two_digits_down(0.5 * two["default_load"]["capacity_estimate_rps"]), (r.stderr, two))
+    r = sb("--model=resnet50", "--no-db", "--json", "--requests=300")
+    check("a node-level model keeps run's 1000 req/s", json.loads(r.stdout)["rate_rps"] == 1000, r.stdout[:200])
 
 if failures:
     print(f"{len(failures)} failed: {', '.join(failures)}")

@@ -276,6 +276,10 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		rep.kv_transfer = opt_str(o, "kv-transfer");
 	}
 	rep.sla_given = opt_given(o, "sla");
+	if (j->r.load.on) {
+		rep.load = &j->r.load;
+		rep.load_pairs = j->r.trace->n;
+	}
 	if (j->r.model->is_llm) {
 		rep.iter_token_budget = c->policy->pads_prompts ? 0 : c->env.max_batched_tokens;
 		rep.ttft_slo_ms = c->env.ttft_slo_ns * 1e-6;

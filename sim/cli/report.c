@@ -236,6 +236,7 @@ char *report_json(const struct report_run *r, int with_run_fields)
 		        r->hw_predicted->noutside);
 	if (res->nreplicas)
 		report_fleet_json(f, r);
+	report_load_json(f, r);
 	struct report_tail tail = report_tail(r);
 	fprintf(f, ",\"tail_supported\":{\"p99\":%s,\"p999\":%s,\"min_requests_p99\":%llu,"
 	        "\"min_requests_p999\":%llu}", tail.p99 ? "true" : "false", tail.p999 ? "true" : "false",
@@ -386,7 +387,7 @@ static void report_llm_text(FILE *f, const struct report_run *r)
 		        100.0 * hit / asked, report_policy_stat(res, "prefix_evictions"));
 	if (res->nreplicas)
 		report_fleet_text(f, r);
-	if (r->dropped_over_context)
+	if (r->dropped_over_context && !r->load)   /* the default load's lengths line says it */
 		fprintf(f, "  dropped    %llu trace requests beyond the model's context (--over-context=drop)\n",
 		        (unsigned long long)r->dropped_over_context);
 	if (report_may_extrapolate(r)) {
@@ -431,6 +432,7 @@ void report_text(FILE *f, const struct report_run *r)
 		fprintf(f, "simbatch%s: policy %s, model %s on %s, %s, %.6g req/s offered (%s), seed %llu\n",
 		        r->live ? " live" : "", r->policy, r->model, r->hw, devices, r->rate_rps, arrivals,
 		        (unsigned long long)r->seed);
+	report_load_text(f, r);
 	if (r->engine_line)
 		fprintf(f, "  engine     %s\n", r->engine_line);
 	fprintf(f, "  requests   %llu completed, %llu measured (warm-up %llu), %.1f s %s\n",

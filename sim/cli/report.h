@@ -15,6 +15,7 @@
 #include "../store/results.h"
 
 struct gpu_predicted_info;
+struct study_load;
 
 struct report_run {
 	const char *policy, *model, *hw;
@@ -46,6 +47,8 @@ struct report_run {
 	uint32_t moe_ep;                    /* ... its expert parallelism */
 	double router_refresh_ms;           /* a fleet's run (res->nreplicas > 0): the router's scrape interval */
 	const struct hw_model *const *replica_hw;   /* a heterogeneous fleet: [replicas] each one's hardware, else NULL */
+	const struct study_load *load;      /* an LLM's default load (sim/study/default_load.h), or NULL */
+	uint64_t load_pairs;                /* ... the table's pairs it drew from (those within the context) */
 	const char *kv_link, *kv_transfer;  /* a disaggregated fleet (res->prefill_replicas > 0): its link's label, when
 	                                       KV moves (after, layerwise) */
 };
@@ -76,6 +79,10 @@ const char *report_lever(const struct report_run *r);
 /* The SATURATED and OVERLOADED lines of the text summary, each with report_lever's advice; none when
  * the run was neither. */
 void report_overload_text(FILE *f, const struct report_run *r);
+/* An LLM's default load (report_load.c): two text lines (its rate and what it is a share of, its
+ * lengths and their table), and the JSON's "default_load" member after a comma; nothing otherwise. */
+void report_load_text(FILE *f, const struct report_run *r);
+void report_load_json(FILE *f, const struct report_run *r);
 
 /* Whether the run measured enough requests to support its p99 and p99.9
  * (metrics_tail_min_requests with none over, MLPerf's 99% confidence). */

@@ -335,6 +335,9 @@ int study_run_configure(struct study_run *j, char *err, size_t errlen)
 	if (study_check(&facts, STUDY_RUN, NULL, err, errlen) != 0 ||
 	    run_engine_load(&j->o, &j->engine, err, errlen) != 0)
 		return -1;
+	/* an LLM given no load serves a mix at a rate it holds (default_load.h): the options become that run's */
+	if (study_load_applies(&j->o, j->model) && study_load_setup(&j->o, &j->load, err, errlen) != 0)
+		return -1;
 	const struct pol_ops *pol = pol_find(opt_str(&j->o, "policy"));
 	if (!pol) {
 		study_unknown_policy(opt_str(&j->o, "policy"), err, errlen);

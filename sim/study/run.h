@@ -18,6 +18,7 @@
 #include "fleet.h"
 #include "run_engine.h"
 #include "rules.h"           /* study_unknown_policy */
+#include "default_load.h"
 
 struct study_run {
 	struct opt_set o;            /* the run's options, parsed by the caller (run's table, or live's) */
@@ -32,6 +33,7 @@ struct study_run {
 	uint64_t dropped_over_context;      /* LLM: trace rows left out (--over-context=drop) */
 	char fleet_hw[256];          /* every replica names its hardware: the first group's, the run's --hw */
 	struct run_engine engine;    /* --engine (run_engine.h) */
+	struct study_load load;      /* an LLM's default load, when it took it (default_load.h) */
 	char note[256];              /* a line for the user that is no refusal (a trace replayed in part), or "" */
 };
 

@@ -1,0 +1,58 @@
+/* sim/study/default_load.c: an LLM run's default load (default_load.h). */
+#include "default_load.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "capacity.h"
+
+#ifndef SB_TRACES_TABLES_DIR
+#define SB_TRACES_TABLES_DIR "traces/tables"
+#endif
+
+const char *study_load_table(void)
+{
+	return SB_TRACES_TABLES_DIR "/azure-llm-2023-conv-pairs.csv";
+}
+
+int study_load_applies(const struct opt_set *o, const struct mdl_model *m)
+{
+	static const char *const chosen[] = { "rate", "trace", "input-len", "output-len", "concurrency" };
+	if (!m->is_llm || strcmp(opt_str(o, "hw"), "profile") == 0)
+		return 0;
+	for (size_t i = 0; i < sizeof chosen / sizeof chosen[0]; i++)
+		if (opt_given(o, chosen[i]))
+			return 0;
+	return 1;
+}
+
+void study_load_round(double x, char *out, size_t len)
+{
+	/* two significant digits, down: d digits after the point (none for 10 and above) */
+	int d = 1 - (int)floor(log10(x));
+	double scale = pow(10, d > 0 ? d : 0), step = pow(10, d < 0 ? -d : 0);
+	double kept = d > 0 ? floor(x * scale) / scale : floor(x / step) * step;
+	snprintf(out, len, "%.*f", d > 0 ? d : 0, kept);
+}
+
+int study_load_setup(struct opt_set *o, struct study_load *l, char *err, size_t errlen)
+{
+	memset(l, 0, sizeof *l);
+	if (opt_put(o, "trace", study_load_table(), err, errlen) != 0 || opt_put(o, "trace-pairs", "1", err, errlen) != 0 ||
+	    opt_put(o, "over-context", "drop", err, errlen) != 0)
+		return -1;
+	struct study_cap_names nm = { "", "", "", 0, 0 };
+	l->estimate_rps = study_cap_estimate(o, &nm, err, errlen);
+	if (l->estimate_rps < 0)
+		return -1;
+	if (!(l->estimate_rps > 0) || !isfinite(l->estimate_rps)) {
+		snprintf(err, errlen, "cannot estimate what %s on %s holds, to set an LLM's default rate: give --rate",
+		         nm.model, nm.hw);
+		return -1;
+	}
+	study_load_round(STUDY_LOAD_RATE_SHARE * l->estimate_rps, l->rate, sizeof l->rate);
+	if (opt_put(o, "rate", l->rate, err, errlen) != 0)
+		return -1;
+	l->on = 1;
+	return 0;
+}
