@@ -265,6 +265,9 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		.wall_s = wall_s, .run_id = -1, .live = live, .res = res, .model_def = j->r.model, .extra_json = x->json,
 		.dropped_over_context = j->r.dropped_over_context, .engine_line = j->r.engine.on ? j->r.engine.line : NULL,
 	};
+	struct study_serving serving;
+	study_serving_of(o, j->r.model->is_llm, c, j->r.engine.on ? j->r.engine.e.name : NULL, &serving);
+	rep.serving = &serving;
 	rep.hw_predicted = gpu_predicted_info(j->r.hw);
 	rep.router_refresh_ms = c->router_refresh_ns * 1e-6;
 	if (c->replica_hw) {               /* a heterogeneous fleet: its hardware is its groups */

@@ -211,7 +211,8 @@ char *report_json(const struct report_run *r, int with_run_fields)
 		fputs("null", f);       /* a trace's arrivals have no cv of ours */
 	else
 		fprintf(f, "%.10g", r->arrival_cv);
-	fprintf(f, ",\"sim_time_s\":%.10g,\"busy_fraction\":%.10g", res->sim_end_s, res->busy_fraction);
+	fprintf(f, ",\"sim_time_s\":%.10g,\"busy_fraction\":%.10g,", res->sim_end_s, res->busy_fraction);
+	study_serving_json(f, r->serving);
 	if (res->llm) {
 		report_llm_json(f, res);
 		fprintf(f, ",\"dropped_over_context\":%llu,\"iteration_mean_tokens\":%.10g,\"iteration_token_budget\":%u",
@@ -421,9 +422,8 @@ void report_text(FILE *f, const struct report_run *r)
 		snprintf(arrivals, sizeof arrivals, "from the trace");
 	else
 		snprintf(arrivals, sizeof arrivals, "cv %.3g", r->arrival_cv);
-	char devices[48];
-	snprintf(devices, sizeof devices, "%u %s%s", r->workers, res->nreplicas ? "replica" : "worker",
-	         r->workers == 1 ? "" : "s");
+	char devices[256];
+	study_serving_text(r->serving, devices, sizeof devices);
 	if (r->concurrency)
 		fprintf(f, "simbatch%s: policy %s, model %s on %s, %s, %u closed-loop clients (think %.6g ms), seed %llu\n",
 		        r->live ? " live" : "", r->policy, r->model, r->hw, devices, r->concurrency, r->think_ms,

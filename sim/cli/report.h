@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include "../engine/engine.h"
 #include "../store/results.h"
+#include "../study/serving.h"
 
 struct gpu_predicted_info;
 struct study_load;
@@ -26,6 +27,7 @@ struct report_run {
 	uint64_t seed;
 	uint64_t warmup;
 	uint32_t workers;
+	const struct study_serving *serving;   /* what the header states: TP, replicas, pools, router, engine, GPUs */
 	uint32_t max_batch;
 	double sla_ms;
 	double wall_s;

@@ -1,0 +1,76 @@
+/* sim/study/serving.c: a run's serving configuration and its one text (serving.h). */
+#include "serving.h"
+
+#include <stdio.h>
+#include <string.h>
+#include "../../util/json.h"
+#include "../../util/options.h"
+#include "../../policies/fleet.h"
+#include "../../policies/router/router.h"
+
+void study_serving_of(const struct opt_set *o, int llm, const struct eng_config *c, const char *engine,
+                      struct study_serving *sv)
+{
+	memset(sv, 0, sizeof *sv);
+	sv->llm = llm;
+	sv->workers = c->workers;
+	if (!llm) {
+		sv->gpus = c->workers;
+		return;
+	}
+	sv->tp = (uint32_t)opt_uint(o, "tp");
+	sv->ep = (uint32_t)opt_uint(o, "ep");
+	if (c->disagg) {
+		sv->prefill = c->disagg->prefill;
+		sv->decode = c->workers - c->disagg->prefill;
+	}
+	if (c->workers > 1 && c->router)
+		snprintf(sv->router, sizeof sv->router, "%s", c->router->name);
+	if (engine)
+		snprintf(sv->engine, sizeof sv->engine, "%s", engine);
+	sv->gpus = sv->tp * c->workers;    /* each replica its own tp GPUs (DESIGN.md 3c) */
+}
+
+const char *study_serving_text(const struct study_serving *sv, char *buf, size_t len)
+{
+	if (!sv->llm) {
+		snprintf(buf, len, "%u worker%s", sv->workers, sv->workers == 1 ? "" : "s");
+		return buf;
+	}
+	char replicas[64], ep[24] = "", router[80] = "", engine[80] = "";
+	if (sv->prefill)
+		snprintf(replicas, sizeof replicas, "%u prefill + %u decode replicas", sv->prefill, sv->decode);
+	else
+		snprintf(replicas, sizeof replicas, "%u replica%s", sv->workers, sv->workers == 1 ? "" : "s");
+	if (sv->ep > 1)
+		snprintf(ep, sizeof ep, " EP %u", sv->ep);
+	if (sv->router[0])
+		snprintf(router, sizeof router, " behind %s", sv->router);
+	if (sv->engine[0])
+		snprintf(engine, sizeof engine, ", engine %s", sv->engine);
+	snprintf(buf, len, "%s at TP %u%s%s, %u GPU%s%s", replicas, sv->tp, ep, router, sv->gpus, sv->gpus == 1 ? "" : "s",
+	         engine);
+	return buf;
+}
+
+static void serving_json_name(FILE *f, const char *key, const char *name)
+{
+	fprintf(f, ",\"%s\":", key);
+	if (name[0])
+		json_write_string(f, name);
+	else
+		fputs("null", f);
+}
+
+void study_serving_json(FILE *f, const struct study_serving *sv)
+{
+	if (!sv->llm) {
+		fprintf(f, "\"serving\":{\"workers\":%u}", sv->workers);
+		return;
+	}
+	fprintf(f, "\"serving\":{\"tp\":%u,\"ep\":%u,\"replicas\":%u,\"prefill_replicas\":%u,\"decode_replicas\":%u",
+	        sv->tp, sv->ep, sv->workers, sv->prefill, sv->decode);
+	serving_json_name(f, "router", sv->router);
+	serving_json_name(f, "engine", sv->engine);
+	fprintf(f, ",\"gpus\":%u}", sv->gpus);
+}
