@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CAP_MAX_POINTS 200
 
@@ -29,6 +30,7 @@ struct cap_search {
 	/* an LLM's targets (llm): pass when the bound on the missing fraction is within allowed */
 	int llm;
 	double allowed, confidence;
+	double ttft_slo_ms, tpot_slo_ms;   /* the targets (0: none) */
 	uint64_t sum_missed, sum_measured;
 	int any_saturated;
 	int any_overloaded;       /* a seed's run named an overload window */
@@ -55,8 +57,19 @@ int cap_measure(struct cap_search *s, double rate, struct cap_point **out, char 
 /* An LLM's targets into s (and a preset's into the probes' options), or a node-level model's
  * quantile: 0, or -1 with err. */
 int cap_targets(const struct opt_set *o, const struct opt_set *ro, struct cap_search *s, char *err, size_t errlen);
-/* The result: one JSON object, or two lines of text, on stdout. */
+/* The band the measured GPU's error puts on the bracket [lo, hi], to first order: 1 with it in
+ * band[2], or 0 where the hardware has none. */
+int cap_hw_band(const struct cap_search *s, const struct cap_point *lo, const struct cap_point *hi, double band[2]);
+/* The result as one JSON object on f, no newline; capacity_id < 0: not stored (left out). */
+void cap_write_json(FILE *f, const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm,
+                    double est, const struct cap_point *lo, const struct cap_point *hi, int64_t capacity_id);
+/* The result: one JSON object, or two lines of text, on stdout; capacity_id < 0: not stored. */
 void cap_print(const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm, double est,
-               const struct cap_point *lo, const struct cap_point *hi);
+               const struct cap_point *lo, const struct cap_point *hi, int64_t capacity_id);
+/* Stores the answer into the open database db (results_db) in one transaction: 0 with its id, or -1 with err. */
+struct results_db;
+int cap_store(struct results_db *db, const struct opt_set *o, const struct cap_search *s,
+              const struct study_cap_names *nm, double est, const struct cap_point *lo, const struct cap_point *hi,
+              int64_t *capacity_id, char *err, size_t errlen);
 
 #endif

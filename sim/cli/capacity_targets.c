@@ -40,6 +40,8 @@ int cap_targets(const struct opt_set *o, const struct opt_set *ro, struct cap_se
 		/* MLPerf Inference's Llama-2-70B server scenario: TTFT 2 s and TPOT 200 ms, both at p99 */
 		snprintf(s->fixed_args[s->nfixed++], sizeof s->fixed_args[0], "--ttft-slo=2000");
 		snprintf(s->fixed_args[s->nfixed++], sizeof s->fixed_args[0], "--tpot-slo=200");
+		s->ttft_slo_ms = 2000;
+		s->tpot_slo_ms = 200;
 	} else if (!targets) {
 		snprintf(err, errlen, "an LLM's capacity needs its targets: --ttft-slo and/or --tpot-slo (ms), or "
 		         "--preset=mlperf-llama2-70b");
@@ -60,5 +62,9 @@ int cap_targets(const struct opt_set *o, const struct opt_set *ro, struct cap_se
 	s->allowed = opt_given(o, "attainment") ? 1 - opt_double(o, "attainment")
 	             : opt_given(o, "percentile") ? 1 - opt_double(o, "percentile") / 100 : 1 - CAP_QUANTILE;
 	s->confidence = opt_double(o, "confidence");
+	if (!preset) {
+		s->ttft_slo_ms = opt_given(ro, "ttft-slo") ? opt_double(ro, "ttft-slo") : 0;
+		s->tpot_slo_ms = opt_given(ro, "tpot-slo") ? opt_double(ro, "tpot-slo") : 0;
+	}
 	return 0;
 }

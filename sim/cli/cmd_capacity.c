@@ -69,6 +69,7 @@
 #include "capacity_requests.h"
 #include "../study/run.h"
 #include "../study/capacity.h"
+#include "../store/results.h"
 
 #define CAP_MAX_STEPS 12              /* doublings / halvings before giving up: at 1/4096 of the
                                          estimate queueing is negligible, so a p99 over the SLA there
@@ -88,6 +89,9 @@ static const struct opt_def cap_opts[] = {
 	{ "seeds", OPT_UINT, "1", 1, 1000, 0, "seeds per rate (the p99 of a rate is their mean)" },
 	{ "seed", OPT_UINT, "1", 0, 1.8e19, 0, "first seed" },
 	{ "jobs", OPT_UINT, NULL, 1, 4096, 0, "runs at a time (default: the online CPUs)" },
+	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database the answer is stored in (tables capacities "
+	  "and capacity_probes, docs/RESULTS.md); the probes themselves are not stored" },
+	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "do not store the answer" },
 	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
 	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "no progress on stderr" },
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
@@ -102,8 +106,8 @@ const struct opt_def *cmd_capacity_options(size_t *n)
 
 /* Run options the search sets itself, or that make no sense per probe. */
 static const char *const cap_forbidden[] = {
-	"rate", "duration", "trace", "db", "no-db", "json", "quiet", "requests-out", "timeline-out",   /* trace: unless
-	                                                                                                 * --trace-pairs */
+	"rate", "duration", "trace", "json", "quiet", "requests-out", "timeline-out",   /* trace: unless
+	                                                                                    * --trace-pairs */
 	"db-requests", "seed", "sweep-point", "sweep-name", "sweep-variant", "dry-run", "help", "requests", "warmup",
 	"sla",
 };
@@ -279,14 +283,33 @@ static int cap_refuse_set(const struct opt_set *ro, const struct opt_def *rd, si
 	return 0;
 }
 
+/* --db checked and opened (a new one created) before the probes run, as search's: a full disk or a
+ * foreign file fails here, not after the search; *created says this opened a new one. --no-db: *db
+ * stays NULL. CLI_OK, or an exit status with err. */
+static int cap_open_db(const struct opt_set *o, struct results_db **db, int *created, char *err, size_t errlen)
+{
+	if (opt_flag(o, "no-db") && opt_given(o, "db")) {      /* as run refuses it */
+		snprintf(err, errlen, "give --db=PATH or --no-db, not both: --no-db stores nothing, --db names where to store");
+		return CLI_BAD_INPUT;
+	}
+	if (opt_flag(o, "no-db"))
+		return CLI_OK;
+	if (results_check(opt_str(o, "db"), err, errlen) != 0)
+		return cli_exit_status();
+	*created = access(opt_str(o, "db"), F_OK) != 0;
+	return results_open(opt_str(o, "db"), db, err, errlen) != 0 ? cli_exit_status() : CLI_OK;
+}
+
 int cmd_capacity(int argc, char **argv)
 {
 	char err[1536] = "", exe[4096];
-	struct study_cap_names nm = { "", "", "", 0, 0 };
+	struct study_cap_names nm = { .llm = 0 };
 	struct opt_set o, ro;
 	char **own = calloc((size_t)argc + 1, sizeof *own), **run = calloc((size_t)argc + 1, sizeof *run);
-	int nown = 0, nrun = 0, rc = CLI_BAD_INPUT;
+	int nown = 0, nrun = 0, rc = CLI_BAD_INPUT, db_created = 0;
 	struct cap_search *s = calloc(1, sizeof *s);
+	struct results_db *db = NULL;
+	int64_t capacity_id = -1;
 	if (!own || !run || !s) {
 		err_memory(err, sizeof err, "out of memory");
 		rc = CLI_FAILED;
@@ -350,9 +373,14 @@ int cmd_capacity(int argc, char **argv)
 	/* bad values the options table cannot see (a batch beyond a table, a bad
 	 * length spec) come back from the first probe as its one-line error */
 	struct cap_point *lo, *hi;
-	if ((rc = cap_bracket(s, est, opt_double(&o, "tolerance"), &lo, &hi, err, sizeof err)) != CLI_OK)
+	if ((rc = cap_open_db(&o, &db, &db_created, err, sizeof err)) != CLI_OK ||
+	    (rc = cap_bracket(s, est, opt_double(&o, "tolerance"), &lo, &hi, err, sizeof err)) != CLI_OK)
 		goto fail;
-	cap_print(&o, s, &nm, est, lo, hi);
+	if (db && cap_store(db, &o, s, &nm, est, lo, hi, &capacity_id, err, sizeof err) != 0) {
+		rc = cli_exit_status_late();
+		goto fail;
+	}
+	cap_print(&o, s, &nm, est, lo, hi, capacity_id);
 	if (!opt_flag(&o, "quiet") && lo->rate_rps >= est)
 		fprintf(stderr, "simbatch: warning: the rate found is at or above the capacity estimate (%.6g req/s): "
 		        "the queue grows without bound there and only the finite run met the SLA; raise --requests\n", est);
@@ -361,6 +389,9 @@ int cmd_capacity(int argc, char **argv)
 fail:
 	fprintf(stderr, "simbatch: %s\n", err);
 out:
+	results_close(db);
+	if (db_created && capacity_id < 0)        /* a database this failed capacity created is removed again */
+		results_remove(opt_str(&o, "db"));
 	free(own);
 	free(run);
 	free(s);

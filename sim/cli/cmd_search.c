@@ -187,6 +187,7 @@ static int search_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 		r->argv[k++] = "--json";
 		r->argv[k++] = "--quiet";
 		r->argv[k++] = "--jobs=1";
+		r->argv[k++] = "--no-db";              /* the search stores its own answer; a configuration's is in it */
 		for (size_t o = 0; o < c.nopts; o++)
 			r->argv[k++] = c.opts[o];
 		r->argv[k] = NULL;

@@ -16,6 +16,7 @@
 #include "../../util/errkind.h"
 #include "results_db.h"
 #include "../../util/sqlite_read.h"
+#include "capacity_store.h"
 
 #include <errno.h>
 #include <math.h>
@@ -142,7 +143,8 @@ static const char results_schema_sql[] =
 	"  value REAL,\n"
 	"  PRIMARY KEY(run_id, key)) WITHOUT ROWID;\n"
 	TOKEN_CDF_TABLE_SQL
-	SEARCH_TABLES_SQL;
+	SEARCH_TABLES_SQL
+	CAPACITY_TABLES_SQL;
 
 static const char sql_insert_meta[] = "INSERT INTO simbatch_meta(key, value) VALUES(?1, ?2)";
 static const char sql_insert_run[] =
@@ -172,6 +174,12 @@ static const char sql_migrate_v4[] =
 	"ALTER TABLE runs ADD COLUMN overload_start_s REAL;"
 	"ALTER TABLE runs ADD COLUMN overload_end_s REAL;"
 	"UPDATE simbatch_meta SET value = '5' WHERE key = 'schema_version';";
+/* version 6 adds nothing here; 7 the capacity searches */
+static const char sql_migrate_v5[] =
+	"UPDATE simbatch_meta SET value = '6' WHERE key = 'schema_version';";
+static const char sql_migrate_v6[] =
+	CAPACITY_TABLES_SQL
+	"UPDATE simbatch_meta SET value = '7' WHERE key = 'schema_version';";
 static const char sql_insert_config[] = "INSERT INTO run_config(run_id, key, value) VALUES(?1, ?2, ?3)";
 static const char sql_insert_metrics[] =
 	"INSERT INTO run_metrics(run_id, count, mean_ms, p50_ms, p90_ms, p95_ms, p99_ms, p999_ms,"
@@ -591,7 +599,9 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		if ((upgrade && r->version <= 1 && sqlite3_exec(r->db, sql_migrate_v1, NULL, NULL, NULL) != SQLITE_OK) ||
 		    (upgrade && r->version <= 2 && sqlite3_exec(r->db, sql_migrate_v2, NULL, NULL, NULL) != SQLITE_OK) ||
 		    (upgrade && r->version <= 3 && sqlite3_exec(r->db, sql_migrate_v3, NULL, NULL, NULL) != SQLITE_OK) ||
-		    (upgrade && sqlite3_exec(r->db, sql_migrate_v4, NULL, NULL, NULL) != SQLITE_OK) ||
+		    (upgrade && r->version <= 4 && sqlite3_exec(r->db, sql_migrate_v4, NULL, NULL, NULL) != SQLITE_OK) ||
+		    (upgrade && r->version <= 5 && sqlite3_exec(r->db, sql_migrate_v5, NULL, NULL, NULL) != SQLITE_OK) ||
+		    (upgrade && sqlite3_exec(r->db, sql_migrate_v6, NULL, NULL, NULL) != SQLITE_OK) ||
 		    sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 			goto not_writable;
 	} else {

@@ -26,9 +26,10 @@
 /* 2 added runs.saturated; 3 the LLM token CDFs (run_token_cdf) and
  * run_requests.first_token_s; 4 the configuration searches (searches,
  * search_configs); 5 the overload window (runs.overloaded, overload_start_s,
- * overload_end_s). An older file is upgraded when opened for writing and
- * read as it is. */
-#define RESULTS_SCHEMA_VERSION 5
+ * overload_end_s); 6 nothing of this branch's (token metrics, reconciled on
+ * merge); 7 the capacity searches (capacities, capacity_probes). An older file
+ * is upgraded when opened for writing and read as it is. */
+#define RESULTS_SCHEMA_VERSION 7
 
 /* The token metrics of an LLM run with a CDF each in run_token_cdf: time to
  * first token, time per output token, inter-token gap. */

@@ -4,6 +4,7 @@
 #ifndef SB_RESULTS_DB_H
 #define SB_RESULTS_DB_H
 
+#include <math.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <sqlite3.h>
@@ -36,5 +37,23 @@ __attribute__((format(printf, 3, 4)))
 void results_set_err(char *err, size_t errlen, const char *fmt, ...);
 /* Rolls back the transaction open on db, if any. */
 void results_rollback(sqlite3 *db);
+
+/* Binds s, or NULL where there is none (NULL or empty). */
+static inline void results_bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s && *s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* Binds a number, or NULL where it is not one (NaN: not known) or, with zero_null, 0 (not given). */
+static inline void results_bind_number(sqlite3_stmt *st, int i, double v, int zero_null)
+{
+	if (isnan(v) || (zero_null && v == 0))
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_double(st, i, v);
+}
 
 #endif

@@ -5,23 +5,6 @@
 #include "results_db.h"
 #include "../../util/errkind.h"
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s && *s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
-
-/* A number, or NULL where it is not one (NaN: not known) or, with zero_null, 0 (not given). */
-static void bind_number(sqlite3_stmt *st, int i, double v, int zero_null)
-{
-	if (isnan(v) || (zero_null && v == 0))
-		sqlite3_bind_null(st, i);
-	else
-		sqlite3_bind_double(st, i, v);
-}
-
 int results_write_search(struct results_db *db, const struct results_search *s, int64_t *search_id, char *err,
                          size_t errlen)
 {
@@ -32,14 +15,14 @@ int results_write_search(struct results_db *db, const struct results_search *s, 
 	                       " budget_per_hour, exhaustive, answer, report_json) VALUES(strftime('%Y-%m-%dT%H:%M:%fZ',"
 	                       " 'now'), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &st, NULL) != SQLITE_OK)
 		goto fail;
-	bind_text_or_null(st, 1, s->code_version);
-	bind_text_or_null(st, 2, s->file);
-	bind_text_or_null(st, 3, s->spec_text);
-	bind_number(st, 4, s->target_rps, 1);
-	bind_number(st, 5, s->budget_per_hour, 1);
+	results_bind_text_or_null(st, 1, s->code_version);
+	results_bind_text_or_null(st, 2, s->file);
+	results_bind_text_or_null(st, 3, s->spec_text);
+	results_bind_number(st, 4, s->target_rps, 1);
+	results_bind_number(st, 5, s->budget_per_hour, 1);
 	sqlite3_bind_int(st, 6, s->exhaustive != 0);
-	bind_text_or_null(st, 7, s->answer);
-	bind_text_or_null(st, 8, s->report_json);
+	results_bind_text_or_null(st, 7, s->answer);
+	results_bind_text_or_null(st, 8, s->report_json);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto fail;
 	sqlite3_finalize(st);
@@ -53,19 +36,19 @@ int results_write_search(struct results_db *db, const struct results_search *s, 
 	for (size_t i = 0; i < s->nconfigs; i++) {
 		const struct results_search_config *c = &s->configs[i];
 		sqlite3_bind_int64(st, 1, id);
-		bind_text_or_null(st, 2, c->config);
-		bind_text_or_null(st, 3, c->key);
-		bind_text_or_null(st, 4, c->status);
+		results_bind_text_or_null(st, 2, c->config);
+		results_bind_text_or_null(st, 3, c->key);
+		results_bind_text_or_null(st, 4, c->status);
 		sqlite3_bind_int64(st, 5, c->gpus);
-		bind_number(st, 6, c->cost_per_hour, 0);
-		bind_number(st, 7, c->capacity_rps, 0);
-		bind_number(st, 8, c->bracket_lo_rps, 0);
-		bind_number(st, 9, c->bracket_hi_rps, 0);
-		bind_number(st, 10, c->band_lo_rps, 0);
-		bind_number(st, 11, c->band_hi_rps, 0);
+		results_bind_number(st, 6, c->cost_per_hour, 0);
+		results_bind_number(st, 7, c->capacity_rps, 0);
+		results_bind_number(st, 8, c->bracket_lo_rps, 0);
+		results_bind_number(st, 9, c->bracket_hi_rps, 0);
+		results_bind_number(st, 10, c->band_lo_rps, 0);
+		results_bind_number(st, 11, c->band_hi_rps, 0);
 		sqlite3_bind_int(st, 12, c->pareto != 0);
 		sqlite3_bind_int(st, 13, c->answer != 0);
-		bind_text_or_null(st, 14, c->reason);
+		results_bind_text_or_null(st, 14, c->reason);
 		if (sqlite3_step(st) != SQLITE_DONE)
 			goto fail;
 		sqlite3_reset(st);

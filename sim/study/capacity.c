@@ -74,6 +74,7 @@ static int cap_fleet_estimate(const struct opt_set *ro, const struct mdl_model *
 	*cap = pool[0] < 0 || pool[1] < 0 ? -1 : !prefill ? pool[1] : pool[0] < pool[1] ? pool[0] : pool[1];
 	if (fleet.ngroups)
 		snprintf(nm->hw, sizeof nm->hw, "%s", prefill ? fleet.hw_label : opt_str(ro, "replicas"));
+	study_serving_of(ro, 1, &fc, nm->serving.engine[0] ? nm->serving.engine : NULL, &nm->serving);
 	run_fleet_free(&fleet);
 	return 0;
 }
@@ -95,6 +96,8 @@ double study_cap_estimate(const struct opt_set *ro, struct study_cap_names *nm, 
 	int eng = m->is_llm && opt_given(ro, "engine") && eng_profile_load(opt_str(ro, "engine"), &ep, err, errlen) == 0;
 	if (eng && !opt_given(ro, "policy"))
 		pol_name = ep.policy;
+	if (eng)
+		snprintf(nm->serving.engine, sizeof nm->serving.engine, "%s", ep.name);
 	if (!(pol = pol_find(pol_name))) {
 		study_unknown_policy(pol_name, err, errlen);
 		goto done;
@@ -149,6 +152,8 @@ double study_cap_estimate(const struct opt_set *ro, struct study_cap_names *nm, 
 	} else {
 		cap = eng_capacity_rps(m, hw, (uint32_t)opt_uint(ro, "workers"), max_batch, (uint32_t)ceil(mean[0]),
 		                       (uint32_t)ceil(mean[1]), err, errlen);
+		struct eng_config nc = { .workers = (uint32_t)opt_uint(ro, "workers") };
+		study_serving_of(ro, 0, &nc, NULL, &nm->serving);
 	}
 	nm->llm = m->is_llm;
 	snprintf(nm->policy, sizeof nm->policy, "%s", pol->name);

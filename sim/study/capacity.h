@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "serving.h"
 
 struct opt_set;
 
@@ -14,6 +15,7 @@ struct study_cap_names {             /* what the report calls the configuration 
 	char policy[64], model[256], hw[256];
 	uint32_t max_batch;
 	int llm;                   /* the model is an LLM */
+	struct study_serving serving;   /* TP, replicas, pools, router, engine, GPUs (serving.h) */
 };
 
 /* The capacity estimate for the run options ro (policy, model, hw, workers, max batch, mean

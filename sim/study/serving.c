@@ -11,6 +11,9 @@
 void study_serving_of(const struct opt_set *o, int llm, const struct eng_config *c, const char *engine,
                       struct study_serving *sv)
 {
+	char name[sizeof sv->engine] = "";
+	if (engine)                /* engine may be sv's own: kept before sv is cleared */
+		snprintf(name, sizeof name, "%s", engine);
 	memset(sv, 0, sizeof *sv);
 	sv->llm = llm;
 	sv->workers = c->workers;
@@ -26,8 +29,7 @@ void study_serving_of(const struct opt_set *o, int llm, const struct eng_config 
 	}
 	if (c->workers > 1 && c->router)
 		snprintf(sv->router, sizeof sv->router, "%s", c->router->name);
-	if (engine)
-		snprintf(sv->engine, sizeof sv->engine, "%s", engine);
+	memcpy(sv->engine, name, sizeof name);
 	sv->gpus = sv->tp * c->workers;    /* each replica its own tp GPUs (DESIGN.md 3c) */
 }
 
