@@ -79,7 +79,7 @@ def main(argv):
                                           check=True, capture_output=True, text=True).stdout)
             caps = []
             for _, slo in TARGETS:
-                c = subprocess.run([sb, "capacity", *args, *slo, f"--requests={requests}", "--jobs=2", "--json"],
+                c = subprocess.run([sb, "capacity", *args, *slo, f"--requests={requests}", "--jobs=2", "--no-db", "--json"],
                                    capture_output=True, text=True)
                 caps.append(f"{json.loads(c.stdout)['capacity_rps']:.2f}" if c.returncode == 0 else
                             "none" if "no rate meets" in c.stderr else "error: " + c.stderr.strip()[:80])

@@ -13,6 +13,7 @@ schema is docs/RESULTS.md). Nothing here writes to the database.
     s = sr.stats(db)                # the counters again, long: run_id, key, value
     f = sr.replicas(db)             # a fleet's runs: a row per run and replica, its share
     h, c = sr.searches(db)          # configuration searches: a row each, and a row per configuration
+    k, p = sr.capacities(db)        # capacity answers: a row each (configuration, target, bracket), and their probes
     # one series per policy and rate, joined on run_id:
     ttft.merge(runs[["run_id", "policy", "rate_rps"]], on="run_id")
     # from a notebook, through the binary (build/simbatch unless simbatch= is given):
@@ -329,6 +330,47 @@ def searches(path):
     for c in ("pareto", "answer"):
         configs[c] = configs[c].astype(bool)
     return head, configs
+
+
+CAPACITY_COLUMNS = ["capacity_id", "created_utc", "code_version", "policy", "model", "hw", "serving", "tp", "ep",
+                    "replicas", "prefill_replicas", "decode_replicas", "router", "engine", "gpus", "workers",
+                    "max_batch", "run_options", "sla_ms", "quantile", "ttft_slo_ms", "tpot_slo_ms",
+                    "allowed_miss_fraction", "confidence", "capacity_rps", "bracket_lo_rps", "bracket_hi_rps",
+                    "band_lo_rps", "band_hi_rps", "estimate_rps", "tolerance", "requests", "warmup", "seeds",
+                    "first_seed", "report_json"]
+CAPACITY_PROBE_COLUMNS = ["capacity_id", "probe", "rate_rps", "p99_ms", "miss_fraction", "miss_bound", "saturated",
+                          "overloaded", "pass"]
+
+
+def capacities(path):
+    """The capacity answers stored (simbatch capacity): (capacities, probes).
+    capacities has a row an answer: capacity_id, created_utc, code_version,
+    policy, model, hw, serving (the header's text of the configuration), tp,
+    ep, replicas, prefill_replicas, decode_replicas, router, engine, gpus
+    (an LLM's; NaN / None for a node-level model), workers, max_batch,
+    run_options (the probes' options as given), the target (sla_ms and
+    quantile for a node-level model; ttft_slo_ms, tpot_slo_ms,
+    allowed_miss_fraction and confidence for an LLM; NaN where not its kind),
+    capacity_rps, bracket_lo_rps, bracket_hi_rps, band_lo_rps, band_hi_rps
+    (the hardware model's band; NaN: none), estimate_rps, tolerance,
+    requests and warmup (per probe), seeds, first_seed, report_json. probes
+    has a row per answer and rate simulated, in order: capacity_id, probe,
+    rate_rps, p99_ms, miss_fraction, miss_bound (an LLM's), saturated,
+    overloaded and pass (booleans). A database stored before schema 7 has
+    none: both empty."""
+    _need_pandas()
+    con = _connect(path)
+    try:
+        has = con.execute("select count(*) from sqlite_master where type = 'table' and name = 'capacities'").fetchone()[0]
+        if not has:
+            return pd.DataFrame(columns=CAPACITY_COLUMNS), pd.DataFrame(columns=CAPACITY_PROBE_COLUMNS)
+        head = pd.read_sql_query("select * from capacities order by capacity_id", con)
+        probes = pd.read_sql_query("select * from capacity_probes order by capacity_id, probe", con)
+    finally:
+        con.close()
+    for c in ("saturated", "overloaded", "pass"):
+        probes[c] = probes[c].astype(bool)
+    return head, probes
 
 
 def main(argv):

@@ -612,8 +612,8 @@ r = sb("--model=llama2-7b", "--replicas=2:gpu-h100", "--hw=gpu-a100", "--request
 check("--hw beside a heterogeneous fleet: exit 2", r.returncode == 2 and "--hw" in r.stderr, r.stderr)
 # capacity of a fleet: its estimate is its replicas' together, so the search starts near the answer
 # and no warning says the rate is past the estimate; two balanced replicas hold about twice one
-one = sb("capacity", "--model=llama2-7b", "--ttft-slo=500", "--tpot-slo=50", "--json")
-two = sb("capacity", "--model=llama2-7b", "--replicas=2", "--router=least-outstanding", "--ttft-slo=500",
+one = sb("capacity", "--no-db", "--model=llama2-7b", "--ttft-slo=500", "--tpot-slo=50", "--json")
+two = sb("capacity", "--no-db", "--model=llama2-7b", "--replicas=2", "--router=least-outstanding", "--ttft-slo=500",
          "--tpot-slo=50", "--json")
 c1 = json.loads(one.stdout).get("capacity_rps") if one.returncode == 0 else None
 c2 = json.loads(two.stdout).get("capacity_rps") if two.returncode == 0 else None
@@ -622,10 +622,10 @@ check("capacity: two replicas behind least-outstanding hold about twice one H100
       str((c1, c2, two.stderr[-300:])))
 # capacity on a trace's (prompt, output) pairs drawn at each probe's rate; a trace's timestamps refused
 az = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "azure-llm-2023-conv-head.csv")
-r = sb("capacity", "--model=llama2-7b", f"--trace={az}", "--trace-pairs", "--ttft-slo=500", "--tpot-slo=50", "--json")
+r = sb("capacity", "--no-db", "--model=llama2-7b", f"--trace={az}", "--trace-pairs", "--ttft-slo=500", "--tpot-slo=50", "--json")
 cj = json.loads(r.stdout) if r.returncode == 0 else {}
 check("capacity on a trace's pairs", cj.get("capacity_rps", 0) > 0, r.stderr[-300:])
-r = sb("capacity", "--model=llama2-7b", f"--trace={az}", "--ttft-slo=500", "--tpot-slo=50")
+r = sb("capacity", "--no-db", "--model=llama2-7b", f"--trace={az}", "--ttft-slo=500", "--tpot-slo=50")
 check("capacity refuses a trace's timestamps, naming --trace-pairs", r.returncode == 2 and "--trace-pairs" in r.stderr,
       r.stderr)
 r = sb("--model=gnmt", "--replicas=2", "--requests=20", "--no-db")

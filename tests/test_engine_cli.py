@@ -78,7 +78,7 @@ with tempfile.TemporaryDirectory() as td:
     check("terms off: the GPU alone", a["latency_ms"] == b["latency_ms"] and a["ttft_ms"] == b["ttft_ms"],
           f"{a['latency_ms']} vs {b['latency_ms']}")
     # capacity prints the launch command
-    r = sb("capacity", "--model=llama2-70b", "--tp=4", "--engine=vllm-0.15", "--max-batched-tokens=2048",
+    r = sb("capacity", "--no-db", "--model=llama2-70b", "--tp=4", "--engine=vllm-0.15", "--max-batched-tokens=2048",
            "--ttft-slo=2000", "--tpot-slo=200", "--requests=400", "--jobs=1")
     launch = [ln for ln in r.stdout.splitlines() if ln.startswith("  launch")]
     check("capacity launch command", r.returncode == 0 and len(launch) == 1 and

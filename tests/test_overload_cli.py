@@ -135,7 +135,7 @@ with tempfile.TemporaryDirectory() as td:
     check("a run without overload prints no OVERLOADED line", "OVERLOADED" not in text and text, text)
 
     # capacity: with an SLA no finite run misses, only the overload test stops the search
-    r = sb("capacity", *SERIAL, "--sla=100000", "--seeds=1", "--json")
+    r = sb("capacity", "--no-db", *SERIAL, "--sla=100000", "--seeds=1", "--json")
     c = json.loads(r.stdout) if r.returncode == 0 else {}
     check("capacity under a loose SLA stops below the service rate", r.returncode == 0 and
           0.9 * mu < c["capacity_rps"] < mu, (r.stderr, c.get("capacity_rps"), mu))

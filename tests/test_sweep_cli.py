@@ -369,7 +369,7 @@ for ext in ("-wal", "-shm"):
     if os.path.exists(p1 + ext):
         shutil.copy(p1 + ext, v2 + ext)
 con = sqlite3.connect(v2)
-con.execute("update simbatch_meta set value='6' where key='schema_version'")   # a newer simbatch's
+con.execute("update simbatch_meta set value='8' where key='schema_version'")   # a newer simbatch's
 con.commit()
 con.close()
 before = run_count(pm)
@@ -471,7 +471,7 @@ for _ in range(200):  # the rate whose sojourn-time p99 is exactly the SLA
     mid = (lo_t + hi_t) / 2
     lo_t, hi_t = (mid, hi_t) if md1_wait_cdf(mid, SLA - D) >= 0.99 else (lo_t, mid)
 theory = lo_t
-r = sb("capacity", "--policy=serial", f"--model={model}", f"--hw={table}", "--sla=10", "--seeds=3", "--json")
+r = sb("capacity", "--no-db", "--policy=serial", f"--model={model}", f"--hw={table}", "--sla=10", "--seeds=3", "--json")
 cap = json.loads(r.stdout) if r.returncode == 0 else {}
 check("capacity exits 0 with one JSON object", r.returncode == 0 and r.stdout.count("\n") == 1, r.stderr)
 lo, hi = cap.get("bracket_rps", [0, 0])
@@ -492,16 +492,16 @@ if cap:
     p_lo = sum(p99_at(lo, s) for s in (1, 2, 3)) / 3
     p_hi = sum(p99_at(hi, s) for s in (1, 2, 3)) / 3
     check("runs at the bracket reproduce it: p99(lo) <= SLA < p99(hi)", p_lo <= 10 < p_hi, (p_lo, p_hi))
-r = sb("capacity", "--policy=serial", f"--model={model}", f"--hw={table}", "--sla=10")
+r = sb("capacity", "--no-db", "--policy=serial", f"--model={model}", f"--hw={table}", "--sla=10")
 check("capacity text names the rate and bracket", r.returncode == 0 and r.stdout.startswith("capacity ") and
       "req/s" in r.stdout, r.stdout + r.stderr)
-r = sb("capacity", "--policy=serial", f"--model={model}", f"--hw={table}", "--sla=0.5")
+r = sb("capacity", "--no-db", "--policy=serial", f"--model={model}", f"--hw={table}", "--sla=0.5")
 check("capacity: an SLA below the service time has no rate (exit 1)", r.returncode == 1 and "no rate" in r.stderr, r.stderr)
-r = sb("capacity", "--policy=nope", "--sla=10")
+r = sb("capacity", "--no-db", "--policy=nope", "--sla=10")
 check("capacity: unknown policy -> exit 2", r.returncode == 2 and "nope" in r.stderr, r.stderr)
-r = sb("capacity", "--rate=5", "--sla=10")
+r = sb("capacity", "--no-db", "--rate=5", "--sla=10")
 check("capacity: --rate refused -> exit 2", r.returncode == 2 and "--rate" in r.stderr, r.stderr)
-r = sb("capacity", "--policy=graph", f"--model={model}", f"--hw={table}", "--max-batch=8", "--sla=10")
+r = sb("capacity", "--no-db", "--policy=graph", f"--model={model}", f"--hw={table}", "--max-batch=8", "--sla=10")
 check("capacity: a run's own bad input comes back as exit 2", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
       r.stderr)
 
@@ -541,7 +541,7 @@ def binom_upper(k, n, conf):
 
 
 llm = ["--model=llama2-7b", "--policy=chunked", "--max-seqs=64", "--ttft-slo=150", "--tpot-slo=15"]
-r = sb("capacity", *llm, "--percentile=95", "--json")
+r = sb("capacity", "--no-db", *llm, "--percentile=95", "--json")
 cap = json.loads(r.stdout) if r.returncode == 0 else {}
 check("LLM capacity exits 0 with one JSON object", r.returncode == 0 and "llm" in cap, r.stderr)
 if cap:
@@ -562,7 +562,7 @@ if cap:
 # targets no run misses: only saturation (departures below 95% of arrivals in the steady window) or overload
 # within a window (the queue's floor trending up, util/overload.h) can fail a probe
 loose = ["--model=llama2-7b", "--policy=chunked", "--max-seqs=64", "--ttft-slo=1e9", "--tpot-slo=1e9"]
-r = sb("capacity", *loose, "--json")
+r = sb("capacity", "--no-db", *loose, "--json")
 cap = json.loads(r.stdout) if r.returncode == 0 else {}
 check("LLM capacity with loose targets: every saturated probe fails, and some were",
       cap and all(not p["pass"] for p in cap["points"] if p["saturated"]) and
@@ -588,10 +588,10 @@ bad = [
                                         "--attainment=0.9"], "not both"),
 ]
 for name, args, needle in bad:
-    r = sb("capacity", *args, "--quiet")
+    r = sb("capacity", "--no-db", *args, "--quiet")
     check(f"LLM capacity bad input: {name} -> exit 2, one line", r.returncode == 2 and
           len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr and r.stdout == "", r.stderr)
-r = sb("capacity", "--model=llama2-7b", "--ttft-slo=1", "--quiet")
+r = sb("capacity", "--no-db", "--model=llama2-7b", "--ttft-slo=1", "--quiet")
 check("LLM capacity, targets no rate meets -> exit 1 (an answer, as a node-level model's), one line",
       r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "no rate meets the targets" in r.stderr and
       r.stdout == "", r.stderr)
