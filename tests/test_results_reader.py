@@ -6,8 +6,11 @@ docs/RESULTS.md reproduces scripts/plot's latency-vs-rate data file.
 Needs python3-pandas (scripts/install-deps installs it); when this
 interpreter lacks pandas, the system's python3 runs the test instead.
 Usage: test_results_reader.py PATH/TO/simbatch PATH/TO/scripts"""
+import contextlib
+import io
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -250,9 +253,43 @@ check("searches(): the search and a row a configuration, as its report gives the
       len(head) == 1 and head.search_id[0] == rep.get("search_id") and head.target_rps[0] == 2000 and
       bool(head.exhaustive[0]) and head.answer[0] == (rep.get("answer") or {}).get("config") and got == want and
       len(got) == 2, (out.stderr[-300:], head, configs))
+k0, p0 = sr.capacities(sdb)
+check("a search's capacity children store nothing of their own", k0.empty and p0.empty, k0)
 h0, c0 = sr.searches(db)
 check("searches() of a database without searches: both empty, the columns", h0.empty and c0.empty and
       "capacity_rps" in c0.columns, (h0, c0))
+
+# ---- capacities(): capacity answers as stored, against their --json; docs/RESULTS.md's example run ----
+cdb = os.path.join(td, "capacity.db")
+reps = []
+for opts in (["--tp=2"], ["--replicas=2"]):
+    out = subprocess.run([SB, "capacity", "--model=llama2-7b", *opts, "--ttft-slo=500", "--tpot-slo=50",
+                          f"--db={cdb}", "--jobs=2", "--json"], capture_output=True, text=True)
+    reps.append(json.loads(out.stdout) if out.returncode == 0 else {})
+caps, probes = sr.capacities(cdb)
+check("capacities(): a row an answer, as its JSON gives it",
+      list(caps.capacity_id) == [x.get("capacity_id") for x in reps] and
+      list(caps.capacity_rps) == [x.get("capacity_rps") for x in reps] and
+      list(caps.gpus) == [x.get("serving", {}).get("gpus") for x in reps] and list(caps.tp) == [2, 1], caps)
+check("capacities(): a probe row a rate each simulated",
+      [len(probes[probes.capacity_id == x.get("capacity_id")]) for x in reps] == [len(x.get("points", [])) for x in reps]
+      and probes["pass"].dtype == bool, probes)
+text = open(os.path.join(os.path.dirname(SCRIPTS), "docs", "RESULTS.md")).read()
+example = next((b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "sr.capacities(db)" in b
+                and "rps_per_gpu" in b), None)
+printed = io.StringIO()
+try:
+    with contextlib.redirect_stdout(printed):
+        exec(example or "raise ValueError('no example')", {"sr": sr, "db": cdb})
+    shown = printed.getvalue()
+except Exception as e:       # noqa: BLE001 -- any failure of the example is the check's
+    shown = repr(e)
+per_gpu = [x.get("capacity_rps", 0) / max(1, x.get("serving", {}).get("gpus", 1)) for x in reps]
+check("RESULTS.md's capacities example runs, printing each answer per GPU",
+      all(f"{v:.6g}"[:5] in shown for v in per_gpu) and "rates_simulated" in shown, shown)
+k0, p0 = sr.capacities(db)
+check("capacities() of a database without capacities: both empty, the columns", k0.empty and p0.empty and
+      "capacity_rps" in k0.columns and "rate_rps" in p0.columns, (k0, p0))
 
 # ---- as a program: one line and exit 2 for anything it cannot read; --help ----
 reader_py = os.path.join(SCRIPTS, "simbatch_results.py")
