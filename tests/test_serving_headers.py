@@ -150,6 +150,25 @@ check("a node-level capacity: its workers and SLA stored, an LLM's columns NULL"
       row == (2, None, None, 20.0, 0.99, None, rep.get("capacity_rps")) and rep.get("serving") == {"workers": 2},
       (row, rep.get("serving"), r.stderr[-300:]))
 
+# ---- search: each configuration's serving from its options alone, as its capacity's own header has it ----
+spec = os.path.join(td, "t.search")
+with open(spec, "w") as f:
+    f.write("fixed --model=llama2-7b --ttft-slo=500 --tpot-slo=50\naxis tp = 1 2\naxis replicas = 1 2 1+1\n"
+            "cost gpu-h100 = 2\ntarget 30\n")
+r = sb("search", spec, "--no-db", f"--out={os.path.join(td, 't.csv')}", "--exhaustive", "--quiet", "--json")
+rows = json.loads(r.stdout).get("results", []) if r.returncode == 0 else []
+agree = len(rows) == 6
+for row in rows:
+    opts = ["--" + w.replace("replicas=1+1", "prefill-replicas=1 --decode-replicas=1") for w in row["config"].split()]
+    opts = " ".join(opts).split()
+    c = sb("capacity", *LLM, *opts, *TARGETS, "--no-db", "--json", "--quiet", "--jobs=2")
+    own = json.loads(c.stdout).get("serving") if c.returncode == 0 else None
+    agree = agree and row.get("serving") == own and row.get("gpus") == (own or {}).get("gpus")
+check("search: each configuration's serving (JSON) is its capacity's, GPUs as the search prices them", agree, rows)
+r = sb("search", spec, "--no-db", f"--out={os.path.join(td, 't.csv')}", "--exhaustive", "--quiet")
+check("search text: a front row states its configuration",
+      "tp=2 replicas=2 (2 replicas at TP 2 behind round-robin, 4 GPUs)" in r.stdout, r.stdout[-600:])
+
 # ---- a version-5 database, upgraded by the first capacity stored ----
 old = os.path.join(td, "v5.db")
 r = sb(*LLM, "--rate=2", "--requests=30", f"--db={old}", "--quiet")

@@ -61,7 +61,7 @@ int cap_store(struct results_db *db, const struct opt_set *o, const struct cap_s
 	struct results_capacity c = {
 		.code_version = SIMBATCH_VERSION, .policy = nm->policy, .model = nm->model, .hw = nm->hw,
 		.serving = study_serving_text(sv, serving, sizeof serving), .llm = sv->llm, .tp = sv->tp, .ep = sv->ep,
-		.replicas = sv->workers, .prefill_replicas = sv->prefill, .decode_replicas = sv->decode, .gpus = sv->gpus,
+		.replicas = sv->replicas, .prefill_replicas = sv->prefill, .decode_replicas = sv->decode, .gpus = sv->gpus,
 		.workers = sv->workers, .max_batch = nm->max_batch, .router = sv->router, .engine = sv->engine,
 		.run_options = run_options, .sla_ms = s->llm ? NAN : s->sla_ms, .quantile = s->llm ? NAN : CAP_QUANTILE,
 		.ttft_slo_ms = s->llm ? s->ttft_slo_ms : 0, .tpot_slo_ms = s->llm ? s->tpot_slo_ms : 0,

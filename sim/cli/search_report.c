@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "search_run.h"
+#include "cli.h"
 #include "engine_launch.h"
 #include "version.h"
+#include "../study/serving.h"
+#include "../../models/model.h"
 #include "../store/search_store.h"
 #include "../../util/errkind.h"
 #include "../../util/json.h"
@@ -79,6 +82,33 @@ static void search_count(const struct search_run *r, size_t count[5], size_t *re
 	}
 }
 
+/* Configuration i's serving configuration (study/serving.h), from its run options (a capacity option,
+ * such as --preset, left out): 0, or -1 where they cannot be read. */
+static int search_serving(const struct search_spec *s, size_t i, struct study_serving *sv)
+{
+	struct search_config c;
+	char err[256], *words[SEARCH_MAX_OPTS + 1] = { "capacity" };
+	size_t nrd, n = 1;
+	const struct opt_def *rd = cmd_run_options(&nrd);
+	if (search_config_make(s, i, &c, err, sizeof err) != 0)
+		return -1;
+	for (size_t k = 0; k < c.nopts; k++) {
+		char name[128];
+		snprintf(name, sizeof name, "%.*s", (int)strcspn(c.opts[k] + 2, "="), c.opts[k] + 2);
+		if (opt_find(rd, nrd, name))
+			words[n++] = c.opts[k];
+	}
+	struct opt_set o;
+	struct mdl_model *m = NULL;
+	int rc = opt_parse(&o, rd, nrd, (int)n, words, 0, err, sizeof err) == 0 &&
+	         mdl_load(opt_str(&o, "model"), &m, err, sizeof err) == 0 ? 0 : -1;
+	if (rc == 0)
+		study_serving_of_options(&o, m->is_llm, sv);
+	mdl_free(m);
+	search_config_free(&c);
+	return rc;
+}
+
 static void search_print_row(FILE *f, const struct search_run *r, size_t i)
 {
 	const struct search_row *w = &r->rows[i];
@@ -93,7 +123,12 @@ static void search_print_row(FILE *f, const struct search_run *r, size_t i)
 		int d = txt_band_decimals(w->band_hi - w->band_lo) + 1;   /* its edges to its width's second digit */
 		fprintf(f, "  band [%.*f, %.*f]", d, w->band_lo, d, w->band_hi);
 	}
-	fprintf(f, "  %s\n", label);
+	struct study_serving sv;
+	char serving[256];
+	if (search_serving(r->spec, i, &sv) == 0)
+		fprintf(f, "  %s (%s)\n", label, study_serving_text(&sv, serving, sizeof serving));
+	else
+		fprintf(f, "  %s\n", label);
 }
 
 /* The serving engine's launch command for configuration i (engine_launch.h). */
@@ -176,6 +211,11 @@ static void search_json_row(FILE *f, const struct search_run *r, size_t i)
 	json_write_string(f, label);
 	fprintf(f, ",\"status\":\"%s\",\"gpus\":%u,\"cost_per_hour\":%.10g", search_status_name[w->status], w->gpus,
 	        w->cost);
+	struct study_serving sv;
+	if (search_serving(r->spec, i, &sv) == 0) {
+		fputc(',', f);
+		study_serving_json(f, &sv);
+	}
 	if (w->status == SR_OK) {
 		fprintf(f, ",\"capacity_rps\":%.10g,\"bracket_rps\":[%.10g,%.10g],\"requests_per_dollar\":%.10g", w->capacity,
 		        w->lo, w->hi, w->capacity * 3600 / w->cost);
