@@ -9,7 +9,9 @@
   its probes: the row read back equals the printed answer (the text's digits and the JSON's
   numbers, each parsed here), its configuration columns what the options ask (GPUs = TP x
   replicas, worked out here);
-- a version-5 database upgraded to 7 by the first capacity stored into it, its runs kept;
+- search's configurations state theirs, as their capacity's own header does;
+- a version-5 database upgraded to 7 by the first capacity stored into it, its runs kept; merge
+  carries capacity answers and their probes, each once;
 - --no-db stores nothing and creates no file; --db with --no-db is refused; a capacity that finds
   no rate stores nothing and leaves no file it created.
 Usage: test_serving_headers.py SIMBATCH"""
@@ -181,6 +183,17 @@ check("a version-5 database: upgraded to 7, the capacity stored, its run kept",
       r.returncode == 0 and count(old, "select value from simbatch_meta where key = 'schema_version'") == "7" and
       count(old, "select count(*) from capacities") == 1 and count(old, "select count(*) from runs") == 1,
       r.stderr[-300:])
+
+# ---- merge carries capacity answers with their probes, each once ----
+merged = os.path.join(td, "merged.db")
+r = sb("merge", merged, db, old)
+r2 = sb("merge", merged, old)
+want = count(db, "select count(*) from capacities") + count(old, "select count(*) from capacities")
+want_probes = count(db, "select count(*) from capacity_probes") + count(old, "select count(*) from capacity_probes")
+check("merge: every capacity answer and its probes copied once, a second merge adding none",
+      r.returncode == 0 and r2.returncode == 0 and count(merged, "select count(*) from capacities") == want and
+      count(merged, "select count(*) from capacity_probes") == want_probes and
+      "0 capacity answers added, 1 already present" in r2.stdout, (r.stdout, r2.stdout, r.stderr))
 
 # ---- --no-db, and nothing left by a failed capacity ----
 fresh = os.path.join(td, "fresh")

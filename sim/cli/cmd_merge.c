@@ -67,6 +67,9 @@ int cmd_merge(int argc, char **argv)
 		if (st.searches_added || st.searches_duplicate)
 			printf("; %zu configuration searches added, %zu already present", st.searches_added,
 			       st.searches_duplicate);
+		if (st.capacities_added || st.capacities_duplicate)
+			printf("; %zu capacity answers added, %zu already present", st.capacities_added,
+			       st.capacities_duplicate);
 		putchar('\n');
 	}
 	free(opts);

@@ -1,7 +1,7 @@
 /* sim/store/results_merge.c: merging results databases (results_merge.h).
  *
- * The copy is generic over the schema: two families of rows, runs and
- * configuration searches, each a parent table (`runs`, `searches`) and every
+ * The copy is generic over the schema: three families of rows, runs,
+ * configuration searches and capacity answers, each a parent table (`runs`, `searches`, `capacities`) and every
  * table with a foreign key to it, whose columns are read from OUT's own
  * schema (PRAGMA table_info / foreign_key_list), so a table added to the
  * schema later is merged without touching this file. Identities of runs and
@@ -47,9 +47,9 @@ struct rmerge_family {
 	int present;                      /* OUT has the parent table */
 };
 
-enum { RM_RUNS, RM_SEARCHES, RM_FAMILIES };
-static const char *const rm_parent_name[RM_FAMILIES] = { "runs", "searches" };
-static const char *const rm_parent_id[RM_FAMILIES] = { "run_id", "search_id" };
+enum { RM_RUNS, RM_SEARCHES, RM_CAPACITIES, RM_FAMILIES };
+static const char *const rm_parent_name[RM_FAMILIES] = { "runs", "searches", "capacities" };
+static const char *const rm_parent_id[RM_FAMILIES] = { "run_id", "search_id", "capacity_id" };
 
 struct rmerge {
 	const char *out_path;
@@ -361,6 +361,7 @@ struct rm_src {
 	const char *path;
 	sqlite3_stmt *id_run, *id_cfg;    /* owned: identity queries (a run's) ... */
 	sqlite3_stmt *id_search;          /* ... a search's (NULL: the database has no searches) */
+	sqlite3_stmt *id_capacity;        /* ... a capacity's (NULL: the database has none, before schema 7) */
 	sqlite3_stmt *sel[RM_FAMILIES][1 + RMERGE_MAX_TABLES];  /* owned: the parent, then its children; NULL:
 	                                                         * no such table */
 };
@@ -370,6 +371,7 @@ static void rm_src_release(struct rm_src *s)
 	sqlite3_finalize(s->id_run);
 	sqlite3_finalize(s->id_cfg);
 	sqlite3_finalize(s->id_search);
+	sqlite3_finalize(s->id_capacity);
 	for (int f = 0; f < RM_FAMILIES; f++)
 		for (size_t i = 0; i < 1 + RMERGE_MAX_TABLES; i++)
 			sqlite3_finalize(s->sel[f][i]);
@@ -394,19 +396,24 @@ static int rm_src_init(struct rmerge *m, struct rm_src *s, sqlite3 *db, const ch
 	                       " coalesce(report_json, '') FROM searches WHERE search_id = ?1", -1, &s->id_search,
 	                       NULL) != SQLITE_OK)
 		s->id_search = NULL;
+	/* a capacity answer is what it ran and what it found: its code, probes' options and report */
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(code_version, ''), coalesce(run_options, ''), coalesce(report_json, ''),"
+	                       " '' FROM capacities WHERE capacity_id = ?1", -1, &s->id_capacity, NULL) != SQLITE_OK)
+		s->id_capacity = NULL;
 	return 0;
 }
 
-/* The identity text of search id: its code version, file, text and report; malloc'd, or NULL. */
-static char *rm_search_identity(struct rm_src *s, sqlite3_int64 id)
+/* The identity text of a search or capacity id (tag names which): its statement's four columns (a
+ * search's code version, file, text and report; a capacity's code version, options and report);
+ * malloc'd, or NULL. */
+static char *rm_doc_identity(sqlite3_stmt *st, const char *tag, sqlite3_int64 id)
 {
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	int ok = 0;
-	sqlite3_stmt *st = s->id_search;
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) == SQLITE_ROW) {
-		ok = !rm_cat(&buf, &len, &cap, "search\n");
+		ok = !rm_cat(&buf, &len, &cap, tag);
 		for (int c = 0; ok && c < 4; c++)
 			ok = !rm_cat(&buf, &len, &cap, (const char *)sqlite3_column_text(st, c)) &&
 			     !rm_cat(&buf, &len, &cap, "\n");
@@ -459,7 +466,8 @@ done:
 /* Records the identity of family f's row id as seen; 1 when new, 0 when already seen, -1 on error. */
 static int rm_mark_seen(struct rmerge *m, struct rm_src *s, int f, sqlite3_int64 id)
 {
-	char *ident = f == RM_RUNS ? rm_identity(s, id) : rm_search_identity(s, id);
+	char *ident = f == RM_RUNS ? rm_identity(s, id) : f == RM_SEARCHES ? rm_doc_identity(s->id_search, "search\n", id)
+	              : rm_doc_identity(s->id_capacity, "capacity\n", id);
 	if (!ident)
 		return -1;
 	sqlite3_bind_text(m->seen, 1, ident, -1, SQLITE_TRANSIENT);
@@ -567,8 +575,11 @@ static int rm_merge_family(struct rmerge *m, struct rm_src *s, int f, struct rme
 			               err_sqlite_msg(m->out));
 			goto done;
 		}
+		size_t *counts[RM_FAMILIES][2] = { { &stats->runs_added, &stats->runs_duplicate },
+		                                   { &stats->searches_added, &stats->searches_duplicate },
+		                                   { &stats->capacities_added, &stats->capacities_duplicate } };
 		if (!fresh) {
-			*(f == RM_RUNS ? &stats->runs_duplicate : &stats->searches_duplicate) += 1;
+			*counts[f][1] += 1;
 			continue;
 		}
 		if ((code = rm_copy_rows(m, s, fam, &fam->parent, s->sel[f][0], from, 0)) != 0)
@@ -577,7 +588,7 @@ static int rm_merge_family(struct rmerge *m, struct rm_src *s, int f, struct rme
 		for (size_t i = 0; i < fam->nchild; i++)
 			if ((code = rm_copy_rows(m, s, fam, &fam->child[i], s->sel[f][1 + i], from, to)) != 0)
 				goto done;
-		*(f == RM_RUNS ? &stats->runs_added : &stats->searches_added) += 1;
+		*counts[f][0] += 1;
 	}
 	code = rc == SQLITE_DONE ? 0 : rm_fail(m, rm_read_code(s->db), "cannot read shard '%s': %s", s->path,
 	                                       err_sqlite_msg(s->db));
@@ -719,7 +730,7 @@ done:
 	if (in_tx)
 		sqlite3_exec(m.out, "ROLLBACK", NULL, NULL, NULL);
 	if (code != 0) {
-		stats->runs_added = stats->searches_added = 0;
+		stats->runs_added = stats->searches_added = stats->capacities_added = 0;
 		stats->shards = 0;
 	}
 	sqlite3_close(db);

@@ -40,6 +40,8 @@ struct rmerge_stats {
 	size_t searches_added;   /* configuration searches copied (the same one, code, file, text and report alike,
 	                          * once) ... */
 	size_t searches_duplicate;   /* ... and already there */
+	size_t capacities_added;     /* capacity answers copied (code, options and report alike, once) ... */
+	size_t capacities_duplicate; /* ... and already there */
 };
 
 /* 0 with *st filled, RMERGE_BAD_INPUT or -1 (I/O, out of memory) with err. */
