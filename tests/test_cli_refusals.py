@@ -99,8 +99,8 @@ refused("an iteration priced past 1e6 s is refused, nothing stored", ["--hw=" + 
 for router in ("round-robin",):
     refused("... in a fleet as well", ["--hw=" + path, "--replicas=2", "--router=" + router, *LLM],
             "more than the 1e+06 s")
-refused("... and by capacity", ["capacity", "--model=llama2-7b", "--hw=" + path, "--ttft-slo=1000", "--tpot-slo=100",
-                                "--requests=50"], "more than the 1e+06 s")
+refused("... and by capacity", ["capacity", "--db=" + DB, "--model=llama2-7b", "--hw=" + path, "--ttft-slo=1000",
+                                "--tpot-slo=100", "--requests=50"], "more than the 1e+06 s")
 path = table_copy("ops-h100.csv", "ops-h100.csv", setting("attn_pre_proj", "100", tp1_only))
 r = sb("--hw=" + path, "--model=llama2-7b", "--requests=5", "--rate=0.001", "--no-db", "--json")
 j = json.loads(r.stdout) if r.returncode == 0 else {}
@@ -138,7 +138,7 @@ for name, fleet in (("--replicas=N:HW,N:HW", ["--replicas=2:gpu-h100-roofline,1:
 refused("a pool that names no hardware runs on the default, which is still checked",
         ["--model=llm-tiny", "--prefill-replicas=1:gpu-h100-roofline", "--decode-replicas=1", "--kv-link=model:100:5",
          "--requests=10", "--db=" + DB], "llm-tiny has 4-byte elements")
-r = sb("capacity", "--model=llm-tiny", "--replicas=2:gpu-h100-roofline", "--ttft-slo=1000", "--tpot-slo=100",
+r = sb("capacity", "--no-db", "--model=llm-tiny", "--replicas=2:gpu-h100-roofline", "--ttft-slo=1000", "--tpot-slo=100",
        "--requests=400", "--tolerance=0.5")   # 400: the fewest that can judge a 1% tail (capacity_requests.h) is 332
 # (whether a rate meets the targets is capacity's own answer: probed at all is what this asks)
 check("capacity of such a fleet probes it, not refused for the default hardware",
@@ -175,7 +175,7 @@ for opts, what in ((["--trace=" + trace, "--input-len=fixed:3"], "--input-len wi
                     "--output-len with --trace-pairs")):
     refused(f"run: {what} is refused", [*TINY, *opts], "does not apply to a trace")
 refused("capacity: --input-len with --trace-pairs is refused",
-        ["capacity", "--model=llm-tiny", "--hw=gpu-h100-roofline", "--trace=" + trace, "--trace-pairs",
+        ["capacity", "--db=" + DB, "--model=llm-tiny", "--hw=gpu-h100-roofline", "--trace=" + trace, "--trace-pairs",
          "--input-len=fixed:3", "--ttft-slo=1000", "--tpot-slo=100"], "does not apply to a trace")
 refused("run: --input-len for a model with no input length (resnet50)", ["--model=resnet50", "--input-len=fixed:3",
                                                                          "--requests=5", "--db=" + DB],
@@ -183,12 +183,14 @@ refused("run: --input-len for a model with no input length (resnet50)", ["--mode
 refused("run: --output-len for a model with no output length (lstm)", ["--model=lstm", "--output-len=fixed:3",
                                                                        "--requests=5", "--db=" + DB],
         "does not apply to model lstm")
-refused("capacity: --input-len for resnet50", ["capacity", "--model=resnet50", "--sla=100", "--input-len=fixed:3"],
+refused("capacity: --input-len for resnet50",
+        ["capacity", "--db=" + DB, "--model=resnet50", "--sla=100", "--input-len=fixed:3"],
         "does not apply to model resnet50")
 refused("run: --max-seqs with --max-batch for an LLM (one limit; one would be ignored)",
         ["--model=llama2-7b", "--max-seqs=4", "--max-batch=8", "--requests=5", "--db=" + DB], "not both")
-refused("capacity: --max-seqs with --max-batch for an LLM", ["capacity", "--model=llama2-7b", "--max-seqs=4",
-                                                             "--max-batch=8", "--ttft-slo=1000", "--tpot-slo=100"],
+refused("capacity: --max-seqs with --max-batch for an LLM", ["capacity", "--db=" + DB, "--model=llama2-7b",
+                                                             "--max-seqs=4", "--max-batch=8", "--ttft-slo=1000",
+                                                             "--tpot-slo=100"],
         "not both")
 r = sb("--model=gnmt", "--input-len=fixed:4", "--output-len=fixed:3", "--requests=5", "--no-db", "--quiet")
 check("a model that takes both lengths still takes them", r.returncode == 0, r.stderr)

@@ -272,8 +272,8 @@ check("capacities(): a row an answer, as its JSON gives it",
       list(caps.capacity_rps) == [x.get("capacity_rps") for x in reps] and
       list(caps.gpus) == [x.get("serving", {}).get("gpus") for x in reps] and list(caps.tp) == [2, 1], caps)
 check("capacities(): a probe row a rate each simulated",
-      [len(probes[probes.capacity_id == x.get("capacity_id")]) for x in reps] == [len(x.get("points", [])) for x in reps]
-      and probes["pass"].dtype == bool, probes)
+      [len(probes[probes.capacity_id == x.get("capacity_id")]) for x in reps] ==
+      [len(x.get("points", [])) for x in reps] and probes["pass"].dtype == bool, probes)
 text = open(os.path.join(os.path.dirname(SCRIPTS), "docs", "RESULTS.md")).read()
 example = next((b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "sr.capacities(db)" in b
                 and "rps_per_gpu" in b), None)

@@ -231,7 +231,7 @@ check("a reader (compare) refuses a 0-byte database as none of ours, exit 2", r.
 # --requests=332 measures 299 and --requests=331 measures 298.
 least = math.ceil(math.log(0.05) / math.log(0.99))
 need = next(n for n in range(1, 1000) if n - n // 10 >= least)
-llm = ["capacity", "--model=llama2-7b", "--ttft-slo=1000", "--tpot-slo=100", "--quiet"]
+llm = ["capacity", "--no-db", "--model=llama2-7b", "--ttft-slo=1000", "--tpot-slo=100", "--quiet"]
 r = sb(*llm, "--requests=50")
 refused("LLM capacity with 45 measured requests: too short to judge 1%, the requests it needs named", r,
         "too short to judge", f"needs {least}", f"--requests={need}")
@@ -245,12 +245,12 @@ r = sb(*llm, "--requests=100", "--seeds=3")
 refused("... 90 measured requests on 3 seeds (270): refused, naming --requests=111", r, "--requests=111")
 r = sb(*llm, "--requests=111", "--seeds=3", "--json")
 check("... 100 measured on 3 seeds (300): judged", r.returncode == 0, r.stderr)
-r = sb("capacity", "--model=llama2-7b", "--ttft-slo=1", "--quiet", "--requests=400")
+r = sb("capacity", "--no-db", "--model=llama2-7b", "--ttft-slo=1", "--quiet", "--requests=400")
 check("LLM capacity, no rate meets the targets: exit 1 with one line (an answer, not bad input)",
       r.returncode == 1 and "no rate meets the targets" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
       (r.returncode, r.stderr))
 slow = write("slow.csv", "node,batch,latency_s\n*,1,0.05\n")
-r = sb("capacity", "--policy=serial", "--model=resnet50", f"--hw={slow}", "--sla=1", "--quiet")
+r = sb("capacity", "--no-db", "--policy=serial", "--model=resnet50", f"--hw={slow}", "--sla=1", "--quiet")
 check("node-level capacity, no rate meets the SLA: exit 1 alike", r.returncode == 1 and
       "no rate meets the SLA" in r.stderr, (r.returncode, r.stderr))
 path = write("short.search", "fixed --model=llama2-7b --ttft-slo=1000 --tpot-slo=100 --requests=50\n"
