@@ -87,16 +87,10 @@ int results_write_capacity(struct results_db *db, const struct results_capacity 
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);
 	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		goto fail;
+	if (results_end_write(db, st, 1, "the capacity", err, errlen) != 0)
+		return -1;
 	*capacity_id = id;
 	return 0;
 fail:
-	results_set_err(err, errlen, "cannot write the capacity to results database '%s': %s", db->path,
-	                err_sqlite_msg(db->db));
-	sqlite3_finalize(st);
-	results_rollback(db->db);
-	return -1;
+	return results_end_write(db, st, 0, "the capacity", err, errlen);
 }

@@ -38,6 +38,11 @@ void results_set_err(char *err, size_t errlen, const char *fmt, ...);
 /* Rolls back the transaction open on db, if any. */
 void results_rollback(sqlite3 *db);
 
+/* Ends a write begun with BEGIN IMMEDIATE: st finalized, then COMMIT when ok; otherwise, or when the
+ * commit fails, the transaction rolled back and err says "cannot write WHAT to results database ...".
+ * 0 when committed, or -1 (results_write.c). */
+int results_end_write(struct results_db *db, sqlite3_stmt *st, int ok, const char *what, char *err, size_t errlen);
+
 /* Binds s, or NULL where there is none (NULL or empty). */
 static inline void results_bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 {

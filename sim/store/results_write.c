@@ -211,3 +211,14 @@ fail:
 	results_rollback(db->db);
 	return -1;
 }
+
+int results_end_write(struct results_db *db, sqlite3_stmt *st, int ok, const char *what, char *err, size_t errlen)
+{
+	sqlite3_finalize(st);
+	if (ok && sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	results_set_err(err, errlen, "cannot write %s to results database '%s': %s", what, db->path,
+	                err_sqlite_msg(db->db));
+	results_rollback(db->db);
+	return -1;
+}

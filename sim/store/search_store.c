@@ -54,16 +54,10 @@ int results_write_search(struct results_db *db, const struct results_search *s, 
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);
 	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		goto fail;
+	if (results_end_write(db, st, 1, "the search", err, errlen) != 0)
+		return -1;
 	*search_id = id;
 	return 0;
 fail:
-	results_set_err(err, errlen, "cannot write the search to results database '%s': %s", db->path,
-	                err_sqlite_msg(db->db));
-	sqlite3_finalize(st);
-	results_rollback(db->db);
-	return -1;
+	return results_end_write(db, st, 0, "the search", err, errlen);
 }
