@@ -104,10 +104,11 @@ const struct opt_def *cmd_capacity_options(size_t *n)
 	return cap_opts;
 }
 
-/* Run options the search sets itself, or that make no sense per probe. */
+/* Run options the search sets itself, or that make no sense per probe (--db and --no-db are
+ * capacity's own: where its answer is stored; the probes store nothing). */
 static const char *const cap_forbidden[] = {
-	"rate", "duration", "trace", "json", "quiet", "requests-out", "timeline-out",   /* trace: unless
-	                                                                                    * --trace-pairs */
+	"rate", "duration", "trace", "db", "no-db", "json", "quiet", "requests-out", "timeline-out",   /* trace: unless
+	                                                                                                 * --trace-pairs */
 	"db-requests", "seed", "sweep-point", "sweep-name", "sweep-variant", "dry-run", "help", "requests", "warmup",
 	"sla",
 };
