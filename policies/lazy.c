@@ -38,7 +38,12 @@
  *
  * --no-preemption (not the paper's; an intervention that isolates what preemption costs) admits
  * pending inputs onto an empty table only: a running batch is never preempted, and newcomers
- * start together once it drains.
+ * start together once it drains. As the slack check only ever guards a preemption, it turns
+ * the check off too.
+ * --no-slack-check (not the paper's either; the intervention that changes the other of the two)
+ * keeps preemption and drops the check: at every boundary the pending inputs join the table, up
+ * to the room the max batch leaves, whatever the predictor says. Lazy and the oracle then differ
+ * in nothing (their predictors are never asked) and make the same decisions.
  *
  * pol_word[0] holds a request's Algorithm 1 estimate, pol_word[1] the
  * single-input time of the nodes it ran (lazy only). */
@@ -68,6 +73,7 @@ struct lazy_state {
 	uint64_t slack_rejections;       /* boundaries where the predictor held back pending inputs */
 	uint64_t lazy_admissions;        /* inputs admitted onto a non-empty table */
 	int no_preemption;               /* --no-preemption: admit onto an empty table only (an intervention) */
+	int no_slack_check;              /* --no-slack-check: admit up to the room, preempting (an intervention) */
 };
 
 static void lazy_fini(struct pol_state *st)
@@ -98,6 +104,12 @@ static int lazy_setup(struct lazy_state *s, const struct pol_env *env, int exact
 	s->max_batch = env->max_batch;
 	s->exact = exact;
 	s->no_preemption = opt_flag(env->params, "no-preemption");
+	s->no_slack_check = opt_flag(env->params, "no-slack-check");
+	if (s->no_preemption && s->no_slack_check) {
+		snprintf(err, errlen, "%s: --no-preemption and --no-slack-check each change one thing; give one of them",
+		         name);
+		return -1;
+	}
 	/* lazy profiles output lengths only for a model that has them, or to check a --profile-len given */
 	const char *prof = exact ? NULL : opt_str(env->params, "profile-len");
 	uint32_t dec_timesteps = 0;
@@ -207,6 +219,8 @@ static uint32_t lazy_admissible(struct lazy_state *s, const struct batch_table *
 		return kmax;
 	if (s->no_preemption)
 		return 0;       /* newcomers wait for the table to drain, then start together */
+	if (s->no_slack_check)
+		return kmax;    /* newcomers preempt whatever the predictor would say */
 	uint32_t n = bt->nmembers, k = 0;
 	int64_t oldest_ns = INT64_MAX;
 	for (uint32_t i = 0; i < n; i++)
@@ -293,7 +307,8 @@ static uint64_t lazy_run_max(struct lazy_state *s, const struct batch_table *bt,
 	/* inputs pending with room: only lazy alone on its device looks ahead
 	 * (lazy_rejecting_run); another device could take the InfQ's head */
 	int pending = !s->no_preemption && s->infq.len && bt_room(bt);
-	if (s->model->is_tree || (pending && (s->ntables > 1 || task->run_until_ns <= now_ns)))
+	/* unchecked, the InfQ's head joins at the next boundary: no run to look ahead through */
+	if (s->model->is_tree || (pending && (s->ntables > 1 || task->run_until_ns <= now_ns || s->no_slack_check)))
 		return 1;
 	const struct mdl_model *m = s->model;
 	uint64_t n = UINT64_MAX;
@@ -488,7 +503,7 @@ static int lazy_next_task(struct pol_state *st, uint32_t device, int64_t now_ns,
 	if (!bt_issue(bt, s->max_batch, task))
 		return 0;
 	task->run_max = lazy_run_max(s, bt, task, now_ns);
-	s->rejecting[device] = !s->no_preemption && s->infq.len && bt_room(bt);
+	s->rejecting[device] = !s->no_preemption && !s->no_slack_check && s->infq.len && bt_room(bt);
 	return 1;
 }
 
@@ -536,9 +551,10 @@ static const struct opt_def lazy_params[] = {
 	{ "profile-len", OPT_STR, NULL, 0, 0, 0, "output lengths the slack predictor is profiled on (default: the "
 	  "model's; drawn apart from the traffic)" },
 	POL_PARAM_NO_PREEMPTION,
+	POL_PARAM_NO_SLACK_CHECK,
 };
 
-static const struct opt_def oracle_params[] = { POL_PARAM_NO_PREEMPTION };
+static const struct opt_def oracle_params[] = { POL_PARAM_NO_PREEMPTION, POL_PARAM_NO_SLACK_CHECK };
 
 const struct pol_ops lazy_policy_ops = {
 	.name = "lazy",

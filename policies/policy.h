@@ -288,6 +288,8 @@ struct pol_ops {
 	"cells (0 = the max batch)" }
 #define POL_PARAM_NO_PREEMPTION { "no-preemption", OPT_FLAG, NULL, 0, 0, 0, "never preempt a running batch; " \
 	"newcomers start together once the device's table drains (an intervention, not the paper's policy)" }
+#define POL_PARAM_NO_SLACK_CHECK { "no-slack-check", OPT_FLAG, NULL, 0, 0, 0, "preempt without asking the slack " \
+	"predictor: pending inputs join the running table up to the max batch (an intervention, not the paper's policy)" }
 
 /* The registry, in `simbatch list policies` order; lookup by name. */
 const struct pol_ops *const *pol_registry(size_t *count);

@@ -1043,7 +1043,7 @@ for line in sb("list", "policies").stdout.splitlines():
     listed[line.split()[0]] = [k.lstrip("-") for k in knobs]
 check("the graph, cellular and lazy knobs listed", listed.get("graph") == ["window", "bucket-width"] and
       set(listed.get("cellular", [])) == {"min-batch", "max-tasks", "max-batch-decoder"} and
-      set(listed.get("lazy", [])) == {"coverage", "profile-len", "no-preemption"} and listed.get("serial") == [], listed)
+      set(listed.get("lazy", [])) == {"coverage", "profile-len", "no-preemption", "no-slack-check"} and listed.get("serial") == [], listed)
 for pol, knobs in listed.items():
     r = sb("--policy=" + pol, "--help")
     helped = [l.split()[0].lstrip("-").split("=")[0] for l in r.stdout.splitlines() if l.startswith("  --")]

@@ -284,8 +284,9 @@ static struct eng_config trace_config(const struct pol_ops *p, const struct mdl_
 
 /* ---- LazyBatching Fig. 10 through the engine ---- */
 
-/* Fig. 10's three arrivals through policy p (behind the checking shim), into r. */
-static void run_fig10(const struct pol_ops *p, int no_preemption, struct drv_result *r)
+/* Fig. 10's three arrivals through policy p (behind the checking shim), with flag knob (NULL:
+ * none) and SLA sla_ms, into r. */
+static void run_fig10(const struct pol_ops *p, const char *knob, int64_t sla_ms, struct drv_result *r)
 {
 	struct mdl_model m = fig10_model();
 	struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
@@ -293,9 +294,9 @@ static void run_fig10(const struct pol_ops *p, int no_preemption, struct drv_res
 	uint32_t zero[3] = { 0 };
 	struct trc_trace t = { .n = 3, .arrival_s = arr, .input_len = zero, .output_len = zero };
 	shim_reset(p, 3);
-	struct eng_config c = trace_config(&shim_ops, &m, &hw.base, &t, 1000000 * MS);
-	if (no_preemption)
-		test_knob(&knobs, "no-preemption", "1");
+	struct eng_config c = trace_config(&shim_ops, &m, &hw.base, &t, sla_ms * MS);
+	if (knob)
+		test_knob(&knobs, knob, "1");
 	char err[256];
 	assert_int_equal(eng_run(&c, r, err, sizeof err), 0);
 	shim_check_all_done(r, p->name);
@@ -307,11 +308,12 @@ static void run_fig10(const struct pol_ops *p, int no_preemption, struct drv_res
  * figure's timeline:
  *   2 A{1}  3 B{1}  4 A{2}  5 A{3}  6 B{2,3}  7 C{1,2,3}  8 D  9 E  10 F  11 G  12 H
  * so all three finish at 13; two preemptions (t=4, t=5) and two merges
- * (t=6, t=7). The SLA of 1000 s makes the predictor approve everything. */
-static void check_fig10(const struct pol_ops *p)
+ * (t=6, t=7). The SLA of 1000 s makes the predictor approve everything; so does
+ * --no-slack-check at any SLA (check_fig10_unchecked). */
+static void check_fig10(const struct pol_ops *p, const char *knob, int64_t sla_ms)
 {
 	struct drv_result r;
-	run_fig10(p, 0, &r);
+	run_fig10(p, knob, sla_ms, &r);
 	static const struct { int64_t start_ms; uint32_t node; uint32_t n; uint64_t ids[3]; } want[] = {
 		{ 2, 0, 1, { 0 } }, { 3, 1, 1, { 0 } }, { 4, 0, 1, { 1 } }, { 5, 0, 1, { 2 } },
 		{ 6, 1, 2, { 1, 2 } }, { 7, 2, 3, { 0, 1, 2 } }, { 8, 3, 3, { 0, 1, 2 } }, { 9, 4, 3, { 0, 1, 2 } },
@@ -339,22 +341,25 @@ static void check_fig10(const struct pol_ops *p)
 static void test_fig10_lazy(void **state)
 {
 	(void)state;
-	check_fig10(&lazy_policy_ops);
+	check_fig10(&lazy_policy_ops, NULL, 1000000);
 }
 
 static void test_fig10_oracle(void **state)
 {
 	(void)state;
-	check_fig10(&oracle_policy_ops);
+	check_fig10(&oracle_policy_ops, NULL, 1000000);
 }
 
 /* Fig. 10's arrivals with --no-preemption: Req2 (3.5) and Req3 (4.5) arrive while Req1 runs and
  * wait for it; Req1 runs its eight nodes alone, 2..10, and the two then start together and run
- * A..H as one batch, 10..18. No preemption, no merge, the stack never deeper than one. */
-static void check_fig10_no_preemption(const struct pol_ops *p)
+ * A..H as one batch, 10..18. No preemption, no merge, the stack never deeper than one.
+ * The same timeline comes from the slack check alone at an SLA of 1 ms: at every boundary
+ * with inputs pending (t = 4 .. 9, six) Req1 has waited 2 ms or more, so the slack is negative
+ * and the check refuses; at 10 the table is empty and they start unchecked. */
+static void check_fig10_drained(const struct pol_ops *p, const char *knob, int64_t sla_ms, uint64_t rejections)
 {
 	struct drv_result r;
-	run_fig10(p, 1, &r);
+	run_fig10(p, knob, sla_ms, &r);
 	assert_int_equal(shim.nlog, 16);
 	for (size_t i = 0; i < 16; i++) {
 		int second = i >= 8;
@@ -370,7 +375,7 @@ static void check_fig10_no_preemption(const struct pol_ops *p)
 	assert_int_equal(llround(r.rows[2].finish_s * 1e3), 18);
 	assert_int_equal(stat_of(&r, "preemptions"), 0);
 	assert_int_equal(stat_of(&r, "merges"), 0);
-	assert_int_equal(stat_of(&r, "slack_rejections"), 0);
+	assert_int_equal(stat_of(&r, "slack_rejections"), rejections);
 	assert_int_equal(stat_of(&r, "max_stack_depth"), 1);
 	drv_result_free(&r);
 	shim_reset(NULL, 0);
@@ -379,8 +384,33 @@ static void check_fig10_no_preemption(const struct pol_ops *p)
 static void test_fig10_no_preemption(void **state)
 {
 	(void)state;
-	check_fig10_no_preemption(&lazy_policy_ops);
-	check_fig10_no_preemption(&oracle_policy_ops);
+	check_fig10_drained(&lazy_policy_ops, "no-preemption", 1000000, 0);
+	check_fig10_drained(&oracle_policy_ops, "no-preemption", 1000000, 0);
+}
+
+/* --no-slack-check changes the check alone: at an SLA of 1 ms the check keeps Req2 and Req3
+ * off Req1's table (six rejections, the drained timeline); without it they preempt as in
+ * Fig. 10, and --no-preemption with it is refused (each knob changes one thing). */
+static void test_fig10_no_slack_check(void **state)
+{
+	(void)state;
+	const struct pol_ops *pols[] = { &lazy_policy_ops, &oracle_policy_ops };
+	for (size_t i = 0; i < 2; i++) {
+		check_fig10_drained(pols[i], NULL, 1, 6);
+		check_fig10(pols[i], "no-slack-check", 1);
+		struct mdl_model m = fig10_model();
+		struct fixed_hw hw = fixed_hw(&m, 1e-3, 0);
+		double arr[1] = { 0.002 };
+		uint32_t zero[1] = { 0 };
+		struct trc_trace t = { .n = 1, .arrival_s = arr, .input_len = zero, .output_len = zero };
+		struct eng_config c = trace_config(pols[i], &m, &hw.base, &t, 1 * MS);
+		test_knob(&knobs, "no-slack-check", "1");
+		test_knob(&knobs, "no-preemption", "1");
+		struct drv_result r;
+		char err[256] = "";
+		assert_int_not_equal(eng_run(&c, &r, err, sizeof err), 0);
+		assert_non_null(strstr(err, "--no-slack-check"));
+	}
 }
 
 /* ---- Eq. 1 worked example ---- */
@@ -1152,6 +1182,7 @@ int main(void)
 		cmocka_unit_test(test_fig10_lazy),
 		cmocka_unit_test(test_fig10_oracle),
 		cmocka_unit_test(test_fig10_no_preemption),
+		cmocka_unit_test(test_fig10_no_slack_check),
 		cmocka_unit_test(test_eq1_worked_example),
 		cmocka_unit_test(test_eq2_boundary_lazy),
 		cmocka_unit_test(test_exact_boundary_oracle),

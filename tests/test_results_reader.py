@@ -210,7 +210,7 @@ stored = set(frame.columns)
 every = {k.replace("-", "_") for k in knobs.knob if k is not None}
 with_default = {k.replace("-", "_") for k, d in zip(knobs.knob, knobs["default"]) if k is not None and d is not None}
 check("every knob with a default is a column of every run", with_default <= stored, sorted(with_default - stored))
-check("the knobs are options runs can store", every - stored <= {"profile_len", "no_preemption"},
+check("the knobs are options runs can store", every - stored <= {"profile_len", "no_preemption", "no_slack_check"},
       sorted(every - stored))
 
 # ---- a fleet's per-replica shares (issue 34): one row per run and replica ----
