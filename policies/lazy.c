@@ -219,8 +219,10 @@ static uint32_t lazy_admissible(struct lazy_state *s, const struct batch_table *
 		return kmax;
 	if (s->no_preemption)
 		return 0;       /* newcomers wait for the table to drain, then start together */
-	if (s->no_slack_check)
+	if (s->no_slack_check) {
+		s->lazy_admissions += kmax;
 		return kmax;    /* newcomers preempt whatever the predictor would say */
+	}
 	uint32_t n = bt->nmembers, k = 0;
 	int64_t oldest_ns = INT64_MAX;
 	for (uint32_t i = 0; i < n; i++)
