@@ -8,7 +8,9 @@ variant: mean over the seeds and its 95% interval (Student's t), for
 
   queue ms, after-start ms  the mean latency's two parts;
   table ms, table requests  how long a table lives and how many requests it serves;
-  joined                    requests that joined a running table (preempting it), per table;
+  founders, joined          requests a table starts with (on the empty device, together) and
+                            requests that joined it while it ran (preempting it), per table;
+  after founders ms         how long a table lives on after the last of its founders finished;
   preemptions, slack_rejections, lazy_admissions  the policy's own counters (policy_stats).
 
 Usage: bench/lazy_tables.py SIMBATCH [RATE] [SEEDS] [REQUESTS]
@@ -36,7 +38,8 @@ T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
 
 
 def tables(text):
-    """(tables, mean life ms, requests a table, joiners a table) from a --requests-out CSV's text.
+    """(tables, mean life ms, requests, founders and joiners a table, ms a table lives after its
+    founders' last finish) from a --requests-out CSV's text.
     Start and finish are printed to the nanosecond, so a request starting where the table's last
     one finished (a new table on a drained device) compares equal, not overlapping."""
     spans = []
@@ -44,19 +47,23 @@ def tables(text):
         if row["start_s"] and row["finish_s"]:
             spans.append((float(row["start_s"]), float(row["finish_s"])))
     spans.sort()
-    out = []       # [start, end, requests, joiners]
+    out = []       # [start, end, requests, joiners, founders' last finish]
     for start, finish in spans:
         if out and start < out[-1][1] - 5e-10:
             t = out[-1]
             t[1] = max(t[1], finish)
             t[2] += 1
-            t[3] += start > t[0] + 5e-10
+            if start > t[0] + 5e-10:
+                t[3] += 1
+            else:
+                t[4] = max(t[4], finish)
         else:
-            out.append([start, finish, 1, 0])
+            out.append([start, finish, 1, 0, finish])
     if not out:
         raise tc.BadInput("the run completed no request")
     n = len(out)
-    return n, sum(t[1] - t[0] for t in out) / n * 1e3, sum(t[2] for t in out) / n, sum(t[3] for t in out) / n
+    return (n, sum(t[1] - t[0] for t in out) / n * 1e3, sum(t[2] for t in out) / n,
+            sum(t[2] - t[3] for t in out) / n, sum(t[3] for t in out) / n, sum(t[1] - t[4] for t in out) / n * 1e3)
 
 
 def interval(values):
@@ -73,7 +80,8 @@ def main(argv):
     rate = tc.number(a.get("RATE", "1000"), "RATE", float, 1e-9)
     seeds = tc.number(a.get("SEEDS", "10"), "SEEDS", int, 1)
     requests = tc.number(a.get("REQUESTS", "20000"), "REQUESTS", int, 1)
-    cols = ["queue ms", "after-start ms", "table ms", "table requests", "joined a table", "preemptions",
+    cols = ["queue ms", "after-start ms", "table ms", "table requests", "founders", "joined", "after founders ms",
+            "preemptions",
             "slack_rejections", "lazy_admissions"]
     print(f"GNMT at {rate:g} req/s, {requests} requests, seeds 1..{seeds}: mean +-95% interval over the seeds")
     print("| variant | " + " | ".join(cols) + " |")
@@ -87,10 +95,11 @@ def main(argv):
                                     f"--seed={seed}", "--sla=100", "--no-db", "--json", f"--requests-out={path}"],
                                    capture_output=True, text=True, check=True)
                 j = json.loads(r.stdout)
-                n, life, per, joined = tables(tc.read_text(path, tc.WORKLOAD_FILE, "--requests-out file"))
+                n, life, per, founders, joined, after = tables(tc.read_text(path, tc.WORKLOAD_FILE,
+                                                                           "--requests-out file"))
                 stats = j.get("policy_stats", {})
-                vals = [j["queue_ms"]["mean"], j["latency_ms"]["mean"] - j["queue_ms"]["mean"], life, per, joined,
-                        stats.get("preemptions", 0), stats.get("slack_rejections", 0), stats.get("lazy_admissions", 0)]
+                vals = [j["queue_ms"]["mean"], j["latency_ms"]["mean"] - j["queue_ms"]["mean"], life, per, founders,
+                        joined, after] + [stats.get(k, 0) for k in ("preemptions", "slack_rejections", "lazy_admissions")]
                 for c, v in zip(cols, vals):
                     got[c].append(v)
             print(f"| {label} | " + " | ".join(interval(got[c]) for c in cols) + " |", flush=True)
