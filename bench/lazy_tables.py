@@ -99,7 +99,8 @@ def main(argv):
                                                                            "--requests-out file"))
                 stats = j.get("policy_stats", {})
                 vals = [j["queue_ms"]["mean"], j["latency_ms"]["mean"] - j["queue_ms"]["mean"], life, per, founders,
-                        joined, after] + [stats.get(k, 0) for k in ("preemptions", "slack_rejections", "lazy_admissions")]
+                        joined, after] + [stats.get(k, 0)
+                                           for k in ("preemptions", "slack_rejections", "lazy_admissions")]
                 for c, v in zip(cols, vals):
                     got[c].append(v)
             print(f"| {label} | " + " | ".join(interval(got[c]) for c in cols) + " |", flush=True)
