@@ -354,6 +354,27 @@ check("sweep latency never falls with batch", lat and all(a <= b for a, b in zip
 r = sb("hw-info", "--hw=npu", "--model=resnet50", "--sweep-batch", "--node=fc1000", "--max-batch=8")
 check("hw-info --sweep-batch text", r.returncode == 0 and "node fc1000" in r.stdout and "node conv1 " not in r.stdout, r.stderr)
 check("hw-info --sweep-batch needs --model", sb("hw-info", "--sweep-batch").returncode == 2)
+# "95% at batch": one definition (the smallest swept batch whose throughput is at least 95% of the
+# best over batches 1 .. the sweep's largest), its range named, on a table whose answer, by hand,
+# depends on the range. Throughput (batch / latency) at 1, 2, 4, 8, 16, 32: 1000, 2000, 3333.3,
+# 4210.5, 4705.9, 4848.5 /s. Over 1-8 the best is 4210.5, 95% of it 4000: first reached at 8.
+# Over 1-32 the best is 4848.5, 95% of it 4606.1: 4210.5 at 8 falls short, 4705.9 at 16 meets it.
+sat_table = os.path.join(td, "saturation.csv")
+with open(sat_table, "w") as f:
+    f.write("node,batch,latency_s\n*,1,0.001\n*,2,0.001\n*,4,0.0012\n*,8,0.0019\n*,16,0.0034\n*,32,0.0066\n")
+for max_b, want in ((8, 8), (32, 16)):
+    r = sb("hw-info", "--hw=" + sat_table, "--model=resnet50", "--sweep-batch", f"--max-batch={max_b}",
+           "--node=fc1000", "--json")
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    node = (j.get("nodes") or [{}])[0]
+    check(f"hw-info --sweep-batch over 1-{max_b}: 95% of the best first at batch {want}, the range in the JSON",
+          node.get("saturation_batch") == want and j["graph"].get("saturation_batch") == want and
+          j.get("saturation_max_batch") == max_b and j.get("saturation_share") == 0.95, (r.stderr, j))
+    r = sb("hw-info", "--hw=" + sat_table, "--model=resnet50", "--sweep-batch", f"--max-batch={max_b}",
+           "--node=fc1000")
+    check(f"hw-info --sweep-batch text over 1-{max_b} names the range",
+          f"95% of its maximum over batches 1-{max_b} " in r.stdout and f"at batch {want}\n" in r.stdout, r.stdout)
+
 check("hw-info --sweep-batch unknown node", sb("hw-info", "--model=lstm", "--sweep-batch", "--node=x").returncode == 2)
 
 # ---- a trace replayed faster, and its (prompt, output) pairs drawn jointly at any rate (issue 34) ----
