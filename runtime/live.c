@@ -380,8 +380,14 @@ static void live_teardown(struct live *L)
 		pthread_join(L->gen_thread, NULL);
 	for (uint32_t i = 0; L->workers && i < L->c->workers; i++) {
 		struct live_worker *w = &L->workers[i];
-		if (w->started)
+		if (w->started) {
 			pthread_join(w->thread, NULL);
+			L->res->sched_ok &= w->sched_ok;
+			if (w->sched_ok) {
+				L->res->workers_cpu_ns += w->sched_end.cpu_ns - w->sched_start.cpu_ns;
+				L->res->workers_runq_wait_ns += w->sched_end.runq_wait_ns - w->sched_start.runq_wait_ns;
+			}
+		}
 		pthread_cond_destroy(&w->cv);
 		if (w->work)
 			L->kops->work_destroy(L->km, w->work);
@@ -522,6 +528,10 @@ int live_run(const struct live_config *c, struct live_result *res, char *err, si
 		}
 		L.workers[i].started = 1;
 	}
+	struct cpu_schedstat sched0, sched1;
+	uint64_t psi0 = 0, psi1 = 0;
+	res->sched_ok = cpu_schedstat_self(&sched0) == 0;
+	res->psi_ok = cpu_pressure_self_us(&psi0) == 0;
 	L.t0_ns = live_mono_ns();
 	res->setup_s = (L.t0_ns - s0) * 1e-9;
 	if (pthread_create(&L.gen_thread, NULL, live_generator, &L) != 0) {
@@ -538,6 +548,10 @@ int live_run(const struct live_config *c, struct live_result *res, char *err, si
 	if (src != 0)
 		goto fail;
 	res->end_ns = live_mono_ns() - L.t0_ns;
+	res->sched_ok = res->sched_ok && cpu_schedstat_self(&sched1) == 0;
+	res->psi_ok = res->psi_ok && cpu_pressure_self_us(&psi1) == 0 && psi1 >= psi0;
+	res->scheduler_runq_wait_ns = res->sched_ok ? sched1.runq_wait_ns - sched0.runq_wait_ns : 0;
+	res->psi_some_us = res->psi_ok ? psi1 - psi0 : 0;
 	for (uint64_t i = 0; i < c->n; i++) {
 		struct live_request *rec = &res->reqs[i];
 		if (i < L.issued_upto && rec->status != LIVE_DONE && rec->status != LIVE_DROPPED) {

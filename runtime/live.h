@@ -113,6 +113,12 @@ struct live_result {
 	char device_desc[256];              /* backend.h describe */
 	char model_desc[200];               /* kernel family and shapes */
 	uint64_t weight_bytes;
+	/* how long the run's threads waited for a core (cpu_contention.h), over the workers' lives and,
+	 * for the scheduler thread and the machine's PSI, from the clock's start to the run's end */
+	int sched_ok;                       /* every worker's and the scheduler's counters were read */
+	uint64_t workers_cpu_ns, workers_runq_wait_ns, scheduler_runq_wait_ns;
+	int psi_ok;                         /* /proc/pressure/cpu was read at both ends */
+	uint64_t psi_some_us;               /* microseconds some task waited for a CPU, machine-wide */
 	size_t ntasks_logged;
 	struct live_task *task_log;         /* keep_tasks (owned) */
 	uint64_t *task_ids;                 /* members of the logged tasks (owned) */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "live.h"
+#include "cpu_contention.h"
 #include "kernels.h"
 
 #define LIVE_POLL_NS 20000000   /* 20 ms: how often a waiting thread looks at the stop flag */
@@ -57,6 +58,9 @@ struct live_worker {
 	int64_t task_estimate_ns;        /* scheduler side: --hw's price of the running task, when warm; else -1 */
 	double move_ns;                  /* this task's data movement (backend move_ns) */
 	uint64_t move_seen;              /* worker only: last move_ns total read */
+	/* worker only, read after the join: its CPU and run-queue time over its life (cpu_contention.h) */
+	struct cpu_schedstat sched_start, sched_end;
+	int sched_ok;
 };
 
 struct live {

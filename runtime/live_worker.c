@@ -134,6 +134,7 @@ void *live_worker_main(void *arg)
 {
 	struct live_worker *w = arg;
 	struct live *L = w->L;
+	w->sched_ok = cpu_schedstat_self(&w->sched_start) == 0;
 	fpu_flush_denormals();   /* the arithmetic the calibration timed (kernels/cpu_cells.h) */
 	pthread_mutex_lock(&L->mu);
 	for (;;) {
@@ -156,5 +157,6 @@ void *live_worker_main(void *arg)
 		pthread_cond_signal(&L->sched_cv);
 	}
 	pthread_mutex_unlock(&L->mu);
+	w->sched_ok = w->sched_ok && cpu_schedstat_self(&w->sched_end) == 0;   /* read by live_teardown after the join */
 	return NULL;
 }

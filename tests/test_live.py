@@ -201,6 +201,18 @@ if r1.returncode == 0 and r2.returncode == 0:
     check("live json: live true, not partial", j.get("live") is True and j.get("partial") is False)
     lat = j.get("latency_ms", {})
     check("percentiles ordered", lat and lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"])
+    # the machine's contention during the run: numbers this machine decides, so only their form
+    cont = j.get("cpu_contention", {})
+    nonneg = lambda v: v is None or (isinstance(v, (int, float)) and v >= 0)
+    check("live json: cpu_contention, every figure a non-negative number or null",
+          set(cont) == {"workers_cpu_ms", "workers_runq_wait_ms", "runq_wait_vs_cpu", "scheduler_runq_wait_ms",
+                        "psi_cpu_some_share", "void_above", "sim_comparison_void"} and
+          all(nonneg(cont[k]) for k in cont if k != "sim_comparison_void") and cont["void_above"] == 0.1, cont)
+    if cont.get("workers_cpu_ms") is not None:
+        check("cpu_contention: the verdict is the share against void_above",
+              cont["sim_comparison_void"] == (cont["runq_wait_vs_cpu"] > cont["void_above"]) and
+              abs(cont["runq_wait_vs_cpu"] - cont["workers_runq_wait_ms"] / cont["workers_cpu_ms"]) <=
+              1e-5 * max(1.0, cont["runq_wait_vs_cpu"]), cont)
 
 # ---- stored as live ----
 db = os.path.join(td, "r.db")

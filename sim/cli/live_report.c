@@ -17,6 +17,7 @@
 #include "../../runtime/kernels.h"
 #include "../../runtime/live.h"
 #include "../../runtime/profile.h"
+#include "../../runtime/cpu_contention.h"
 
 int live_write_timeline(struct timeline *tl, const struct live_result *lr, uint32_t max_batch)
 {
@@ -131,6 +132,46 @@ static void live_cfg(struct run_extra *x, const char *key, const char *fmt, ...)
 	x->ncfg++;
 }
 
+/* How long the run's threads waited for a core, as JSON members and a text line, and whether a
+ * simulation of this run on a CPU calibration is void (cpu_contention.h). The verdict needs the
+ * workers' counters and the CPU device: a GPU worker's CPU time is not what its calibration timed. */
+static void live_contention(const struct opt_set *o, const struct live_result *lr, struct run_extra *x, char *json,
+                            size_t jsonlen, char *text, size_t textlen)
+{
+	double cpu_ms = lr->workers_cpu_ns * 1e-6, wait_ms = lr->workers_runq_wait_ns * 1e-6;
+	double share = cpu_ms > 0 ? wait_ms / cpu_ms : 0;
+	double psi = lr->psi_ok && lr->end_ns > 0 ? lr->psi_some_us * 1e3 / (double)lr->end_ns : -1;
+	int judged = lr->sched_ok && cpu_ms > 0 && strcmp(opt_str(o, "device"), "cpu") == 0;
+	int void_run = judged && share > CPU_CONTENTION_VOID_SHARE;
+	char psi_json[32] = "null", psi_text[96] = "", void_text[160] = "";
+	if (void_run)
+		snprintf(void_text, sizeof void_text, "; VOID as a check of the simulation: the wait is above %.0f%% of "
+		         "the CPU time, which is all a CPU calibration times", 100 * CPU_CONTENTION_VOID_SHARE);
+	if (psi >= 0) {
+		snprintf(psi_json, sizeof psi_json, "%.6f", psi);
+		snprintf(psi_text, sizeof psi_text, "; machine: a task waited for a CPU during %.0f%% of the run (PSI)",
+		         100 * psi);
+	}
+	if (!lr->sched_ok) {
+		snprintf(json, jsonlen, "\"cpu_contention\":{\"workers_cpu_ms\":null,\"workers_runq_wait_ms\":null,"
+		         "\"runq_wait_vs_cpu\":null,\"scheduler_runq_wait_ms\":null,\"psi_cpu_some_share\":%s,"
+		         "\"void_above\":%g,\"sim_comparison_void\":null}", psi_json, CPU_CONTENTION_VOID_SHARE);
+		snprintf(text, textlen, "  contention no per-thread counters (/proc/thread-self/schedstat)%s\n", psi_text);
+		return;
+	}
+	snprintf(json, jsonlen, "\"cpu_contention\":{\"workers_cpu_ms\":%.6f,\"workers_runq_wait_ms\":%.6f,"
+	         "\"runq_wait_vs_cpu\":%.6f,\"scheduler_runq_wait_ms\":%.6f,\"psi_cpu_some_share\":%s,"
+	         "\"void_above\":%g,\"sim_comparison_void\":%s}", cpu_ms, wait_ms, share,
+	         lr->scheduler_runq_wait_ns * 1e-6, psi_json, CPU_CONTENTION_VOID_SHARE,
+	         judged ? (void_run ? "true" : "false") : "null");
+	snprintf(text, textlen, "  contention workers waited %.1f ms for a core beside %.1f ms on one (%.1f%%), the "
+	         "scheduler %.1f ms%s%s\n", wait_ms, cpu_ms, 100 * share, lr->scheduler_runq_wait_ns * 1e-6, psi_text,
+	         void_text);
+	live_cfg(x, "live.runq-wait-vs-cpu", "%.6f", share);
+	if (judged)
+		live_cfg(x, "live.sim-comparison-void", "%d", void_run);
+}
+
 int live_extra(const struct opt_set *o, const struct live_result *lr, int stop_sig, struct run_extra *x, char *err,
                size_t errlen)
 {
@@ -163,6 +204,8 @@ int live_extra(const struct opt_set *o, const struct live_result *lr, int stop_s
 	live_cfg(x, "live.setup-s", "%.3f", lr->setup_s);
 	live_cfg(x, "live.busy-vs-hw", "%.6f", vs_hw);
 	live_cfg(x, "live.warm-busy-vs-hw", "%.6f", warm_vs_hw);
+	char cont_json[512], cont_text[512];
+	live_contention(o, lr, x, cont_json, sizeof cont_json, cont_text, sizeof cont_text);
 	if (asprintf(&x->json,
 	             "\"live\":true,\"partial\":%s,\"dropped\":%llu,\"abandoned\":%llu,"
 	             "\"device\":\"%s\",\"kernels\":\"%s\",\"gemm\":\"%s\",\"weight_bytes\":%llu,\"setup_s\":%.6f,"
@@ -171,13 +214,13 @@ int live_extra(const struct opt_set *o, const struct live_result *lr, int stop_s
 	             "\"overhead_us\":{\"decide\":%.3f,\"complete\":%.3f,\"move\":%.3f,\"total\":%.3f},"
 	             "\"device_ms_per_task\":%.6f,"
 	             "\"hw_estimate\":{\"busy_ms\":%.6f,\"estimate_ms\":%.6f,\"busy_vs_hw\":%.6f,"
-	             "\"warm_tasks\":%llu,\"warm_busy_vs_hw\":%.6f}",
+	             "\"warm_tasks\":%llu,\"warm_busy_vs_hw\":%.6f},%s",
 	             lr->partial ? "true" : "false", (unsigned long long)lr->dropped, (unsigned long long)lr->abandoned,
 	             dev, kern, opt_str(o, "gemm"), (unsigned long long)lr->weight_bytes,
 	             lr->setup_s, opt_str(o, "max-queue"), lr->max_outstanding, lr->realtime ? "true" : "false", late.p50_us, late.p99_us, late.max_us,
 	             dec_us, done_us, move_us, dec_us + done_us + move_us, dev_ms, busy_ms, est_ms,
 	             vs_hw, (unsigned long long)lr->warm_tasks,
-	             warm_vs_hw) < 0) {
+	             warm_vs_hw, cont_json) < 0) {
 		x->json = NULL;
 		goto oom;
 	}
@@ -186,11 +229,11 @@ int live_extra(const struct opt_set *o, const struct live_result *lr, int stop_s
 	             "  issue      late p50 %.1f us, p99 %.1f us, max %.1f us; %llu dropped (max queue %s)%s\n"
 	             "  overhead   per task: policy %.1f us, completion %.1f us, gather/scatter %.1f us; device %.3f ms\n"
 	             "  vs --hw    tasks took %.3fx what --hw=%s gives for them (busy %.1f ms, estimated %.1f ms); "
-	             "the %llu warm ones (started within 0.5 ms of the previous) %.3fx\n",
+	             "the %llu warm ones (started within 0.5 ms of the previous) %.3fx\n%s",
 	             lr->device_desc, lr->model_desc, late.p50_us, late.p99_us, late.max_us,
 	             (unsigned long long)lr->dropped, opt_str(o, "max-queue"),
 	             lr->partial ? "; STOPPED (partial run)" : "", dec_us, done_us, move_us, dev_ms, vs_hw,
-	             opt_str(o, "hw"), busy_ms, est_ms, (unsigned long long)lr->warm_tasks, warm_vs_hw) < 0) {
+	             opt_str(o, "hw"), busy_ms, est_ms, (unsigned long long)lr->warm_tasks, warm_vs_hw, cont_text) < 0) {
 		x->text = NULL;
 		goto oom;
 	}
