@@ -121,6 +121,11 @@ for row in rows:
     check("the live runs served every request", float(row["live_tput"]) > 0 and int(row["dropped"]) == 0, row)
     check("the live runtime's own time a task is kept", float(row["live_overhead_us"]) > 0 and
           float(row["live_device_ms_per_task"]) > 0, row)
+    wait = float(row["runq_wait_vs_cpu"])       # this machine's figure: its form and the verdict it implies
+    check("the live workers' wait for a core is kept, and VOID follows it against 10%",
+          (math.isnan(wait) or wait >= 0) and row["void"] == str(not math.isnan(wait) and wait > 0.10), row)
+    check("the report prints the wait and the void count", "wait/cpu" in r.stdout and "void (the live" in r.stdout,
+          r.stdout[-600:])
 r = subprocess.run([sys.executable, FIDELITY, "--capacity=half"], capture_output=True, text=True, timeout=60)
 check("a bad --capacity exits non-zero with one line", r.returncode != 0 and len(r.stderr.strip().split("\n")) == 1,
       r.stderr)
