@@ -11,6 +11,7 @@ variant: mean over the seeds and its 95% interval (Student's t), for
   founders, joined          requests a table starts with (on the empty device, together) and
                             requests that joined it while it ran (preempting it), per table;
   after founders ms         how long a table lives on after the last of its founders finished;
+  members at a join         the requests on the table when a joiner joined it (mean over joiners);
   preemptions, slack_rejections, lazy_admissions  the policy's own counters (policy_stats).
 
 Usage: bench/lazy_tables.py SIMBATCH [RATE] [SEEDS] [REQUESTS]
@@ -39,7 +40,8 @@ T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
 
 def tables(text):
     """(tables, mean life ms, requests, founders and joiners a table, ms a table lives after its
-    founders' last finish) from a --requests-out CSV's text.
+    founders' last finish, members on the table when a joiner joined, mean over joiners: nan without one)
+    from a --requests-out CSV's text.
     Start and finish are printed to the nanosecond, so a request starting where the table's last
     one finished (a new table on a drained device) compares equal, not overlapping."""
     spans = []
@@ -48,6 +50,7 @@ def tables(text):
             spans.append((float(row["start_s"]), float(row["finish_s"])))
     spans.sort()
     out = []       # [start, end, requests, joiners, founders' last finish]
+    present, members = [], []        # members of the table being built: (start, finish)
     for start, finish in spans:
         if out and start < out[-1][1] - 5e-10:
             t = out[-1]
@@ -55,18 +58,24 @@ def tables(text):
             t[2] += 1
             if start > t[0] + 5e-10:
                 t[3] += 1
+                present.append(sum(1 for s, f in members if s <= start < f))
             else:
                 t[4] = max(t[4], finish)
         else:
             out.append([start, finish, 1, 0, finish])
+            members = []
+        members.append((start, finish))
     if not out:
         raise tc.BadInput("the run completed no request")
     n = len(out)
     return (n, sum(t[1] - t[0] for t in out) / n * 1e3, sum(t[2] for t in out) / n,
-            sum(t[2] - t[3] for t in out) / n, sum(t[3] for t in out) / n, sum(t[1] - t[4] for t in out) / n * 1e3)
+            sum(t[2] - t[3] for t in out) / n, sum(t[3] for t in out) / n, sum(t[1] - t[4] for t in out) / n * 1e3,
+            statistics.fmean(present) if present else float("nan"))
 
 
 def interval(values):
+    if any(math.isnan(v) for v in values):
+        return "-"                       # a figure some seed does not have (no joiner)
     m = statistics.fmean(values)
     if len(values) < 2:
         return f"{m:.4g}"
@@ -81,7 +90,7 @@ def main(argv):
     seeds = tc.number(a.get("SEEDS", "10"), "SEEDS", int, 1)
     requests = tc.number(a.get("REQUESTS", "20000"), "REQUESTS", int, 1)
     cols = ["queue ms", "after-start ms", "table ms", "table requests", "founders", "joined", "after founders ms",
-            "preemptions",
+            "members at a join", "preemptions",
             "slack_rejections", "lazy_admissions"]
     print(f"GNMT at {rate:g} req/s, {requests} requests, seeds 1..{seeds}: mean +-95% interval over the seeds")
     print("| variant | " + " | ".join(cols) + " |")
@@ -95,11 +104,11 @@ def main(argv):
                                     f"--seed={seed}", "--sla=100", "--no-db", "--json", f"--requests-out={path}"],
                                    capture_output=True, text=True, check=True)
                 j = json.loads(r.stdout)
-                n, life, per, founders, joined, after = tables(tc.read_text(path, tc.WORKLOAD_FILE,
+                n, life, per, founders, joined, after, at_join = tables(tc.read_text(path, tc.WORKLOAD_FILE,
                                                                            "--requests-out file"))
                 stats = j.get("policy_stats", {})
                 vals = [j["queue_ms"]["mean"], j["latency_ms"]["mean"] - j["queue_ms"]["mean"], life, per, founders,
-                        joined, after] + [stats.get(k, 0)
+                        joined, after, at_join] + [stats.get(k, 0)
                                            for k in ("preemptions", "slack_rejections", "lazy_admissions")]
                 for c, v in zip(cols, vals):
                     got[c].append(v)
