@@ -236,6 +236,113 @@ def pick_rate(groups, want):
     return rate_key(want)
 
 
+# ---------------------------------------------------------------- titles
+
+# Policies whose decisions read the SLOs they were run with, so that a figure of them depends on
+# those SLOs even where it plots no SLO metric: lazy and oracle check each batch's slack against
+# --sla (policies/lazy.c, policies/slack.c); slo orders prompts by TTFT slack and holds its chunks
+# to --tpot-slo (policies/llm/slo.c).
+SLA_POLICIES = {"lazy", "oracle"}
+TOKEN_SLO_POLICIES = {"slo"}
+# Stored options a title's phrases already say (the --where keys it names besides are the others).
+CONTEXT_KEYS = {"model", "hw", "tp", "ep", "replicas", "workers", "engine", "sla", "ttft-slo", "tpot-slo", "live",
+                "saturated"}
+
+
+def band_decimals(band):
+    """The decimals that show a figure to the place of its error band's leading digit (band 0.87: 1,
+    band 390: 0; 0 to 9); a band of 0 or not finite: 6. util/text's txt_band_decimals, which the text
+    summaries use, so a figure prints no digit the summary would not."""
+    if not (band > 0) or not math.isfinite(band):
+        return 6
+    return max(0, min(9, -math.floor(math.log10(band))))
+
+
+def distinct(values):
+    """The values in first-seen order, each once, None left out."""
+    out = []
+    for v in values:
+        if v is not None and v not in out:
+            out.append(v)
+    return out
+
+
+def measured_hw(con, runs):
+    """The run ids whose hardware is measured: their stored summary carries the measured tables'
+    layer error (hw_layer_error_pct, the measured GPUs' own), which a roofline or an NPU model lacks."""
+    ids = [r.run_id for r in runs]
+    out = set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        rows = con.execute(f"select run_id, summary_json from runs where run_id in ({','.join('?' * len(chunk))})",
+                           chunk).fetchall()
+        for run_id, text in rows:
+            if text and '"hw_layer_error_pct"' in text:
+                out.add(run_id)
+    return out
+
+
+def deployment(r, measured):
+    """One run's hardware as stored: the --hw name ("measured" where it is), then tensor and expert
+    parallelism, replicas and workers where above one."""
+    c = r.config
+    words = [str(r.hw) + (" (measured)" if r.run_id in measured else "")]
+    for key, name in (("tp", "TP"), ("ep", "EP")):
+        if c.get(key, "1") != "1":
+            words.append(f"{name} {c[key]}")
+    replicas = c.get("replicas", "1")
+    if replicas != "1":
+        words.append(f"{replicas} replicas" if replicas.isdigit() else f"replicas {replicas}")
+    if c.get("workers", "1") != "1":
+        words.append(f"{c['workers']} workers")
+    return ", ".join(words)
+
+
+def slo_phrase(runs, slos):
+    """The SLOs the runs were made with, where the figure depends on them: slos is "metric" (what is
+    plotted is defined by them: goodput, SLA violations), "decisions" (only where a policy of the
+    figure decides by them) or "axis" (the SLA is the x axis: the LLM SLOs alone)."""
+    llm = [r for r in runs if r.goodput is not None]
+    node = [r for r in runs if r.goodput is None]
+    parts = []
+    if llm and (slos == "metric" or any(r.policy in TOKEN_SLO_POLICIES for r in llm)):
+        ttft = distinct(r.config.get("ttft-slo") for r in llm)
+        tpot = distinct(r.config.get("tpot-slo") for r in llm)
+        if ttft or tpot:
+            parts.append("SLOs " + ", ".join(
+                f"{name} {'/'.join(v)} ms" + (" (some runs none)" if any(r.config.get(key) is None for r in llm) else "")
+                for name, key, v in (("TTFT", "ttft-slo", ttft), ("TPOT", "tpot-slo", tpot)) if v))
+        else:
+            parts.append("no TTFT or TPOT SLO set (goodput counts every request)")
+    if node and slos != "axis" and (slos == "metric" or any(r.policy in SLA_POLICIES for r in node)):
+        slas = distinct(r.sla_ms for r in node)
+        if slas:
+            parts.append("SLA " + "/".join(f"{v:g}" for v in sorted(slas)) + " ms")
+    return "; ".join(parts)
+
+
+def figure_context(con, runs, slos="decisions", where=()):
+    """What a figure's runs were made on, from what the database stores for them (never from the
+    plotting command's own arguments): the model, the hardware, the engine profile when one was set,
+    the SLOs where the figure depends on them (slo_phrase) and the stored values of the --where keys
+    the other phrases do not say. One line for the title's second line."""
+    measured = measured_hw(con, runs)
+    models = distinct(r.model for r in runs)
+    hws = distinct(deployment(r, measured) for r in runs)
+    line = "/".join(str(m) for m in models) + " on " + "; ".join(hws)
+    engines = distinct(r.config.get("engine") for r in runs)
+    if engines:
+        line += ", engine " + "/".join(engines) + (" (some runs none)" if any("engine" not in r.config for r in runs)
+                                                    else "")
+    extra = [slo_phrase(runs, slos)]
+    for key in distinct(w.partition("=")[0] for w in where):
+        if key not in CONTEXT_KEYS:
+            values = distinct(r.config.get(key) for r in runs)
+            if values:
+                extra.append(f"{key} {'/'.join(values)}")
+    return "; ".join([line] + [e for e in extra if e])
+
+
 # ---------------------------------------------------------------- output
 
 def fmt(v):
