@@ -468,7 +468,7 @@ sres = os.path.join(td, "search.csv")
 with open(sres, "w") as f:
     f.write("key,gpus,cost_per_hour,status,capacity_rps,bracket_lo_rps,bracket_hi_rps,band_lo_rps,band_hi_rps,reason\n"
             '"a=1",1,1,ok,2,2,2.1,1.9,2.2,""\n"a=2",2,2,ok,1.5,1.5,1.6,nan,nan,""\n"a=3",2,2,ok,3,3,3.1,2.8,3.2,""\n'
-            '"a=4",4,4,ok,5,5,5.1,4.5,5.5,""\n"a=5",8,8,infeasible,0,0,0,nan,nan,"no rate meets the targets"\n')
+            '"a=4",4,4,ok,5,5,5.2,4.5,5.5,""\n"a=5",8,8,infeasible,0,0,0,nan,nan,"no rate meets the targets"\n')
 out = os.path.join(td, "pareto")
 r = plot("search-pareto", f"--results={sres}", f"--out={out}")
 blocks = dict(read_dat(out + ".dat")) if r.returncode == 0 else {}
@@ -477,6 +477,131 @@ check("search-pareto: every configuration with a capacity, and the front by hand
       [row[:2] for row in blocks.get("Pareto front", [])] == [[1, 2], [2, 3], [4, 5]], (r.stderr, blocks))
 check("search-pareto: a band missing (nan) is drawn as no bar",
       [row[2:4] for row in blocks.get("configurations", []) if row[1] == 1.5] == [[1.5, 1.5]], blocks)
+import shlex  # noqa: E402  (the labels are quoted words)
+labels = [shlex.split(x)[5] for x in (open(out + ".dat").read().split("# series 1: Pareto front\n")[1].splitlines()
+                                      if r.returncode == 0 else []) if x and not x.startswith("#")]
+check("search-pareto: each front point labelled with its configuration, its capacity to its bracket's place (0.1, 0.2)",
+      labels == ["a=1: 2.0 req/s", "a=3: 3.0 req/s", "a=4: 5.0 req/s"], labels)
+
+# ---- titles name what the database stores for the runs (issue 51), from a database made by hand ----
+sys.path.insert(0, os.path.dirname(PLOT))
+from plot_runs import band_decimals  # noqa: E402
+# util/text's txt_band_decimals: the place of the band's leading digit (0.87: 1, 390: 0), 6 without a band
+check("band_decimals: the band's leading digit's place",
+      [band_decimals(b) for b in (0.87, 390, 0.099, 1, 9.99, 0, float("nan"))] == [1, 0, 2, 0, 0, 6, 6])
+
+
+def hand_db(path, runs, searches=()):
+    """A results database written here, not by simbatch: runs are (policy, model, hw, rate, sla_ms,
+    goodput or None, summary_json, {option: value}); searches are (file, [(key, cost, capacity,
+    bracket_lo, bracket_hi, pareto)])."""
+    c = sqlite3.connect(path)
+    c.executescript(
+        "create table simbatch_meta(key text primary key, value text not null);"
+        "insert into simbatch_meta values ('application', 'simbatch'), ('schema_version', '5');"
+        "create table runs(run_id integer primary key, created_utc text, live integer, policy text, model text,"
+        " hw text, rate_rps real, seed integer, sla_ms real, completed integer, throughput_rps real,"
+        " mean_batch real, summary_json text, saturated integer);"
+        "create table run_config(run_id integer, key text, value text);"
+        "create table run_metrics(run_id integer primary key, mean_ms real, p50_ms real, p90_ms real,"
+        " p99_ms real, p999_ms real, sla_violation_rate real);"
+        "create table run_stats(run_id integer, key text, value real);"
+        "create table searches(search_id integer primary key, file text);"
+        "create table search_configs(search_id integer, config text, key text, status text, cost_per_hour real,"
+        " capacity_rps real, bracket_lo_rps real, bracket_hi_rps real, band_lo_rps real, band_hi_rps real,"
+        " pareto integer)")
+    for i, (policy, model, hw, rate, sla, goodput, summary, opts) in enumerate(runs, 1):
+        c.execute("insert into runs values (?, '2026-01-01', 0, ?, ?, ?, ?, 1, ?, 100, ?, 1, ?, 0)",
+                  (i, policy, model, hw, rate, sla, rate, summary))
+        c.execute("insert into run_metrics values (?, 10, 9, 12, 15, 16, 0.1)", (i,))
+        for k, v in opts.items():
+            c.execute("insert into run_config values (?, ?, ?)", (i, k, v))
+        if goodput is not None:
+            c.execute("insert into run_stats values (?, 'goodput_rps', ?)", (i, goodput))
+    for sid, (file, configs) in enumerate(searches, 1):
+        c.execute("insert into searches values (?, ?)", (sid, file))
+        for key, cost, cap, blo, bhi, pareto in configs:
+            c.execute("insert into search_configs values (?, ?, ?, 'ok', ?, ?, ?, ?, ?, ?, ?)",
+                      (sid, key, key, cost, cap, blo, bhi, cap * 0.9, cap * 1.1, pareto))
+    c.commit()
+    c.close()
+
+
+def title_of(prefix):
+    """The gnuplot title's two lines, and the data file's context line."""
+    gp = open(prefix + ".gp").read()
+    line = next(x for x in gp.splitlines() if x.startswith("set title "))
+    dat = open(prefix + ".dat").read()
+    context = next(x for x in dat.splitlines() if x.startswith("# context: "))[len("# context: "):]
+    return line[len('set title "'):line.rindex('"')].split("\\n"), context
+
+
+llm_opts = {"tp": "2", "engine": "vllm-9.9", "ttft-slo": "321", "tpot-slo": "45", "replicas": "1"}
+measured = json.dumps({"hw": "gpu-x9", "hw_layer_error_pct": {"median": 1, "p90": 4}})
+hdb = os.path.join(td, "hand.db")
+hand_db(hdb, [("slo", "llm-test-13b", "gpu-x9", 3, 100, 2.5, measured, llm_opts),
+              ("continuous", "llm-test-13b", "gpu-x9", 3, 100, 2.0, measured, llm_opts),
+              ("serial", "node-net", "npu-y", 50, 7, None, "{}", {}),
+              ("lazy", "node-net", "npu-y", 50, 7, None, "{}", {})],
+        [("bench/x.search", [("model=llm-test-13b hw=gpu-x9 ttft-slo=321 tpot-slo=45 tp=1", 2, 10, 10, 10.6, 1),
+                             ("model=llm-test-13b hw=gpu-x9 ttft-slo=321 tpot-slo=45 tp=2", 4, 9, 9, 9.3, 0),
+                             ("model=llm-test-13b hw=gpu-x9 ttft-slo=321 tpot-slo=45 tp=4", 8, 33.33, 33.3, 33.38, 1)])])
+out = os.path.join(td, "hand-goodput")
+r = plot("goodput-vs-rate", f"--db={hdb}", f"--out={out}")       # no selection: the title is the database's
+lines, context = title_of(out) if r.returncode == 0 else ([], "")
+want = "llm-test-13b on gpu-x9 (measured), TP 2, engine vllm-9.9; SLOs TTFT 321 ms, TPOT 45 ms"
+check("goodput-vs-rate's title names the model, hardware, TP, engine and SLOs stored for its runs",
+      r.returncode == 0 and len(lines) == 2 and lines[1] == want and context == want, (r.stderr, lines, context))
+out = os.path.join(td, "hand-latency")
+r = plot("latency-vs-rate", f"--db={hdb}", "--policy=serial", f"--out={out}")
+lines, _ = title_of(out) if r.returncode == 0 else ([], "")
+check("a figure of serial runs names no SLA (nothing in it depends on one)",
+      r.returncode == 0 and lines[1:] == ["node-net on npu-y"], (r.stderr, lines))
+r = plot("latency-vs-rate", f"--db={hdb}", "--model=node-net", f"--out={out}")
+lines, _ = title_of(out) if r.returncode == 0 else ([], "")
+check("... with lazy, which decides by the SLA, the stored SLA is named",
+      r.returncode == 0 and lines[1:] == ["node-net on npu-y; SLA 7 ms"], (r.stderr, lines))
+
+# search-pareto from the stored search: the front by hand ($2: 10, $8: 33.33; $4's 9 is below $2's 10),
+# each front point labelled with the option that tells the configurations apart and its capacity to the
+# place of its bracket's width (0.6: 1 decimal; 0.08: 2)
+out = os.path.join(td, "hand-pareto")
+r = plot("search-pareto", f"--db={hdb}", f"--out={out}")
+front = []
+if r.returncode == 0:
+    dat = open(out + ".dat").read().split("# series 1: Pareto front\n")[1]
+    front = [shlex.split(x)[5] for x in dat.splitlines() if x and not x.startswith("#")]
+lines, _ = title_of(out) if r.returncode == 0 else ([], "")
+check("search-pareto --db: the stored front, labelled with its configuration and capacity",
+      front == ["tp=1: 10.0 req/s", "tp=4: 33.33 req/s"], (r.stderr, front))
+check("search-pareto --db: the title names the search's model, hardware and SLOs",
+      len(lines) == 2 and lines[1].startswith("llm-test-13b on gpu-x9; SLOs TTFT 321 ms, TPOT 45 ms"), lines)
+
+# ---- scripts/figures --from-db: draws the set's figures a database holds; refuses a database that is not one ----
+FIGURES = os.path.join(os.path.dirname(PLOT), "figures")
+
+
+def figures(*args):
+    return subprocess.run(["bash", FIGURES, *args], capture_output=True, text=True, timeout=300)
+
+
+for name, path, needle in (("a missing database", os.path.join(td, "none.db"), "does not exist"),
+                           ("a file that is no database", notdb, "not a simbatch results database"),
+                           ("a simbatch database without a run of the set", hdb, "no run of the figure set")):
+    fout = os.path.join(td, "figs-" + name.replace(" ", "-"))
+    r = figures(f"--from-db={path}", f"--out={fout}")
+    lines = r.stderr.strip().splitlines()
+    check(f"figures --from-db, {name}: exit 2, its line, nothing written", r.returncode == 2 and needle in lines[-1]
+          and not os.path.exists(fout), (r.returncode, r.stderr[-400:]))
+    if name != "a simbatch database without a run of the set":     # that one also names each figure left out
+        check(f"... one line", len(lines) == 1, lines)
+ldb = os.path.join(td, "llm70.db")
+hand_db(ldb, [("chunked", "llama2-70b", "gpu-h100", rate, 100, rate * 0.9, measured, llm_opts) for rate in (2, 4)])
+fout = os.path.join(td, "figs-llm")
+r = figures(f"--from-db={ldb}", f"--out={fout}")
+made = sorted(f for f in os.listdir(fout) if f.endswith(".png")) if os.path.isdir(fout) else []
+check("figures --from-db: the figure its runs make, the others left out by name", r.returncode == 0 and
+      made == ["goodput-vs-rate-llm.png"] and "left out: plot cdf" in r.stderr, (r.stderr[-500:], made))
 
 r = plot("--help")
 check("scripts/plot --help: exit 0", r.returncode == 0 and "FIGURE" in r.stdout, r.stderr)
