@@ -298,22 +298,27 @@ def deployment(r, measured):
     return ", ".join(words)
 
 
+def stored(runs, key, unit=""):
+    """The values the runs stored for an option, joined by "/", "(some runs none)" where some have
+    none; "" where none has one."""
+    vals = distinct(r.config.get(key) for r in runs)
+    if not vals:
+        return ""
+    return "/".join(vals) + unit + (" (some runs none)" if any(key not in r.config for r in runs) else "")
+
+
 def slo_phrase(runs, slos):
     """The SLOs the runs were made with, where the figure depends on them: slos is "metric" (what is
     plotted is defined by them: goodput, SLA violations), "decisions" (only where a policy of the
     figure decides by them) or "axis" (the SLA is the x axis: the LLM SLOs alone)."""
-    llm = [r for r in runs if r.goodput is not None]
+    llm = [r for r in runs if r.goodput is not None]       # an LLM run stores a goodput; a node-level one none
     node = [r for r in runs if r.goodput is None]
     parts = []
     if llm and (slos == "metric" or any(r.policy in TOKEN_SLO_POLICIES for r in llm)):
-        ttft = distinct(r.config.get("ttft-slo") for r in llm)
-        tpot = distinct(r.config.get("tpot-slo") for r in llm)
-        if ttft or tpot:
-            parts.append("SLOs " + ", ".join(
-                f"{name} {'/'.join(v)} ms" + (" (some runs none)" if any(r.config.get(key) is None for r in llm) else "")
-                for name, key, v in (("TTFT", "ttft-slo", ttft), ("TPOT", "tpot-slo", tpot)) if v))
-        else:
-            parts.append("no TTFT or TPOT SLO set (goodput counts every request)")
+        targets = [f"{name} {stored(llm, key, ' ms')}" for name, key in (("TTFT", "ttft-slo"), ("TPOT", "tpot-slo"))
+                   if stored(llm, key)]
+        parts.append("SLOs " + ", ".join(targets) if targets
+                     else "no TTFT or TPOT SLO set (goodput counts every request)")
     if node and slos != "axis" and (slos == "metric" or any(r.policy in SLA_POLICIES for r in node)):
         slas = distinct(r.sla_ms for r in node)
         if slas:
@@ -327,19 +332,14 @@ def figure_context(con, runs, slos="decisions", where=()):
     the SLOs where the figure depends on them (slo_phrase) and the stored values of the --where keys
     the other phrases do not say. One line for the title's second line."""
     measured = measured_hw(con, runs)
-    models = distinct(r.model for r in runs)
-    hws = distinct(deployment(r, measured) for r in runs)
-    line = "/".join(str(m) for m in models) + " on " + "; ".join(hws)
-    engines = distinct(r.config.get("engine") for r in runs)
-    if engines:
-        line += ", engine " + "/".join(engines) + (" (some runs none)" if any("engine" not in r.config for r in runs)
-                                                    else "")
+    line = "/".join(str(m) for m in distinct(r.model for r in runs)) + " on " + \
+        " / ".join(distinct(deployment(r, measured) for r in runs))
+    if stored(runs, "engine"):
+        line += ", engine " + stored(runs, "engine")
     extra = [slo_phrase(runs, slos)]
     for key in distinct(w.partition("=")[0] for w in where):
-        if key not in CONTEXT_KEYS:
-            values = distinct(r.config.get(key) for r in runs)
-            if values:
-                extra.append(f"{key} {'/'.join(values)}")
+        if key not in CONTEXT_KEYS and stored(runs, key):
+            extra.append(f"{key} {stored(runs, key)}")
     return "; ".join([line] + [e for e in extra if e])
 
 

@@ -539,13 +539,13 @@ def title_of(prefix):
 llm_opts = {"tp": "2", "engine": "vllm-9.9", "ttft-slo": "321", "tpot-slo": "45", "replicas": "1"}
 measured = json.dumps({"hw": "gpu-x9", "hw_layer_error_pct": {"median": 1, "p90": 4}})
 hdb = os.path.join(td, "hand.db")
+SHARED = "model=llm-test-13b hw=gpu-x9 ttft-slo=321 tpot-slo=45"      # the search's options every configuration has
 hand_db(hdb, [("slo", "llm-test-13b", "gpu-x9", 3, 100, 2.5, measured, llm_opts),
               ("continuous", "llm-test-13b", "gpu-x9", 3, 100, 2.0, measured, llm_opts),
               ("serial", "node-net", "npu-y", 50, 7, None, "{}", {}),
               ("lazy", "node-net", "npu-y", 50, 7, None, "{}", {})],
-        [("bench/x.search", [("model=llm-test-13b hw=gpu-x9 ttft-slo=321 tpot-slo=45 tp=1", 2, 10, 10, 10.6, 1),
-                             ("model=llm-test-13b hw=gpu-x9 ttft-slo=321 tpot-slo=45 tp=2", 4, 9, 9, 9.3, 0),
-                             ("model=llm-test-13b hw=gpu-x9 ttft-slo=321 tpot-slo=45 tp=4", 8, 33.33, 33.3, 33.38, 1)])])
+        [("bench/x.search", [(SHARED + " tp=1", 2, 10, 10, 10.6, 1), (SHARED + " tp=2", 4, 9, 9, 9.3, 0),
+                             (SHARED + " tp=4", 8, 33.33, 33.3, 33.38, 1)])])
 out = os.path.join(td, "hand-goodput")
 r = plot("goodput-vs-rate", f"--db={hdb}", f"--out={out}")       # no selection: the title is the database's
 lines, context = title_of(out) if r.returncode == 0 else ([], "")
