@@ -53,6 +53,9 @@ def main(argv):
         raise tc.BadInput(f"PART {sorted(set(parts) - {'1', '2', '3', '4'})[0]}: the figures are 1, 2, 3 and 4")
     tmp = tempfile.mkdtemp()
     prompt, output = length_files(tmp)
+    # what every table below rests on, so that one pasted elsewhere keeps it (issue 51)
+    print("hardware: gpu-h100-roofline, the H100's datasheet roofline (a lower bound, not a measurement); "
+          "lengths: the Azure LLM conversation trace 2023", flush=True)
     lens = [f"--input-len=file:{prompt}", f"--output-len=file:{output}", "--model=llama3-8b"]
     if "1" in parts:
         print("| policy | requests | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | ITL p99 | goodput req/s | preemptions | wall s |")
