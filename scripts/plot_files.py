@@ -11,6 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tool_contract as tc  # noqa: E402  (the bounded reader)
 from plot_runs import PlotError, distinct, open_db  # noqa: E402
 
 
@@ -21,29 +22,12 @@ READ_LIMIT = 1 << 30
 
 
 def read_bounded(path, what, limit=READ_LIMIT):
-    """The whole file as text, at most limit bytes, no NUL byte."""
-    try:
-        size = os.path.getsize(path) if os.path.isfile(path) else 0
-        if size > 20e6:
-            print(f"plot: reading {size / 1e6:.0f} MB of {what} (about {size / 6e6:.0f} s)...", file=sys.stderr)
-        chunks, total = [], 0
-        with open(path, "rb") as f:
-            while True:
-                chunk = f.read(1 << 20)
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > limit:
-                    raise PlotError(f"{path}: larger than {limit >> 20} MiB, more than any {what} this reads")
-                if b"\0" in chunk:
-                    raise PlotError(f"{path}: a NUL byte: not a {what}")
-                chunks.append(chunk)
-    except OSError as e:
-        raise PlotError(f"cannot read {what} '{path}': {e.strerror}")
-    try:
-        return b"".join(chunks).decode()
-    except UnicodeDecodeError:
-        raise PlotError(f"{path}: not text: not a {what}")
+    """The whole file as text, at most limit bytes, no NUL byte: tool_contract's reader (BadInput, or
+    MachineFailure for the machine's errors), a large file announced first."""
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    if size > 20e6:
+        print(f"plot: reading {size / 1e6:.0f} MB of {what} (about {size / 6e6:.0f} s)...", file=sys.stderr)
+    return tc.read_text(path, limit, what)
 
 
 def load_timeline(path):
