@@ -160,6 +160,11 @@ static int live_check_path(const struct opt_set *o, const char *opt, char *err, 
 static int live_check(const struct opt_set *o, const struct eng_config *c, char *err, size_t errlen)
 {
 	enum rt_gemm_kind g;
+	if (opt_given(o, "scenario")) {
+		snprintf(err, errlen, "--scenario: live runs issue a schedule made ahead; MLPerf's scenarios are simulated "
+		         "only (simbatch run)");
+		return CLI_BAD_INPUT;
+	}
 	if (c->concurrency) {    /* live issues a schedule made ahead (live_make_schedule) */
 		snprintf(err, errlen, "--concurrency: live runs issue their requests on a schedule made ahead; closed-loop "
 		         "clients are simulated only");

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "scenario_report.h"
+#include "../study/scenario.h"
 #include "../../util/errkind.h"
 #include "../study/kernel_profile.h"
 #include "../../hwmodels/gpu_measured.h"
@@ -378,7 +380,16 @@ int cmd_run(int argc, char **argv)
 		return cli_exit_status();
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	const struct study_scenario_def *scn = study_scenario_find(opt_str(&j->r.o, "scenario"));
+	if (scn && scenario_report(scn, &res, j->r.model->is_llm, j->r.c.warmup, opt_double(&j->r.o, "sla"), &extra.json,
+	                           &extra.text) != 0) {
+		fprintf(stderr, "simbatch: out of memory for the scenario's report\n");
+		drv_result_free(&res);
+		run_job_free(j);
+		return CLI_FAILED;
+	}
 	rc = run_job_report(j, 0, &res, &extra, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	run_extra_free(&extra);
 	drv_result_free(&res);
 	run_job_free(j);
 	return rc;

@@ -14,6 +14,8 @@
 static const struct opt_def run_opts_head[] = {
 	{ "policy", OPT_STR, RUN_DEFAULT_POLICY, 0, 0, 0, "batching policy (simbatch list policies; an LLM's default: "
 	  RUN_DEFAULT_LLM_POLICY ", vLLM V1's scheduler without chunked prefill; --engine: the version's)" },
+	{ "scenario", OPT_STR, NULL, 0, 0, 0, "MLPerf Inference's scenario (docs/SCENARIOS.md): offline, server, "
+	  "interactive (LLM), single-stream, multi-stream (node-level): its arrivals, metric and constraint" },
 	{ "rate", OPT_DOUBLE, "1000", 0, 1e12, 1, "mean arrival rate, requests per second (an LLM given no load: half "
 	  "its capacity estimate, docs/WORKLOAD.md)" },
 	{ "requests", OPT_UINT, NULL, 1, 1e12, 0, "stop after N arrivals (default 20000)" },

@@ -40,6 +40,8 @@ int eng_clients_init(struct eng_clients *c, uint32_t n, int64_t think_ns, uint64
 	c->sent = 0;
 	c->limit = limit;
 	c->think_ns = think_ns;
+	c->lockstep = 0;
+	c->answered = 0;
 	for (uint32_t i = 0; i < n && c->sent < c->limit; i++)
 		clients_send(c, 0, src);
 	return 0;
@@ -54,6 +56,12 @@ void eng_clients_fini(struct eng_clients *c)
 
 void eng_clients_answered(struct eng_clients *c, int64_t finish_ns, struct trc_source *src)
 {
+	c->answered++;
+	if (c->lockstep) {           /* the query is answered when its last sample is */
+		for (uint32_t i = 0; c->answered == c->sent && i < c->cap && c->sent < c->limit; i++)
+			clients_send(c, finish_ns + c->think_ns, src);
+		return;
+	}
 	/* a client has at most one request out: at most cap are pending */
 	if (c->sent < c->limit && c->n < c->cap)
 		clients_send(c, finish_ns + c->think_ns, src);

@@ -530,6 +530,7 @@ int eng_run(const struct eng_config *c, struct drv_result *res, char *err, size_
 		err_memory(err, errlen, "out of memory for the clients");
 		goto fail;
 	}
+	e.clients.lockstep = c->lockstep;
 	uint64_t expect = c->requests ? c->requests : (uint64_t)(c->rate_rps * c->duration_s * 1.05) + 16;
 	if (c->trace && !c->trace_pairs && (!c->requests || c->requests > c->trace->n))
 		expect = c->trace->n;

@@ -46,6 +46,8 @@ struct eng_config {
 	uint32_t concurrency;               /* > 0: closed-loop clients (clients.h) send `requests` requests, not
 	                                       rate_rps; each thinks think_ns after an answer */
 	int64_t think_ns;
+	int lockstep;                       /* the clients send queries of `concurrency` samples together, the next
+	                                       when all of the last are answered (MLPerf's multi-stream; clients.h) */
 	uint32_t replicas;                  /* > 1: an LLM fleet, one device a replica (workers = replicas),
 	                                       each its own policy and KV cache behind router (policies/fleet.h) */
 	const struct router_ops *router;

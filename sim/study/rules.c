@@ -6,6 +6,7 @@
 #include "../../models/model.h"
 #include "../../policies/policy.h"
 #include "../../util/options.h"
+#include "scenario.h"
 
 #define G(name) opt_given(f->o, name)
 #define FLAG(name) opt_flag(f->o, name)
@@ -154,6 +155,58 @@ static int engine_llm_only(const struct study_facts *f, char *err, size_t errlen
 	return 1;
 }
 
+
+/* --scenario (scenario.h): a name MLPerf defines, for this model's kind */
+static int scenario_known(const struct study_facts *f, char *err, size_t errlen)
+{
+	const char *name = opt_str(f->o, "scenario");
+	const struct study_scenario_def *d = study_scenario_find(name);
+	if (!G("scenario"))
+		return 0;
+	if (!d) {
+		char list[128];
+		study_scenario_names(list, sizeof list);
+		snprintf(err, errlen, "--scenario=%s: unknown (MLPerf's: %s)", name, list);
+		return 1;
+	}
+	if (f->m->is_llm ? d->llm : d->node)
+		return 0;
+	snprintf(err, errlen, "--scenario=%s is MLPerf's for %s models; model %s is %s (its scenarios: %s)", name,
+	         d->llm ? "LLM" : "node-level", f->m->name, f->m->is_llm ? "an LLM" : "node-level",
+	         f->m->is_llm ? "offline, server, interactive" : "offline, server, single-stream, multi-stream");
+	return 1;
+}
+
+/* A scenario sets the arrivals (and an LLM server's constraints): options that would set them too */
+static int scenario_sets_arrivals(const struct study_facts *f, char *err, size_t errlen)
+{
+	const struct study_scenario_def *d = study_scenario_find(opt_str(f->o, "scenario"));
+	if (!G("scenario") || !d)
+		return 0;
+	int open_loop = d->id == SCN_SERVER || d->id == SCN_INTERACTIVE;
+	static const char *const closed[] = { "rate", "arrival-cv", "duration", "concurrency", "think-time" };
+	static const char *const poisson[] = { "arrival-cv", "concurrency", "think-time", "ttft-slo", "tpot-slo" };
+	const char *const *names = open_loop ? poisson : closed;
+	for (size_t i = 0; i < 5; i++)
+		if (G(names[i]) && (f->m->is_llm || strstr(names[i], "-slo") == NULL)) {
+			snprintf(err, errlen, "--%s contradicts --scenario=%s, which sets %s: give one or the other", names[i],
+			         d->name, !open_loop ? "the arrivals (and sends --requests)"
+			         : strstr(names[i], "-slo") ? "MLPerf's TTFT and TPOT constraints" : "Poisson arrivals at --rate");
+			return 1;
+		}
+	if (f->has_trace && !FLAG("trace-pairs")) {
+		snprintf(err, errlen, "a trace's timestamps contradict --scenario=%s, which sets the arrivals (--trace-pairs "
+		         "draws only its lengths)", d->name);
+		return 1;
+	}
+	if (d->id == SCN_OFFLINE && G("requests") && opt_uint(f->o, "requests") > 1000000) {
+		snprintf(err, errlen, "--scenario=offline holds every request at once: at most 1000000 (--requests=%llu)",
+		         (unsigned long long)opt_uint(f->o, "requests"));
+		return 1;
+	}
+	return 0;
+}
+
 static const struct study_rule rules[] = {
 	{ "requests-or-duration", 0, requests_or_duration },
 	{ "no-db-alone", 0, no_db_alone },
@@ -170,6 +223,8 @@ static const struct study_rule rules[] = {
 	{ "trace-sets-duration", 0, trace_sets_duration },
 	{ "engine-off-needs-engine", 0, engine_off_needs_engine },
 	{ "engine-llm-only", 0, engine_llm_only },
+	{ "scenario-known", 0, scenario_known },
+	{ "scenario-sets-arrivals", 0, scenario_sets_arrivals },
 };
 
 const struct study_rule *study_rules(size_t *n)

@@ -14,6 +14,7 @@
 #include "../../traces/workload.h"
 #include "kernel_profile.h"
 #include "rules.h"
+#include "scenario.h"
 #include "run_options.h"
 
 static int run_lengths(const struct opt_set *o, const char *opt, const char *model_spec, int used,
@@ -157,6 +158,25 @@ static int run_check_llm_lengths(struct study_run *j, char *err, size_t errlen)
 	return 0;
 }
 
+/* --scenario (scenario.h; rules.c refused what contradicts it): its clients in place of the open-loop
+ * stream, and an LLM server's constraints as its SLOs. */
+static void run_apply_scenario(struct study_run *j)
+{
+	const struct study_scenario_def *d = study_scenario_find(opt_str(&j->o, "scenario"));
+	struct eng_config *c = &j->c;
+	if (!d)
+		return;
+	uint32_t clients = study_scenario_clients(d->id, c->requests, &c->lockstep);
+	if (clients)
+		c->concurrency = clients;
+	if (c->lockstep || d->id == SCN_OFFLINE)   /* a query's latency, or tokens a second: read from the rows */
+		c->keep_request_rows = 1;
+	if (j->model->is_llm && d->ttft_ms > 0) {
+		c->env.ttft_slo_ns = llround(d->ttft_ms * 1e6);
+		c->env.tpot_slo_ns = llround(d->tpot_ms * 1e6);
+	}
+}
+
 /* The engine's configuration from the options and the loaded inputs. */
 static int run_build_config(struct study_run *j, const struct pol_ops *pol, char *err, size_t errlen)
 {
@@ -214,6 +234,7 @@ static int run_build_config(struct study_run *j, const struct pol_ops *pol, char
 	if ((c->histogram_quantiles = opt_either(o, "quantiles", "exact", "histogram", err, errlen)) < 0)
 		return -1;
 	c->think_ns = llround(opt_double(o, "think-time") * 1e6);
+	run_apply_scenario(j);
 	c->trace_speedup = opt_double(o, "trace-speedup");
 	if (j->trace && !c->trace_pairs) {
 		uint64_t n = c->requests && c->requests < j->trace->n ? c->requests : j->trace->n;
