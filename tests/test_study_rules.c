@@ -56,6 +56,11 @@ static const struct rule_case cases[] = {
 	{ "engine-off-needs-engine", LLM, 0, { "--engine-off=launch" },
 	  "--engine-off switches off terms of an --engine profile; give --engine=VERSION" },
 	{ "engine-llm-only", NODES, 0, { "--engine=vllm-0.15" }, "--engine applies to an LLM; model m is node-level" },
+	{ "scenario-known", NODES, 0, { "--scenario=interactive" },
+	  "--scenario=interactive is MLPerf's for LLM models; model m is node-level (its scenarios: offline, server, "
+	  "single-stream, multi-stream)" },
+	{ "scenario-sets-arrivals", NODES, 0, { "--scenario=offline", "--rate=5" },
+	  "--rate contradicts --scenario=offline, which sets the arrivals (and sends --requests): give one or the other" },
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 

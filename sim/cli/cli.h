@@ -34,6 +34,12 @@ int cmd_model_info(int argc, char **argv);
 int cmd_hw_info(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_capacity(int argc, char **argv);
+struct opt_def;
+/* A command's own options (defs) into own, every other into run (the runs' options); both start with argv[0]. */
+void cli_split_args(int argc, char **argv, const struct opt_def *defs, size_t ndefs, char **own, int *nown, char **run,
+                    int *nrun);
+/* `simbatch sweep --rates=auto` (sweep_auto.c): the saturation rate, then N rates below it. */
+int cmd_sweep_auto(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);

@@ -205,9 +205,10 @@ probe_fail:
 	return s->bad_input ? CLI_BAD_INPUT : CLI_FAILED;
 }
 
-/* The search's own options into own, every other option into run (the
- * probes' options); both start with argv[0]. */
-static void cap_split_args(int argc, char **argv, char **own, int *nown, char **run, int *nrun)
+/* A command's own options (defs) into own, every other option into run (its runs' options); both start with
+ * argv[0]. */
+void cli_split_args(int argc, char **argv, const struct opt_def *defs, size_t ndefs, char **own, int *nown, char **run,
+                    int *nrun)
 {
 	own[(*nown)++] = argv[0];
 	run[(*nrun)++] = argv[0];
@@ -215,8 +216,8 @@ static void cap_split_args(int argc, char **argv, char **own, int *nown, char **
 		const char *a = argv[i];
 		size_t n = strncmp(a, "--", 2) == 0 ? strcspn(a + 2, "=") : 0;
 		int mine = 0;
-		for (size_t k = 0; n && k < CAP_NOPTS; k++)
-			mine |= strlen(cap_opts[k].name) == n && strncmp(a + 2, cap_opts[k].name, n) == 0;
+		for (size_t k = 0; n && k < ndefs; k++)
+			mine |= strlen(defs[k].name) == n && strncmp(a + 2, defs[k].name, n) == 0;
 		if (mine)
 			own[(*nown)++] = argv[i];
 		else
@@ -237,7 +238,7 @@ int cmd_capacity_check_targets(int argc, char **argv, char *err, size_t errlen)
 		err_memory(err, errlen, "out of memory");
 		goto done;
 	}
-	cap_split_args(argc, argv, own, &nown, run, &nrun);
+	cli_split_args(argc, argv, cap_opts, CAP_NOPTS, own, &nown, run, &nrun);
 	if (opt_parse(&o, cap_opts, CAP_NOPTS, nown, own, 0, err, errlen) != 0 ||
 	    opt_parse(&ro, rd, nrd, nrun, run, 0, err, errlen) != 0 || mdl_load(opt_str(&ro, "model"), &m, err, errlen) != 0)
 		goto done;
@@ -316,7 +317,7 @@ int cmd_capacity(int argc, char **argv)
 		rc = CLI_FAILED;
 		goto fail;
 	}
-	cap_split_args(argc, argv, own, &nown, run, &nrun);
+	cli_split_args(argc, argv, cap_opts, CAP_NOPTS, own, &nown, run, &nrun);
 	if (opt_parse(&o, cap_opts, CAP_NOPTS, nown, own, 0, err, sizeof err) != 0)
 		goto fail;
 	if (opt_flag(&o, "help")) {

@@ -51,6 +51,8 @@ static const struct opt_def sweep_opts[] = {
 
 static const char sweep_usage[] =
 	"usage: simbatch sweep FILE [--db=PATH] [--jobs=N] [--part=I/N]\n"
+	"       simbatch sweep --rates=auto [--points=N] [--out=FILE.csv] [any run option] (simbatch sweep --rates=auto "
+	"--help)\n"
 	"       simbatch sweep FILE --summary [--csv] [--metrics=LIST] [--db=PATH]\n"
 	"       simbatch sweep FILE --export=parallel|slurm [--shards=N] [--shard-dir=DIR]\n"
 	"Runs every point of a sweep file (format: sim/SWEEP.md) into one results database, in\n"
@@ -308,6 +310,9 @@ int cmd_sweep(int argc, char **argv)
 	struct sweep_spec *spec = NULL;
 	uint64_t part_i = 1, part_n = 1;
 	int rc;
+	for (int i = 1; i < argc; i++)      /* no file: an automatic rate sweep (sweep_auto.c) */
+		if (strncmp(argv[i], "--rates", 7) == 0 && (argv[i][7] == '=' || argv[i][7] == 0))
+			return cmd_sweep_auto(argc, argv);
 	if (opt_parse(&o, sweep_opts, SWEEP_NOPTS, argc, argv, 1, err, sizeof err) != 0)
 		goto bad;
 	if (opt_flag(&o, "help")) {

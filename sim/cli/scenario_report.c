@@ -75,7 +75,7 @@ int scenario_report(const struct study_scenario_def *d, const struct drv_result 
 			fclose(t);
 		return -1;
 	}
-	fputs(",\"scenario\":{\"name\":", j);
+	fputs("\"scenario\":{\"name\":", j);
 	json_write_string(j, d->name);
 	fprintf(j, ",\"source\":\"MLPerf Inference rules (inference_rules.adoc) sections 3 and 4.1\"");
 	if (d->id == SCN_OFFLINE) {
