@@ -76,7 +76,7 @@ def fig_token_front(args, p):
     fig.add("configurations", pts)
     fig.add("Pareto front", pareto_front(pts))
     fig.settings += ["set xlabel 'tokens/s/user (1000 / TPOT ms)'", "set ylabel 'output tokens/s/GPU'",
-                     "set key top right"]
+                     "set key top right", "set offsets 0, graph 0.35, graph 0.05, graph 0.05"]   # room for labels
     dat = p.gp_quote(args.out + ".dat")
     fig.write(args.out, lambda i, label: (f"{dat} index 0 using 1:2 with points {p.style(0)} title "
                                           f"{p.gp_quote(label)}, {dat} index 0 using 1:2:3 with labels font ',8' "

@@ -40,6 +40,8 @@
 #include <fcntl.h>
 #include "cli.h"
 #include "search_run.h"
+#include "search_config.h"
+#include "search_front.h"
 #include "search_file.h"
 #include "search_bound.h"
 #include "search_results.h"
@@ -68,6 +70,9 @@ static const struct opt_def search_opts[] = {
 	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database the finished search is stored in (tables "
 	  "searches and search_configs; a part of a search is not stored)" },
 	{ "no-db", OPT_FLAG, NULL, 0, 0, 0, "do not store the search" },
+	{ "front", OPT_STR, NULL, 0, 0, 0, "LLM: also run each configuration at its capacity and write its tokens/s/user "
+	  "and tokens/s/GPU, the Pareto front marked, to this CSV (docs/SCENARIOS.md)" },
+	{ "front-requests", OPT_UINT, "2000", 10, 1e9, 0, "with --front: requests of each configuration's run" },
 	{ "json", OPT_FLAG, NULL, 0, 0, 0, "print one JSON object on stdout" },
 	{ "quiet", OPT_FLAG, NULL, 0, 0, 0, "no progress on stderr" },
 	{ "help", OPT_FLAG, NULL, 0, 0, 0, "this help" },
@@ -87,56 +92,6 @@ static volatile sig_atomic_t search_stop;
 static void search_on_signal(int sig)
 {
 	search_stop = sig;
-}
-
-/* ---- pruning: can the hardware hold this configuration at all? ---- */
-
-struct search_fit {
-	char key[300];
-	int ok;
-	char reason[300];
-};
-
-static int search_opt_value(const struct search_config *c, const char *name, const char **value)
-{
-	size_t n = strlen(name);
-	for (size_t k = 0; k < c->nopts; k++)
-		if (strncmp(c->opts[k] + 2, name, n) == 0 && c->opts[k][2 + n] == '=') {
-			*value = c->opts[k] + 3 + n;
-			return 1;
-		}
-	return 0;
-}
-
-/* 1 when c's model fits its hardware at its --tp (cached by model, hardware and tp), else 0 with why. */
-static int search_fits(const struct search_config *c, struct search_fit **cache, size_t *ncache, char *why,
-                       size_t whylen)
-{
-	const char *model = "transformer";
-	search_opt_value(c, "model", &model);
-	char key[300];
-	int cut = snprintf(key, sizeof key, "%s|%s|%u", model, c->hw, c->tp) >= (int)sizeof key;
-	for (size_t i = 0; !cut && i < *ncache; i++)      /* a key cut short could name another: not cached */
-		if (strcmp((*cache)[i].key, key) == 0) {
-			snprintf(why, whylen, "%s", (*cache)[i].reason);
-			return (*cache)[i].ok;
-		}
-	struct search_fit f = { .ok = 1 };
-	snprintf(f.key, sizeof f.key, "%s", key);
-	struct mdl_model *m = NULL;
-	struct hw_model *hw = NULL;
-	if (mdl_load(model, &m, f.reason, sizeof f.reason) != 0 ||
-	    hw_open_tp(c->hw, m, c->tp, &hw, f.reason, sizeof f.reason) != 0)
-		f.ok = 0;
-	hw_close(hw);
-	mdl_free(m);
-	struct search_fit *grown = cut ? NULL : realloc(*cache, (*ncache + 1) * sizeof *grown);
-	if (grown) {
-		*cache = grown;
-		grown[(*ncache)++] = f;
-	}
-	snprintf(why, whylen, "%s", f.reason);
-	return f.ok;
 }
 
 /* ---- simulating: one capacity child a configuration ---- */
@@ -400,7 +355,7 @@ static int search_run_and_report(struct search_run *r, const char *exe, unsigned
 		search_report_json(stdout, r);
 	else
 		search_report_text(stdout, r);
-	return CLI_OK;
+	return r->front_path ? search_front(r, r->front_path, r->front_requests, exe, jobs, !json, err, errlen) : CLI_OK;
 }
 
 int cmd_search(int argc, char **argv)
@@ -434,6 +389,14 @@ int cmd_search(int argc, char **argv)
 		goto fail;
 	}
 	r.spec = spec;
+	r.front_path = opt_str(&o, "front");
+	r.front_requests = opt_uint(&o, "front-requests");
+	if (r.front_path && (r.part_n || opt_given(&o, "export") || search_front_check(spec, r.front_path, err,
+	                                                                            sizeof err) != 0)) {
+		if (r.part_n || opt_given(&o, "export"))
+			snprintf(err, sizeof err, "--front runs the whole search's configurations: not with --part or --export");
+		goto fail;
+	}
 	r.exhaustive = opt_flag(&o, "exhaustive");
 	r.quiet = opt_flag(&o, "quiet") || opt_flag(&o, "json");
 	size_t fitting = 0;
@@ -476,7 +439,7 @@ int cmd_search(int argc, char **argv)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned jobs = opt_given(&o, "jobs") ? (unsigned)opt_uint(&o, "jobs") : cpus > 0 ? (unsigned)cpus : 1;
 	rc = search_run_and_report(&r, exe, jobs, opt_flag(&o, "json"), err, sizeof err);
-	if (rc == CLI_FAILED)
+	if (rc == CLI_FAILED || rc == CLI_BAD_INPUT)
 		goto fail;
 	goto out;
 fail:

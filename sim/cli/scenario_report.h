@@ -22,7 +22,8 @@ double scenario_output_tokens_per_s(const struct drv_request_row *rows, size_t n
 double scenario_query_latency_ms(const struct drv_request_row *rows, size_t n, uint32_t samples, uint64_t warmup,
                                  double pct);
 
-/* The scenario's figures of a finished run: JSON members ("\"scenario\":{...}", report.c puts the comma) into *json and one or two lines
+/* The scenario's figures of a finished run: JSON members ("\"scenario\":{...}", report.c adds the comma) into *json
+ * and one or two lines
  * into *text (both malloc'd); sla_ms a node-level server's constraint. 0, or -1 (out of memory). */
 int scenario_report(const struct study_scenario_def *d, const struct drv_result *res, int llm, uint64_t warmup,
                     double sla_ms, char **json, char **text);

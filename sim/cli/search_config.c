@@ -7,6 +7,8 @@
 #include <string.h>
 #include "cli.h"
 #include "../study/run_options.h"
+#include "../../hwmodels/hwmodel.h"
+#include "../../models/model.h"
 #include "../../policies/router/router.h"
 #include "../../util/errkind.h"
 #include "../../util/options.h"
@@ -180,4 +182,46 @@ int search_config_make(const struct search_spec *s, size_t i, struct search_conf
 oom:
 	search_config_free(c);
 	return err_memory(err, errlen, "out of memory");
+}
+
+int search_config_value(const struct search_config *c, const char *name, const char **value)
+{
+	size_t n = strlen(name);
+	for (size_t k = 0; k < c->nopts; k++)
+		if (strncmp(c->opts[k] + 2, name, n) == 0 && c->opts[k][2 + n] == '=') {
+			*value = c->opts[k] + 3 + n;
+			return 1;
+		}
+	return 0;
+}
+
+/* 1 when c's model fits its hardware at its --tp (cached by model, hardware and tp), else 0 with why. */
+int search_fits(const struct search_config *c, struct search_fit **cache, size_t *ncache, char *why,
+                       size_t whylen)
+{
+	const char *model = "transformer";
+	search_config_value(c, "model", &model);
+	char key[300];
+	int cut = snprintf(key, sizeof key, "%s|%s|%u", model, c->hw, c->tp) >= (int)sizeof key;
+	for (size_t i = 0; !cut && i < *ncache; i++)      /* a key cut short could name another: not cached */
+		if (strcmp((*cache)[i].key, key) == 0) {
+			snprintf(why, whylen, "%s", (*cache)[i].reason);
+			return (*cache)[i].ok;
+		}
+	struct search_fit f = { .ok = 1 };
+	snprintf(f.key, sizeof f.key, "%s", key);
+	struct mdl_model *m = NULL;
+	struct hw_model *hw = NULL;
+	if (mdl_load(model, &m, f.reason, sizeof f.reason) != 0 ||
+	    hw_open_tp(c->hw, m, c->tp, &hw, f.reason, sizeof f.reason) != 0)
+		f.ok = 0;
+	hw_close(hw);
+	mdl_free(m);
+	struct search_fit *grown = cut ? NULL : realloc(*cache, (*ncache + 1) * sizeof *grown);
+	if (grown) {
+		*cache = grown;
+		grown[(*ncache)++] = f;
+	}
+	snprintf(why, whylen, "%s", f.reason);
+	return f.ok;
 }

@@ -12,4 +12,16 @@ const char *search_fixed_value(const struct search_spec *s, const char *name, si
 /* The axis called name, or NULL. */
 const struct search_axis *search_axis(const struct search_spec *s, const char *name);
 
+/* Whether a configuration's model fits its hardware at its --tp, cached by model, hardware and tp. */
+struct search_fit {
+	char key[300];
+	int ok;
+	char reason[300];
+};
+/* The value of --name in c's options into *value: 1, or 0 when c does not set it. */
+struct search_config;
+int search_config_value(const struct search_config *c, const char *name, const char **value);
+/* 1 when c's model fits its hardware at its --tp (the cache grown), else 0 with why. */
+int search_fits(const struct search_config *c, struct search_fit **cache, size_t *ncache, char *why, size_t whylen);
+
 #endif

@@ -45,6 +45,8 @@ struct search_run {
 	const char *db_path;          /* where the finished search is stored (NULL: --no-db, or a part) ... */
 	int64_t search_id;            /* ... and its id there once stored (0: not yet) */
 	struct results_db *db;        /* ... opened (its schema created) before anything runs */
+	const char *front_path;       /* --front: the tokens/s/user vs tokens/s/GPU front's CSV (search_front.h) */
+	uint64_t front_requests;
 };
 
 /* The configuration's axis values, "name=value" joined by spaces: what tells it from the others. */
