@@ -4,8 +4,8 @@
 derived by hand: a one-node model whose every batch takes L = 2 ms under the serial policy serves
 one request every L, so single-stream's throughput is 1/L and its p90 L; a multi-stream query of 8
 samples takes 8 L; offline sends every request at 0 s and serves 1/L; the auto sweep's saturation
-rate is that 1/L, within capacity's bracket, and its rates lie below it. Bad input: one line,
-exit 2, nothing stored.
+rate is that 1/L, within capacity's bracket, and its rates lie below it; search --front's figures
+recomputed from the rows of the same run. Bad input: one line, exit 2, nothing stored.
 Usage: test_scenarios.py PATH/TO/simbatch"""
 import csv
 import json
@@ -117,6 +117,44 @@ with tempfile.TemporaryDirectory() as td:
     pts = [(1, 10, "a"), (2, 9, "b"), (2, 5, "c"), (3, 3, "d"), (1.5, 9, "e"), (4, 1, "f"), (0.5, 11, "g")]
     check("pareto front by hand", [q[2] for q in plot_csv.pareto_front(pts)] == ["g", "a", "b", "d", "f"],
           plot_csv.pareto_front(pts))
+
+    # search --front: each configuration at its capacity; tokens/s/user 1000 / mean TPOT, tokens/s/GPU the
+    # measured requests' output tokens over their span / GPUs, recomputed here from the same run's rows; the
+    # front marked as a second implementation (plot_csv.pareto_front) finds it
+    spec = os.path.join(td, "f.search")
+    with open(spec, "w") as f:
+        f.write("fixed --model=llama2-7b --ttft-slo=2000 --tpot-slo=100 --requests=2000\naxis tp = 1 2\n"
+                "axis policy = continuous chunked\ncost gpu-h100 = 4\nbudget 100\n")
+    front = os.path.join(td, "front.csv")
+    r = sb("search", spec, "--no-db", f"--out={os.path.join(td, 'f-res.csv')}", f"--front={front}",
+           "--front-requests=1000", "--exhaustive", "--jobs=2")
+    rows = list(csv.DictReader(open(front))) if r.returncode == 0 else []
+    check("search --front: a point a configuration", len(rows) == 4, r.stderr[-500:])
+    for row in rows[:2]:
+        opts = dict(kv.split("=") for kv in row["config"].split())
+        out = os.path.join(td, "front-rows.csv")
+        rr = sb("--model=llama2-7b", "--ttft-slo=2000", "--tpot-slo=100", f"--tp={opts['tp']}",
+                f"--policy={opts['policy']}", f"--rate={row['rate_rps']}", "--requests=1000", "--warmup=100",
+                "--no-db", "--json", f"--requests-out={out}")
+        d = json.loads(rr.stdout) if rr.returncode == 0 else {}
+        reqs = [x for x in csv.DictReader(open(out)) if int(x["id"]) >= 100] if rr.returncode == 0 else []
+        span = max(float(x["finish_s"]) for x in reqs) - min(float(x["arrival_s"]) for x in reqs) if reqs else 1
+        tok = sum(int(x["output_len"]) for x in reqs) / span
+        gpus = int(opts["tp"])
+        check(f"search --front {row['config']}: per GPU and per user by hand",
+              int(row["gpus"]) == gpus and close(float(row["tokens_per_s_per_gpu"]), tok / gpus, 1e-6) and
+              close(float(row["tokens_per_s_per_user"]), 1000 / d.get("tpot_ms", {}).get("mean", 1), 1e-6),
+              (row, tok / gpus, d.get("tpot_ms")))
+    pts = [(float(x["tokens_per_s_per_user"]), float(x["tokens_per_s_per_gpu"]), x["config"]) for x in rows]
+    check("search --front: the marked front is the Pareto set",
+          sorted(x["config"] for x in rows if x["pareto"] == "1") == sorted(q[2] for q in plot_csv.pareto_front(pts)),
+          rows)
+    nspec = os.path.join(td, "n.search")
+    with open(nspec, "w") as f:
+        f.write("fixed --model=resnet50 --sla=100\naxis workers = 1 2\ncost npu = 1\nbudget 10\n")
+    refused("front of a node-level search", ["search", nspec, f"--front={front}x"],
+            "--front draws output tokens a second against TPOT; model resnet50 is node-level", td)
+    refused("front of a part", ["search", spec, "--part=1/2", f"--front={front}x"], "not with --part", td)
 
     refused("unknown scenario", [*M, "--scenario=batch"], "--scenario=batch: unknown (MLPerf's: offline, server,", td)
     refused("scenario of the other kind", [*M, "--scenario=interactive"], "is MLPerf's for LLM models", td)
