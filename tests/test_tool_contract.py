@@ -125,7 +125,7 @@ class Fifo:
 PY_TOOLS = ["ci-compare", "fidelity", "lazy_figures", "ops-merge", "plot", "trace-lengths", "vidur-import", "floors",
             "file-loops", "file-sizes", "code-limits", "simbatch_results.py"]
 SH_TOOLS = ["figures", "test", "build", "install-deps", "fuzz"]
-LIBRARIES = {"plot_runs.py", "plot_files.py", "tool_contract.py"}        # imported by the tools, never run
+LIBRARIES = {"plot_runs.py", "plot_files.py", "plot_csv.py", "tool_contract.py"}        # imported by the tools, never run
 DATA = {"code-limits.allow"}                             # read by a tool
 BENCH_TOOLS = sorted(f for f in os.listdir(BENCH) if f.endswith(".py"))
 unlisted = sorted(set(os.listdir(SCRIPTS)) - set(PY_TOOLS) - set(SH_TOOLS) - LIBRARIES - DATA - {"__pycache__"})

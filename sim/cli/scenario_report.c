@@ -98,8 +98,12 @@ int scenario_report(const struct study_scenario_def *d, const struct drv_result 
 			fprintf(j, "%.10g", p99);
 		else
 			fputs("null", j);
-		fprintf(t, "  scenario   multi-stream (MLPerf): p99 latency of a query of %d samples %.3f ms\n",
-		        SCN_MULTI_STREAM_SAMPLES, p99);
+		if (p99 >= 0)
+			fprintf(t, "  scenario   multi-stream (MLPerf): p99 latency of a query of %d samples %.3f ms\n",
+			        SCN_MULTI_STREAM_SAMPLES, p99);
+		else
+			fprintf(t, "  scenario   multi-stream (MLPerf): no whole query of %d samples measured (raise --requests)\n",
+			        SCN_MULTI_STREAM_SAMPLES);
 	} else if (llm) {
 		scenario_llm_constraint(j, t, d, res);
 	} else {                     /* a node-level server: MLPerf's constraint is the benchmark's; here --sla */

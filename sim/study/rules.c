@@ -186,8 +186,9 @@ static int scenario_sets_arrivals(const struct study_facts *f, char *err, size_t
 	int open_loop = d->id == SCN_SERVER || d->id == SCN_INTERACTIVE;
 	static const char *const closed[] = { "rate", "arrival-cv", "duration", "concurrency", "think-time" };
 	static const char *const poisson[] = { "arrival-cv", "concurrency", "think-time", "ttft-slo", "tpot-slo" };
+	_Static_assert(sizeof closed == sizeof poisson, "one count for both lists");
 	const char *const *names = open_loop ? poisson : closed;
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < sizeof closed / sizeof closed[0]; i++)
 		if (G(names[i]) && (f->m->is_llm || strstr(names[i], "-slo") == NULL)) {
 			snprintf(err, errlen, "--%s contradicts --scenario=%s, which sets %s: give one or the other", names[i],
 			         d->name, !open_loop ? "the arrivals (and sends --requests)"
