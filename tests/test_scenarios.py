@@ -113,6 +113,22 @@ with tempfile.TemporaryDirectory() as td:
     check("auto sweep: saturation within capacity's bracket", 0 < lo <= sat <= hi * (1 + 1e-9),
           (lo, hi, sat, r.stderr))
 
+    # an LLM's sweep: its saturation rate is the throughput of the same options under --scenario=offline (same
+    # seed, same run), its synchronous rate that of one client; TTFT and TPOT reported at every rate
+    L7 = ["--model=llama2-7b", "--requests=200", "--no-db"]
+    r = sb("sweep", "--rates=auto", "--points=3", *L7, "--json", "--jobs=2")
+    d = json.loads(r.stdout) if r.returncode == 0 else {}
+    off = json.loads(sb(*L7, "--scenario=offline", "--json").stdout)
+    one = json.loads(sb(*L7, "--concurrency=1", "--json").stdout)
+    check("LLM auto sweep: saturation = offline's throughput, synchronous = one client's",
+          d.get("saturation_rps") == off["throughput_rps"] and d.get("synchronous_rps") == one["throughput_rps"],
+          (r.stderr, d.get("saturation_rps"), off["throughput_rps"]))
+    pts = d.get("points", [])
+    check("LLM auto sweep: rates below saturation, TTFT and TPOT at each",
+          len(pts) == 3 and all(p["rate_rps"] < d["saturation_rps"] and p["ttft_ms"]["p99"] > 0 and
+                                p["tpot_ms"]["p99"] > 0 for p in pts) and
+          pts[0]["rate_rps"] == float(f"{one['throughput_rps']:.6g}"), pts)
+
     # the Pareto front of a hand-made point set: (x, y), more is better in both
     pts = [(1, 10, "a"), (2, 9, "b"), (2, 5, "c"), (3, 3, "d"), (1.5, 9, "e"), (4, 1, "f"), (0.5, 11, "g")]
     check("pareto front by hand", [q[2] for q in plot_csv.pareto_front(pts)] == ["g", "a", "b", "d", "f"],
@@ -123,7 +139,7 @@ with tempfile.TemporaryDirectory() as td:
     # front marked as a second implementation (plot_csv.pareto_front) finds it
     spec = os.path.join(td, "f.search")
     with open(spec, "w") as f:
-        f.write("fixed --model=llama2-7b --ttft-slo=2000 --tpot-slo=100 --requests=2000\naxis tp = 1 2\n"
+        f.write("fixed --model=llama2-7b --preset=mlperf-llama2-70b --requests=2000\naxis tp = 1 2\n"
                 "axis policy = continuous chunked\ncost gpu-h100 = 4\nbudget 100\n")
     front = os.path.join(td, "front.csv")
     r = sb("search", spec, "--no-db", f"--out={os.path.join(td, 'f-res.csv')}", f"--front={front}",
@@ -133,7 +149,7 @@ with tempfile.TemporaryDirectory() as td:
     for row in rows[:2]:
         opts = dict(kv.split("=") for kv in row["config"].split())
         out = os.path.join(td, "front-rows.csv")
-        rr = sb("--model=llama2-7b", "--ttft-slo=2000", "--tpot-slo=100", f"--tp={opts['tp']}",
+        rr = sb("--model=llama2-7b", "--ttft-slo=2000", "--tpot-slo=200", f"--tp={opts['tp']}",
                 f"--policy={opts['policy']}", f"--rate={row['rate_rps']}", "--requests=1000", "--warmup=100",
                 "--no-db", "--json", f"--requests-out={out}")
         d = json.loads(rr.stdout) if rr.returncode == 0 else {}

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "capacity_requests.h"
 #include "../../util/options.h"
+#include "../study/scenario.h"
 
 /* An LLM's targets into s (and a preset's into the probes' options): one
  * line and -1 for options that do not fit the model. */
@@ -37,11 +38,12 @@ int cap_targets(const struct opt_set *o, const struct opt_set *ro, struct cap_se
 			snprintf(err, errlen, "--preset=%s sets the targets and the percentile: give it or them, not both", preset);
 			return -1;
 		}
-		/* MLPerf Inference's Llama-2-70B server scenario: TTFT 2 s and TPOT 200 ms, both at p99 */
-		snprintf(s->fixed_args[s->nfixed++], sizeof s->fixed_args[0], "--ttft-slo=2000");
-		snprintf(s->fixed_args[s->nfixed++], sizeof s->fixed_args[0], "--tpot-slo=200");
-		s->ttft_slo_ms = 2000;
-		s->tpot_slo_ms = 200;
+		/* MLPerf Inference's Llama-2-70B server scenario: TTFT 2 s and TPOT 200 ms, both at p99 (scenario.h) */
+		const struct study_scenario_def *server = study_scenario_of(SCN_SERVER);
+		snprintf(s->fixed_args[s->nfixed++], sizeof s->fixed_args[0], "--ttft-slo=%g", server->ttft_ms);
+		snprintf(s->fixed_args[s->nfixed++], sizeof s->fixed_args[0], "--tpot-slo=%g", server->tpot_ms);
+		s->ttft_slo_ms = server->ttft_ms;
+		s->tpot_slo_ms = server->tpot_ms;
 	} else if (!targets) {
 		snprintf(err, errlen, "an LLM's capacity needs its targets: --ttft-slo and/or --tpot-slo (ms), or "
 		         "--preset=mlperf-llama2-70b");

@@ -18,6 +18,7 @@
 #include "procpool.h"
 #include "scenario_report.h"
 #include "search_config.h"
+#include "../study/scenario.h"
 #include "../../models/model.h"
 #include "../../policies/driver.h"
 #include "../../util/errkind.h"
@@ -43,6 +44,7 @@ struct front_run {
 	uint64_t requests;
 	char *argv[SEARCH_MAX_OPTS + 16];
 	struct search_config c;       /* the configuration of the job being started */
+	char preset_args[2][48];      /* --preset's targets as run options */
 	char failure[512];
 };
 
@@ -78,9 +80,12 @@ static int front_run_option(struct front_run *f, const char *opt, size_t *k)
 {
 	size_t ncap;
 	const struct opt_def *cap = cmd_capacity_options(&ncap);
-	if (strcmp(opt, "--preset=mlperf-llama2-70b") == 0) {   /* capacity_targets.c's MLPerf Llama-2-70B targets */
-		f->argv[(*k)++] = "--ttft-slo=2000";
-		f->argv[(*k)++] = "--tpot-slo=200";
+	if (strcmp(opt, "--preset=mlperf-llama2-70b") == 0) {   /* capacity_targets.c's: MLPerf's Llama-2-70B server */
+		const struct study_scenario_def *server = study_scenario_of(SCN_SERVER);
+		snprintf(f->preset_args[0], sizeof f->preset_args[0], "--ttft-slo=%g", server->ttft_ms);
+		snprintf(f->preset_args[1], sizeof f->preset_args[1], "--tpot-slo=%g", server->tpot_ms);
+		f->argv[(*k)++] = f->preset_args[0];
+		f->argv[(*k)++] = f->preset_args[1];
 		return 0;
 	}
 	for (size_t i = 0; i < ncap; i++) {
