@@ -151,6 +151,12 @@ with tempfile.TemporaryDirectory() as tmp:
     est = load.get("capacity_estimate_rps", 0)
     check("its rate is half the capacity estimate, two digits down", est > 0 and
           d["rate_rps"] == two_digits_down(0.5 * est), (d.get("rate_rps"), est))
+    off = sb("--model=llama2-7b", "--scenario=offline", "--requests=200", "--no-db", "--json")
+    od = json.loads(off.stdout) if off.returncode == 0 else {}
+    off_text = sb("--model=llama2-7b", "--scenario=offline", "--requests=200", "--no-db").stdout
+    check("offline (every request at 0 s) takes the mix's lengths and no default rate",
+          od.get("default_load", {}).get("pairs_kept") == n_kept and "rate_share" not in od.get("default_load", {})
+          and "  rate       " not in off_text and " 200 closed-loop clients" in off_text, (off.stderr, od, off_text))
     text = sb("--model=llama2-7b", "--no-db").stdout
     want_rate = (f"  rate       {d.get('rate_rps', 0):g} req/s: half the estimated capacity {est:.3g} req/s of "
                  "llama2-7b on gpu-h100 (an LLM's default; set --rate to choose)")

@@ -107,7 +107,7 @@ with tempfile.TemporaryDirectory() as td:
         check("auto sweep: CSV rows", len(list(csv.DictReader(f))) == 4)
     # capacity's bisection at a loose SLA brackets the same rate (its default requests: a shorter run at a rate
     # above 1/L may still pass; the study layer's estimate, 8 / L for a max batch of 8, is no saturation rate here)
-    r = sb("capacity", *M, "--sla=1000", "--json", "--jobs=2")
+    r = sb("capacity", *M, "--sla=1000", "--json", "--jobs=2", "--no-db")
     cap = json.loads(r.stdout) if r.returncode == 0 else {}
     lo, hi = cap.get("bracket_rps", [0, 0])
     check("auto sweep: saturation within capacity's bracket", 0 < lo <= sat <= hi * (1 + 1e-9),

@@ -23,9 +23,10 @@ void report_load_text(FILE *f, const struct report_run *r)
 		return;
 	char name[128];
 	report_load_table_name(name, sizeof name);
-	fprintf(f, "  rate       %s req/s: %s the estimated capacity %.3g req/s of %s on %s (an LLM's default; "
-	        "set --rate to choose)\n", r->load->rate, STUDY_LOAD_RATE_SHARE_TEXT,
-	        r->load->estimate_rps, r->model, r->hw);
+	if (r->load->rate[0])
+		fprintf(f, "  rate       %s req/s: %s the estimated capacity %.3g req/s of %s on %s (an LLM's default; "
+		        "set --rate to choose)\n", r->load->rate, STUDY_LOAD_RATE_SHARE_TEXT,
+		        r->load->estimate_rps, r->model, r->hw);
 	fprintf(f, "  lengths    each request's prompt and output drawn together from %s: %llu of its %llu pairs, "
 	        "those within %s's %u-token context (traces/tables/%s-pairs.csv; --trace or --input-len/--output-len "
 	        "choose others)\n", STUDY_LOAD_NAME, (unsigned long long)r->load_pairs,
@@ -38,8 +39,11 @@ void report_load_json(FILE *f, const struct report_run *r)
 		return;
 	char name[128];
 	report_load_table_name(name, sizeof name);
-	fprintf(f, ",\"default_load\":{\"rate_share\":%.10g,\"capacity_estimate_rps\":%.10g,\"pairs\":",
-	        STUDY_LOAD_RATE_SHARE, r->load->estimate_rps);
+	fprintf(f, ",\"default_load\":{");
+	if (r->load->rate[0])
+		fprintf(f, "\"rate_share\":%.10g,\"capacity_estimate_rps\":%.10g,", STUDY_LOAD_RATE_SHARE,
+		        r->load->estimate_rps);
+	fprintf(f, "\"pairs\":");
 	json_write_string(f, name);
 	fprintf(f, ",\"pairs_kept\":%llu,\"pairs_total\":%llu}", (unsigned long long)r->load_pairs,
 	        (unsigned long long)(r->load_pairs + r->dropped_over_context));

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "capacity.h"
+#include "scenario.h"
 
 #ifndef SB_TRACES_TABLES_DIR
 #define SB_TRACES_TABLES_DIR "traces/tables"
@@ -41,6 +42,14 @@ int study_load_setup(struct opt_set *o, struct study_load *l, char *err, size_t 
 	if (opt_put(o, "trace", study_load_table(), err, errlen) != 0 || opt_put(o, "trace-pairs", "1", err, errlen) != 0 ||
 	    opt_put(o, "over-context", "drop", err, errlen) != 0)
 		return -1;
+	/* a scenario of closed-loop clients (offline: every request at 0 s) sets the arrivals: the mix alone */
+	const char *scenario = opt_str(o, "scenario");
+	const struct study_scenario_def *d = scenario ? study_scenario_find(scenario) : NULL;
+	int lockstep;
+	if (d && study_scenario_clients(d->id, 1, &lockstep) > 0) {
+		l->on = 1;
+		return 0;
+	}
 	struct study_cap_names nm = { "", "", "", 0, 0 };
 	l->estimate_rps = study_cap_estimate(o, &nm, err, errlen);
 	if (l->estimate_rps < 0)

@@ -7,7 +7,8 @@
  * STUDY_LOAD_RATE_SHARE of the capacity estimate of the run's policy, model, hardware and fleet
  * (capacity.h), rounded down to two significant digits. It is exactly the run
  *     --trace=TABLE --trace-pairs --over-context=drop --rate=RATE
- * and is stored as that. Any of the options named above keeps the run as it was before. */
+ * and is stored as that. Any of the options named above keeps the run as it was before. Under a
+ * --scenario whose clients set the arrivals (offline), the mix alone: no rate. */
 #ifndef SB_STUDY_DEFAULT_LOAD_H
 #define SB_STUDY_DEFAULT_LOAD_H
 
@@ -26,7 +27,8 @@
 struct study_load {
 	int on;                  /* the run took the default load */
 	double estimate_rps;     /* the capacity estimate the rate is a share of */
-	char rate[32];           /* the rate, as --rate's text (the run's options point here) */
+	char rate[32];           /* the rate, as --rate's text (the run's options point here); "" where a
+	                          * --scenario's closed-loop clients set the arrivals (offline) */
 };
 
 /* The pairs table's path (in the source tree, as the models). */
