@@ -5,6 +5,8 @@ import csv
 import io
 import math
 
+from plot_files import read_bounded
+
 
 def add_parsers(sub):
     s = sub.add_parser("rate-sweep", help="latency vs rate of an automatic rate sweep, the saturation rate marked")
@@ -18,7 +20,7 @@ def add_parsers(sub):
 
 
 def read_rows(p, path, what, need):
-    rows = list(csv.DictReader(io.StringIO(p.read_bounded(path, what), newline="")))
+    rows = list(csv.DictReader(io.StringIO(read_bounded(path, what), newline="")))
     if not rows or any(c not in rows[0] for c in need):
         raise p.PlotError(f"{path}: not a {what} (no rows, or a column of {', '.join(need)} missing)")
     return rows

@@ -78,6 +78,24 @@ static void search_drop_opt(struct search_config *c, const char *prefix)
 		}
 }
 
+/* A router that reads no replica state (round-robin, the default) refuses --router-refresh: a fixed
+ * refresh given for the search's routers is left out of such a configuration. */
+static void search_drop_blind_refresh(struct search_config *c)
+{
+	const char *router = NULL;
+	for (size_t k = 0; k < c->nopts; k++)
+		if (strncmp(c->opts[k], "--router=", 9) == 0)
+			router = c->opts[k] + 9;
+	if (!router) {
+		size_t ndefs;
+		const struct opt_def *defs = cmd_run_options(&ndefs);
+		router = opt_find(defs, ndefs, "router")->defval;
+	}
+	const struct router_ops *r = router_find(router);
+	if (r && r->blind)
+		search_drop_opt(c, "--router-refresh=");
+}
+
 int search_config_make(const struct search_spec *s, size_t i, struct search_config *c, char *err, size_t errlen)
 {
 	memset(c, 0, sizeof *c);
@@ -149,20 +167,7 @@ int search_config_make(const struct search_spec *s, size_t i, struct search_conf
 		search_drop_opt(c, "--router=");
 		search_drop_opt(c, "--router-refresh=");
 	}
-	/* a router that reads no replica state (round-robin, the default) refuses --router-refresh: a fixed
-	 * refresh given for the search's routers is left out of its configurations */
-	const char *router = NULL;
-	for (size_t k = 0; k < c->nopts; k++)
-		if (strncmp(c->opts[k], "--router=", 9) == 0)
-			router = c->opts[k] + 9;
-	if (!router) {
-		size_t ndefs;
-		const struct opt_def *defs = cmd_run_options(&ndefs);
-		router = opt_find(defs, ndefs, "router")->defval;
-	}
-	const struct router_ops *r = router_find(router);
-	if (r && r->blind)
-		search_drop_opt(c, "--router-refresh=");
+	search_drop_blind_refresh(c);
 	/* the key: its options sorted */
 	char *sorted[SEARCH_MAX_OPTS];
 	memcpy(sorted, c->opts, c->nopts * sizeof *sorted);
