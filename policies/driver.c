@@ -165,9 +165,14 @@ int drv_record_tokens(struct pol_driver *d, const struct pol_request *r, int64_t
 		tpot_ns = (finish_ns - r->first_token_ns) / (int64_t)(r->output_len - 1);
 		if (metrics_record(d->tpot, tpot_ns, 0) != 0)
 			return -1;
+		d->user_tokens_per_s_sum += tpot_ns > 0 ? 1e9 / (double)tpot_ns : 0.0;
 	}
 	const struct pol_env *env = &d->c.env;
-	d->good += (!env->ttft_slo_ns || ttft_ns <= env->ttft_slo_ns) && (!env->tpot_slo_ns || tpot_ns <= env->tpot_slo_ns);
+	int good = (!env->ttft_slo_ns || ttft_ns <= env->ttft_slo_ns) && (!env->tpot_slo_ns || tpot_ns <= env->tpot_slo_ns);
+	d->good += good;
+	d->input_tokens += r->input_len;
+	d->output_tokens += r->output_len;
+	d->good_output_tokens += good ? r->output_len : 0;
 	/* completions come in time order: once the window's end has arrived, a later one is past it */
 	d->win_departures += d->win_ns[0] >= 0 && finish_ns >= d->win_ns[0] && (d->win_ns[1] < 0 || finish_ns <= d->win_ns[1]);
 	return 0;
@@ -279,6 +284,11 @@ int drv_finish(struct pol_driver *d, const struct drv_run_end *end, struct drv_r
 		res->goodput_rps = d->measured && span_ns > 0 ? (double)d->good / (span_ns * 1e-9) : 0.0;
 		res->slo_met = d->good;
 		res->slo_measured = d->measured;
+		res->input_tokens = d->input_tokens;
+		res->output_tokens = d->output_tokens;
+		res->good_output_tokens = d->good_output_tokens;
+		res->user_tokens_per_s_sum = d->user_tokens_per_s_sum;
+		res->measured_span_s = d->measured && span_ns > 0 ? span_ns * 1e-9 : 0.0;
 		if (d->win_ns[1] > d->win_ns[0] && d->win_ns[0] >= 0) {
 			double window_s = (d->win_ns[1] - d->win_ns[0]) * 1e-9;
 			res->window_arrival_rps = (double)(d->win_ids[1] - d->win_ids[0]) / window_s;

@@ -73,6 +73,12 @@ struct drv_result {
 	uint64_t itl_count;
 	double itl_cdf_ms[METRICS_CDF_POINTS];   /* quantile (i+1)/1000 of the gaps as above; the last the max */
 	double goodput_rps;         /* measured requests meeting both SLOs, per second of the measured span */
+	/* the measured requests' tokens (docs/METRICS.md): prompt and output tokens, all of them and those of the
+	 * requests meeting both SLOs; 1e9 / TPOT in ns summed over the requests of 2+ tokens (its count: tpot.count);
+	 * the span they are rates over, last finish - first measured arrival, as throughput_rps's */
+	uint64_t input_tokens, output_tokens, good_output_tokens;
+	double user_tokens_per_s_sum;
+	double measured_span_s;
 	uint64_t slo_met, slo_measured;   /* measured requests meeting both SLOs, of all measured (capacity's count) */
 	/* requests a second arriving and completing in the steady-state window
 	 * (the measured requests' middle half by arrival): a departure rate
@@ -142,6 +148,8 @@ struct pol_driver {
 	struct u128 kv_block_ns;                  /* LLM models: sum over iterations of blocks held x duration (exact:
 	                                           * the same whatever order the devices' iterations end in) */
 	uint64_t good;                            /* LLM models: measured requests that met both SLOs */
+	uint64_t input_tokens, output_tokens, good_output_tokens;   /* LLM models: the measured requests' tokens */
+	double user_tokens_per_s_sum;             /* LLM models: 1e9 / TPOT ns summed, in completion order */
 	/* LLM models: the steady-state window, from the arrival of the measured
 	 * requests' first quarter mark to their third (ids win_ids[0], [1]):
 	 * arrival times (-1 until then) and the completions inside it */

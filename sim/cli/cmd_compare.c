@@ -22,6 +22,7 @@
 #include "../../util/lines.h"
 #include "../../util/options.h"
 #include "../store/results.h"
+#include "../store/metric_names.h"
 
 static const struct opt_def compare_opts[] = {
 	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "database of the candidate run (and of the baseline's unless --baseline-db)" },
@@ -140,9 +141,10 @@ static void compare_show_json(void *ctx, size_t n, const char *key, const char *
 
 /* An LLM run's token figures, shown beside the latency CDF (not part of the
  * verdict: the CDF comparison is what a regression means). */
-static const char *const compare_token_keys[9] = {
-	"ttft_ms.p50", "ttft_ms.p90", "ttft_ms.p99", "tpot_ms.p50", "tpot_ms.p90", "tpot_ms.p99",
-	"itl_ms.p50", "itl_ms.p99", "goodput_rps",
+#define compare_token_keys(i) metric_names[compare_token_ids[i]].name   /* the one names (metric_names.h) */
+static const enum metric_id compare_token_ids[9] = {
+	METRIC_TTFT_P50, METRIC_TTFT_P90, METRIC_TTFT_P99, METRIC_TPOT_P50, METRIC_TPOT_P90, METRIC_TPOT_P99,
+	METRIC_ITL_P50, METRIC_ITL_P99, METRIC_GOODPUT_RPS,
 };
 
 /* Reads the token figures of an LLM run (an other run has none). */
@@ -150,7 +152,7 @@ static int compare_load_tokens(struct results_db *db, struct compare_side *s, ch
 {
 	s->has_tokens = 1;
 	for (int i = 0; i < 9; i++) {
-		int got = results_read_stat(db, s->run_id, compare_token_keys[i], &s->tokens[i], err, errlen);
+		int got = results_read_stat(db, s->run_id, compare_token_keys(i), &s->tokens[i], err, errlen);
 		if (got < 0)
 			return -1;
 		s->has_tokens &= got;
@@ -310,7 +312,7 @@ static void compare_print_json(const char *metric, const struct compare_side *b,
 	if (b->has_tokens && c->has_tokens) {
 		printf("\"tokens\":[");
 		for (int i = 0; i < 9; i++) {
-			printf("%s{\"name\":\"%s\",\"base\":", i ? "," : "", compare_token_keys[i]);
+			printf("%s{\"name\":\"%s\",\"base\":", i ? "," : "", compare_token_keys(i));
 			compare_json_number(b->tokens[i]);
 			printf(",\"cand\":");
 			compare_json_number(c->tokens[i]);
@@ -351,7 +353,7 @@ static void compare_print_text(const char *metric, const struct compare_side *b,
 	if (b->has_tokens && c->has_tokens) {
 		printf("\n%-12s %14s %14s %9s   (LLM runs; shown, not judged)\n", "token", "baseline", "candidate", "ratio");
 		for (int i = 0; i < 9; i++)
-			printf("%-12s %14.6g %14.6g %9.4f\n", compare_token_keys[i], b->tokens[i], c->tokens[i],
+			printf("%-12s %14.6g %14.6g %9.4f\n", compare_token_keys(i), b->tokens[i], c->tokens[i],
 			       b->tokens[i] > 0 ? c->tokens[i] / b->tokens[i] : NAN);
 	}
 	printf("\nKS distance %.3f at %.6g ms (candidate slower by up to %.3f, faster by up to %.3f; "

@@ -1,10 +1,11 @@
 /* sim/cli/cmd_list.c: `simbatch list models | policies [--json] | routers [--json] |
- * hw`: what the registries and the models directory hold; and the message
+ * hw | metrics [--json]`: what the registries and the models directory hold; and the message
  * naming the policies when an unknown one is asked for. */
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
 #include "../../util/json.h"
+#include "../store/metric_names.h"
 #include "../../hwmodels/hwmodel.h"
 #include "../../models/model.h"
 #include "../../policies/policy.h"
@@ -80,9 +81,43 @@ static void list_routers_json(void)
 	printf("]}\n");
 }
 
+/* The one list of metric names (sim/store/metric_names.h), as docs/METRICS.md documents it. */
+static void list_metrics(int json)
+{
+	static const char *const runs_key[] = { "all", "llm", "llm_slo" };
+	for (size_t i = 0; i < METRIC_COUNT; i++) {
+		const struct metric_name *m = &metric_names[i];
+		if (!json) {
+			printf("%-34s %-9s %-14s %s\n", m->name, m->unit, metric_runs_text(m->runs), m->meaning);
+			continue;
+		}
+		const char *field[] = { "name", m->name, "unit", m->unit, "runs", runs_key[m->runs], "text", m->text,
+		                        "meaning", m->meaning, "alias", m->alias };
+		fputs(i ? ",{" : "{\"metrics\":[{", stdout);
+		for (size_t k = 0; k < sizeof field / sizeof field[0]; k += 2) {
+			printf("%s\"%s\":", k ? "," : "", field[k]);
+			if (field[k + 1])
+				json_write_string(stdout, field[k + 1]);
+			else
+				fputs("null", stdout);
+		}
+		putchar('}');
+	}
+	if (json)
+		puts("]}");
+}
+
 int cmd_list(int argc, char **argv)
 {
 	const char *what = argc >= 2 ? argv[1] : "";
+	if (strcmp(what, "metrics") == 0) {
+		if (argc > 3 || (argc == 3 && strcmp(argv[2], "--json") != 0)) {
+			fprintf(stderr, "simbatch: usage: simbatch list metrics [--json]\n");
+			return CLI_BAD_INPUT;
+		}
+		list_metrics(argc == 3);
+		return CLI_OK;
+	}
 	if ((strcmp(what, "policies") == 0 || strcmp(what, "routers") == 0) && argc >= 3) {
 		if (argc > 3 || strcmp(argv[2], "--json") != 0) {
 			fprintf(stderr, "simbatch: usage: simbatch list %s [--json]\n", what);
@@ -134,9 +169,9 @@ int cmd_list(int argc, char **argv)
 		return CLI_OK;
 	}
 	if (strcmp(what, "--help") == 0) {
-		printf("usage: simbatch list models | policies [--json] | routers [--json] | hw\n");
+		printf("usage: simbatch list models | policies [--json] | routers [--json] | hw | metrics [--json]\n");
 		return CLI_OK;
 	}
-	fprintf(stderr, "simbatch: usage: simbatch list models | policies [--json] | routers [--json] | hw\n");
+	fprintf(stderr, "simbatch: usage: simbatch list models | policies [--json] | routers [--json] | hw | metrics [--json]\n");
 	return CLI_BAD_INPUT;
 }

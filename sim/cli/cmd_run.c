@@ -20,7 +20,7 @@
 #include "../../hwmodels/llm_cost.h"
 #include "../engine/engine.h"
 #include "../../util/options.h"
-#include "report.h"
+#include "report_metrics.h"
 #include "../store/results.h"
 #include "../engine/timeline.h"
 #include "version.h"
@@ -237,6 +237,9 @@ static int run_store(struct run_job *j, int live, struct report_run *rep, const 
 		.nstats = nstats, .stats = stats, .overloaded = res->overload.flagged,
 		.overload_start_s = res->overload.start_ns * 1e-9, .overload_end_s = res->overload.end_ns * 1e-9,
 	};
+	struct results_stat values[METRIC_COUNT];
+	run.nmetric_values = report_metric_rows(rep, values);
+	run.metric_values = values;
 	if (res->llm) {
 		run.token_cdf_ms[0] = res->ttft.cdf_ms;
 		run.token_cdf_ms[1] = res->tpot.count ? res->tpot.cdf_ms : NULL;
@@ -281,6 +284,7 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		rep.kv_transfer = opt_str(o, "kv-transfer");
 	}
 	rep.sla_given = opt_given(o, "sla");
+	rep.tp = opt_find(o->defs, o->ndefs, "tp") ? (uint32_t)opt_uint(o, "tp") : 1;
 	if (j->r.load.on) {
 		rep.load = &j->r.load;
 		rep.load_pairs = j->r.trace->n;

@@ -30,8 +30,6 @@
 #include "sweep_spec.h"
 #include "sweep_cmd.h"
 
-#define SWEEP_DEFAULT_METRICS "mean_ms,p99_ms,throughput_rps,sla_violation_rate"
-
 static const struct opt_def sweep_opts[] = {
 	{ "db", OPT_STR, "results/simbatch.db", 0, 0, 0, "results database the points are stored in" },
 	{ "jobs", OPT_UINT, NULL, 1, 4096, 0, "runs at a time (default: the online CPUs)" },
@@ -39,7 +37,9 @@ static const struct opt_def sweep_opts[] = {
 	{ "list", OPT_FLAG, NULL, 0, 0, 0, "print the key of every point (of --part) and run nothing" },
 	{ "summary", OPT_FLAG, NULL, 0, 0, 0, "aggregate the stored points over seeds (mean, p25, p75, 95% CI); run nothing" },
 	{ "csv", OPT_FLAG, NULL, 0, 0, 0, "with --summary: CSV on stdout (empty field = undefined)" },
-	{ "metrics", OPT_STR, SWEEP_DEFAULT_METRICS, 0, 0, 0, "with --summary: metrics to aggregate, comma-separated (--metrics=help lists them)" },
+	{ "metrics", OPT_STR, NULL, 0, 0, 0, "with --summary: metrics to aggregate, comma-separated (--metrics=help lists "
+	  "them; default: " SWEEP_NODE_METRICS ", an LLM sweep's " SWEEP_LLM_METRICS ", and goodput_output_tokens_per_s "
+	  "when its runs set SLOs)" },
 	{ "export", OPT_STR, NULL, 0, 0, 0, "print the sweep as jobs instead of running it: parallel (GNU parallel job list) or slurm (sbatch array script)" },
 	{ "shards", OPT_UINT, NULL, 1, 1e6, 0, "with --export: jobs, each writing its own database shard (default min(points, 64))" },
 	{ "shard-dir", OPT_STR, "shards", 0, 0, 0, "with --export: directory of the shard databases" },

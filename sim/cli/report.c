@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include "../../util/json.h"
-#include "report.h"
+#include "report_metrics.h"
 #include "../../hwmodels/gpu_moe.h"
 #include "../../hwmodels/gpu_measured.h"
 
@@ -44,12 +44,6 @@ static int report_may_extrapolate(const struct report_run *r)
 static double report_iter_mean_tokens(const struct drv_result *res)
 {
 	return res->tasks ? (double)res->iter_tokens / (double)res->tasks : 0.0;
-}
-
-/* The fraction of an LLM run's measured requests that met both targets. */
-static double report_slo_attainment(const struct drv_result *res)
-{
-	return res->slo_measured ? (double)res->slo_met / (double)res->slo_measured : 0.0;
 }
 
 /* A policy statistic by name (0 when the policy reports none). */
@@ -215,12 +209,12 @@ char *report_json(const struct report_run *r, int with_run_fields)
 	study_serving_json(f, r->serving);
 	if (res->llm) {
 		report_llm_json(f, res);
+		report_tokens_json(f, r);
 		fprintf(f, ",\"dropped_over_context\":%llu,\"iteration_mean_tokens\":%.10g,\"iteration_token_budget\":%u",
 		        (unsigned long long)r->dropped_over_context, report_iter_mean_tokens(res), r->iter_token_budget);
 		if (r->ttft_slo_ms > 0 || r->tpot_slo_ms > 0)
 			fprintf(f, ",\"slo_attainment\":%.10g", report_slo_attainment(res));
-		if (r->hw_measured_tokens)
-		{
+		if (r->hw_measured_tokens) {
 			fprintf(f, ",\"hw_measured_tokens\":%u,\"hw_may_extrapolate\":%s", r->hw_measured_tokens,
 			        report_may_extrapolate(r) ? "true" : "false");
 			if (r->hw_error_median_pct >= 0)
@@ -464,8 +458,10 @@ void report_text(FILE *f, const struct report_run *r)
 	/* an LLM's requests last seconds: the node models' 100 ms default says nothing of them */
 	if (!res->llm || r->sla_given)
 		fprintf(f, "  SLA %.6g ms: %.2f%% of requests late\n", r->sla_ms, 100.0 * s->sla_violation_rate);
-	if (res->llm)
+	if (res->llm) {
+		report_tokens_text(f, r);
 		report_llm_text(f, r);
+	}
 	if (r->moe && r->moe->layers)
 		report_moe_text(f, r);
 	if (r->hw_predicted)

@@ -18,37 +18,73 @@
 #include "sweep_spec.h"
 #include "sweep_cmd.h"
 
-static int sweep_parse_metrics(const char *list, const struct sweep_metric **out, size_t max, size_t *n,
-                               char *err, size_t errlen)
+/* --metrics: each name of the list (metric_names.h; an old sweep name is its alias, shown as given) into out and
+ * its header label into label. */
+static int sweep_parse_metrics(const char *list, const struct metric_name **out, const char **label, size_t max,
+                               size_t *n, char *buf, size_t buflen, char *err, size_t errlen)
 {
-	char buf[1024];
 	*n = 0;
-	if (strlen(list) >= sizeof buf) {
+	if (strlen(list) >= buflen) {
 		snprintf(err, errlen, "--metrics: list too long");
 		return -1;
 	}
 	strcpy(buf, list);
 	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		const struct sweep_metric *m = sweep_metric_find(t);
+		const struct metric_name *m = metric_find(t, NULL);
 		if (*n == max) {
 			snprintf(err, errlen, "--metrics: at most %zu metrics", max);
 			return -1;
 		}
 		if (!m) {
-			size_t nm;
-			const struct sweep_metric *all = sweep_metrics(&nm);
 			size_t used = (size_t)snprintf(err, errlen, "--metrics: unknown metric '%s' (known:", t);
-			for (size_t i = 0; i < nm && used < errlen; i++)
-				used += (size_t)snprintf(err + used, errlen - used, " %s", all[i].name);
+			for (size_t i = 0; i < METRIC_COUNT && used < errlen; i++)
+				used += (size_t)snprintf(err + used, errlen - used, " %s", metric_names[i].name);
 			if (used < errlen)
-				snprintf(err + used, errlen - used, ")");
+				snprintf(err + used, errlen - used, "; --metrics=help says what each is)");
 			return -1;
 		}
+		label[*n] = t;
 		out[(*n)++] = m;
 	}
 	if (*n == 0) {
 		snprintf(err, errlen, "--metrics: no metric given");
 		return -1;
+	}
+	return 0;
+}
+
+/* --metrics=help: the registry, a line each: name, unit, the runs that have it, meaning, old name. */
+static void sweep_metrics_help(void)
+{
+	for (size_t i = 0; i < METRIC_COUNT; i++) {
+		const struct metric_name *m = &metric_names[i];
+		printf("%-34s %-9s %-14s %s%s%s%s\n", m->name, m->unit, metric_runs_text(m->runs), m->meaning,
+		       m->alias ? " (was " : "", m->alias ? m->alias : "", m->alias ? ")" : "");
+	}
+}
+
+/* Without --metrics: an LLM sweep's metrics when its first stored point is an LLM run's (it has a TTFT), and
+ * goodput in tokens when that run set SLOs; else a node-level sweep's. 0, or -1 with err. */
+static int sweep_default_metrics(const struct sweep_spec *spec, struct sweep_db *db, char *list, size_t len,
+                                 char *err, size_t errlen)
+{
+	const struct metric_name *probe[2] = { &metric_names[METRIC_TTFT_MEAN],
+	                                       &metric_names[METRIC_GOODPUT_OUTPUT_TOKENS_PER_S] };
+	double v[2];
+	snprintf(list, len, "%s", SWEEP_NODE_METRICS);
+	for (size_t i = 0; i < spec->npoints; i++) {
+		struct sweep_point p;
+		if (sweep_point_make(spec, i, &p) != 0)
+			return err_memory(err, errlen, "out of memory");
+		int got = sweep_db_point_metrics(db, p.key, probe, 2, v, err, errlen);
+		sweep_point_free(&p);
+		if (got < 0)
+			return -1;
+		if (!got)
+			continue;
+		if (!isnan(v[0]))
+			snprintf(list, len, "%s%s", SWEEP_LLM_METRICS, isnan(v[1]) ? "" : ",goodput_output_tokens_per_s");
+		return 0;
 	}
 	return 0;
 }
@@ -100,8 +136,7 @@ static void sweep_print_cell(const struct agg_stats *st)
 #define SWEEP_MAX_METRICS 16
 
 /* The summary's header line: the axes, n, then each metric's columns. */
-static void sweep_summary_header(const struct sweep_spec *spec, const struct sweep_metric *const *m, size_t nm,
-                                 int csv)
+static void sweep_summary_header(const struct sweep_spec *spec, const char *const *label, size_t nm, int csv)
 {
 	for (size_t a = 0; a < spec->naxes; a++) {
 		if (csv) {
@@ -120,10 +155,10 @@ static void sweep_summary_header(const struct sweep_spec *spec, const struct swe
 		static const char *const part[] = { "mean", "p25", "p75", "ci95_lo", "ci95_hi" };
 		if (csv) {
 			for (size_t q = 0; q < 5; q++)
-				printf(",%s_%s", m[k]->name, part[q]);
+				printf(",%s_%s", label[k], part[q]);
 		} else {
 			char head[96];
-			snprintf(head, sizeof head, "%s: mean +-95%% [p25, p75]", m[k]->name);
+			snprintf(head, sizeof head, "%s: mean +-95%% [p25, p75]", label[k]);
 			printf("  %-*s", SWEEP_CELL_WIDTH, head);
 		}
 	}
@@ -179,30 +214,37 @@ static void sweep_summary_row(const struct sweep_spec *spec, const struct sweep_
 
 int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
 {
-	const struct sweep_metric *m[SWEEP_MAX_METRICS + 1];
+	const struct metric_name *m[SWEEP_MAX_METRICS + 1];
+	const char *label[SWEEP_MAX_METRICS];
+	char names[1024], defaults[256];
 	size_t nm = 0, missing = 0;
-	char err[768];
+	char err[1024];
 	struct sweep_db *db = NULL;
 	double *vals = NULL, *row = NULL;
 	int csv = opt_flag(o, "csv"), rc = CLI_BAD_INPUT;
-	if (strcmp(opt_str(o, "metrics"), "help") == 0) {
-		size_t n;
-		const struct sweep_metric *all = sweep_metrics(&n);
-		for (size_t i = 0; i < n; i++)
-			printf("%-20s %s\n", all[i].name, all[i].help);
+	const char *list = opt_str(o, "metrics");
+	if (list && strcmp(list, "help") == 0) {
+		sweep_metrics_help();
 		return CLI_OK;
 	}
-	if (sweep_parse_metrics(opt_str(o, "metrics"), m, SWEEP_MAX_METRICS, &nm, err, sizeof err) != 0 ||
-	    sweep_db_open(opt_str(o, "db"), 1, &db, err, sizeof err) != 0)
+	/* a list given is checked before the database is opened; the default depends on what the database holds */
+	if ((list && sweep_parse_metrics(list, m, label, SWEEP_MAX_METRICS, &nm, names, sizeof names, err,
+	                                 sizeof err) != 0) || sweep_db_open(opt_str(o, "db"), 1, &db, err, sizeof err) != 0)
 		goto fail;
+	if (!list && (sweep_default_metrics(spec, db, defaults, sizeof defaults, err, sizeof err) != 0 ||
+	              sweep_parse_metrics(defaults, m, label, SWEEP_MAX_METRICS, &nm, names, sizeof names, err,
+	                                  sizeof err) != 0)) {
+		rc = CLI_FAILED;
+		goto fail;
+	}
 	/* every summary also reads each run's saturation flag: block nm of vals */
-	m[nm] = sweep_metric_find("saturated");
+	m[nm] = &metric_names[METRIC_SATURATED];
 	rc = CLI_FAILED;
 	if (!(vals = malloc((nm + 1) * spec->nseeds * sizeof *vals)) || !(row = malloc((nm + 1) * sizeof *row))) {
 		err_memory(err, sizeof err, "out of memory");
 		goto fail;
 	}
-	sweep_summary_header(spec, m, nm, csv);
+	sweep_summary_header(spec, label, nm, csv);
 	for (size_t c = 0; c < spec->nconfigs; c++) {
 		size_t n = 0;
 		struct sweep_point p;

@@ -144,6 +144,7 @@ static const char results_schema_sql[] =
 	"  PRIMARY KEY(run_id, key)) WITHOUT ROWID;\n"
 	TOKEN_CDF_TABLE_SQL
 	SEARCH_TABLES_SQL
+	RESULTS_METRIC_VALUES_TABLE_SQL
 	CAPACITY_TABLES_SQL;
 
 static const char sql_insert_meta[] = "INSERT INTO simbatch_meta(key, value) VALUES(?1, ?2)";
@@ -158,7 +159,8 @@ static const char sql_insert_run[] =
  * runs.saturated, version 2 the LLM token CDFs and first_token_s (the runs
  * already stored keep NULL there, not known, and have no token CDF), version
  * 3 the configuration searches, version 4 the overload window (runs stored
- * before keep NULL: not judged). */
+ * before keep NULL: not judged), version 5 run_metric_values (results_v6.c), version 6 the capacity
+ * searches. */
 static const char sql_migrate_v1[] =
 	"ALTER TABLE runs ADD COLUMN saturated INTEGER;"
 	"UPDATE simbatch_meta SET value = '2' WHERE key = 'schema_version';";
@@ -174,9 +176,7 @@ static const char sql_migrate_v4[] =
 	"ALTER TABLE runs ADD COLUMN overload_start_s REAL;"
 	"ALTER TABLE runs ADD COLUMN overload_end_s REAL;"
 	"UPDATE simbatch_meta SET value = '5' WHERE key = 'schema_version';";
-/* version 6 adds nothing here; 7 the capacity searches */
-static const char sql_migrate_v5[] =
-	"UPDATE simbatch_meta SET value = '6' WHERE key = 'schema_version';";
+/* version 6 is every metric under its one name (results_migrate_v5, results_v6.c); 7 the capacity searches */
 static const char sql_migrate_v6[] =
 	CAPACITY_TABLES_SQL
 	"UPDATE simbatch_meta SET value = '7' WHERE key = 'schema_version';";
@@ -389,6 +389,7 @@ static void results_free(struct results_db *r)
 	sqlite3_finalize(r->ins_token_cdf);
 	sqlite3_finalize(r->ins_request);
 	sqlite3_finalize(r->ins_stat);
+	sqlite3_finalize(r->ins_value);
 	sqlite3_close(r->db);
 	free(r->path);
 	free(r);
@@ -600,7 +601,7 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 		    (upgrade && r->version <= 2 && sqlite3_exec(r->db, sql_migrate_v2, NULL, NULL, NULL) != SQLITE_OK) ||
 		    (upgrade && r->version <= 3 && sqlite3_exec(r->db, sql_migrate_v3, NULL, NULL, NULL) != SQLITE_OK) ||
 		    (upgrade && r->version <= 4 && sqlite3_exec(r->db, sql_migrate_v4, NULL, NULL, NULL) != SQLITE_OK) ||
-		    (upgrade && r->version <= 5 && sqlite3_exec(r->db, sql_migrate_v5, NULL, NULL, NULL) != SQLITE_OK) ||
+		    (upgrade && r->version <= 5 && results_migrate_v5(r->db) != 0) ||
 		    (upgrade && sqlite3_exec(r->db, sql_migrate_v6, NULL, NULL, NULL) != SQLITE_OK) ||
 		    sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 			goto not_writable;
@@ -635,7 +636,9 @@ int results_open(const char *path, struct results_db **out, char *err, size_t er
 	    sqlite3_prepare_v2(r->db, cdf_sql, -1, &r->ins_cdf, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, token_cdf_sql, -1, &r->ins_token_cdf, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db, sql_insert_request, -1, &r->ins_request, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(r->db, sql_insert_stat, -1, &r->ins_stat, NULL) != SQLITE_OK) {
+	    sqlite3_prepare_v2(r->db, sql_insert_stat, -1, &r->ins_stat, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db, "INSERT INTO run_metric_values(run_id, metric, value) VALUES(?1, ?2, ?3)", -1,
+	                       &r->ins_value, NULL) != SQLITE_OK) {
 		results_set_err(err, errlen, "results database '%s' does not match schema version %d: %s", path,
 		        RESULTS_SCHEMA_VERSION, err_sqlite_msg(r->db));
 		goto fail;

@@ -26,9 +26,10 @@
 /* 2 added runs.saturated; 3 the LLM token CDFs (run_token_cdf) and
  * run_requests.first_token_s; 4 the configuration searches (searches,
  * search_configs); 5 the overload window (runs.overloaded, overload_start_s,
- * overload_end_s); 6 nothing of this branch's (token metrics, reconciled on
- * merge); 7 the capacity searches (capacities, capacity_probes). An older file
- * is upgraded when opened for writing and read as it is. */
+ * overload_end_s); 6 every metric of a run under its one name
+ * (run_metric_values, metric_names; sim/store/metric_names.h); 7 the
+ * capacity searches (capacities, capacity_probes). An older file is
+ * upgraded when opened for writing and read as it is. */
 #define RESULTS_SCHEMA_VERSION 7
 
 /* The token metrics of an LLM run with a CDF each in run_token_cdf: time to
@@ -68,6 +69,8 @@ struct results_run {
 	const struct metrics_summary *summary;
 	size_t nconfig;
 	const struct results_kv *config;
+	size_t nmetric_values;       /* rows for run_metric_values: (metric name, value) */
+	const struct results_stat *metric_values;
 	size_t nstats;               /* rows for run_stats */
 	const struct results_stat *stats;
 	const double *token_cdf_ms[RESULTS_TOKEN_METRICS];   /* an LLM run's CDFs in results_token_metrics'

@@ -25,12 +25,24 @@ struct results_db {
 	sqlite3_stmt *ins_token_cdf;
 	sqlite3_stmt *ins_request;
 	sqlite3_stmt *ins_stat;
+	sqlite3_stmt *ins_value;      /* run_metric_values (schema 6) */
 	int version;                  /* schema version: older ones are read as they are (no runs.saturated
 	                                 before 2, no run_token_cdf before 3) and upgraded when written */
 	int keepable;                 /* opened by results_open, its file known: may be kept open */
 	dev_t dev;                    /* the file it opened, to know it again */
 	ino_t ino;
 };
+
+/* Schema 6: a run's metrics by their one name (metric_names.h); absent: the run has no such metric. */
+#define RESULTS_METRIC_VALUES_TABLE_SQL \
+	"CREATE TABLE run_metric_values(\n" \
+	"  run_id INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,\n" \
+	"  metric TEXT NOT NULL,\n" \
+	"  value REAL,\n" \
+	"  PRIMARY KEY(run_id, metric)) WITHOUT ROWID;\n"
+/* Upgrades a version-5 file to 6 inside the caller's transaction: the table, and the metrics its runs stored
+ * then (run_metrics, runs, run_stats) under their names. 0, or -1 (sqlite3_errmsg says why). */
+int results_migrate_v5(sqlite3 *db);
 
 /* One line into err, printf-style (nothing when err is NULL or empty). */
 __attribute__((format(printf, 3, 4)))

@@ -182,6 +182,15 @@ int results_write_run(struct results_db *db, const struct results_run *run, int6
 			goto fail;
 	}
 
+	st = db->ins_value;
+	sqlite3_bind_int64(st, 1, id);
+	for (size_t i = 0; i < run->nmetric_values; i++) {
+		bind_text(st, 2, run->metric_values[i].key);
+		sqlite3_bind_double(st, 3, run->metric_values[i].value);
+		if (step_insert(db, st, err, errlen) < 0)
+			goto fail;
+	}
+
 	st = db->ins_request;
 	sqlite3_bind_int64(st, 1, id);
 	for (size_t i = 0; i < run->nrequest_rows; i++) {

@@ -13,59 +13,12 @@
 
 #define SWEEP_DB_BUSY_MS 10000   /* as results.c: other writers hold the lock for a moment */
 
-static const struct sweep_metric sweep_metric_table[] = {
-	{ "mean_ms", "m.mean_ms", "mean latency, ms" },
-	{ "p50_ms", "m.p50_ms", "median latency, ms" },
-	{ "p90_ms", "m.p90_ms", "90th percentile latency, ms" },
-	{ "p95_ms", "m.p95_ms", "95th percentile latency, ms" },
-	{ "p99_ms", "m.p99_ms", "99th percentile latency, ms" },
-	{ "p999_ms", "m.p999_ms", "99.9th percentile latency, ms" },
-	{ "max_ms", "m.max_ms", "largest latency, ms" },
-	{ "queue_mean_ms", "m.queue_mean_ms", "mean queueing time, ms" },
-	{ "queue_p99_ms", "m.queue_p99_ms", "99th percentile queueing time, ms" },
-	{ "sla_violation_rate", "m.sla_violation_rate", "fraction of requests over the SLA" },
-	{ "throughput_rps", "r.throughput_rps", "completed requests per second" },
-	{ "mean_batch", "r.mean_batch", "requests per task" },
-	{ "saturated", "r.saturated", "1 when the run was saturated (its queue grew throughout), 0 when not" },
-	/* an LLM run's token figures, stored in run_stats (a node-level run has none: NULL, left out) */
-#define SWEEP_STAT(key) "(SELECT s.value FROM run_stats s WHERE s.run_id = r.run_id AND s.key = '" key "')"
-	{ "ttft_mean_ms", SWEEP_STAT("ttft_ms.mean"), "LLM: mean time to first token, ms" },
-	{ "ttft_p50_ms", SWEEP_STAT("ttft_ms.p50"), "LLM: median time to first token, ms" },
-	{ "ttft_p90_ms", SWEEP_STAT("ttft_ms.p90"), "LLM: 90th percentile time to first token, ms" },
-	{ "ttft_p99_ms", SWEEP_STAT("ttft_ms.p99"), "LLM: 99th percentile time to first token, ms" },
-	{ "tpot_mean_ms", SWEEP_STAT("tpot_ms.mean"), "LLM: mean time per output token, ms" },
-	{ "tpot_p50_ms", SWEEP_STAT("tpot_ms.p50"), "LLM: median time per output token, ms" },
-	{ "tpot_p90_ms", SWEEP_STAT("tpot_ms.p90"), "LLM: 90th percentile time per output token, ms" },
-	{ "tpot_p99_ms", SWEEP_STAT("tpot_ms.p99"), "LLM: 99th percentile time per output token, ms" },
-	{ "itl_p50_ms", SWEEP_STAT("itl_ms.p50"), "LLM: median gap between tokens, ms" },
-	{ "itl_p99_ms", SWEEP_STAT("itl_ms.p99"), "LLM: 99th percentile gap between tokens, ms" },
-	{ "goodput_rps", SWEEP_STAT("goodput_rps"), "LLM: requests a second meeting both SLOs" },
-	{ "slo_attainment", SWEEP_STAT("slo_attainment"), "LLM: fraction of requests meeting both SLOs" },
-	{ "kv_mean_fraction", SWEEP_STAT("kv_mean_fraction"), "LLM: the KV cache's occupancy averaged over time" },
-#undef SWEEP_STAT
-};
-
-const struct sweep_metric *sweep_metrics(size_t *n)
-{
-	*n = sizeof sweep_metric_table / sizeof sweep_metric_table[0];
-	return sweep_metric_table;
-}
-
-const struct sweep_metric *sweep_metric_find(const char *name)
-{
-	size_t n;
-	const struct sweep_metric *m = sweep_metrics(&n);
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(m[i].name, name) == 0)
-			return &m[i];
-	return NULL;
-}
-
 struct sweep_db {
 	sqlite3 *db;                 /* owned */
 	char *path;                  /* owned, for messages */
 	sqlite3_stmt *has;           /* owned: is a point stored */
 	int has_saturated;           /* runs.saturated exists (schema 2; a version-1 file read as it is lacks it) */
+	int has_values;              /* run_metric_values exists (schema 6): every metric by its name */
 };
 
 void sweep_db_close(struct sweep_db *d)
@@ -120,6 +73,9 @@ int sweep_db_open(const char *path, int readonly, struct sweep_db **out, char *e
 	sqlite3_stmt *probe = NULL;
 	d->has_saturated = sqlite3_prepare_v2(d->db, "SELECT saturated FROM runs LIMIT 0", -1, &probe, NULL) == SQLITE_OK;
 	sqlite3_finalize(probe);
+	probe = NULL;
+	d->has_values = sqlite3_prepare_v2(d->db, "SELECT 1 FROM run_metric_values LIMIT 0", -1, &probe, NULL) == SQLITE_OK;
+	sqlite3_finalize(probe);
 	*out = d;
 	return 0;
 fail:
@@ -140,13 +96,23 @@ int sweep_db_has_point(struct sweep_db *d, const char *key, char *err, size_t er
 	return -1;
 }
 
-int sweep_db_point_metrics(struct sweep_db *d, const char *key, const struct sweep_metric *const *m,
+/* Where the file keeps metric m for run r: run_metric_values by its name (schema 6), else where schema 5 kept it
+ * (NULL: nowhere; a version-1 file has no runs.saturated). Constant text of the registry's, never input. */
+static int point_column(const struct sweep_db *d, const struct metric_name *m, char *buf, size_t len)
+{
+	if (d->has_values)
+		return snprintf(buf, len, "(SELECT v.value FROM run_metric_values v WHERE v.run_id = r.run_id AND "
+		                "v.metric = '%s')", m->name);
+	int none = !m->v5_sql || (!d->has_saturated && strcmp(m->v5_sql, "r.saturated") == 0);
+	return snprintf(buf, len, "%s", none ? "NULL" : m->v5_sql);
+}
+
+int sweep_db_point_metrics(struct sweep_db *d, const char *key, const struct metric_name *const *m,
                            size_t n, double *vals, char *err, size_t errlen)
 {
-	/* column expressions come from the constant metric table, never from input */
 	size_t len = 256;
 	for (size_t i = 0; i < n; i++)
-		len += strlen(m[i]->column) + 2;
+		len += (size_t)point_column(d, m[i], NULL, 0) + 2;
 	char *sql = malloc(len);
 	sqlite3_stmt *st = NULL;
 	int rc, used;
@@ -155,9 +121,10 @@ int sweep_db_point_metrics(struct sweep_db *d, const char *key, const struct swe
 		return -1;
 	}
 	used = snprintf(sql, len, "SELECT ");
-	for (size_t i = 0; i < n; i++)
-		used += snprintf(sql + used, len - (size_t)used, "%s%s", i ? ", " : "",
-		                 !d->has_saturated && strcmp(m[i]->column, "r.saturated") == 0 ? "NULL" : m[i]->column);
+	for (size_t i = 0; i < n; i++) {
+		used += snprintf(sql + used, len - (size_t)used, "%s", i ? ", " : "");
+		used += point_column(d, m[i], sql + used, len - (size_t)used);
+	}
 	snprintf(sql + used, len - (size_t)used,
 	         " FROM run_config c JOIN runs r ON r.run_id = c.run_id JOIN run_metrics m ON m.run_id = c.run_id"
 	         " WHERE c.key = '" SWEEP_POINT_KEY "' AND c.value = ?1 ORDER BY c.run_id LIMIT 1");
@@ -168,7 +135,7 @@ int sweep_db_point_metrics(struct sweep_db *d, const char *key, const struct swe
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		for (size_t i = 0; i < n; i++)   /* NULL (saturation not recorded): NaN, left out of the statistics */
+		for (size_t i = 0; i < n; i++)   /* NULL (not recorded, or the run has none): NaN, left out */
 			vals[i] = sqlite3_column_type(st, (int)i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, (int)i);
 		sqlite3_finalize(st);
 		return 1;

@@ -16,26 +16,17 @@
 #define SB_SWEEP_DB_H
 
 #include <stddef.h>
+#include "metric_names.h"
 
 #define SWEEP_POINT_KEY "sweep-point"
-
-struct sweep_metric {
-	const char *name;        /* as in --metrics= and CSV headers */
-	const char *column;      /* SQL: r. = runs, m. = run_metrics */
-	const char *help;
-};
-
-/* The metrics a summary can report, in a fixed order. */
-const struct sweep_metric *sweep_metrics(size_t *n);
-const struct sweep_metric *sweep_metric_find(const char *name);
 
 struct sweep_db;
 
 int sweep_db_open(const char *path, int readonly, struct sweep_db **out, char *err, size_t errlen);
 void sweep_db_close(struct sweep_db *db);
 int sweep_db_has_point(struct sweep_db *db, const char *key, char *err, size_t errlen);
-/* Fills vals[i] with metric m[i] of the (first) run stored for key. */
-int sweep_db_point_metrics(struct sweep_db *db, const char *key, const struct sweep_metric *const *m,
+/* Fills vals[i] with metric m[i] (metric_names.h) of the (first) run stored for key; NaN where it has none. */
+int sweep_db_point_metrics(struct sweep_db *db, const char *key, const struct metric_name *const *m,
                            size_t n, double *vals, char *err, size_t errlen);
 
 #endif
