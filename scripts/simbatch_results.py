@@ -7,6 +7,7 @@ schema is docs/RESULTS.md). Nothing here writes to the database.
     import simbatch_results as sr
     db = "results/simbatch.db"
     runs = sr.runs(db)              # a row per run: its metrics, options and counters as columns
+    m = sr.metrics(db)              # every run's metrics by their one name, long: run_id, metric, value
     ttft = sr.cdfs(db, "ttft")      # every run's TTFT CDF, long: run_id, metric, quantile, value_ms
     c = sr.cdf(db, 12)              # run 12's latency CDF: quantile, latency_ms
     q = sr.requests(db, 12)         # its per-request rows (stored with --db-requests)
@@ -21,8 +22,10 @@ schema is docs/RESULTS.md). Nothing here writes to the database.
     grid = sr.sweep("bench/lazybatching.sweep", "study.db")   # its runs, resumed if stopped
     knobs = sr.policies()           # the registry: each policy's knobs, type, default, bounds
 
-Column names have no dashes: an option --max-batch is the column max_batch,
-a counter ttft_ms.p99 the column ttft_ms_p99. Run as a program it prints the
+A metric's column is its one name (docs/METRICS.md, `simbatch list metrics`):
+ttft_ms.p99, output_tokens_per_s, latency_ms.p99, as in the JSON and sweep
+--metrics. Other column names have no dashes: an option --max-batch is the
+column max_batch, a policy counter kv_blocks.x the column kv_blocks_x. Run as a program it prints the
 runs table:  python3 scripts/simbatch_results.py DB  (a database it cannot
 read: one line and exit 2).
 """
@@ -100,17 +103,24 @@ def _numbers_where_all_are(col):
     return num if num.notna().sum() == col.notna().sum() else col
 
 
+def _has_table(con, name):
+    return con.execute("select 1 from sqlite_master where type = 'table' and name = ?", (name,)).fetchone() is not None
+
+
 def runs(path):
     """Every run, one row each, run_id a column (the index is 0..n-1): the
     columns of runs and run_metrics (schema in docs/RESULTS.md; a version-1
-    file has no saturated column, read as NA); then every stored option as a
+    file has no saturated column, read as NA); then each metric the runs have
+    under its one name (docs/METRICS.md: latency_ms.p99, ttft_ms.p99,
+    output_tokens_per_s, ...; NA where a run has none; a file of schema 6 or
+    later, older files have the counters below instead); then every stored option as a
     column named without dashes (--max-batch: max_batch; numbers where every
     run's value is one, else the text; NA where a run did not have it; an
     option that repeats a runs column, such as --policy or --seed, is that
-    column, or KEY_option where its text differs, as --hw=FILE's path does); then the run's counters (run_stats: an LLM run's TTFT, TPOT and
-    ITL statistics, goodput, SLO attainment, KV occupancy; a policy's
-    counters) as columns, dots made underscores (ttft_ms.p99: ttft_ms_p99). A fleet's
-    per-replica shares are replicas()'s."""
+    column, or KEY_option where its text differs, as --hw=FILE's path does); then the run's other counters
+    (run_stats: a policy's counters; in a file older than schema 6 also an LLM run's TTFT, TPOT and ITL
+    statistics, goodput, SLO attainment, KV occupancy) as columns, dots made underscores
+    (ttft_ms.p99: ttft_ms_p99). A fleet's per-replica shares are replicas()'s."""
     con = _connect(path)
     try:
         df = pd.read_sql_query(
@@ -120,11 +130,20 @@ def runs(path):
         if "saturated" not in df.columns:
             df["saturated"] = pd.NA
         cfg = pd.read_sql_query("select run_id, key, value from run_config", con)
-        # a fleet's per-replica rows are replicas()'s, one row a replica, not a column each here
-        st = pd.read_sql_query("select run_id, key, value from run_stats where key not like 'replica.%'", con)
+        named = _has_table(con, "run_metric_values")
+        mv = pd.read_sql_query("select run_id, metric, value from run_metric_values", con) if named else None
+        # a fleet's per-replica rows are replicas()'s, one row a replica, not a column each here; a counter that
+        # is a metric (ttft_ms.p99) is its column by its name, once
+        st = pd.read_sql_query("select run_id, key, value from run_stats where key not like 'replica.%'" +
+                               (" and key not in (select metric from run_metric_values)" if named else ""), con)
     finally:
         con.close()
     df = df.drop(columns=["summary_json"])
+    if named and len(mv):
+        wide = mv.pivot(index="run_id", columns="metric", values="value")
+        wide.columns = list(wide.columns)
+        wide = wide.drop(columns=[c for c in wide.columns if c in df.columns])   # throughput_rps, mean_batch, ...
+        df = df.merge(wide, how="left", left_on="run_id", right_index=True)
     for table, convert, suffix in ((cfg, _numbers_where_all_are, "_option"), (st, None, "_stat")):
         if not len(table):
             continue
@@ -140,6 +159,21 @@ def runs(path):
                 wide = wide.rename(columns={c: c + suffix})         # as given, e.g. --hw's file path
         df = df.merge(wide, how="left", left_on="run_id", right_index=True)
     return df.reset_index(drop=True)
+
+
+def metrics(path):
+    """Every run's metrics by their one name (docs/METRICS.md), long: run_id,
+    metric, value; a metric a run has not (goodput without SLOs, a node-level
+    run's token figures) has no row. Empty for a file older than schema 6 that
+    no simbatch has written to since (writing upgrades it)."""
+    con = _connect(path)
+    try:
+        if not _has_table(con, "run_metric_values"):
+            return pd.DataFrame({"run_id": pd.Series(dtype="int64"), "metric": pd.Series(dtype=str),
+                                 "value": pd.Series(dtype=float)})
+        return pd.read_sql_query("select run_id, metric, value from run_metric_values order by run_id, metric", con)
+    finally:
+        con.close()
 
 
 def cdf(path, run_id, metric="latency"):

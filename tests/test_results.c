@@ -483,17 +483,18 @@ static void test_foreign_database_refused(void **state)
 static void test_wrong_schema_version_refused(void **state)
 {
 	(void)state;
-	char path[128], want[256], err[256];
-	tmp_path(path, sizeof(path), "v8.db");
+	char path[128], want[256], err[256], sql[128];
+	tmp_path(path, sizeof(path), "newer.db");
 	struct results_db *db = NULL;
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 	results_close(db);
 	sqlite3 *plain = open_plain(path);
-	assert_int_equal(sqlite3_exec(plain, "UPDATE simbatch_meta SET value = '8' WHERE key = 'schema_version'",
-	                              NULL, NULL, NULL), SQLITE_OK);
+	snprintf(sql, sizeof sql, "UPDATE simbatch_meta SET value = '%d' WHERE key = 'schema_version'",
+	         RESULTS_SCHEMA_VERSION + 1);
+	assert_int_equal(sqlite3_exec(plain, sql, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(plain);
-	snprintf(want, sizeof(want),
-	         "results database '%s' has schema version 8; this simbatch writes version 7", path);
+	snprintf(want, sizeof(want), "results database '%s' has schema version %d; this simbatch writes version %d",
+	         path, RESULTS_SCHEMA_VERSION + 1, RESULTS_SCHEMA_VERSION);
 	expect_refused(path, want);
 }
 
@@ -504,8 +505,9 @@ static void downgrade(const char *path, int v)
 	assert_int_equal(sqlite3_exec(plain, "DROP TABLE capacity_probes; DROP TABLE capacities;"
 	                              "UPDATE simbatch_meta SET value = '6' WHERE key = 'schema_version'",
 	                              NULL, NULL, NULL), SQLITE_OK);
-	if (v <= 5)                  /* version 6 holds nothing version 5 lacks here (token metrics: another branch's) */
-		assert_int_equal(sqlite3_exec(plain, "UPDATE simbatch_meta SET value = '5' WHERE key = 'schema_version'",
+	if (v <= 5)
+		assert_int_equal(sqlite3_exec(plain, "DROP TABLE run_metric_values;"
+		                              "UPDATE simbatch_meta SET value = '5' WHERE key = 'schema_version'",
 		                              NULL, NULL, NULL), SQLITE_OK);
 	if (v <= 4)
 		assert_int_equal(sqlite3_exec(plain, "ALTER TABLE runs DROP COLUMN overloaded; ALTER TABLE runs DROP COLUMN "
@@ -569,6 +571,9 @@ static void check_upgrade_from(int v)
 	r1.overload_start_s = 12.5;
 	r1.overload_end_s = 40.25;
 	r1.token_cdf_ms[2] = s1.cdf_ms;
+	const struct results_stat values[] = { { "output_tokens_per_s", 1234.5 }, { "latency_ms.p99", s1.p99_ms } };
+	r1.metric_values = values;
+	r1.nmetric_values = 2;
 	assert_int_equal(results_write_run(db, &r1, &id2, err, sizeof(err)), 0);
 	assert_int_equal(results_read_metric_cdf(db, id2, "itl", cdf, err, sizeof(err)), 0);
 	assert_memory_equal(cdf, s1.cdf_ms, sizeof(cdf));
@@ -577,8 +582,27 @@ static void check_upgrade_from(int v)
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM simbatch_meta WHERE key = 'schema_version' AND value = '7'"), 1);
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
 	                                   "('capacities', 'capacity_probes')"), 2);
+	char sql[256];
+	if (v <= 5) {
+		/* the run stored before 6 has its metrics under their names: run_metrics' 10 (7 latencies, 2 queueing, the SLA
+		 * violation rate), runs' throughput and mean batch, and its saturation where stored (not before 2); the new
+		 * run has the 2 it gave */
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM run_metric_values WHERE run_id = %lld", (long long)id1);
+		assert_int_equal(count_rows(plain, sql), v == 1 ? 12 : 13);
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM run_metric_values v, run_metrics m WHERE v.run_id = %lld AND "
+		         "m.run_id = v.run_id AND v.metric = 'latency_ms.p99' AND v.value = m.p99_ms AND m.p99_ms = %.17g",
+		         (long long)id1, s1.p99_ms);
+		assert_int_equal(count_rows(plain, sql), 1);
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM run_metric_values WHERE run_id = %lld AND metric = "
+		         "'throughput_rps' AND value = 998.25", (long long)id1);
+		assert_int_equal(count_rows(plain, sql), 1);
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM run_metric_values WHERE run_id = %lld AND ((metric = "
+		         "'output_tokens_per_s' AND value = 1234.5) OR metric = 'latency_ms.p99')", (long long)id2);
+		assert_int_equal(count_rows(plain, sql), 2);
+	}
 	/* the run stored before version 5 was not judged (NULL); the new one keeps its window */
-	assert_int_equal(count_rows(plain, "SELECT count(*) FROM runs WHERE overloaded IS NULL"), v <= 4 ? 1 : 0);
+	assert_int_equal(count_rows(plain, v < 5 ? "SELECT count(*) FROM runs WHERE overloaded IS NULL"
+	                                         : "SELECT count(*) FROM runs WHERE overloaded = 0"), 1);
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM runs WHERE overloaded = 1 AND overload_start_s = 12.5 "
 	                                   "AND overload_end_s = 40.25"), 1);
 	assert_int_equal(count_rows(plain, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "

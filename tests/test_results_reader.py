@@ -81,10 +81,12 @@ for rid, key, value in cfg:
     else:
         filled += 1
     ok = ok and "--" + key not in by_id.columns and same_text(by_id.loc[rid, col], value)
-opt_cols = [c for c in df.columns if c not in RUNS_COLUMNS and c not in
+values = con.execute("select run_id, metric, value from run_metric_values").fetchall()
+metric_cols = {m for _, m, _ in values}
+opt_cols = [c for c in df.columns if c not in RUNS_COLUMNS and c not in metric_cols and c not in
             {"count", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms", "min_ms",
              "queue_mean_ms", "queue_p99_ms", "sla_violation_rate"}]
-stats = con.execute("select run_id, key, value from run_stats").fetchall()
+stats = [(rid, k, v) for rid, k, v in con.execute("select run_id, key, value from run_stats") if k not in metric_cols]
 stat_cols = {k.replace(".", "_") for _, k, _ in stats}
 n_cells = df[[c for c in opt_cols if c not in stat_cols]].notna().sum().sum()
 check("every stored option is a column named without dashes holding its value, and only those are filled",
@@ -93,6 +95,9 @@ check("window is a number column (every run's value is one)", str(df.window.dtyp
       df.window.dtype)
 check("every counter (run_stats) is a column, dots made underscores, with its value",
       all(by_id.loc[rid, k.replace(".", "_")] == v for rid, k, v in stats) and len(stats) > 0, len(stats))
+check("every metric (run_metric_values) is a column by its one name, with its value; metrics() the same rows",
+      all(by_id.loc[rid, m] == v for rid, m, v in values) and len(values) == 13 * len(rows) and
+      sorted(map(tuple, sr.metrics(db).itertuples(index=False))) == sorted(values), len(values))
 rid = rows[0][0]
 stored = con.execute("select quantile, latency_ms from run_cdf where run_id = ? order by quantile", (rid,)).fetchall()
 c = sr.cdf(db, rid)
@@ -131,7 +136,10 @@ if r.returncode == 0:
     check("the documented join: the median TTFT per policy and rate is the stored 0.5 quantile",
           len(med) == 1 and med[("continuous", 200.0)] == stored_med, med)
     ttft = lcon.execute("select value from run_stats where run_id = 1 and key = 'ttft_ms.p99'").fetchone()[0]
-    check("an LLM run's TTFT p99 is a column of runs()", llm.loc[0, "ttft_ms_p99"] == ttft)
+    check("an LLM run's TTFT p99 is a column of runs() by its one name, the counter's value, not also ttft_ms_p99",
+          llm.loc[0, "ttft_ms.p99"] == ttft and "ttft_ms_p99" not in llm.columns)
+    out = lcon.execute("select value from run_metric_values where run_id = 1 and metric = 'output_tokens_per_s'")
+    check("an LLM run's output tokens/s is a column of runs()", llm.loc[0, "output_tokens_per_s"] == out.fetchone()[0])
     q = sr.requests(llm_db, 1)
     stored = lcon.execute("select id, first_token_s from run_requests where run_id = 1 order by id").fetchall()
     check("requests: an LLM run's first_token_s", list(zip(q.id, q.first_token_s)) == stored and len(q) == 200)

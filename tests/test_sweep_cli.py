@@ -152,7 +152,9 @@ check("summary p25/p75", abs(float(row.get("p99_ms_p25", "nan")) - quantile(vals
 check("summary 95% CI", abs(float(row.get("p99_ms_ci95_hi", "nan")) - (mean + T975_DF2 * sd / math.sqrt(3))) < 1e-5 * mean,
       (row, vals))
 r = sb("sweep", small, f"--db={db}", "--summary")
-check("summary text", r.returncode == 0 and "p99_ms" in r.stdout and "graph5" in r.stdout, r.stderr)
+check("summary text: a node-level sweep's default metrics by their one names",
+      r.returncode == 0 and all(m in r.stdout.splitlines()[0] for m in ("latency_ms.mean", "latency_ms.p99",
+                                "throughput_rps", "sla_violation_rate")) and "graph5" in r.stdout, r.stdout + r.stderr)
 r = sb("sweep", small, f"--db={db}", "--summary", "--metrics=nope")
 check("summary unknown metric -> exit 2", r.returncode == 2 and "nope" in r.stderr, r.stderr)
 r = sb("sweep", small, f"--db={os.path.join(td, 'missing.db')}", "--summary")
@@ -369,7 +371,7 @@ for ext in ("-wal", "-shm"):
     if os.path.exists(p1 + ext):
         shutil.copy(p1 + ext, v2 + ext)
 con = sqlite3.connect(v2)
-con.execute("update simbatch_meta set value='8' where key='schema_version'")   # a newer simbatch's
+con.execute("update simbatch_meta set value='99' where key='schema_version'")   # a newer simbatch's
 con.commit()
 con.close()
 before = run_count(pm)
@@ -526,6 +528,30 @@ for row in rows:
 con.close()
 check("an LLM sweep's summary: TTFT, TPOT and SLO attainment columns, each the mean of the stored runs'", ok,
       r.stdout + r.stderr)
+# without --metrics an LLM sweep's summary shows LLM metrics (issue 51): TTFT and TPOT p99, output tokens/s and,
+# its runs having SLOs, goodput in tokens; no SLA violation rate. Each the mean of the runs' JSON summaries.
+r = sb("sweep", llm_sweep, f"--db={llm_db}", "--summary", "--csv")
+rows = list(csv.DictReader(io.StringIO(r.stdout))) if r.returncode == 0 else []
+con = sqlite3.connect(llm_db)
+ok = len(rows) == 2 and rows[0] and not any(k.startswith("sla_violation_rate") for k in rows[0])
+for row in rows:
+    summaries = [json.loads(j) for (j,) in con.execute(
+        "select r.summary_json from runs r join run_config c on c.run_id = r.run_id join run_config k on "
+        "k.run_id = r.run_id where c.key = 'rate' and c.value = ? and k.key = 'sweep-point'", (row["rate"],))]
+    for metric, path in (("ttft_ms.p99", ("ttft_ms", "p99")), ("tpot_ms.p99", ("tpot_ms", "p99")),
+                         ("output_tokens_per_s", ("output_tokens_per_s",)),
+                         ("goodput_output_tokens_per_s", ("goodput_output_tokens_per_s",))):
+        vals = [s[path[0]] if len(path) == 1 else s[path[0]][path[1]] for s in summaries]
+        ok = ok and len(vals) == 3 and abs(float(row[f"{metric}_mean"]) - sum(vals) / 3) <= 1e-6 * max(1, abs(sum(vals)))
+con.close()
+check("an LLM sweep's default summary: TTFT and TPOT p99, output tokens/s, goodput in tokens (the JSON's means), "
+      "no SLA violation rate", ok, r.stdout + r.stderr)
+r = sb("sweep", llm_sweep, f"--db={llm_db}", "--summary", "--metrics=ttft_ms.p99,ttft_p99_ms")
+head = r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else ""
+cells = [l.split()[-1] for l in r.stdout.splitlines()[1:]] if head else []
+check("--metrics takes the one name and the old one (its alias), each column headed as asked, the same values",
+      "ttft_ms.p99:" in head and "ttft_p99_ms:" in head and r.stdout.splitlines()[1].count(cells[0]) == 2 if cells
+      else False, r.stdout + r.stderr)
 
 # ---- capacity of an LLM under token targets (measured H100, Llama-2-7B) ----
 def binom_upper(k, n, conf):
