@@ -60,6 +60,20 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
+/* Stores n (name, value) rows of run id with st (run_stats, run_metric_values): 0, or -1 with err. */
+static int insert_named(struct results_db *db, sqlite3_stmt *st, sqlite3_int64 id, const struct results_stat *rows,
+                        size_t n, char *err, size_t errlen)
+{
+	sqlite3_bind_int64(st, 1, id);
+	for (size_t i = 0; i < n; i++) {
+		bind_text(st, 2, rows[i].key);
+		sqlite3_bind_double(st, 3, rows[i].value);
+		if (step_insert(db, st, err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Inside the write transaction: 1 with *run_id when a run already has the
  * run's once_key value, 0 when none has, -1 with err. */
 static int find_once(struct results_db *db, const struct results_run *run, int64_t *run_id,
@@ -173,23 +187,9 @@ int results_write_run(struct results_db *db, const struct results_run *run, int6
 			goto fail;
 	}
 
-	st = db->ins_stat;
-	sqlite3_bind_int64(st, 1, id);
-	for (size_t i = 0; i < run->nstats; i++) {
-		bind_text(st, 2, run->stats[i].key);
-		sqlite3_bind_double(st, 3, run->stats[i].value);
-		if (step_insert(db, st, err, errlen) < 0)
-			goto fail;
-	}
-
-	st = db->ins_value;
-	sqlite3_bind_int64(st, 1, id);
-	for (size_t i = 0; i < run->nmetric_values; i++) {
-		bind_text(st, 2, run->metric_values[i].key);
-		sqlite3_bind_double(st, 3, run->metric_values[i].value);
-		if (step_insert(db, st, err, errlen) < 0)
-			goto fail;
-	}
+	if (insert_named(db, db->ins_stat, id, run->stats, run->nstats, err, errlen) < 0 ||
+	    insert_named(db, db->ins_value, id, run->metric_values, run->nmetric_values, err, errlen) < 0)
+		goto fail;
 
 	st = db->ins_request;
 	sqlite3_bind_int64(st, 1, id);
