@@ -404,6 +404,27 @@ check("merge: a version-3 LLM shard's 3000 token-CDF rows and a version-2 shard'
       con is not None and con.execute("select count(*) from runs").fetchone()[0] == 2 and
       con.execute("select count(*) from run_token_cdf").fetchone()[0] == 3000 and
       con.execute("select count(*), count(first_token_s) from run_requests").fetchone() == (100, 50), r.stderr)
+# a shard of schema 5 (before run_metric_values) merges into a version-6 database with its runs' metrics named
+# as an upgrade names them: each stored then, under its name (TTFT p99 from run_stats, p99 from run_metrics), and
+# none of the token rates it did not store
+llm_v5 = os.path.join(td, "llm5.db")
+sb("--policy=continuous", "--model=llm-tiny", "--hw=gpu-h100-roofline", "--rate=100", "--requests=50", "--seed=3",
+   f"--db={llm_v5}", "--quiet")
+con = sqlite3.connect(llm_v5)
+con.executescript("drop table run_metric_values; update simbatch_meta set value = '5' where key = 'schema_version';")
+con.close()
+llm_named = os.path.join(td, "llm-named.db")
+r = sb("merge", llm_named, llm_new, llm_v5)
+con = sqlite3.connect(llm_named) if r.returncode == 0 else None
+named = dict(con.execute("select v.metric, v.value from run_metric_values v join runs r using (run_id) "
+                         "where r.seed = 3")) if con else {}
+stat = con.execute("select s.value from run_stats s join runs r using (run_id) where r.seed = 3 and "
+                   "s.key = 'ttft_ms.p99'").fetchone() if con else None
+p99 = con.execute("select m.p99_ms from run_metrics m join runs r using (run_id) where r.seed = 3").fetchone() if con else None
+check("merge: a version-5 shard's run gets its stored metrics under their names, no token rates",
+      con is not None and stat is not None and named.get("ttft_ms.p99") == stat[0] and
+      named.get("latency_ms.p99") == p99[0] and "output_tokens_per_s" not in named and
+      con.execute("select count(distinct run_id) from run_metric_values").fetchone()[0] == 2, (r.stderr, named))
 
 # ---- beyond one machine: GNU parallel job list, run locally ----
 if shutil.which("parallel"):

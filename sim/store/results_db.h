@@ -43,6 +43,9 @@ struct results_db {
 /* Upgrades a version-5 file to 6 inside the caller's transaction: the table, and the metrics its runs stored
  * then (run_metrics, runs, run_stats) under their names. 0, or -1 (sqlite3_errmsg says why). */
 int results_migrate_v5(sqlite3 *db);
+/* Every run of db with no row in run_metric_values (stored before schema 6, or merged from a shard of then)
+ * gets the metrics it stored then under their names, inside the caller's transaction. 0, or -1. */
+int results_name_metrics(sqlite3 *db);
 
 /* One line into err, printf-style (nothing when err is NULL or empty). */
 __attribute__((format(printf, 3, 4)))

@@ -8,6 +8,7 @@
  * searches already seen live in a TEMP table of OUT's connection (never in
  * the file). */
 #include "results_merge.h"
+#include "results_db.h"
 #include "../../util/grow.h"
 #include "../../util/errkind.h"
 #include "../../util/sqlite_read.h"
@@ -719,6 +720,11 @@ int rmerge_merge(const char *out_path, const char *const *shards, size_t nshards
 		sqlite3_close(db);
 		db = NULL;
 		stats->shards++;
+	}
+	/* a shard older than schema 6 brought runs without their metrics by name: named as an upgrade names them */
+	if (rm_table_named(&m, "run_metric_values", &(const char *){ NULL }) && results_name_metrics(m.out) != 0) {
+		code = rm_fail(&m, -1, "cannot write to '%s': %s", out_path, err_sqlite_msg(m.out));
+		goto done;
 	}
 	if (sqlite3_exec(m.out, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		code = rm_fail(&m, -1, "cannot write to '%s': %s", out_path, err_sqlite_msg(m.out));

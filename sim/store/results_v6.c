@@ -7,22 +7,32 @@
 #include "metric_names.h"
 
 
-int results_migrate_v5(sqlite3 *db)
+int results_name_metrics(sqlite3 *db)
 {
-	if (sqlite3_exec(db, RESULTS_METRIC_VALUES_TABLE_SQL, NULL, NULL, NULL) != SQLITE_OK)
+	/* the runs stored before 6 get each metric stored then, under its name; the token rates were not: absent */
+	if (sqlite3_exec(db, "CREATE TEMP TABLE results_unnamed(run_id INTEGER PRIMARY KEY);"
+	                 "INSERT INTO temp.results_unnamed SELECT run_id FROM main.runs WHERE run_id NOT IN "
+	                 "(SELECT run_id FROM main.run_metric_values)", NULL, NULL, NULL) != SQLITE_OK)
 		return -1;
-	/* the runs stored before get each metric stored then, under its name; the token rates were not: absent */
-	for (size_t i = 0; i < METRIC_COUNT; i++) {
+	int rc = 0;
+	for (size_t i = 0; i < METRIC_COUNT && rc == 0; i++) {
 		const struct metric_name *m = &metric_names[i];
 		if (!m->v5_sql)
 			continue;
 		char sql[1024];
-		snprintf(sql, sizeof sql, "INSERT INTO run_metric_values(run_id, metric, value) SELECT r.run_id, '%s', %s "
-		         "FROM runs r JOIN run_metrics m ON m.run_id = r.run_id WHERE %s IS NOT NULL", m->name, m->v5_sql,
-		         m->v5_sql);
-		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-			return -1;
+		snprintf(sql, sizeof sql, "INSERT INTO main.run_metric_values(run_id, metric, value) SELECT r.run_id, '%s', "
+		         "%s FROM main.runs r JOIN main.run_metrics m ON m.run_id = r.run_id WHERE r.run_id IN (SELECT run_id "
+		         "FROM temp.results_unnamed) AND %s IS NOT NULL", m->name, m->v5_sql, m->v5_sql);
+		rc = sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
 	}
+	/* the table goes whatever happened (the caller rolls the rest back) */
+	return sqlite3_exec(db, "DROP TABLE temp.results_unnamed", NULL, NULL, NULL) == SQLITE_OK ? rc : -1;
+}
+
+int results_migrate_v5(sqlite3 *db)
+{
+	if (sqlite3_exec(db, RESULTS_METRIC_VALUES_TABLE_SQL, NULL, NULL, NULL) != SQLITE_OK || results_name_metrics(db))
+		return -1;
 	return sqlite3_exec(db, "UPDATE simbatch_meta SET value = '6' WHERE key = 'schema_version'", NULL, NULL,
 	                    NULL) == SQLITE_OK ? 0 : -1;
 }
