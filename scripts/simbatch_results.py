@@ -110,7 +110,9 @@ def _has_table(con, name):
 def runs(path):
     """Every run, one row each, run_id a column (the index is 0..n-1): the
     columns of runs and run_metrics (schema in docs/RESULTS.md; a version-1
-    file has no saturated column, read as NA); then each metric the runs have
+    file has no saturated column, read as NA; where a metric has the name of one of
+    these columns, such as sla_violation_rate, the column holds the metric: NA for an
+    LLM run without --sla); then each metric the runs have
     under its one name (docs/METRICS.md: latency_ms.p99, ttft_ms.p99,
     output_tokens_per_s, ...; NA where a run has none; a file of schema 6 or
     later, older files have the counters below instead); then every stored option as a
@@ -130,19 +132,21 @@ def runs(path):
         if "saturated" not in df.columns:
             df["saturated"] = pd.NA
         cfg = pd.read_sql_query("select run_id, key, value from run_config", con)
-        named = _has_table(con, "run_metric_values")
+        named = _has_table(con, "metric_names")       # schema 6: the metrics by name, and the names
         mv = pd.read_sql_query("select run_id, metric, value from run_metric_values", con) if named else None
+        names = [n for (n,) in con.execute("select name from metric_names")] if named else []
         # a fleet's per-replica rows are replicas()'s, one row a replica, not a column each here; a counter that
         # is a metric (ttft_ms.p99) is its column by its name, once
         st = pd.read_sql_query("select run_id, key, value from run_stats where key not like 'replica.%'" +
-                               (" and key not in (select metric from run_metric_values)" if named else ""), con)
+                               (" and key not in (select name from metric_names)" if named else ""), con)
     finally:
         con.close()
     df = df.drop(columns=["summary_json"])
-    if named and len(mv):
-        wide = mv.pivot(index="run_id", columns="metric", values="value")
+    if named:
+        wide = mv.pivot(index="run_id", columns="metric", values="value") if len(mv) else pd.DataFrame()
         wide.columns = list(wide.columns)
-        wide = wide.drop(columns=[c for c in wide.columns if c in df.columns])   # throughput_rps, mean_batch, ...
+        for c in [c for c in names if c in df.columns]:            # throughput_rps, sla_violation_rate, ...:
+            df[c] = df.run_id.map(wide.pop(c)) if c in wide.columns else pd.NA   # NA where the run has none
         df = df.merge(wide, how="left", left_on="run_id", right_index=True)
     for table, convert, suffix in ((cfg, _numbers_where_all_are, "_option"), (st, None, "_stat")):
         if not len(table):

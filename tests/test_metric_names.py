@@ -191,7 +191,10 @@ for label, opts, llm, slo, sla in cases:
     js = json.loads(js_run.stdout)
     con = sqlite3.connect(db)
     stored = dict(con.execute("select metric, value from run_metric_values where run_id = 1"))
+    listed = con.execute("select name, unit, runs from metric_names").fetchall()
     con.close()
+    check(f"{label}: the database lists the registry's names, units and runs (metric_names)",
+          sorted(listed) == sorted((m["name"], m["unit"], m["runs"]) for m in registry), listed)
     want = [m for m in registry if has_metric(m, llm, slo, sla)]
     check(f"{label}: the database holds exactly the metrics such a run has, by their names",
           set(stored) == {m["name"] for m in want}, sorted(set(stored) ^ {m["name"] for m in want}))
@@ -212,6 +215,9 @@ for label, opts, llm, slo, sla in cases:
     reader_bad = [n for n, v in stored.items() if n not in runs.columns or not same(runs.loc[0, n], v)]
     check(f"{label}: the reader's column of each metric is its name, with the stored value", not reader_bad,
           reader_bad)
+    lacking = [n for n in names if n not in stored and n in runs.columns and not pandas.isna(runs.loc[0, n])]
+    check(f"{label}: the reader has no value for a metric the run has not (an LLM run's SLA rate without --sla)",
+          not lacking, lacking)
     got = {}
     for i in range(0, len(want), 16):          # --metrics takes 16 at a time
         part = [m["name"] for m in want[i:i + 16]]

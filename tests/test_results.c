@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "sim/store/results.h"
+#include "sim/store/metric_names.h"
 
 static char tmpdir[64];
 
@@ -506,7 +507,7 @@ static void downgrade(const char *path, int v)
 	                              "UPDATE simbatch_meta SET value = '6' WHERE key = 'schema_version'",
 	                              NULL, NULL, NULL), SQLITE_OK);
 	if (v <= 5)
-		assert_int_equal(sqlite3_exec(plain, "DROP TABLE run_metric_values;"
+		assert_int_equal(sqlite3_exec(plain, "DROP TABLE run_metric_values; DROP TABLE metric_names;"
 		                              "UPDATE simbatch_meta SET value = '5' WHERE key = 'schema_version'",
 		                              NULL, NULL, NULL), SQLITE_OK);
 	if (v <= 4)
@@ -589,6 +590,7 @@ static void check_upgrade_from(int v)
 		 * run has the 2 it gave */
 		snprintf(sql, sizeof sql, "SELECT count(*) FROM run_metric_values WHERE run_id = %lld", (long long)id1);
 		assert_int_equal(count_rows(plain, sql), v == 1 ? 12 : 13);
+		assert_int_equal(count_rows(plain, "SELECT count(*) FROM metric_names"), METRIC_COUNT);
 		snprintf(sql, sizeof sql, "SELECT count(*) FROM run_metric_values v, run_metrics m WHERE v.run_id = %lld AND "
 		         "m.run_id = v.run_id AND v.metric = 'latency_ms.p99' AND v.value = m.p99_ms AND m.p99_ms = %.17g",
 		         (long long)id1, s1.p99_ms);

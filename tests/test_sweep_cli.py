@@ -411,7 +411,8 @@ llm_v5 = os.path.join(td, "llm5.db")
 sb("--policy=continuous", "--model=llm-tiny", "--hw=gpu-h100-roofline", "--rate=100", "--requests=50", "--seed=3",
    f"--db={llm_v5}", "--quiet")
 con = sqlite3.connect(llm_v5)
-con.executescript("drop table run_metric_values; update simbatch_meta set value = '5' where key = 'schema_version';")
+con.executescript("drop table run_metric_values; drop table metric_names;"
+                  "update simbatch_meta set value = '5' where key = 'schema_version';")
 con.close()
 llm_named = os.path.join(td, "llm-named.db")
 r = sb("merge", llm_named, llm_new, llm_v5)

@@ -343,7 +343,7 @@ static enum db_kind classify_usable(struct results_db *r, const char *path, int 
 static int create_schema(struct results_db *r)
 {
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_exec(r->db, results_schema_sql, NULL, NULL, NULL) != SQLITE_OK)
+	if (sqlite3_exec(r->db, results_schema_sql, NULL, NULL, NULL) != SQLITE_OK || results_list_metrics(r->db) != 0)
 		return -1;
 	if (sqlite3_prepare_v2(r->db, sql_insert_meta, -1, &st, NULL) != SQLITE_OK)
 		return -1;

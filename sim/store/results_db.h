@@ -33,19 +33,27 @@ struct results_db {
 	ino_t ino;
 };
 
-/* Schema 6: a run's metrics by their one name (metric_names.h); absent: the run has no such metric. */
+/* Schema 6: a run's metrics by their one name (metric_names.h); absent: the run has no such metric. And the
+ * names themselves, so a reader of the file knows every metric's name (metric_names: results_list_metrics). */
 #define RESULTS_METRIC_VALUES_TABLE_SQL \
 	"CREATE TABLE run_metric_values(\n" \
 	"  run_id INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,\n" \
 	"  metric TEXT NOT NULL,\n" \
 	"  value REAL,\n" \
-	"  PRIMARY KEY(run_id, metric)) WITHOUT ROWID;\n"
+	"  PRIMARY KEY(run_id, metric)) WITHOUT ROWID;\n" \
+	"CREATE TABLE metric_names(\n" \
+	"  name TEXT PRIMARY KEY,\n" \
+	"  unit TEXT,\n" \
+	"  runs TEXT,\n" \
+	"  meaning TEXT) WITHOUT ROWID;\n"
 /* Upgrades a version-5 file to 6 inside the caller's transaction: the table, and the metrics its runs stored
  * then (run_metrics, runs, run_stats) under their names. 0, or -1 (sqlite3_errmsg says why). */
 int results_migrate_v5(sqlite3 *db);
 /* Every run of db with no row in run_metric_values (stored before schema 6, or merged from a shard of then)
  * gets the metrics it stored then under their names, inside the caller's transaction. 0, or -1. */
 int results_name_metrics(sqlite3 *db);
+/* Fills metric_names with the registry (name, unit, runs: all, llm or llm_slo, meaning). 0, or -1. */
+int results_list_metrics(sqlite3 *db);
 
 /* One line into err, printf-style (nothing when err is NULL or empty). */
 __attribute__((format(printf, 3, 4)))

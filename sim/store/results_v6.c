@@ -1,5 +1,5 @@
 /* sim/store/results_v6.c: schema 6, every metric of a run under its one name (metric_names.h) in
- * run_metric_values, and the upgrade of a version-5 file to it. */
+ * run_metric_values, the names in metric_names, and the upgrade of a version-5 file to it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +29,28 @@ int results_name_metrics(sqlite3 *db)
 	return sqlite3_exec(db, "DROP TABLE temp.results_unnamed", NULL, NULL, NULL) == SQLITE_OK ? rc : -1;
 }
 
+int results_list_metrics(sqlite3 *db)
+{
+	static const char *const runs[] = { "all", "llm", "llm_slo" };
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO metric_names(name, unit, runs, meaning) "
+	                            "VALUES(?1, ?2, ?3, ?4)", -1, &st, NULL) == SQLITE_OK ? SQLITE_DONE : SQLITE_ERROR;
+	for (size_t i = 0; i < METRIC_COUNT && rc == SQLITE_DONE; i++) {
+		sqlite3_bind_text(st, 1, metric_names[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, metric_names[i].unit, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, runs[metric_names[i].runs], -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, metric_names[i].meaning, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
 int results_migrate_v5(sqlite3 *db)
 {
-	if (sqlite3_exec(db, RESULTS_METRIC_VALUES_TABLE_SQL, NULL, NULL, NULL) != SQLITE_OK || results_name_metrics(db))
+	if (sqlite3_exec(db, RESULTS_METRIC_VALUES_TABLE_SQL, NULL, NULL, NULL) != SQLITE_OK ||
+	    results_list_metrics(db) != 0 || results_name_metrics(db) != 0)
 		return -1;
 	return sqlite3_exec(db, "UPDATE simbatch_meta SET value = '6' WHERE key = 'schema_version'", NULL, NULL,
 	                    NULL) == SQLITE_OK ? 0 : -1;
