@@ -451,6 +451,7 @@ void report_text(FILE *f, const struct report_run *r)
 		fprintf(f, "  throughput %.1f req/s   iterating %.1f%% of the time; an iteration %.1f tokens on average%s, "
 		        "%.2f requests (max %u)\n", res->throughput_rps, 100.0 * res->busy_fraction,
 		        report_iter_mean_tokens(res), budget, res->mean_batch, r->max_batch);
+		report_tokens_text(f, r);
 	} else {
 		fprintf(f, "  throughput %.1f req/s   device busy %.1f%%   mean batch %.2f (max %u)\n",
 		        res->throughput_rps, 100.0 * res->busy_fraction, res->mean_batch, r->max_batch);
@@ -458,10 +459,8 @@ void report_text(FILE *f, const struct report_run *r)
 	/* an LLM's requests last seconds: the node models' 100 ms default says nothing of them */
 	if (!res->llm || r->sla_given)
 		fprintf(f, "  SLA %.6g ms: %.2f%% of requests late\n", r->sla_ms, 100.0 * s->sla_violation_rate);
-	if (res->llm) {
-		report_tokens_text(f, r);
+	if (res->llm)
 		report_llm_text(f, r);
-	}
 	if (r->moe && r->moe->layers)
 		report_moe_text(f, r);
 	if (r->hw_predicted)

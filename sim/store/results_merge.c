@@ -298,7 +298,8 @@ static int rm_open_shard(struct rmerge *m, const char *path, const char *out_ver
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 0);
-		if (!name || strcmp(name, "simbatch_meta") == 0)
+		/* what the file says of itself, not rows: its application and version, the metric names it was written by */
+		if (!name || strcmp(name, "simbatch_meta") == 0 || strcmp(name, "metric_names") == 0)
 			continue;
 		const char *skip = NULL;
 		const struct rmerge_table *mine = rm_table_named(m, name, &skip);
