@@ -175,8 +175,8 @@ check("search text: a front row states its configuration",
 old = os.path.join(td, "v5.db")
 r = sb(*LLM, "--rate=2", "--requests=30", f"--db={old}", "--quiet")
 con = sqlite3.connect(old)
-con.executescript("drop table capacity_probes; drop table capacities;"
-                  "update simbatch_meta set value = '5' where key = 'schema_version';")
+con.executescript("drop table capacity_probes; drop table capacities; drop table run_metric_values;"
+                  "drop table metric_names; update simbatch_meta set value = '5' where key = 'schema_version';")
 con.close()
 r = sb("capacity", *LLM, *TARGETS, f"--db={old}", "--jobs=2", "--quiet")
 check("a version-5 database: upgraded to 7, the capacity stored, its run kept",

@@ -11,11 +11,6 @@ struct drv_result;
 struct drv_request_row;
 struct study_scenario_def;
 
-/* Output tokens a second of the measured requests (id >= warmup) in rows: their output tokens over the span from
- * the first one's arrival to the last one's finish; 0 when none. The run summary's shared token metric may
- * replace it (issue 51 item 2). */
-double scenario_output_tokens_per_s(const struct drv_request_row *rows, size_t n, uint64_t warmup);
-
 /* The nearest-rank quantile pct (rank ceil(n pct / 100)) of the latencies, in ms, of queries of `samples`
  * requests sent together (ids q*samples .. q*samples + samples - 1, the measured ones: first id >= warmup): a
  * query's latency is its last sample's finish less its arrival. -1 when no whole query was measured. */

@@ -2,11 +2,11 @@
  * against tokens/s/GPU front GPU vendors and AIConfigurator plot, over the searched configurations.
  *
  * Each configuration with a capacity is run once more at that capacity (the highest rate it serves within
- * the search's SLOs, so every point is one the SLOs allow), as a child `simbatch run --json --no-db` with its
- * requests written to a private file: tokens_per_s_per_user is 1000 / its mean TPOT in ms (the speed one
- * user sees), tokens_per_s_per_gpu its output tokens a second over the measured span
- * (scenario_output_tokens_per_s) divided by the configuration's GPUs (replicas x --tp, prefill and decode
- * together). A point is on the front when no other has at least as much of both and more of one. */
+ * the search's SLOs, so every point is one the SLOs allow), as a child `simbatch run --json --no-db`:
+ * tokens_per_s_per_user is 1000 / its mean TPOT in ms (the speed one user sees), tokens_per_s_per_gpu the
+ * run's own output_tokens_per_s_per_gpu (docs/METRICS.md: output tokens a second over the measured span,
+ * divided by its GPUs, replicas x --tp, prefill and decode pools together). A point is on the front when no
+ * other has at least as much of both and more of one. */
 #include "search_front.h"
 
 #include <math.h>
@@ -16,24 +16,20 @@
 #include <unistd.h>
 #include "cli.h"
 #include "procpool.h"
-#include "scenario_report.h"
 #include "search_config.h"
 #include "../study/scenario.h"
 #include "../../models/model.h"
 #include "../../policies/driver.h"
 #include "../../util/errkind.h"
 #include "../../util/json_read.h"
-#include "../../util/lines.h"
 #include "../../util/options.h"
 #include "../../util/outfile.h"
-
-#define FRONT_ROWS_MAX_BYTES (1ull << 30)
 
 struct front_point {
 	size_t row;                   /* the configuration */
 	double tpot_mean_ms, tokens_per_s, tokens_per_s_per_user, tokens_per_s_per_gpu;
 	int on_front, exit_code;
-	char rows_path[600], rate_arg[48], requests_arg[48], warmup_arg[48], out_arg[640];
+	char rate_arg[48], requests_arg[48], warmup_arg[48];
 	char error[512];
 };
 
@@ -113,7 +109,6 @@ static int front_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 	f->argv[k++] = p->rate_arg;
 	f->argv[k++] = p->requests_arg;
 	f->argv[k++] = p->warmup_arg;
-	f->argv[k++] = p->out_arg;
 	for (size_t o = 0; o < f->c.nopts; o++)
 		if (front_run_option(f, f->c.opts[o], &k))
 			f->argv[k++] = f->c.opts[o];
@@ -124,51 +119,9 @@ static int front_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 	return 1;
 }
 
-/* The run's requests file (ours: id,arrival_s,start_s,finish_s,input_len,output_len,first_token_s) read back:
- * output tokens a second of the measured ones. 0, or -1 with err. */
-static int front_tokens_per_s(const char *path, uint64_t warmup, double *out, char *err, size_t errlen)
-{
-	struct lines_reader lr;
-	struct drv_request_row *rows = NULL;
-	size_t n = 0, cap = 0, len;
-	char *line;
-	int got, rc = 0;
-	if (lines_open(&lr, path, FRONT_ROWS_MAX_BYTES, err, errlen) != 0)
-		return -1;
-	for (unsigned long no = 1; (got = lines_next(&lr, &line, &len, err, errlen)) > 0; no++) {
-		struct drv_request_row w = { 0 };
-		unsigned long long id;
-		if (no == 1)
-			continue;             /* the header */
-		if (sscanf(line, "%llu,%lf,%lf,%lf,%u,%u", &id, &w.arrival_s, &w.start_s, &w.finish_s, &w.input_len,
-		           &w.output_len) != 6) {
-			rc = lines_fail(err, errlen, path, no, "not a --requests-out row");
-			break;
-		}
-		w.id = id;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 1024;
-			struct drv_request_row *grown = realloc(rows, cap * sizeof *rows);
-			if (!grown) {
-				rc = err_memory(err, errlen, "out of memory");
-				break;
-			}
-			rows = grown;
-		}
-		rows[n++] = w;
-	}
-	if (got < 0)
-		rc = -1;
-	lines_close(&lr);
-	if (rc == 0)
-		*out = scenario_output_tokens_per_s(rows, n, warmup);
-	free(rows);
-	return rc;
-}
-
 static void front_done(void *ud, void *ctx, const struct pp_result *res)
 {
-	struct front_run *f = ud;
+	(void)ud;
 	struct front_point *p = ctx;
 	struct json_doc *d = res->exit_code == 0 ? json_doc_parse(res->out) : NULL;
 	p->exit_code = res->exit_code;
@@ -176,14 +129,13 @@ static void front_done(void *ud, void *ctx, const struct pp_result *res)
 		const char *e = strncmp(res->errtext, "simbatch: ", 10) == 0 ? res->errtext + 10 : res->errtext;
 		snprintf(p->error, sizeof p->error, "%.*s", (int)strcspn(e, "\n"), *e ? e : "a run printed no summary");
 		p->exit_code = p->exit_code ? p->exit_code : 1;
-	} else if (front_tokens_per_s(p->rows_path, f->requests / 10, &p->tokens_per_s, p->error, sizeof p->error) != 0) {
+	} else if (json_doc_number(d, NULL, "output_tokens_per_s", -1, &p->tokens_per_s) != 0 ||
+	           json_doc_number(d, NULL, "output_tokens_per_s_per_gpu", -1, &p->tokens_per_s_per_gpu) != 0) {
+		snprintf(p->error, sizeof p->error, "a run's summary has no output_tokens_per_s (docs/METRICS.md)");
 		p->exit_code = 1;
 	} else {
-		uint32_t gpus = f->r->rows[p->row].gpus;
 		p->tokens_per_s_per_user = p->tpot_mean_ms > 0 ? 1000 / p->tpot_mean_ms : 0;
-		p->tokens_per_s_per_gpu = gpus ? p->tokens_per_s / gpus : 0;
 	}
-	unlink(p->rows_path);
 	json_doc_free(d);
 }
 
@@ -225,15 +177,12 @@ static void front_print(FILE *f, const struct front_run *fr, int csv)
 	}
 }
 
-/* Every point's run, jobs at a time, into private files under dir: 0, or an exit code with err. */
-static int front_simulate(struct front_run *f, const char *dir, const char *exe, unsigned jobs, char *err,
-                          size_t errlen)
+/* Every point's run, jobs at a time: 0, or an exit code with err. */
+static int front_simulate(struct front_run *f, const char *exe, unsigned jobs, char *err, size_t errlen)
 {
 	uint64_t warmup = f->requests / 10;
 	for (size_t i = 0; i < f->npts; i++) {
 		struct front_point *p = &f->pts[i];
-		snprintf(p->rows_path, sizeof p->rows_path, "%s/%zu.csv", dir, i);
-		snprintf(p->out_arg, sizeof p->out_arg, "--requests-out=%s", p->rows_path);
 		snprintf(p->rate_arg, sizeof p->rate_arg, "--rate=%.10g", f->r->rows[p->row].capacity);
 		snprintf(p->requests_arg, sizeof p->requests_arg, "--requests=%llu", (unsigned long long)f->requests);
 		snprintf(p->warmup_arg, sizeof p->warmup_arg, "--warmup=%llu", (unsigned long long)warmup);
@@ -256,7 +205,6 @@ int search_front(struct search_run *r, const char *path, uint64_t requests, cons
 {
 	struct front_run f = { .r = r, .requests = requests };
 	struct outfile out = { 0 };
-	char dir[] = "/tmp/simbatch-front-XXXXXX";
 	int rc = CLI_FAILED;
 	f.pts = calloc(r->spec->nconfigs, sizeof *f.pts);
 	if (!f.pts) {
@@ -271,12 +219,7 @@ int search_front(struct search_run *r, const char *path, uint64_t requests, cons
 		free(f.pts);
 		return CLI_FAILED;
 	}
-	if (!mkdtemp(dir)) {
-		err_io(err, errlen, "--front: cannot make a private directory in /tmp");
-		free(f.pts);
-		return CLI_FAILED;
-	}
-	if ((rc = front_simulate(&f, dir, exe, jobs, err, errlen)) != CLI_OK)
+	if ((rc = front_simulate(&f, exe, jobs, err, errlen)) != CLI_OK)
 		goto done;
 	double *user = calloc(f.npts, sizeof *user), *gpu = calloc(f.npts, sizeof *gpu);
 	int *on = calloc(f.npts, sizeof *on);
@@ -309,7 +252,6 @@ int search_front(struct search_run *r, const char *path, uint64_t requests, cons
 	if (text)
 		front_print(stdout, &f, 0);
 done:
-	rmdir(dir);
 	free(f.pts);
 	return rc;
 }
