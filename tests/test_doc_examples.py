@@ -19,6 +19,10 @@ directory of the simbatch under test (so build/simbatch is that binary) and
 whose ../shared is a link to the real one. So every file an example writes,
 the default results/simbatch.db included, lands in the temporary directory.
 Each must exit 0 (or its marked status) within 300 s.
+Under the sanitizer build (ASAN_OPTIONS set, as scripts/test sets it) the
+test is skipped (exit 77): the examples check the docs, which the plain
+build's run already did, and live runs, searches and figures at -O0 under
+ASan would take many minutes.
 Usage: test_doc_examples.py PATH/TO/simbatch SOURCE_ROOT"""
 import glob
 import os
@@ -148,6 +152,9 @@ def main():
     simbatch, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     build_dir = os.path.dirname(simbatch)
     self_check()
+    if os.environ.get("ASAN_OPTIONS"):
+        print("skipped under the sanitizer build (ASAN_OPTIONS): the plain build runs the doc examples")
+        sys.exit(77)
     have_data = os.path.isdir(os.path.join(os.path.dirname(root), "shared", "data"))
     tally = {"run": 0, "failed": [], "skipped": [], "not_run": []}
     for path in doc_files(root):
