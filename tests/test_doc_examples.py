@@ -8,8 +8,10 @@ not run. A trailing comment can mark a line:
   # exit N       the example shows a refusal: it must exit N, not 0
   # not run: WHY it is not run here (minutes of work, a cluster, a GPU);
                  counted and listed
-A line naming ../shared/ is skipped, counted and listed, where ../shared/data
-is absent beside the repository (a fresh clone with nothing beside it).
+A line naming ../shared/ (in its command, or in its comment where a file it
+reads does: `# needs ../shared/data`) is skipped, counted and listed, where
+../shared/data is absent beside the repository (a fresh clone with nothing
+beside it).
 
 Each file's examples run in order (a later one may read what an earlier one
 wrote) from the root of a fresh copy of the repository in a temporary
