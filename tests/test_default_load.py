@@ -208,6 +208,20 @@ with tempfile.TemporaryDirectory() as tmp:
     r = sb("--model=resnet50", "--no-db", "--json", "--requests=300")
     check("a node-level model keeps run's 1000 req/s", json.loads(r.stdout)["rate_rps"] == 1000, r.stdout[:200])
 
+# capacity: an LLM given no lengths is judged on the same mix, the same answer as the table given by hand
+TARGETS = ("--ttft-slo=1000", "--tpot-slo=100", "--no-db", "--json", "--quiet")
+caps = {}
+for name, extra in (("default", ()), ("table", ("--trace=" + TABLE, "--trace-pairs", "--over-context=drop")),
+                    ("lengths", ("--input-len=1020", "--output-len=129"))):
+    r = sb("capacity", "--model=llama2-7b", *TARGETS, *extra)
+    caps[name] = json.loads(r.stdout) if r.returncode == 0 else {"err": r.stderr}
+check("capacity of an LLM given no lengths: the mix's, the same answer as --trace=TABLE --trace-pairs",
+      caps["default"].get("capacity_rps") == caps["table"].get("capacity_rps") and
+      caps["default"].get("llm", {}).get("default_lengths") is True and
+      caps["table"].get("llm", {}).get("default_lengths") is False, caps)
+check("... and given lengths, its own (another answer)", caps["lengths"].get("llm", {}).get("default_lengths") is False
+      and caps["lengths"].get("capacity_rps") != caps["default"].get("capacity_rps"), caps)
+
 if failures:
     print(f"{len(failures)} failed: {', '.join(failures)}")
     sys.exit(1)

@@ -588,7 +588,9 @@ def binom_upper(k, n, conf):
     return lo_f
 
 
-llm = ["--model=llama2-7b", "--policy=chunked", "--max-seqs=64", "--ttft-slo=150", "--tpot-slo=15"]
+# fixed lengths (the model file's): the checks below rerun a probe's run by hand with these options and a rate
+llm = ["--model=llama2-7b", "--policy=chunked", "--max-seqs=64", "--ttft-slo=150", "--tpot-slo=15",
+       "--input-len=fixed:1020", "--output-len=fixed:129"]
 r = sb("capacity", "--no-db", *llm, "--percentile=95", "--json")
 cap = json.loads(r.stdout) if r.returncode == 0 else {}
 check("LLM capacity exits 0 with one JSON object", r.returncode == 0 and "llm" in cap, r.stderr)
@@ -609,7 +611,8 @@ if cap:
               f"bound worked out here ({missed} of {n} missed, bound {bound:.4f})", passes == want_pass, j)
 # targets no run misses: only saturation (departures below 95% of arrivals in the steady window) or overload
 # within a window (the queue's floor trending up, util/overload.h) can fail a probe
-loose = ["--model=llama2-7b", "--policy=chunked", "--max-seqs=64", "--ttft-slo=1e9", "--tpot-slo=1e9"]
+loose = ["--model=llama2-7b", "--policy=chunked", "--max-seqs=64", "--ttft-slo=1e9", "--tpot-slo=1e9",
+         "--input-len=fixed:1020", "--output-len=fixed:129"]
 r = sb("capacity", "--no-db", *loose, "--json")
 cap = json.loads(r.stdout) if r.returncode == 0 else {}
 check("LLM capacity with loose targets: every saturated probe fails, and some were",
@@ -758,7 +761,7 @@ check("search stopped by SIGTERM: exit 128+15 naming its file; the rerun resumes
 # configuration, which has none to choose among), and the answer is the exhaustive search's. SLOs loose
 # enough that one replica's capacity search probes rates that saturate it (its throughput falls short)
 bspec = write("bound.search", "fixed --model=llama2-7b --policy=chunked --ttft-slo=5000 --tpot-slo=200 "
-              "--router=least-outstanding\naxis replicas = 1 2 3 4 8\ncost gpu-h100 = 4\ntarget 60\n")
+              "--input-len=fixed:1020 --output-len=fixed:129 --router=least-outstanding\naxis replicas = 1 2 3 4 8\ncost gpu-h100 = 4\ntarget 60\n")
 rb1 = sb("search", bspec, "--no-db", f"--out={os.path.join(td, 'bound1.csv')}", "--json", "--jobs=1")
 rb2 = sb("search", bspec, "--no-db", f"--out={os.path.join(td, 'bound2.csv')}", "--json", "--exhaustive")
 b1 = json.loads(rb1.stdout) if rb1.returncode == 0 else {}

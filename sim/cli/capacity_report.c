@@ -25,8 +25,8 @@ static void cap_llm_json(FILE *f, const struct cap_search *s, const struct cap_p
 	double band[2];
 	fprintf(f, ",\"llm\":{\"ttft_slo_ms\":%.10g,\"tpot_slo_ms\":%.10g,\"allowed_miss_fraction\":%.10g,"
 	        "\"confidence\":%.10g,\"miss_at_bracket\":[%.10g,%.10g],\"miss_bound_at_bracket\":[%.10g,%.10g],"
-	        "\"hw_band_rps\":", s->ttft_slo_ms, s->tpot_slo_ms, s->allowed, s->confidence, lo->violation,
-	        hi->violation, lo->bound, hi->bound);
+	        "\"default_lengths\":%s,\"hw_band_rps\":", s->ttft_slo_ms, s->tpot_slo_ms, s->allowed, s->confidence,
+	        lo->violation, hi->violation, lo->bound, hi->bound, s->default_lengths ? "true" : "false");
 	if (cap_hw_band(s, lo, hi, band))
 		fprintf(f, "[%.10g,%.10g],\"hw_error_p90\":%.10g}", band[0], band[1], s->hw_error_p90);
 	else
@@ -97,9 +97,11 @@ void cap_print(const struct opt_set *o, const struct cap_search *s, const struct
 		       "at %.*f req/s (bound %.3g%%%s)\n", d, lo->rate_rps, 100 * lo->violation, d, lo->rate_rps,
 		       100 * lo->bound, 100 * s->allowed, 100 * hi->violation, d, hi->rate_rps, 100 * hi->bound,
 		       hi->saturated ? ", saturated" : "");
-		printf("  %s on %s / %s, %s, max seqs %u; targets %s; %llu requests per rate (%llu warm-up), %llu seed(s), "
+		printf("  %s on %s / %s, %s, max seqs %u; targets %s;%s %llu requests per rate (%llu warm-up), %llu seed(s), "
 		       "%zu rates simulated; bound at %g confidence; estimate %.*f req/s%s\n", nm->policy, nm->model, nm->hw,
-		       serving, nm->max_batch, cap_targets_text(s, targets, sizeof targets), (unsigned long long)s->requests,
+		       serving, nm->max_batch, cap_targets_text(s, targets, sizeof targets),
+		       s->default_lengths ? " lengths the Azure conversation trace's pairs (docs/WORKLOAD.md);" : "",
+		       (unsigned long long)s->requests,
 		       (unsigned long long)s->warmup, (unsigned long long)s->nseeds, s->npts, s->confidence, d, est, stored);
 		double band[2];
 		if (cap_hw_band(s, lo, hi, band)) {

@@ -35,6 +35,9 @@ struct cap_search {
 	int any_saturated;
 	int any_overloaded;       /* a seed's run named an overload window */
 	double hw_error_p90;      /* the measured GPU's error (a fraction), from a probe's JSON; -1 when none */
+	/* an LLM given no lengths: its probes serve the default mix (default_load.h), --trace=TABLE here */
+	int default_lengths;
+	char mix_trace_arg[4200];
 	/* the rate being measured */
 	char rate_arg[64];
 	uint64_t next_seed;

@@ -69,6 +69,7 @@
 #include "capacity_requests.h"
 #include "../study/run.h"
 #include "../study/capacity.h"
+#include "../study/default_load.h"
 #include "../store/results.h"
 
 #define CAP_MAX_STEPS 12              /* doublings / halvings before giving up: at 1/4096 of the
@@ -227,7 +228,7 @@ void cli_split_args(int argc, char **argv, const struct opt_def *defs, size_t nd
 
 int cmd_capacity_check_targets(int argc, char **argv, char *err, size_t errlen)
 {
-	char **own = calloc((size_t)argc + 1, sizeof *own), **run = calloc((size_t)argc + 1, sizeof *run);
+	char **own = calloc((size_t)argc + 1, sizeof *own), **run = calloc((size_t)argc + 4, sizeof *run);
 	struct cap_search *s = calloc(1, sizeof *s);
 	struct opt_set o, ro;
 	struct mdl_model *m = NULL;
@@ -302,12 +303,29 @@ static int cap_open_db(const struct opt_set *o, struct results_db **db, int *cre
 	return results_open(opt_str(o, "db"), db, err, errlen) != 0 ? cli_exit_status() : CLI_OK;
 }
 
+/* An LLM given no lengths: its probes serve the mix a run given no load serves (sim/study/default_load.h),
+ * so its capacity is that of the requests such a run shows; passed on to them as run options. The
+ * estimate at the mix's lengths, or -1 with err (CAP_ERR bytes). */
+#define CAP_ERR 1536
+static double cap_default_lengths(struct cap_search *s, struct opt_set *ro, char **run, int *nrun,
+                                  struct study_cap_names *nm, char *err)
+{
+	if (study_load_lengths_put(ro, err, CAP_ERR) != 0)
+		return -1;
+	snprintf(s->mix_trace_arg, sizeof s->mix_trace_arg, "--trace=%s", study_load_table());
+	run[(*nrun)++] = s->mix_trace_arg;
+	run[(*nrun)++] = "--trace-pairs";
+	run[(*nrun)++] = "--over-context=drop";
+	s->default_lengths = 1;
+	return study_cap_estimate(ro, nm, err, CAP_ERR);
+}
+
 int cmd_capacity(int argc, char **argv)
 {
-	char err[1536] = "", exe[4096];
+	char err[CAP_ERR] = "", exe[4096];
 	struct study_cap_names nm = { .llm = 0 };
 	struct opt_set o, ro;
-	char **own = calloc((size_t)argc + 1, sizeof *own), **run = calloc((size_t)argc + 1, sizeof *run);
+	char **own = calloc((size_t)argc + 1, sizeof *own), **run = calloc((size_t)argc + 4, sizeof *run);
 	int nown = 0, nrun = 0, rc = CLI_BAD_INPUT, db_created = 0;
 	struct cap_search *s = calloc(1, sizeof *s);
 	struct results_db *db = NULL;
@@ -344,6 +362,8 @@ int cmd_capacity(int argc, char **argv)
 		goto fail;
 	}
 	s->llm = nm.llm;
+	if (s->llm && study_load_lengths_apply(&ro) && (est = cap_default_lengths(s, &ro, run, &nrun, &nm, err)) < 0)
+		goto fail;
 	s->nfixed = 3;
 	if (cap_targets(&o, &ro, s, err, sizeof err) != 0)
 		goto fail;

@@ -36,11 +36,21 @@ void study_load_round(double x, char *out, size_t len)
 	snprintf(out, len, "%.*f", d > 0 ? d : 0, kept);
 }
 
+int study_load_lengths_apply(const struct opt_set *o)
+{
+	return !opt_given(o, "trace") && !opt_given(o, "input-len") && !opt_given(o, "output-len");
+}
+
+int study_load_lengths_put(struct opt_set *o, char *err, size_t errlen)
+{
+	return opt_put(o, "trace", study_load_table(), err, errlen) != 0 || opt_put(o, "trace-pairs", "1", err, errlen) != 0 ||
+	       opt_put(o, "over-context", "drop", err, errlen) != 0 ? -1 : 0;
+}
+
 int study_load_setup(struct opt_set *o, struct study_load *l, char *err, size_t errlen)
 {
 	memset(l, 0, sizeof *l);
-	if (opt_put(o, "trace", study_load_table(), err, errlen) != 0 || opt_put(o, "trace-pairs", "1", err, errlen) != 0 ||
-	    opt_put(o, "over-context", "drop", err, errlen) != 0)
+	if (study_load_lengths_put(o, err, errlen) != 0)
 		return -1;
 	/* a scenario of closed-loop clients (offline: every request at 0 s) sets the arrivals: the mix alone */
 	const char *scenario = opt_str(o, "scenario");
@@ -50,7 +60,7 @@ int study_load_setup(struct opt_set *o, struct study_load *l, char *err, size_t 
 		l->on = 1;
 		return 0;
 	}
-	struct study_cap_names nm = { "", "", "", 0, 0 };
+	struct study_cap_names nm = { .llm = 0 };
 	l->estimate_rps = study_cap_estimate(o, &nm, err, errlen);
 	if (l->estimate_rps < 0)
 		return -1;

@@ -36,6 +36,12 @@ const char *study_load_table(void);
 /* Whether the run o of model m takes the default load: an LLM, none of the options above given,
  * hardware with prices before the run (not live's measured profile). */
 int study_load_applies(const struct opt_set *o, const struct mdl_model *m);
+/* Whether a run of an LLM names no lengths of its own (--trace, --input-len, --output-len): capacity's
+ * probes, which always give a rate, then take the mix's lengths as a run given no load does. */
+int study_load_lengths_apply(const struct opt_set *o);
+/* Puts the mix into o: the table as a pairs trace, the rows beyond the model's context dropped. 0, or -1
+ * with err. */
+int study_load_lengths_put(struct opt_set *o, char *err, size_t errlen);
 /* Sets o to the default load (the table as a pairs trace, rows beyond the context left out, the
  * rate) and fills *l; o keeps pointers into *l, which must outlive it. 0, or -1 with err. */
 int study_load_setup(struct opt_set *o, struct study_load *l, char *err, size_t errlen);
