@@ -8,7 +8,6 @@
 #include "procpool.h"
 #include "../../util/errkind.h"
 #include "../../util/json_read.h"
-#include "../../util/metrics.h"
 
 #define CAP_LLM_KEEP_UP 0.95          /* departures at least this share of arrivals in the steady window */
 
@@ -97,13 +96,10 @@ static void cap_done(void *ud, void *ctx, const struct pp_result *r)
 	free(ctx);
 }
 
-/* Simulates every seed at rate; 0 with the point recorded, -1 with err. */
-int cap_measure(struct cap_search *s, double rate, struct cap_point **out, char *err, size_t errlen)
+/* Simulates every seed at rate into *m (the study layer's probe, capacity_search.h). */
+enum study_cap_status cap_probe(void *ctx, double rate, struct study_cap_measure *m, char *err, size_t errlen)
 {
-	if (s->npts == CAP_MAX_POINTS) {
-		snprintf(err, errlen, "no bracket after %d rates", CAP_MAX_POINTS);
-		return -1;
-	}
+	struct cap_search *s = ctx;
 	snprintf(s->rate_arg, sizeof s->rate_arg, "--rate=%.10g", rate);
 	s->next_seed = s->seed0;
 	s->sum_p99 = s->sum_viol = 0;
@@ -113,34 +109,33 @@ int cap_measure(struct cap_search *s, double rate, struct cap_point **out, char 
 	s->failure[0] = '\0';
 	struct pp_config pc = { .exe = s->exe, .jobs = s->jobs, .next = cap_next, .done = cap_done, .ud = s };
 	if (pp_run(&pc, err, errlen) != 0)
-		return -1;
+		return s->bad_input ? STUDY_CAP_BAD_INPUT : STUDY_CAP_FAILED;
 	if (s->failure[0] || s->nok != s->nseeds) {
 		snprintf(err, errlen, "%s", s->failure[0] ? s->failure : "a run failed");
-		return -1;
+		/* a probe's bad input (exit 2 of the run) is the user's input: report it as such */
+		return s->bad_input ? STUDY_CAP_BAD_INPUT : STUDY_CAP_FAILED;
 	}
-	struct cap_point *p = &s->pts[s->npts++];
-	p->rate_rps = rate;
-	p->p99_ms = s->sum_p99 / (double)s->nseeds;
-	p->violation = s->sum_viol / (double)s->nseeds;
-	p->overloaded = s->any_overloaded;
-	p->pass = p->p99_ms <= s->sla_ms && !p->overloaded;
-	if (s->llm) {
-		p->violation = s->sum_measured ? (double)s->sum_missed / (double)s->sum_measured : 1.0;
-		p->bound = metrics_fraction_upper(s->sum_missed, s->sum_measured, s->confidence);
-		/* saturated stays the throughput test alone: search bounds N replicas by N x the lowest saturated
-		 * rate, which holds for throughput, not for a queue that grew within a window */
-		p->saturated = s->any_saturated;
-		/* an attainment of 1 allows no miss, which no bound shows: then none may miss */
-		p->pass = !p->saturated && !p->overloaded &&
-		          (s->allowed > 0 ? p->bound <= s->allowed : s->sum_missed == 0);
-		if (!s->quiet)
-			fprintf(stderr, "capacity: %.10g req/s: %llu of %llu requests miss a target (bound %.4g %s %.4g)%s\n",
-			        rate, (unsigned long long)s->sum_missed, (unsigned long long)s->sum_measured, p->bound,
-			        p->bound <= s->allowed ? "<=" : ">", s->allowed,
-			        p->overloaded ? ", overloaded within a window" : p->saturated ? ", saturated" : "");
-	} else if (!s->quiet)
-		fprintf(stderr, "capacity: %.10g req/s: p99 %.4g ms %s %g ms%s\n", rate, p->p99_ms,
+	m->p99_ms = s->sum_p99 / (double)s->nseeds;
+	m->violation = s->sum_viol / (double)s->nseeds;
+	m->missed = s->sum_missed;
+	m->measured = s->sum_measured;
+	m->saturated = s->any_saturated;
+	m->overloaded = s->any_overloaded;
+	return STUDY_CAP_OK;
+}
+
+/* A rate's judgement on stderr, as it comes (progress). */
+void cap_progress(void *ctx, const struct study_cap_point *p)
+{
+	const struct cap_search *s = ctx;
+	if (s->quiet)
+		return;
+	if (s->llm)
+		fprintf(stderr, "capacity: %.10g req/s: %llu of %llu requests miss a target (bound %.4g %s %.4g)%s\n",
+		        p->rate_rps, (unsigned long long)p->missed, (unsigned long long)p->measured, p->bound,
+		        p->bound <= s->allowed ? "<=" : ">", s->allowed,
+		        p->overloaded ? ", overloaded within a window" : p->saturated ? ", saturated" : "");
+	else
+		fprintf(stderr, "capacity: %.10g req/s: p99 %.4g ms %s %g ms%s\n", p->rate_rps, p->p99_ms,
 		        p->p99_ms <= s->sla_ms ? "<=" : ">", s->sla_ms, p->overloaded ? ", overloaded within a window" : "");
-	*out = p;
-	return 0;
 }

@@ -10,7 +10,7 @@
 #include "../../util/options.h"
 #include "../../util/text.h"
 
-int cap_hw_band(const struct cap_search *s, const struct cap_point *lo, const struct cap_point *hi, double band[2])
+int cap_hw_band(const struct cap_search *s, const struct study_cap_point *lo, const struct study_cap_point *hi, double band[2])
 {
 	if (!(s->hw_error_p90 >= 0 && s->hw_error_p90 < 1))
 		return 0;
@@ -20,7 +20,7 @@ int cap_hw_band(const struct cap_search *s, const struct cap_point *lo, const st
 }
 
 /* An LLM's own members: its targets, the bound's terms, the hardware band. */
-static void cap_llm_json(FILE *f, const struct cap_search *s, const struct cap_point *lo, const struct cap_point *hi)
+static void cap_llm_json(FILE *f, const struct cap_search *s, const struct study_cap_point *lo, const struct study_cap_point *hi)
 {
 	double band[2];
 	fprintf(f, ",\"llm\":{\"ttft_slo_ms\":%.10g,\"tpot_slo_ms\":%.10g,\"allowed_miss_fraction\":%.10g,"
@@ -34,7 +34,7 @@ static void cap_llm_json(FILE *f, const struct cap_search *s, const struct cap_p
 }
 
 void cap_write_json(FILE *f, const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm,
-                    double est, const struct cap_point *lo, const struct cap_point *hi, int64_t capacity_id)
+                    double est, const struct study_cap_point *lo, const struct study_cap_point *hi, int64_t capacity_id)
 {
 	fprintf(f, "{\"policy\":");
 	json_write_string(f, nm->policy);
@@ -50,11 +50,11 @@ void cap_write_json(FILE *f, const struct opt_set *o, const struct cap_search *s
 	        nm->max_batch, s->sla_ms, CAP_QUANTILE, lo->rate_rps, lo->rate_rps, hi->rate_rps, lo->p99_ms, hi->p99_ms,
 	        est, opt_double(o, "tolerance"), (unsigned long long)s->requests, (unsigned long long)s->warmup,
 	        (unsigned long long)s->nseeds, (unsigned long long)s->seed0);
-	for (size_t i = 0; i < s->npts; i++)
+	for (size_t i = 0; i < s->res.npts; i++)
 		fprintf(f, "%s{\"rate_rps\":%.10g,\"p99_ms\":%.10g,\"sla_violation_rate\":%.10g,\"miss_bound\":%.10g,"
-		        "\"saturated\":%s,\"overloaded\":%s,\"pass\":%s}", i ? "," : "", s->pts[i].rate_rps,
-		        s->pts[i].p99_ms, s->pts[i].violation, s->pts[i].bound, s->pts[i].saturated ? "true" : "false",
-		        s->pts[i].overloaded ? "true" : "false", s->pts[i].pass ? "true" : "false");
+		        "\"saturated\":%s,\"overloaded\":%s,\"pass\":%s}", i ? "," : "", s->res.pts[i].rate_rps,
+		        s->res.pts[i].p99_ms, s->res.pts[i].violation, s->res.pts[i].bound, s->res.pts[i].saturated ? "true" : "false",
+		        s->res.pts[i].overloaded ? "true" : "false", s->res.pts[i].pass ? "true" : "false");
 	fprintf(f, "]");
 	if (s->llm)
 		cap_llm_json(f, s, lo, hi);
@@ -79,7 +79,7 @@ static const char *cap_targets_text(const struct cap_search *s, char *buf, size_
 
 /* The result: one JSON object, or two lines of text. */
 void cap_print(const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm, double est,
-               const struct cap_point *lo, const struct cap_point *hi, int64_t capacity_id)
+               const struct study_cap_point *lo, const struct study_cap_point *hi, int64_t capacity_id)
 {
 	if (opt_flag(o, "json")) {
 		cap_write_json(stdout, o, s, nm, est, lo, hi, capacity_id);
@@ -102,7 +102,7 @@ void cap_print(const struct opt_set *o, const struct cap_search *s, const struct
 		       serving, nm->max_batch, cap_targets_text(s, targets, sizeof targets),
 		       s->default_lengths ? " lengths the Azure conversation trace's pairs (docs/WORKLOAD.md);" : "",
 		       (unsigned long long)s->requests,
-		       (unsigned long long)s->warmup, (unsigned long long)s->nseeds, s->npts, s->confidence, d, est, stored);
+		       (unsigned long long)s->warmup, (unsigned long long)s->nseeds, s->res.npts, s->confidence, d, est, stored);
 		double band[2];
 		if (cap_hw_band(s, lo, hi, band)) {
 			int bd = txt_band_decimals(band[1] - band[0]) + 1;   /* the band's edges to its width's second digit */
@@ -116,7 +116,7 @@ void cap_print(const struct opt_set *o, const struct cap_search *s, const struct
 		       s->sla_ms, d, hi->rate_rps, hi->overloaded ? " (overloaded within a window)" : "");
 		printf("  %s on %s / %s, %s, max batch %u; %llu requests per rate (%llu warm-up), %llu seed(s), "
 		       "%zu rates simulated; estimate %.*f req/s%s\n", nm->policy, nm->model, nm->hw, serving, nm->max_batch,
-		       (unsigned long long)s->requests, (unsigned long long)s->warmup, (unsigned long long)s->nseeds, s->npts,
+		       (unsigned long long)s->requests, (unsigned long long)s->warmup, (unsigned long long)s->nseeds, s->res.npts,
 		       d, est, stored);
 	}
 }

@@ -30,13 +30,13 @@ static char *cap_run_options(const struct cap_search *s)
 }
 
 int cap_store(struct results_db *db, const struct opt_set *o, const struct cap_search *s,
-              const struct study_cap_names *nm, double est, const struct cap_point *lo, const struct cap_point *hi,
+              const struct study_cap_names *nm, double est, const struct study_cap_point *lo, const struct study_cap_point *hi,
               int64_t *capacity_id, char *err, size_t errlen)
 {
 	const struct study_serving *sv = &nm->serving;
 	char serving[256], *json = NULL, *run_options = cap_run_options(s);
 	size_t json_len = 0;
-	struct results_capacity_probe probes[CAP_MAX_POINTS];
+	struct results_capacity_probe probes[STUDY_CAP_MAX_POINTS];
 	FILE *f = open_memstream(&json, &json_len);
 	if (f) {
 		cap_write_json(f, o, s, nm, est, lo, hi, -1);
@@ -50,11 +50,11 @@ int cap_store(struct results_db *db, const struct opt_set *o, const struct cap_s
 		err_memory(err, errlen, "out of memory storing the capacity");
 		goto done;
 	}
-	for (size_t i = 0; i < s->npts; i++)
+	for (size_t i = 0; i < s->res.npts; i++)
 		probes[i] = (struct results_capacity_probe){
-			.rate_rps = s->pts[i].rate_rps, .p99_ms = s->pts[i].p99_ms, .miss_fraction = s->pts[i].violation,
-			.miss_bound = s->llm ? s->pts[i].bound : NAN, .saturated = s->pts[i].saturated,
-			.overloaded = s->pts[i].overloaded, .pass = s->pts[i].pass,
+			.rate_rps = s->res.pts[i].rate_rps, .p99_ms = s->res.pts[i].p99_ms, .miss_fraction = s->res.pts[i].violation,
+			.miss_bound = s->llm ? s->res.pts[i].bound : NAN, .saturated = s->res.pts[i].saturated,
+			.overloaded = s->res.pts[i].overloaded, .pass = s->res.pts[i].pass,
 		};
 	double band[2] = { NAN, NAN };
 	cap_hw_band(s, lo, hi, band);
@@ -69,7 +69,7 @@ int cap_store(struct results_db *db, const struct opt_set *o, const struct cap_s
 		.capacity_rps = lo->rate_rps, .bracket_lo_rps = lo->rate_rps, .bracket_hi_rps = hi->rate_rps,
 		.band_lo_rps = band[0], .band_hi_rps = band[1], .estimate_rps = est, .tolerance = opt_double(o, "tolerance"),
 		.requests = s->requests, .warmup = s->warmup, .seeds = s->nseeds, .first_seed = s->seed0,
-		.report_json = json, .nprobes = s->npts, .probes = probes,
+		.report_json = json, .nprobes = s->res.npts, .probes = probes,
 	};
 	rc = results_write_capacity(db, &c, capacity_id, err, errlen);
 done:

@@ -1,23 +1,12 @@
 /* sim/cli/capacity_search.h: capacity's search state, its measured points, and its report
- * (capacity_report.c): what cmd_capacity.c finds and prints. */
+ * (capacity_report.c): what cmd_capacity.c finds (by sim/study/capacity_search.h) and prints. */
 #ifndef SB_CAPACITY_SEARCH_H
 #define SB_CAPACITY_SEARCH_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-#define CAP_MAX_POINTS 200
-
-struct cap_point {
-	double rate_rps;
-	double p99_ms;            /* mean over seeds (node-level models) */
-	double violation;         /* mean SLA violation rate over seeds; an LLM's fraction missing a token target */
-	double bound;             /* LLM: the upper bound on that fraction */
-	int saturated;            /* LLM: a seed's run could not keep up with the rate */
-	int overloaded;           /* a seed's run was overloaded within a window (util/overload.h) */
-	int pass;
-};
+#include "../study/capacity_search.h"
 
 struct cap_search {
 	const char *exe;
@@ -48,31 +37,32 @@ struct cap_search {
 	char *argv_store[64 + 16];
 	char fixed_args[5][96];
 	size_t nfixed;
-	struct cap_point pts[CAP_MAX_POINTS];
-	size_t npts;
+	struct study_cap_result res;   /* the rates measured, in order, and the bracket */
 };
 
 struct opt_set;
 struct study_cap_names;
-/* Simulates every seed at rate (the probes run on s->jobs processes): 0 with the point recorded
- * in s->pts and *out, or -1 with err. */
-int cap_measure(struct cap_search *s, double rate, struct cap_point **out, char *err, size_t errlen);
+/* The search's probe (ctx: the cap_search): every seed simulated at rate, on s->jobs processes,
+ * into *m; STUDY_CAP_OK, or a failure status with err. */
+enum study_cap_status cap_probe(void *ctx, double rate, struct study_cap_measure *m, char *err, size_t errlen);
+/* The search's progress (ctx: the cap_search): a rate's judgement on stderr unless quiet. */
+void cap_progress(void *ctx, const struct study_cap_point *p);
 /* An LLM's targets into s (and a preset's into the probes' options), or a node-level model's
  * quantile: 0, or -1 with err. */
 int cap_targets(const struct opt_set *o, const struct opt_set *ro, struct cap_search *s, char *err, size_t errlen);
 /* The band the measured GPU's error puts on the bracket [lo, hi], to first order: 1 with it in
  * band[2], or 0 where the hardware has none. */
-int cap_hw_band(const struct cap_search *s, const struct cap_point *lo, const struct cap_point *hi, double band[2]);
+int cap_hw_band(const struct cap_search *s, const struct study_cap_point *lo, const struct study_cap_point *hi, double band[2]);
 /* The result as one JSON object on f, no newline; capacity_id < 0: not stored (left out). */
 void cap_write_json(FILE *f, const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm,
-                    double est, const struct cap_point *lo, const struct cap_point *hi, int64_t capacity_id);
+                    double est, const struct study_cap_point *lo, const struct study_cap_point *hi, int64_t capacity_id);
 /* The result: one JSON object, or two lines of text, on stdout; capacity_id < 0: not stored. */
 void cap_print(const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm, double est,
-               const struct cap_point *lo, const struct cap_point *hi, int64_t capacity_id);
+               const struct study_cap_point *lo, const struct study_cap_point *hi, int64_t capacity_id);
 /* Stores the answer into the open database db (results_db) in one transaction: 0 with its id, or -1 with err. */
 struct results_db;
 int cap_store(struct results_db *db, const struct opt_set *o, const struct cap_search *s,
-              const struct study_cap_names *nm, double est, const struct cap_point *lo, const struct cap_point *hi,
+              const struct study_cap_names *nm, double est, const struct study_cap_point *lo, const struct study_cap_point *hi,
               int64_t *capacity_id, char *err, size_t errlen);
 
 #endif

@@ -53,8 +53,10 @@
  * measured error (a layer's leave-one-row-out p90) puts on it, to first
  * order: a model e slower serves 1/(1 + e) of the rate.
  *
- * Each rate is a child `simbatch run --json --no-db` (procpool.h), so every
- * run option (policy knobs, lengths, workers) works here unchanged. */
+ * The search and the judging of a rate are the study layer's
+ * (sim/study/capacity_search.h); here each rate is a child `simbatch run
+ * --json --no-db` (procpool.h, capacity_probe.c), so every run option (policy
+ * knobs, lengths, workers) works here unchanged. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +64,6 @@
 #include <unistd.h>
 #include "cli.h"
 #include "../../util/errkind.h"
-#include "../../util/json_read.h"
 #include "../../util/metrics.h"
 #include "procpool.h"
 #include "capacity_search.h"
@@ -71,10 +72,6 @@
 #include "../study/capacity.h"
 #include "../study/default_load.h"
 #include "../store/results.h"
-
-#define CAP_MAX_STEPS 12              /* doublings / halvings before giving up: at 1/4096 of the
-                                         estimate queueing is negligible, so a p99 over the SLA there
-                                         is the unloaded latency's */
 
 static const struct opt_def cap_opts[] = {
 	{ "sla", OPT_DOUBLE, "100", 0, 1e9, 1, "SLA deadline in ms: the p99 must not exceed it" },
@@ -124,86 +121,12 @@ static const char cap_usage[] =
 	"as `run` reports it). An LLM is judged on its token targets: the bound on the fraction of\n"
 	"requests missing one, and a steady state.";
 
-/* Rates are rounded to 6 significant digits so the printed rate is exactly
- * the one simulated (and can be run again by hand). */
-static double cap_round(double r)
-{
-	char buf[32];
-	snprintf(buf, sizeof buf, "%.6g", r);
-	return strtod(buf, NULL);
-}
-
 static int cap_is_forbidden(const char *name)
 {
 	for (size_t i = 0; i < sizeof cap_forbidden / sizeof cap_forbidden[0]; i++)
 		if (strcmp(name, cap_forbidden[i]) == 0)
 			return 1;
 	return 0;
-}
-
-/* The search: doubling or halving from the estimate until one rate meets
- * the SLA and one does not, then bisection to the tolerance. CLI_OK with the
- * bracket, or an exit code with err. */
-static int cap_bracket(struct cap_search *s, double est, double tolerance, struct cap_point **lo_out,
-                       struct cap_point **hi_out, char *err, size_t errlen)
-{
-	struct cap_point *p, *lo = NULL, *hi = NULL;
-	double rate = cap_round(est);
-	if (cap_measure(s, rate, &p, err, errlen) != 0)
-		goto probe_fail;
-	for (int step = 0; step < CAP_MAX_STEPS && !(lo && hi); step++) {
-		if (p->pass) {
-			lo = p;
-			if (!hi) {
-				rate = cap_round(rate * 2);
-				if (cap_measure(s, rate, &p, err, errlen) != 0)
-					goto probe_fail;
-			}
-		} else {
-			hi = p;
-			if (!lo) {
-				rate = cap_round(rate / 2);
-				if (cap_measure(s, rate, &p, err, errlen) != 0)
-					goto probe_fail;
-			}
-		}
-		if (p->pass && hi && !lo)
-			lo = p;
-		if (!p->pass && lo && !hi)
-			hi = p;
-	}
-	if (!lo && s->llm) {
-		snprintf(err, errlen, "no rate meets the targets: even at %.6g req/s, where requests hardly queue, %.3g%% of "
-		         "requests miss one (at most %.3g%% may)", hi->rate_rps, 100 * hi->violation, 100 * s->allowed);
-		return CLI_FAILED;             /* an answer, as the node-level one below: not bad input */
-	}
-	if (!lo) {
-		snprintf(err, errlen, "no rate meets the SLA: even at %.6g req/s, where requests hardly queue, the p99 is %.4g ms > %g ms",
-		         hi->rate_rps, hi->p99_ms, s->sla_ms);
-		return CLI_FAILED;
-	}
-	if (!hi) {
-		snprintf(err, errlen, "the %s holds up to %.6g req/s, %d doublings above the estimate; are the targets meant "
-		         "to be so loose?", s->llm ? "token targets" : "SLA", lo->rate_rps, CAP_MAX_STEPS);
-		return CLI_FAILED;
-	}
-	while (hi->rate_rps - lo->rate_rps > tolerance * lo->rate_rps) {
-		double mid = cap_round(0.5 * (lo->rate_rps + hi->rate_rps));
-		if (mid <= lo->rate_rps || mid >= hi->rate_rps)
-			break;                      /* 6 significant digits are exhausted */
-		if (cap_measure(s, mid, &p, err, errlen) != 0)
-			goto probe_fail;
-		if (p->pass)
-			lo = p;
-		else
-			hi = p;
-	}
-	*lo_out = lo;
-	*hi_out = hi;
-	return CLI_OK;
-probe_fail:
-	/* a probe's bad input (exit 2 of the run) is the user's input: report it as such */
-	return s->bad_input ? CLI_BAD_INPUT : CLI_FAILED;
 }
 
 /* A command's own options (defs) into own, every other option into run (its runs' options); both start with
@@ -394,10 +317,16 @@ int cmd_capacity(int argc, char **argv)
 
 	/* bad values the options table cannot see (a batch beyond a table, a bad
 	 * length spec) come back from the first probe as its one-line error */
-	struct cap_point *lo, *hi;
-	if ((rc = cap_open_db(&o, &db, &db_created, err, sizeof err)) != CLI_OK ||
-	    (rc = cap_bracket(s, est, opt_double(&o, "tolerance"), &lo, &hi, err, sizeof err)) != CLI_OK)
+	struct study_cap_plan plan = { .estimate_rps = est, .tolerance = opt_double(&o, "tolerance"), .llm = s->llm,
+	                               .sla_ms = s->sla_ms, .allowed = s->allowed, .confidence = s->confidence };
+	if ((rc = cap_open_db(&o, &db, &db_created, err, sizeof err)) != CLI_OK)
 		goto fail;
+	enum study_cap_status st = study_capacity_search(&plan, cap_probe, cap_progress, s, &s->res, err, sizeof err);
+	if (st != STUDY_CAP_OK) {
+		rc = st == STUDY_CAP_BAD_INPUT ? CLI_BAD_INPUT : CLI_FAILED;
+		goto fail;
+	}
+	const struct study_cap_point *lo = &s->res.pts[s->res.lo], *hi = &s->res.pts[s->res.hi];
 	if (db && cap_store(db, &o, s, &nm, est, lo, hi, &capacity_id, err, sizeof err) != 0) {
 		rc = cli_exit_status_late();
 		goto fail;
