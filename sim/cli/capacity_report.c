@@ -10,7 +10,8 @@
 #include "../../util/options.h"
 #include "../../util/text.h"
 
-int cap_hw_band(const struct cap_search *s, const struct study_cap_point *lo, const struct study_cap_point *hi, double band[2])
+int cap_hw_band(const struct cap_search *s, const struct study_cap_point *lo, const struct study_cap_point *hi,
+                double band[2])
 {
 	if (!(s->hw_error_p90 >= 0 && s->hw_error_p90 < 1))
 		return 0;
@@ -20,7 +21,8 @@ int cap_hw_band(const struct cap_search *s, const struct study_cap_point *lo, co
 }
 
 /* An LLM's own members: its targets, the bound's terms, the hardware band. */
-static void cap_llm_json(FILE *f, const struct cap_search *s, const struct study_cap_point *lo, const struct study_cap_point *hi)
+static void cap_llm_json(FILE *f, const struct cap_search *s, const struct study_cap_point *lo,
+                         const struct study_cap_point *hi)
 {
 	double band[2];
 	fprintf(f, ",\"llm\":{\"ttft_slo_ms\":%.10g,\"tpot_slo_ms\":%.10g,\"allowed_miss_fraction\":%.10g,"
@@ -50,11 +52,13 @@ void cap_write_json(FILE *f, const struct opt_set *o, const struct cap_search *s
 	        nm->max_batch, s->sla_ms, CAP_QUANTILE, lo->rate_rps, lo->rate_rps, hi->rate_rps, lo->p99_ms, hi->p99_ms,
 	        est, opt_double(o, "tolerance"), (unsigned long long)s->requests, (unsigned long long)s->warmup,
 	        (unsigned long long)s->nseeds, (unsigned long long)s->seed0);
-	for (size_t i = 0; i < s->res.npts; i++)
+	for (size_t i = 0; i < s->res.npts; i++) {
+		const struct study_cap_point *p = &s->res.pts[i];
 		fprintf(f, "%s{\"rate_rps\":%.10g,\"p99_ms\":%.10g,\"sla_violation_rate\":%.10g,\"miss_bound\":%.10g,"
-		        "\"saturated\":%s,\"overloaded\":%s,\"pass\":%s}", i ? "," : "", s->res.pts[i].rate_rps,
-		        s->res.pts[i].p99_ms, s->res.pts[i].violation, s->res.pts[i].bound, s->res.pts[i].saturated ? "true" : "false",
-		        s->res.pts[i].overloaded ? "true" : "false", s->res.pts[i].pass ? "true" : "false");
+		        "\"saturated\":%s,\"overloaded\":%s,\"pass\":%s}", i ? "," : "", p->rate_rps, p->p99_ms,
+		        p->violation, p->bound, p->saturated ? "true" : "false", p->overloaded ? "true" : "false",
+		        p->pass ? "true" : "false");
+	}
 	fprintf(f, "]");
 	if (s->llm)
 		cap_llm_json(f, s, lo, hi);

@@ -30,8 +30,8 @@ static char *cap_run_options(const struct cap_search *s)
 }
 
 int cap_store(struct results_db *db, const struct opt_set *o, const struct cap_search *s,
-              const struct study_cap_names *nm, double est, const struct study_cap_point *lo, const struct study_cap_point *hi,
-              int64_t *capacity_id, char *err, size_t errlen)
+              const struct study_cap_names *nm, double est, const struct study_cap_point *lo,
+              const struct study_cap_point *hi, int64_t *capacity_id, char *err, size_t errlen)
 {
 	const struct study_serving *sv = &nm->serving;
 	char serving[256], *json = NULL, *run_options = cap_run_options(s);

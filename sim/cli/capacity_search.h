@@ -52,17 +52,19 @@ void cap_progress(void *ctx, const struct study_cap_point *p);
 int cap_targets(const struct opt_set *o, const struct opt_set *ro, struct cap_search *s, char *err, size_t errlen);
 /* The band the measured GPU's error puts on the bracket [lo, hi], to first order: 1 with it in
  * band[2], or 0 where the hardware has none. */
-int cap_hw_band(const struct cap_search *s, const struct study_cap_point *lo, const struct study_cap_point *hi, double band[2]);
+int cap_hw_band(const struct cap_search *s, const struct study_cap_point *lo, const struct study_cap_point *hi,
+                double band[2]);
 /* The result as one JSON object on f, no newline; capacity_id < 0: not stored (left out). */
 void cap_write_json(FILE *f, const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm,
-                    double est, const struct study_cap_point *lo, const struct study_cap_point *hi, int64_t capacity_id);
+                    double est, const struct study_cap_point *lo, const struct study_cap_point *hi,
+                    int64_t capacity_id);
 /* The result: one JSON object, or two lines of text, on stdout; capacity_id < 0: not stored. */
 void cap_print(const struct opt_set *o, const struct cap_search *s, const struct study_cap_names *nm, double est,
                const struct study_cap_point *lo, const struct study_cap_point *hi, int64_t capacity_id);
 /* Stores the answer into the open database db (results_db) in one transaction: 0 with its id, or -1 with err. */
 struct results_db;
 int cap_store(struct results_db *db, const struct opt_set *o, const struct cap_search *s,
-              const struct study_cap_names *nm, double est, const struct study_cap_point *lo, const struct study_cap_point *hi,
-              int64_t *capacity_id, char *err, size_t errlen);
+              const struct study_cap_names *nm, double est, const struct study_cap_point *lo,
+              const struct study_cap_point *hi, int64_t *capacity_id, char *err, size_t errlen);
 
 #endif

@@ -243,6 +243,22 @@ static double cap_default_lengths(struct cap_search *s, struct opt_set *ro, char
 	return study_cap_estimate(ro, nm, err, CAP_ERR);
 }
 
+/* The search (sim/study/capacity_search.h) with this command's probes and progress: CLI_OK with the
+ * rates measured and the bracket in s->res, or an exit status with err. */
+static int cap_search_rates(struct cap_search *s, double est, double tolerance, char *err, size_t errlen)
+{
+	struct study_cap_plan plan = { .estimate_rps = est, .tolerance = tolerance, .llm = s->llm, .sla_ms = s->sla_ms,
+	                               .allowed = s->allowed, .confidence = s->confidence };
+	switch (study_capacity_search(&plan, cap_probe, cap_progress, s, &s->res, err, errlen)) {
+	case STUDY_CAP_OK:
+		return CLI_OK;
+	case STUDY_CAP_BAD_INPUT:          /* a probe's bad input (exit 2 of the run) is the user's input */
+		return CLI_BAD_INPUT;
+	default:
+		return CLI_FAILED;
+	}
+}
+
 int cmd_capacity(int argc, char **argv)
 {
 	char err[CAP_ERR] = "", exe[4096];
@@ -317,15 +333,9 @@ int cmd_capacity(int argc, char **argv)
 
 	/* bad values the options table cannot see (a batch beyond a table, a bad
 	 * length spec) come back from the first probe as its one-line error */
-	struct study_cap_plan plan = { .estimate_rps = est, .tolerance = opt_double(&o, "tolerance"), .llm = s->llm,
-	                               .sla_ms = s->sla_ms, .allowed = s->allowed, .confidence = s->confidence };
-	if ((rc = cap_open_db(&o, &db, &db_created, err, sizeof err)) != CLI_OK)
+	if ((rc = cap_open_db(&o, &db, &db_created, err, sizeof err)) != CLI_OK ||
+	    (rc = cap_search_rates(s, est, opt_double(&o, "tolerance"), err, sizeof err)) != CLI_OK)
 		goto fail;
-	enum study_cap_status st = study_capacity_search(&plan, cap_probe, cap_progress, s, &s->res, err, sizeof err);
-	if (st != STUDY_CAP_OK) {
-		rc = st == STUDY_CAP_BAD_INPUT ? CLI_BAD_INPUT : CLI_FAILED;
-		goto fail;
-	}
 	const struct study_cap_point *lo = &s->res.pts[s->res.lo], *hi = &s->res.pts[s->res.hi];
 	if (db && cap_store(db, &o, s, &nm, est, lo, hi, &capacity_id, err, sizeof err) != 0) {
 		rc = cli_exit_status_late();

@@ -108,8 +108,8 @@ static enum study_cap_status cap_no_bracket(const struct study_cap_plan *plan, c
 		         "requests miss one (at most %.3g%% may)", out->pts[hi].rate_rps, 100 * out->pts[hi].violation,
 		         100 * plan->allowed);
 	else if (lo < 0)
-		snprintf(err, errlen, "no rate meets the SLA: even at %.6g req/s, where requests hardly queue, the p99 is %.4g ms > %g ms",
-		         out->pts[hi].rate_rps, out->pts[hi].p99_ms, plan->sla_ms);
+		snprintf(err, errlen, "no rate meets the SLA: even at %.6g req/s, where requests hardly queue, the p99 is "
+		         "%.4g ms > %g ms", out->pts[hi].rate_rps, out->pts[hi].p99_ms, plan->sla_ms);
 	else
 		snprintf(err, errlen, "the %s holds up to %.6g req/s, %d doublings above the estimate; are the targets meant "
 		         "to be so loose?", plan->llm ? "token targets" : "SLA", out->pts[lo].rate_rps, STUDY_CAP_MAX_STEPS);
