@@ -1,16 +1,12 @@
-/* sim/cli/compare_seeds.h: `simbatch compare --by-seed` (see compare_seeds.c for the method).
- * Contract: compare_by_seed prints the comparison of every run bsel matches in bdb with every run
- * csel matches in cdb (text, or one JSON object) and returns the command's exit status: CLI_OK,
- * CLI_FAILED on a regression, or with err set (nothing printed) CLI_BAD_INPUT / CLI_FAILED. */
+/* sim/cli/compare_seeds.h: prints `simbatch compare --by-seed` (the method is in
+ * sim/study/compare_seeds.c). Contract: compare_print_seeds prints the result study_compare filled
+ * for req (by_seed set) as text, or one JSON object. */
 #ifndef SB_COMPARE_SEEDS_H
 #define SB_COMPARE_SEEDS_H
 
-#include <stddef.h>
+struct study_compare_req;
+struct study_compare_result;
 
-struct results_db;
-
-int compare_by_seed(struct results_db *bdb, const char *bpath, const char *bsel, struct results_db *cdb,
-                    const char *cpath, const char *csel, const char *metric, double tol, int json, char *err,
-                    size_t errlen);
+void compare_print_seeds(const struct study_compare_req *req, const struct study_compare_result *res, int json);
 
 #endif
