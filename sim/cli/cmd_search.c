@@ -18,7 +18,7 @@
  *  - with a target, a fleet of N replicas is not simulated when its one-
  *    replica sibling (the same options but --replicas) saw saturation at R
  *    req/s and N x R is below the target: N replicas cannot serve more than
- *    N times what one can (search_bounded).
+ *    N times what one can (study_search_bounded).
  * A configuration capacity refuses (a KV cache that cannot hold a request,
  * no rate meeting the targets even at the lowest probe) is infeasible, with
  * capacity's reason.
@@ -96,23 +96,6 @@ static void search_on_signal(int sig)
 
 /* ---- simulating: one capacity child a configuration ---- */
 
-static int search_can_win(const struct search_run *r, size_t i)
-{
-	const struct search_row *w = &r->rows[i];
-	if (r->exhaustive)
-		return 1;
-	if (r->spec->budget > 0)
-		return w->cost <= r->spec->budget;
-	return w->cost <= r->best_cost;
-}
-
-static void search_note_answer(struct search_run *r, size_t i)
-{
-	const struct search_row *w = &r->rows[i];
-	if (w->status == SR_OK && r->spec->target_rps > 0 && w->capacity >= r->spec->target_rps && w->cost < r->best_cost)
-		r->best_cost = w->cost;
-}
-
 struct search_job {                /* a capacity child under way */
 	struct search_config c;
 	size_t index;
@@ -121,18 +104,8 @@ struct search_job {                /* a capacity child under way */
 static int search_next(void *ud, struct pp_job *job, char *err, size_t errlen)
 {
 	struct search_run *r = ud;
-	while (r->next < r->spec->nconfigs && !r->failure[0]) {     /* a results file that cannot be written: stop */
-		size_t i = r->order[r->next++];
-		if (r->rows[i].status != SR_TODO || (r->part_n && i % r->part_n != r->part_i - 1))
-			continue;                         /* done, or another part's */
-		if (!search_can_win(r, i)) {
-			r->rows[i].status = SR_SKIPPED;
-			continue;
-		}
-		if (search_bounded(r, i)) {
-			r->rows[i].status = SR_PRUNED;
-			continue;
-		}
+	size_t i;                              /* a results file that cannot be written: stop */
+	if (!r->failure[0] && (i = study_search_next(&r->plan)) != SIZE_MAX) {
 		struct search_config c;
 		if (search_config_make(r->spec, i, &c, err, errlen) != 0)
 			return -1;
@@ -168,7 +141,7 @@ static void search_done(void *ud, void *ctx, const struct pp_result *res)
 	struct search_run *r = ud;
 	struct search_job *job = ctx;
 	size_t i = job->index;
-	struct search_row *w = &r->rows[i];
+	struct study_search_row *w = &r->plan.rows[i];
 	r->running--;
 	search_config_free(&job->c);
 	free(job);
@@ -183,27 +156,27 @@ static void search_done(void *ud, void *ctx, const struct pp_result *res)
 		w->band_lo = w->band_hi = NAN;
 	json_doc_free(d);
 	if (ok) {
-		w->status = SR_OK;
+		w->status = STUDY_SR_OK;
 	} else if (search_stop) {
 		return;                          /* stopped by the search's own signal: simulated again next time */
 	} else {
 		const char *e = res->errtext;
 		if (strncmp(e, "simbatch: ", 10) == 0)
 			e += 10;
-		w->status = SR_INFEASIBLE;
+		w->status = STUDY_SR_INFEASIBLE;
 		w->capacity = w->lo = w->hi = 0;
 		w->band_lo = w->band_hi = NAN;
 		snprintf(w->reason, sizeof w->reason, "%.*s", (int)strcspn(e, "\n"),
 		         *e ? e : res->signal ? "killed by a signal" : "no message");
 	}
 	r->simulated++;
-	search_note_answer(r, i);
+	study_search_measured(&r->plan, i);
 	char err[512];
 	if (!r->failure[0] && search_append(r, i, err, sizeof err) != 0)
 		snprintf(r->failure, sizeof r->failure, "%s", err);
 	if (!r->quiet)
 		fprintf(stderr, "search: %zu simulated, %zu running, $%.4g/h: %s\n", r->simulated, r->running, w->cost,
-		        w->status == SR_OK ? "ok" : w->reason);
+		        w->status == STUDY_SR_OK ? "ok" : w->reason);
 }
 
 /* ---- a search spread over machines ---- */
@@ -237,12 +210,18 @@ static int search_part(const char *text, struct search_run *r, char *err, size_t
 		snprintf(err, errlen, "--part=%s: expected I/N with 1 <= I <= N", text);
 		return -1;
 	}
-	r->part_i = (size_t)i;
-	r->part_n = (size_t)n;
+	r->plan.part_i = (size_t)i;
+	r->plan.part_n = (size_t)n;
 	return 0;
 }
 
 /* ---- the command ---- */
+
+/* A configuration's label for the reason a bound gives (study_search_label_fn). */
+static void search_plan_label(void *spec, size_t i, char *buf, size_t len)
+{
+	search_label(spec, i, buf, len);
+}
 
 /* Each configuration's row (its cost, GPUs, family; pruned when its hardware cannot hold it) and
  * the order by cost: 0 with *fitting those not pruned, -1 with err (a configuration's own
@@ -251,9 +230,10 @@ static int search_rows_init(struct search_run *r, struct search_fit **fits, size
                             size_t errlen)
 {
 	const struct search_spec *spec = r->spec;
-	r->rows = calloc(spec->nconfigs, sizeof *r->rows);
-	r->order = calloc(spec->nconfigs, sizeof *r->order);
-	if (!r->rows || !r->order) {
+	r->plan.n = spec->nconfigs;
+	r->plan.rows = calloc(spec->nconfigs, sizeof *r->plan.rows);
+	r->plan.order = calloc(spec->nconfigs, sizeof *r->plan.order);
+	if (!r->plan.rows || !r->plan.order) {
 		err_memory(err, errlen, "out of memory");
 		return -2;
 	}
@@ -261,7 +241,7 @@ static int search_rows_init(struct search_run *r, struct search_fit **fits, size
 		struct search_config c;
 		if (search_config_make(spec, i, &c, err, errlen) != 0)
 			return -1;
-		struct search_row *w = &r->rows[i];
+		struct study_search_row *w = &r->plan.rows[i];
 		w->cost = c.cost_per_hour;
 		w->gpus = c.replicas * c.tp;
 		w->key_hash = search_hash(c.key);
@@ -269,13 +249,12 @@ static int search_rows_init(struct search_run *r, struct search_fit **fits, size
 		w->saturated_rps = NAN;
 		search_family(&c, w);
 		if (!search_fits(&c, fits, nfits, w->reason, sizeof w->reason))
-			w->status = SR_PRUNED;
+			w->status = STUDY_SR_PRUNED;
 		else
 			(*fitting)++;
 		search_config_free(&c);
-		r->order[i] = i;
 	}
-	search_sort_by_cost(r);
+	study_search_order(&r->plan);
 	return 0;
 }
 
@@ -299,11 +278,11 @@ static int search_simulate(struct search_run *r, const char *exe, unsigned jobs,
 static void search_print_list(const struct search_run *r)
 {
 	for (size_t k = 0; k < r->spec->nconfigs; k++) {
-		size_t i = r->order[k];
+		size_t i = r->plan.order[k];
 		char label[1024];
 		search_label(r->spec, i, label, sizeof label);
-		printf("$%-9.4g %5u GPUs  %s%s%s\n", r->rows[i].cost, r->rows[i].gpus, label,
-		       r->rows[i].status == SR_PRUNED ? "  pruned: " : "", r->rows[i].status == SR_PRUNED ? r->rows[i].reason : "");
+		printf("$%-9.4g %5u GPUs  %s%s%s\n", r->plan.rows[i].cost, r->plan.rows[i].gpus, label,
+		       r->plan.rows[i].status == STUDY_SR_PRUNED ? "  pruned: " : "", r->plan.rows[i].status == STUDY_SR_PRUNED ? r->plan.rows[i].reason : "");
 	}
 }
 
@@ -363,7 +342,7 @@ int cmd_search(int argc, char **argv)
 	char err[1536] = "", exe[4096], out_default[600];
 	struct opt_set o;
 	struct search_spec *spec = NULL;
-	struct search_run r = { .out_fd = -1, .best_cost = INFINITY };
+	struct search_run r = { .out_fd = -1, .plan.best_cost = INFINITY };
 	struct search_fit *fits = NULL;
 	size_t nfits = 0;
 	int rc = CLI_BAD_INPUT, db_created = 0;
@@ -391,13 +370,17 @@ int cmd_search(int argc, char **argv)
 	r.spec = spec;
 	r.front_path = opt_str(&o, "front");
 	r.front_requests = opt_uint(&o, "front-requests");
-	if (r.front_path && (r.part_n || opt_given(&o, "export") || search_front_check(spec, r.front_path, err,
+	if (r.front_path && (r.plan.part_n || opt_given(&o, "export") || search_front_check(spec, r.front_path, err,
 	                                                                            sizeof err) != 0)) {
-		if (r.part_n || opt_given(&o, "export"))
+		if (r.plan.part_n || opt_given(&o, "export"))
 			snprintf(err, sizeof err, "--front runs the whole search's configurations: not with --part or --export");
 		goto fail;
 	}
-	r.exhaustive = opt_flag(&o, "exhaustive");
+	r.plan.exhaustive = opt_flag(&o, "exhaustive");
+	r.plan.target_rps = spec->target_rps;
+	r.plan.budget = spec->budget;
+	r.plan.label = search_plan_label;
+	r.plan.label_ctx = (void *)spec;
 	r.quiet = opt_flag(&o, "quiet") || opt_flag(&o, "json");
 	size_t fitting = 0;
 	int irc = search_rows_init(&r, &fits, &nfits, &fitting, err, sizeof err);
@@ -411,7 +394,7 @@ int cmd_search(int argc, char **argv)
 		goto out;
 	}
 	if (!fitting) {
-		snprintf(err, sizeof err, "%s: no configuration left after pruning (first: %s)", spec->path, r.rows[0].reason);
+		snprintf(err, sizeof err, "%s: no configuration left after pruning (first: %s)", spec->path, r.plan.rows[0].reason);
 		goto fail;
 	}
 	r.out_path = opt_given(&o, "out") ? opt_str(&o, "out") : search_default_out(spec, out_default, sizeof out_default);
@@ -428,14 +411,14 @@ int cmd_search(int argc, char **argv)
 		rc = CLI_OK;
 		goto out;
 	}
-	r.db_path = opt_flag(&o, "no-db") || r.part_n ? NULL : opt_str(&o, "db");
+	r.db_path = opt_flag(&o, "no-db") || r.plan.part_n ? NULL : opt_str(&o, "db");
 	if (search_open_db(&r, &db_created, err, sizeof err) != 0 ||
 	    search_resume(&r, (const char *const *)o.positional + 1, o.npositional - 1, err, sizeof err) != 0) {
 		rc = cli_exit_status();
 		goto fail;
 	}
 	for (size_t i = 0; i < spec->nconfigs; i++)
-		search_note_answer(&r, i);
+		study_search_measured(&r.plan, i);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned jobs = opt_given(&o, "jobs") ? (unsigned)opt_uint(&o, "jobs") : cpus > 0 ? (unsigned)cpus : 1;
 	rc = search_run_and_report(&r, exe, jobs, opt_flag(&o, "json"), err, sizeof err);
@@ -451,8 +434,8 @@ out:
 	if (r.out_fd >= 0)
 		close(r.out_fd);
 	free(fits);
-	free(r.rows);
-	free(r.order);
+	free(r.plan.rows);
+	free(r.plan.order);
 	search_spec_free(spec);
 	return rc;
 }

@@ -14,7 +14,7 @@
 
 /* Whether c is a plain fleet (replicas of one GPU kind serving whole requests, behind a router that
  * does not route by prefix), its replica count, and its options but --replicas hashed: its family. */
-void search_family(const struct search_config *c, struct search_row *w)
+void search_family(const struct search_config *c, struct study_search_row *w)
 {
 	uint64_t h = SEARCH_HASH_START;
 	w->plain_replicas = 1;
@@ -32,30 +32,6 @@ void search_family(const struct search_config *c, struct search_row *w)
 		h = search_hash_more(search_hash_more(h, o), " ");
 	}
 	w->family = h;
-}
-
-/* 1 when configuration i cannot meet the target: a plain fleet of N replicas whose one-replica
- * sibling's capacity search saw one replica saturate at R req/s, with N x R below the target. One
- * replica's throughput is below any rate that saturates it, and N replicas each fed a thinned share
- * of the same stream serve at most N times that (not so behind prefix-affinity, whose replicas may
- * each hit their caches more than one replica does: no bound there). The reason in w. */
-int search_bounded(struct search_run *r, size_t i)
-{
-	struct search_row *w = &r->rows[i];
-	if (r->exhaustive || r->spec->target_rps <= 0 || w->plain_replicas < 2)
-		return 0;
-	for (size_t j = 0; j < r->spec->nconfigs; j++) {
-		const struct search_row *one = &r->rows[j];
-		if (one->plain_replicas != 1 || one->family != w->family || isnan(one->saturated_rps) ||
-		    w->plain_replicas * one->saturated_rps >= r->spec->target_rps)
-			continue;
-		char label[1024];
-		search_label(r->spec, j, label, sizeof label);
-		snprintf(w->reason, sizeof w->reason, "%u replicas cannot serve %.6g req/s: one saturated at %.6g req/s "
-		         "(%.120s)", w->plain_replicas, r->spec->target_rps, one->saturated_rps, label);
-		return 1;
-	}
-	return 0;
 }
 
 /* The lowest rate capacity's JSON (its "points") found saturated, NaN when none. */

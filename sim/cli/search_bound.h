@@ -7,17 +7,14 @@
 #include <stddef.h>
 
 struct search_config;
-struct search_row;
+struct study_search_row;
 struct search_run;
 struct json_doc;
 
 /* Whether c is a plain fleet (replicas of one GPU kind serving whole requests, behind a router
  * that does not route by prefix), its replica count, and its options but --replicas hashed: its
  * family, into w. */
-void search_family(const struct search_config *c, struct search_row *w);
-/* 1 when a cheaper answered run of row i's family bounds its capacity below the target (the
- * reason in its row), else 0. */
-int search_bounded(struct search_run *r, size_t i);
+void search_family(const struct search_config *c, struct study_search_row *w);
 /* The lowest rate capacity's JSON (its "points") found saturated, NaN when none. */
 double search_saturated_rps(const struct json_doc *d);
 

@@ -42,7 +42,7 @@ int search_append(struct search_run *r, size_t i, char *err, size_t errlen)
 	if (search_config_make(r->spec, i, &c, err, errlen) != 0)
 		return -1;
 	char line[4096];
-	size_t n = search_results_format(line, sizeof line, c.key, &r->rows[i]);
+	size_t n = search_results_format(line, sizeof line, c.key, &r->plan.rows[i]);
 	search_config_free(&c);
 	/* one write a line: a kill leaves whole lines, or a last part the next run drops */
 	if (n == 0 || write(r->out_fd, line, n) != (ssize_t)n) {
@@ -59,12 +59,12 @@ static size_t search_find(const struct search_run *r, const size_t *by_hash, con
 	size_t lo = 0, hi = r->spec->nconfigs;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (r->rows[by_hash[mid]].key_hash < h)
+		if (r->plan.rows[by_hash[mid]].key_hash < h)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (; lo < r->spec->nconfigs && r->rows[by_hash[lo]].key_hash == h; lo++) {
+	for (; lo < r->spec->nconfigs && r->plan.rows[by_hash[lo]].key_hash == h; lo++) {
 		struct search_config c;
 		char err[64];
 		if (search_config_make(r->spec, by_hash[lo], &c, err, sizeof err) != 0)
@@ -81,15 +81,8 @@ static const struct search_run *search_sort_run;
 
 static int search_cmp_hash(const void *a, const void *b)
 {
-	uint64_t x = search_sort_run->rows[*(const size_t *)a].key_hash, y = search_sort_run->rows[*(const size_t *)b].key_hash;
+	uint64_t x = search_sort_run->plan.rows[*(const size_t *)a].key_hash, y = search_sort_run->plan.rows[*(const size_t *)b].key_hash;
 	return (x > y) - (x < y);
-}
-
-static int search_cmp_cost(const void *a, const void *b)
-{
-	size_t i = *(const size_t *)a, j = *(const size_t *)b;
-	double x = search_sort_run->rows[i].cost, y = search_sort_run->rows[j].cost;
-	return x < y ? -1 : x > y ? 1 : (i > j) - (i < j);
 }
 
 struct search_take {                /* where a results file's lines go */
@@ -101,20 +94,20 @@ struct search_take {                /* where a results file's lines go */
 
 /* A results file's row into the configuration it keys (search_results_fn): a row filled already is kept; one
  * filled here is marked resumed, 1 from the results file itself, 2 from another (a shard). */
-static int search_take(void *ctx, const char *key, const struct search_row *row, char *err, size_t errlen)
+static int search_take(void *ctx, const char *key, const struct study_search_row *row, char *err, size_t errlen)
 {
 	(void)err;
 	(void)errlen;
 	struct search_take *t = ctx;
 	struct search_run *r = t->r;
 	size_t i = search_find(r, t->by_hash, key);
-	if (i == SIZE_MAX || r->rows[i].status == SR_PRUNED || r->rows[i].status == SR_OK ||
-	    r->rows[i].status == SR_INFEASIBLE)
+	if (i == SIZE_MAX || r->plan.rows[i].status == STUDY_SR_PRUNED || r->plan.rows[i].status == STUDY_SR_OK ||
+	    r->plan.rows[i].status == STUDY_SR_INFEASIBLE)
 		return 0;                     /* another search's configuration, or one read already */
-	struct search_row w = *row;
-	w.key_hash = r->rows[i].key_hash;
+	struct study_search_row w = *row;
+	w.key_hash = r->plan.rows[i].key_hash;
 	w.resumed = t->own ? 1 : 2;
-	r->rows[i] = w;
+	r->plan.rows[i] = w;
 	t->taken++;
 	return 0;
 }
@@ -156,13 +149,7 @@ int search_resume(struct search_run *r, const char *const *more, size_t nmore, c
 	}
 	if (taken > own)                  /* the shards' lines join this file: it holds the whole search */
 		for (size_t i = 0; i < r->spec->nconfigs; i++)
-			if (r->rows[i].resumed == 2 && search_append(r, i, err, errlen) != 0)
+			if (r->plan.rows[i].resumed == 2 && search_append(r, i, err, errlen) != 0)
 				return -1;
 	return 0;
-}
-
-void search_sort_by_cost(struct search_run *r)
-{
-	search_sort_run = r;
-	qsort(r->order, r->spec->nconfigs, sizeof *r->order, search_cmp_cost);
 }

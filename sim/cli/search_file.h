@@ -20,7 +20,5 @@ uint64_t search_hash(const char *s);
 int search_append(struct search_run *r, size_t i, char *err, size_t errlen);
 /* Takes back the rows of r's results file and of the nmore parts' files in more. 0, or -1 with err. */
 int search_resume(struct search_run *r, const char *const *more, size_t nmore, char *err, size_t errlen);
-/* r->order sorted by cost, cheapest first (ties in configuration order). */
-void search_sort_by_cost(struct search_run *r);
 
 #endif

@@ -139,18 +139,6 @@ static void front_done(void *ud, void *ctx, const struct pp_result *res)
 	json_doc_free(d);
 }
 
-/* Marks each point no other beats: at least as much of both figures and more of one. */
-void search_front_mark(const double *per_user, const double *per_gpu, size_t n, int *on_front)
-{
-	for (size_t i = 0; i < n; i++) {
-		on_front[i] = 1;
-		for (size_t k = 0; k < n && on_front[i]; k++)
-			if (k != i && per_user[k] >= per_user[i] && per_gpu[k] >= per_gpu[i] &&
-			    (per_user[k] > per_user[i] || per_gpu[k] > per_gpu[i]))
-				on_front[i] = 0;
-	}
-}
-
 static void front_print(FILE *f, const struct front_run *fr, int csv)
 {
 	char label[1024];
@@ -162,7 +150,7 @@ static void front_print(FILE *f, const struct front_run *fr, int csv)
 		        "(* on the Pareto front)\n  tokens/s/user  tokens/s/GPU  GPUs  req/s  configuration\n");
 	for (size_t i = 0; i < fr->npts; i++) {
 		const struct front_point *p = &fr->pts[i];
-		const struct search_row *w = &fr->r->rows[p->row];
+		const struct study_search_row *w = &fr->r->plan.rows[p->row];
 		search_label(fr->r->spec, p->row, label, sizeof label);
 		if (csv) {
 			fputc('"', f);
@@ -183,7 +171,7 @@ static int front_simulate(struct front_run *f, const char *exe, unsigned jobs, c
 	uint64_t warmup = f->requests / 10;
 	for (size_t i = 0; i < f->npts; i++) {
 		struct front_point *p = &f->pts[i];
-		snprintf(p->rate_arg, sizeof p->rate_arg, "--rate=%.10g", f->r->rows[p->row].capacity);
+		snprintf(p->rate_arg, sizeof p->rate_arg, "--rate=%.10g", f->r->plan.rows[p->row].capacity);
 		snprintf(p->requests_arg, sizeof p->requests_arg, "--requests=%llu", (unsigned long long)f->requests);
 		snprintf(p->warmup_arg, sizeof p->warmup_arg, "--warmup=%llu", (unsigned long long)warmup);
 	}
@@ -212,7 +200,7 @@ int search_front(struct search_run *r, const char *path, uint64_t requests, cons
 		return CLI_FAILED;
 	}
 	for (size_t i = 0; i < r->spec->nconfigs; i++)
-		if (r->rows[i].status == SR_OK)
+		if (r->plan.rows[i].status == STUDY_SR_OK)
 			f.pts[f.npts++].row = i;
 	if (!f.npts) {
 		snprintf(err, errlen, "--front: no configuration has a capacity to run at");
@@ -231,7 +219,7 @@ int search_front(struct search_run *r, const char *path, uint64_t requests, cons
 			user[i] = f.pts[i].tokens_per_s_per_user;
 			gpu[i] = f.pts[i].tokens_per_s_per_gpu;
 		}
-		search_front_mark(user, gpu, f.npts, on);
+		study_front_mark(user, gpu, f.npts, on);
 		for (size_t i = 0; i < f.npts; i++)
 			f.pts[i].on_front = on[i];
 	}

@@ -10,8 +10,6 @@
 /* 0 when every model of the search is an LLM (the front is of tokens) and path's folder is writable, else -1
  * with err. */
 int search_front_check(const struct search_spec *s, const char *path, char *err, size_t errlen);
-/* on_front[i] = 1 when no other point has at least as much of both figures and more of one. */
-void search_front_mark(const double *per_user, const double *per_gpu, size_t n, int *on_front);
 /* Runs each configuration with a capacity once at it (requests each, 10% warm-up), writes the front's CSV to
  * path and, when text, its table on stdout: CLI_OK, or an exit code with err (nothing written). */
 int search_front(struct search_run *r, const char *path, uint64_t requests, const char *exe, unsigned jobs, int text,

@@ -33,52 +33,13 @@ void search_label(const struct search_spec *s, size_t i, char *buf, size_t len)
 		snprintf(buf, len, "(the one configuration)");
 }
 
-/* The answer: the cheapest meeting the target (ties: the most capacity), or the most capacity within the budget. */
-size_t search_answer(const struct search_run *r)
-{
-	size_t best = SIZE_MAX;
-	for (size_t i = 0; i < r->spec->nconfigs; i++) {
-		const struct search_row *w = &r->rows[i];
-		if (w->status != SR_OK)
-			continue;
-		if (r->spec->target_rps > 0 ? w->capacity < r->spec->target_rps : w->cost > r->spec->budget)
-			continue;
-		if (best == SIZE_MAX)
-			best = i;
-		else if (r->spec->target_rps > 0 ? w->cost < r->rows[best].cost ||
-		                                       (w->cost == r->rows[best].cost && w->capacity > r->rows[best].capacity)
-		                                  : w->capacity > r->rows[best].capacity ||
-		                                        (w->capacity == r->rows[best].capacity && w->cost < r->rows[best].cost))
-			best = i;
-	}
-	return best;
-}
-
-/* The Pareto front, cheapest first: each simulated configuration no cheaper (or equal) one out-serves. */
-static size_t search_pareto(const struct search_run *r, size_t *front)
-{
-	size_t n = 0;
-	double most = -1;
-	for (size_t k = 0; k < r->spec->nconfigs; k++) {
-		size_t i = r->order[k];
-		const struct search_row *w = &r->rows[i];
-		if (w->status != SR_OK || w->capacity <= most)
-			continue;
-		if (n && r->rows[front[n - 1]].cost == w->cost)
-			n--;                             /* the same cost, more capacity: it takes the place */
-		front[n++] = i;
-		most = w->capacity;
-	}
-	return n;
-}
-
 static void search_count(const struct search_run *r, size_t count[5], size_t *resumed)
 {
 	memset(count, 0, 5 * sizeof *count);
 	*resumed = 0;
 	for (size_t i = 0; i < r->spec->nconfigs; i++) {
-		count[r->rows[i].status]++;
-		*resumed += r->rows[i].resumed != 0;
+		count[r->plan.rows[i].status]++;
+		*resumed += r->plan.rows[i].resumed != 0;
 	}
 }
 
@@ -111,7 +72,7 @@ static int search_serving(const struct search_spec *s, size_t i, struct study_se
 
 static void search_print_row(FILE *f, const struct search_run *r, size_t i)
 {
-	const struct search_row *w = &r->rows[i];
+	const struct study_search_row *w = &r->plan.rows[i];
 	char label[1024];
 	search_label(r->spec, i, label, sizeof label);
 	/* the capacity to the digits its bracket supports, requests per dollar to 3 (plain, no exponent) */
@@ -148,15 +109,15 @@ void search_report_text(FILE *f, const struct search_run *r)
 	size_t count[5], resumed;
 	search_count(r, count, &resumed);
 	fprintf(f, "simbatch search %s: %zu configurations: %zu pruned (their hardware cannot hold them, or a cheaper run bounds their capacity below the target), %zu simulated "
-	        "(%zu from %s), %zu infeasible, %zu not run (%s)\n", s->path, s->nconfigs, count[SR_PRUNED],
-	        count[SR_OK] + count[SR_INFEASIBLE], resumed, r->out_path, count[SR_INFEASIBLE], count[SR_SKIPPED],
+	        "(%zu from %s), %zu infeasible, %zu not run (%s)\n", s->path, s->nconfigs, count[STUDY_SR_PRUNED],
+	        count[STUDY_SR_OK] + count[STUDY_SR_INFEASIBLE], resumed, r->out_path, count[STUDY_SR_INFEASIBLE], count[STUDY_SR_SKIPPED],
 	        s->budget > 0 ? "above the budget" : "costlier than a configuration meeting the target");
 	if (r->search_id)
 		fprintf(f, "stored     as search %lld in %s\n", (long long)r->search_id, r->db_path);
-	if (r->part_n)
+	if (r->plan.part_n)
 		fprintf(f, "part       %zu of %zu: %zu configurations are other parts' (`simbatch search FILE PARTS.csv ...` "
-		        "joins them)\n", r->part_i, r->part_n, count[SR_TODO]);
-	size_t a = search_answer(r);
+		        "joins them)\n", r->plan.part_i, r->plan.part_n, count[STUDY_SR_TODO]);
+	size_t a = study_search_answer(&r->plan);
 	if (s->target_rps > 0)
 		fprintf(f, "goal       the cheapest configuration serving %.6g req/s within the SLOs\n", s->target_rps);
 	else
@@ -168,14 +129,14 @@ void search_report_text(FILE *f, const struct search_run *r)
 		fprintf(f, "answer   ");
 		search_print_row(f, r, a);
 		search_print_launch(f, r->spec, a);
-		const struct search_row *w = &r->rows[a];
+		const struct study_search_row *w = &r->plan.rows[a];
 		/* where the hardware model's measured error changes the ranking */
 		if (!isnan(w->band_lo) && s->target_rps > 0 && w->band_lo < s->target_rps)
 			fprintf(f, "           its band reaches below the target: with the hardware model's error it may miss "
 			        "%.6g req/s\n", s->target_rps);
 		for (size_t i = 0; i < s->nconfigs; i++) {
-			const struct search_row *o = &r->rows[i];
-			if (i == a || o->status != SR_OK || isnan(o->band_hi) || isnan(w->band_lo))
+			const struct study_search_row *o = &r->plan.rows[i];
+			if (i == a || o->status != STUDY_SR_OK || isnan(o->band_hi) || isnan(w->band_lo))
 				continue;
 			int rivals = s->target_rps > 0 ? o->cost < w->cost && o->band_hi >= s->target_rps
 			                               : o->cost <= s->budget && o->band_hi >= w->band_lo;
@@ -187,24 +148,24 @@ void search_report_text(FILE *f, const struct search_run *r)
 	}
 	size_t *front = malloc(s->nconfigs * sizeof *front);
 	if (front) {
-		size_t n = search_pareto(r, front);
+		size_t n = study_search_pareto(&r->plan, front);
 		fprintf(f, "Pareto front (cost against capacity, of those simulated%s):\n",
-		        r->exhaustive ? "" : "; --exhaustive for every configuration");
+		        r->plan.exhaustive ? "" : "; --exhaustive for every configuration");
 		for (size_t k = 0; k < n; k++)
 			search_print_row(f, r, front[k]);
 		free(front);
 	}
 	for (size_t i = 0, shown = 0; i < s->nconfigs && shown < 3; i++)
-		if (r->rows[i].status == SR_INFEASIBLE || r->rows[i].status == SR_PRUNED) {
+		if (r->plan.rows[i].status == STUDY_SR_INFEASIBLE || r->plan.rows[i].status == STUDY_SR_PRUNED) {
 			char label[1024];
 			search_label(s, i, label, sizeof label);
-			fprintf(f, "%s %s: %s\n", shown++ ? "          " : "not served", label, r->rows[i].reason);
+			fprintf(f, "%s %s: %s\n", shown++ ? "          " : "not served", label, r->plan.rows[i].reason);
 		}
 }
 
 static void search_json_row(FILE *f, const struct search_run *r, size_t i)
 {
-	const struct search_row *w = &r->rows[i];
+	const struct study_search_row *w = &r->plan.rows[i];
 	char label[1024];
 	search_label(r->spec, i, label, sizeof label);
 	fputs("{\"config\":", f);
@@ -216,7 +177,7 @@ static void search_json_row(FILE *f, const struct search_run *r, size_t i)
 		fputc(',', f);
 		study_serving_json(f, &sv);
 	}
-	if (w->status == SR_OK) {
+	if (w->status == STUDY_SR_OK) {
 		fprintf(f, ",\"capacity_rps\":%.10g,\"bracket_rps\":[%.10g,%.10g],\"requests_per_dollar\":%.10g", w->capacity,
 		        w->lo, w->hi, w->capacity * 3600 / w->cost);
 		if (!isnan(w->band_lo))
@@ -238,15 +199,15 @@ void search_report_json(FILE *f, const struct search_run *r)
 	if (r->search_id)
 		fprintf(f, ",\"search_id\":%lld", (long long)r->search_id);
 	fprintf(f, ",\"configurations\":%zu,\"pruned\":%zu,\"simulated\":%zu,\"resumed\":%zu,\"infeasible\":%zu,"
-	        "\"not_run\":%zu,", s->nconfigs, count[SR_PRUNED], count[SR_OK] + count[SR_INFEASIBLE], resumed,
-	        count[SR_INFEASIBLE], count[SR_SKIPPED]);
-	if (r->part_n)
-		fprintf(f, "\"part\":[%zu,%zu],\"other_parts\":%zu,", r->part_i, r->part_n, count[SR_TODO]);
+	        "\"not_run\":%zu,", s->nconfigs, count[STUDY_SR_PRUNED], count[STUDY_SR_OK] + count[STUDY_SR_INFEASIBLE], resumed,
+	        count[STUDY_SR_INFEASIBLE], count[STUDY_SR_SKIPPED]);
+	if (r->plan.part_n)
+		fprintf(f, "\"part\":[%zu,%zu],\"other_parts\":%zu,", r->plan.part_i, r->plan.part_n, count[STUDY_SR_TODO]);
 	if (s->target_rps > 0)
 		fprintf(f, "\"target_rps\":%.10g,", s->target_rps);
 	else
 		fprintf(f, "\"budget_per_hour\":%.10g,", s->budget);
-	size_t a = search_answer(r);
+	size_t a = study_search_answer(&r->plan);
 	fputs("\"answer\":", f);
 	if (a == SIZE_MAX)
 		fputs("null", f);
@@ -254,7 +215,7 @@ void search_report_json(FILE *f, const struct search_run *r)
 		search_json_row(f, r, a);
 	fputs(",\"pareto\":[", f);
 	size_t *front = malloc(s->nconfigs * sizeof *front);
-	size_t n = front ? search_pareto(r, front) : 0;
+	size_t n = front ? study_search_pareto(&r->plan, front) : 0;
 	for (size_t k = 0; k < n; k++) {
 		fputs(k ? "," : "", f);
 		search_json_row(f, r, front[k]);
@@ -262,8 +223,8 @@ void search_report_json(FILE *f, const struct search_run *r)
 	free(front);
 	fputs("],\"results\":[", f);
 	for (size_t k = 0, first = 1; k < s->nconfigs; k++) {
-		size_t i = r->order[k];
-		if (r->rows[i].status == SR_SKIPPED)
+		size_t i = r->plan.order[k];
+		if (r->plan.rows[i].status == STUDY_SR_SKIPPED)
 			continue;
 		fputs(first ? "" : ",", f);
 		first = 0;
@@ -297,16 +258,16 @@ int search_store(struct search_run *r, char *err, size_t errlen)
 	}
 	mem = NULL;
 	json[strcspn(json, "\n")] = '\0';
-	size_t a = search_answer(r), nfront = search_pareto(r, front);
+	size_t a = study_search_answer(&r->plan), nfront = study_search_pareto(&r->plan, front);
 	for (size_t i = 0; i < s->nconfigs; i++) {
-		const struct search_row *w = &r->rows[i];
+		const struct study_search_row *w = &r->plan.rows[i];
 		struct search_config c;
 		if (search_config_make(s, i, &c, err, errlen) != 0)
 			goto done;
 		snprintf(keys[i], sizeof keys[i], "%s", c.key);
 		search_config_free(&c);
 		search_label(s, i, labels[i], sizeof labels[i]);
-		int ok = w->status == SR_OK;
+		int ok = w->status == STUDY_SR_OK;
 		rows[i] = (struct results_search_config){
 			.config = labels[i], .key = keys[i], .status = search_status_name[w->status], .gpus = w->gpus,
 			.cost_per_hour = w->cost, .capacity_rps = ok ? w->capacity : NAN, .bracket_lo_rps = ok ? w->lo : NAN,
@@ -318,7 +279,7 @@ int search_store(struct search_run *r, char *err, size_t errlen)
 		rows[front[k]].pareto = 1;
 	struct results_search rec = {
 		.code_version = SIMBATCH_VERSION, .file = s->path, .spec_text = spec_text, .target_rps = s->target_rps,
-		.budget_per_hour = s->budget, .exhaustive = r->exhaustive, .answer = a == SIZE_MAX ? NULL : labels[a],
+		.budget_per_hour = s->budget, .exhaustive = r->plan.exhaustive, .answer = a == SIZE_MAX ? NULL : labels[a],
 		.report_json = json, .nconfigs = s->nconfigs, .configs = rows,
 	};
 	if (!r->db && results_open(r->db_path, &db, err, errlen) != 0)

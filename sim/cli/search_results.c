@@ -31,7 +31,7 @@ static size_t search_csv_quoted(char *buf, size_t len, const char *s)
 	return used;
 }
 
-size_t search_results_format(char *buf, size_t len, const char *key, const struct search_row *w)
+size_t search_results_format(char *buf, size_t len, const char *key, const struct study_search_row *w)
 {
 	size_t n = search_csv_quoted(buf, len, key);
 	int k = snprintf(buf + n, len - n, ",%u,%.10g,%s,%.10g,%.10g,%.10g,%.10g,%.10g,", w->gpus, w->cost,
@@ -94,7 +94,7 @@ static int search_results_number(const char *s, int may_be_nan, double *v)
 }
 
 /* One line (newline removed) into key and w: NULL, or what is wrong with it. */
-static const char *search_results_parse(const char *line, char *key, size_t keylen, struct search_row *w, char *why,
+static const char *search_results_parse(const char *line, char *key, size_t keylen, struct study_search_row *w, char *why,
                                         size_t whylen)
 {
 	static const char *const names[] = { "gpus", "cost_per_hour", "status", "capacity_rps", "bracket_lo_rps",
@@ -111,8 +111,8 @@ static const char *search_results_parse(const char *line, char *key, size_t keyl
 		if (!bad && k == 0)
 			bad = txt_parse_uint(field, UINT32_MAX, &gpus) != 0 || gpus == 0;
 		else if (!bad && k == 2)
-			bad = strcmp(field, "ok") == 0 ? (w->status = SR_OK, 0)
-			      : strcmp(field, "infeasible") == 0 ? (w->status = SR_INFEASIBLE, 0) : 1;
+			bad = strcmp(field, "ok") == 0 ? (w->status = STUDY_SR_OK, 0)
+			      : strcmp(field, "infeasible") == 0 ? (w->status = STUDY_SR_INFEASIBLE, 0) : 1;
 		else if (!bad)
 			bad = search_results_number(field, k >= 6, numbers[k]) != 0;
 		if (bad) {
@@ -125,7 +125,7 @@ static const char *search_results_parse(const char *line, char *key, size_t keyl
 	w->gpus = (uint32_t)gpus;
 	if (search_csv_read_quoted(&p, w->reason, sizeof w->reason) != 0 || *p)
 		return "reason: expected one quoted field, the last";
-	if (w->status == SR_OK && !(w->capacity > 0))
+	if (w->status == STUDY_SR_OK && !(w->capacity > 0))
 		return "capacity_rps: an ok configuration's capacity must be positive";
 	if (w->lo > w->hi)
 		return "bracket_lo_rps is above bracket_hi_rps";
@@ -170,7 +170,7 @@ int search_results_read(const char *path, int own, search_results_fn fn, void *c
 			whole += (off_t)len + 1;
 			continue;
 		}
-		struct search_row w;
+		struct study_search_row w;
 		const char *why = len >= SEARCH_RESULTS_MAX_LINE ? "longer than any line a search writes"
 		                  : search_results_parse(line, key, sizeof key, &w, why_buf,
 		                                                                         sizeof why_buf);

@@ -19,11 +19,11 @@
 	"band_lo_rps,band_hi_rps,reason"
 
 /* A line of configuration key's row w (status ok or infeasible) into buf: its length, or 0 if it does not fit. */
-size_t search_results_format(char *buf, size_t len, const char *key, const struct search_row *w);
+size_t search_results_format(char *buf, size_t len, const char *key, const struct study_search_row *w);
 
 /* fn(ctx, key, row): the row's status, numbers and reason are set from the line. 0 goes on; -1 stops the read
  * (fn set err). */
-typedef int (*search_results_fn)(void *ctx, const char *key, const struct search_row *w, char *err, size_t errlen);
+typedef int (*search_results_fn)(void *ctx, const char *key, const struct study_search_row *w, char *err, size_t errlen);
 
 /* Reads path: 0, or -1 with err. own: the search's own --out (missing: none yet; refused when not a regular
  * file, since it is written in place); *keep (may be NULL) the bytes of its whole lines. */

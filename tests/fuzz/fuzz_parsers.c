@@ -46,12 +46,12 @@ static int fuzz_file(const uint8_t *data, size_t size, char *path, size_t pathle
 }
 
 /* A results file's row, taken and checked as a search takes it (search_results_fn). */
-static int fuzz_search_row(void *ctx, const char *key, const struct search_row *w, char *err, size_t errlen)
+static int fuzz_search_row(void *ctx, const char *key, const struct study_search_row *w, char *err, size_t errlen)
 {
 	(void)ctx;
 	(void)err;
 	(void)errlen;
-	if (!*key || (w->status != SR_OK && w->status != SR_INFEASIBLE) || w->capacity < 0 || w->lo > w->hi)
+	if (!*key || (w->status != STUDY_SR_OK && w->status != STUDY_SR_INFEASIBLE) || w->capacity < 0 || w->lo > w->hi)
 		abort();                  /* search_results_read hands on only rows a search could have written */
 	return 0;
 }
