@@ -231,6 +231,10 @@ static int search_rows_init(struct search_run *r, struct search_fit **fits, size
 {
 	const struct search_spec *spec = r->spec;
 	r->plan.n = spec->nconfigs;
+	r->plan.target_rps = spec->target_rps;
+	r->plan.budget = spec->budget;
+	r->plan.label = search_plan_label;
+	r->plan.label_ctx = (void *)spec;
 	r->plan.rows = calloc(spec->nconfigs, sizeof *r->plan.rows);
 	r->plan.order = calloc(spec->nconfigs, sizeof *r->plan.order);
 	if (!r->plan.rows || !r->plan.order) {
@@ -377,10 +381,6 @@ int cmd_search(int argc, char **argv)
 		goto fail;
 	}
 	r.plan.exhaustive = opt_flag(&o, "exhaustive");
-	r.plan.target_rps = spec->target_rps;
-	r.plan.budget = spec->budget;
-	r.plan.label = search_plan_label;
-	r.plan.label_ctx = (void *)spec;
 	r.quiet = opt_flag(&o, "quiet") || opt_flag(&o, "json");
 	size_t fitting = 0;
 	int irc = search_rows_init(&r, &fits, &nfits, &fitting, err, sizeof err);

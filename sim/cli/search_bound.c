@@ -1,5 +1,5 @@
-/* sim/cli/search_bound.c: the capacity bound a cheaper run of the same family puts on a
- * configuration (search_bound.h). */
+/* sim/cli/search_bound.c: the values the capacity bound is decided on: a configuration's family and its
+ * capacity search's lowest saturated rate (search_bound.h). */
 #include "search_bound.h"
 
 #include <math.h>

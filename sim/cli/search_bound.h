@@ -1,6 +1,6 @@
-/* sim/cli/search_bound.h: the capacity bound a cheaper run of the same family puts on a
- * configuration (search_bound.c; sim/SEARCH.md): a plain fleet of N replicas serves at most N
- * times what one of them can, so a configuration whose bound falls below the target need not run. */
+/* sim/cli/search_bound.h: the values the capacity bound is decided on (search_bound.c; sim/SEARCH.md), read
+ * from a configuration's options and its capacity child's JSON: a plain fleet of N replicas serves at most N
+ * times what one of them can (the decision: study_search_bounded, sim/study/search_plan.h). */
 #ifndef SB_SEARCH_BOUND_H
 #define SB_SEARCH_BOUND_H
 
@@ -8,7 +8,6 @@
 
 struct search_config;
 struct study_search_row;
-struct search_run;
 struct json_doc;
 
 /* Whether c is a plain fleet (replicas of one GPU kind serving whole requests, behind a router
