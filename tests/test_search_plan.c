@@ -64,6 +64,32 @@ static void make_rows(struct study_search_row *rows, size_t *order, struct study
 	study_search_order(s);
 }
 
+struct fixture {
+	struct study_search_row rows[NROWS];
+	size_t order[NROWS];
+	struct study_search s;
+	struct fake f;
+	char err[128];
+};
+
+/* The six configurations searched for target (or budget) with the measurements cap and sat: the run's answer. */
+static int run_fake(struct fixture *x, double target, double budget, int exhaustive, const double *cap,
+                    const double *sat)
+{
+	make_rows(x->rows, x->order, &x->s);
+	x->s.target_rps = target;
+	x->s.budget = budget;
+	x->s.exhaustive = exhaustive;
+	memset(&x->f, 0, sizeof x->f);
+	for (size_t i = 0; i < NROWS; i++) {
+		x->f.capacity[i] = cap[i];
+		x->f.saturated[i] = sat[i];
+	}
+	return study_search_run(&x->s, fake_measure, &x->f, x->err, sizeof x->err);
+}
+
+static const double sat_1_3[NROWS] = { NAN, 2.4, NAN, 9, NAN, NAN };   /* configs 1 and 3 saw saturation */
+
 static void test_order_by_cost(void **state)
 {
 	(void)state;
@@ -84,14 +110,11 @@ static void test_order_by_cost(void **state)
 static void test_target_prunes_and_stops(void **state)
 {
 	(void)state;
-	struct study_search_row rows[NROWS];
-	size_t order[NROWS];
-	struct study_search s;
-	make_rows(rows, order, &s);
-	s.target_rps = 10;
-	struct fake f = { .capacity = { 20, 3, 40, 8, 11, 30 }, .saturated = { NAN, 2.4, NAN, 9, NAN, NAN } };
-	char err[128] = "";
-	assert_int_equal(study_search_run(&s, fake_measure, &f, err, sizeof err), 0);
+	struct fixture x;
+	assert_int_equal(run_fake(&x, 10, 0, 0, (const double[NROWS]){ 20, 3, 40, 8, 11, 30 }, sat_1_3), 0);
+	struct study_search_row *rows = x.rows;
+	struct study_search s = x.s;
+	struct fake f = x.f;
 	assert_int_equal(f.n, 3);
 	assert_int_equal(f.measured[0], 1);
 	assert_int_equal(f.measured[1], 3);
@@ -112,24 +135,20 @@ static void test_target_prunes_and_stops(void **state)
 static void test_bound_prunes(void **state)
 {
 	(void)state;
-	struct study_search_row rows[NROWS];
-	size_t order[NROWS];
-	struct study_search s;
-	make_rows(rows, order, &s);
-	s.target_rps = 10;
-	struct fake f = { .capacity = { 20, 3, 40, 8, 0, 30 }, .saturated = { NAN, 2.4, NAN, 9, NAN, NAN } };
-	char err[128] = "";
-	assert_int_equal(study_search_run(&s, fake_measure, &f, err, sizeof err), 0);
+	struct fixture x;
+	assert_int_equal(run_fake(&x, 10, 0, 0, (const double[NROWS]){ 20, 3, 40, 8, 0, 30 }, sat_1_3), 0);
+	struct study_search_row *rows = x.rows;
+	struct fake f = x.f;
 	assert_int_equal(f.n, 4);
 	assert_int_equal(f.measured[3], 0);
 	assert_int_equal(rows[4].status, STUDY_SR_INFEASIBLE);
 	assert_int_equal(rows[2].status, STUDY_SR_PRUNED);
 	assert_string_equal(rows[2].reason, "4 replicas cannot serve 10 req/s: one saturated at 2.4 req/s (config1)");
 	assert_int_equal(rows[5].status, STUDY_SR_SKIPPED);
-	assert_int_equal(study_search_answer(&s), 0);
 	/* 4 x 2.6 = 10.4 >= 10: no bound */
 	rows[1].saturated_rps = 2.6;
-	assert_int_equal(study_search_bounded(&s, 2), 0);
+	assert_int_equal(study_search_bounded(&x.s, 2), 0);
+	assert_int_equal(study_search_answer(&x.s), 0);
 }
 
 /* --exhaustive: every configuration, cheapest first; the answer is the same, and the front is 1 (3), 4 (11),
@@ -137,21 +156,14 @@ static void test_bound_prunes(void **state)
 static void test_exhaustive(void **state)
 {
 	(void)state;
-	struct study_search_row rows[NROWS];
-	size_t order[NROWS];
-	struct study_search s;
-	make_rows(rows, order, &s);
-	s.target_rps = 10;
-	s.exhaustive = 1;
-	struct fake f = { .capacity = { 20, 3, 40, 8, 11, 30 }, .saturated = { NAN, 2.4, NAN, 9, NAN, NAN } };
-	char err[128] = "";
-	assert_int_equal(study_search_run(&s, fake_measure, &f, err, sizeof err), 0);
-	assert_int_equal(f.n, NROWS);
+	struct fixture x;
+	assert_int_equal(run_fake(&x, 10, 0, 1, (const double[NROWS]){ 20, 3, 40, 8, 11, 30 }, sat_1_3), 0);
+	assert_int_equal(x.f.n, NROWS);
 	for (size_t k = 0; k < NROWS; k++)
-		assert_int_equal(f.measured[k], order[k]);
-	assert_int_equal(study_search_answer(&s), 4);
+		assert_int_equal(x.f.measured[k], x.order[k]);
+	assert_int_equal(study_search_answer(&x.s), 4);
 	size_t front[NROWS];
-	assert_int_equal(study_search_pareto(&s, front), 3);
+	assert_int_equal(study_search_pareto(&x.s, front), 3);
 	assert_int_equal(front[0], 1);
 	assert_int_equal(front[1], 4);
 	assert_int_equal(front[2], 2);
@@ -162,18 +174,12 @@ static void test_exhaustive(void **state)
 static void test_budget(void **state)
 {
 	(void)state;
-	struct study_search_row rows[NROWS];
-	size_t order[NROWS];
-	struct study_search s;
-	make_rows(rows, order, &s);
-	s.budget = 3.5;
-	struct fake f = { .capacity = { 20, 3, 40, 40, 11, 30 }, .saturated = { NAN, 2.4, NAN, 9, NAN, NAN } };
-	char err[128] = "";
-	assert_int_equal(study_search_run(&s, fake_measure, &f, err, sizeof err), 0);
-	assert_int_equal(f.n, 4);
-	assert_int_equal(rows[0].status, STUDY_SR_SKIPPED);
-	assert_int_equal(rows[5].status, STUDY_SR_SKIPPED);
-	assert_int_equal(study_search_answer(&s), 3);           /* 40 for $2 beats 40 for $3 */
+	struct fixture x;
+	assert_int_equal(run_fake(&x, 0, 3.5, 0, (const double[NROWS]){ 20, 3, 40, 40, 11, 30 }, sat_1_3), 0);
+	assert_int_equal(x.f.n, 4);
+	assert_int_equal(x.rows[0].status, STUDY_SR_SKIPPED);
+	assert_int_equal(x.rows[5].status, STUDY_SR_SKIPPED);
+	assert_int_equal(study_search_answer(&x.s), 3);           /* 40 for $2 beats 40 for $3 */
 }
 
 /* --part=2/3: only configurations 1 and 4 (i % 3 == 1), in cost order; a failing measurement stops the search. */
@@ -195,10 +201,10 @@ static void test_part_and_failure(void **state)
 	assert_int_equal(f.measured[1], 4);
 	make_rows(rows, order, &s);
 	s.exhaustive = 1;
-	struct fake g = { .capacity = { 1, 1, 1, 1, 1, 1 }, .fail_at = 2 };
-	assert_int_equal(study_search_run(&s, fake_measure, &g, err, sizeof err), -1);
+	f = (struct fake){ .capacity = { 1, 1, 1, 1, 1, 1 }, .fail_at = 2 };
+	assert_int_equal(study_search_run(&s, fake_measure, &f, err, sizeof err), -1);
 	assert_string_equal(err, "fake: the machine failed");
-	assert_int_equal(g.n, 2);
+	assert_int_equal(f.n, 2);
 	assert_int_equal(study_search_next(&s), 4);             /* the search goes on where it stopped */
 }
 
