@@ -81,36 +81,25 @@ static int sweep_parse_part(const char *s, uint64_t *i, uint64_t *n)
 	return 0;
 }
 
+/* sweep_plan_todo's question: whether the database holds the point of this key. */
+static int sweep_db_stored(void *ud, const char *key, char *err, size_t errlen)
+{
+	return sweep_db_has_point(ud, key, err, errlen);
+}
+
 /* Fill r->todo with this part's points that the database does not hold yet.
  * Returns -1 on error, else the number of points in this part. */
 static long sweep_list_todo(struct sweep_run *r, uint64_t part_i, uint64_t part_n, size_t *stored, char *err,
                             size_t errlen)
 {
 	const struct sweep_spec *spec = r->spec;
-	size_t inpart = 0;
 	if (!(r->todo = malloc((spec->npoints ? spec->npoints : 1) * sizeof *r->todo))) {
 		err_memory(err, errlen, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < spec->npoints; i++) {
-		if (i % part_n != part_i - 1)
-			continue;
-		inpart++;
-		struct sweep_point p;
-		if (sweep_point_make(spec, i, &p) != 0) {
-			err_memory(err, errlen, "out of memory");
-			return -1;
-		}
-		int has = r->db ? sweep_db_has_point(r->db, p.key, err, errlen) : 0;   /* no database yet: none stored */
-		sweep_point_free(&p);
-		if (has < 0)
-			return -1;
-		if (has)
-			(*stored)++;
-		else
-			r->todo[r->ntodo++] = i;
-	}
-	return (long)inpart;
+	/* no database yet: none stored */
+	return sweep_plan_todo(spec, part_i, part_n, r->db ? sweep_db_stored : NULL, r->db, r->todo, &r->ntodo, stored,
+	                       err, errlen);
 }
 
 struct sweep_signals {

@@ -30,6 +30,7 @@
 #include "../../util/json_read.h"
 #include "../../util/options.h"
 #include "../../util/outfile.h"
+#include "../study/sweep_stats.h"
 
 #define AUTO_MAX_POINTS 100
 #define AUTO_MAX_ARGS 96
@@ -145,16 +146,15 @@ static int auto_run_all(struct auto_sweep *s, size_t from, size_t to, const char
 	return CLI_OK;
 }
 
-/* The rates: --points evenly spaced from the synchronous rate, the last one step below the saturation rate. */
+/* The rates the study layer chooses (sweep_auto_rates), each a run's --rate. */
 static void auto_rates(struct auto_sweep *s, double sync, double sat, size_t points)
 {
-	double low = sync < sat ? sync : sat / (double)points;
+	double rates[AUTO_MAX_POINTS];
+	sweep_auto_rates(sync, sat, points, rates);
 	for (size_t i = 0; i < points; i++) {
 		struct auto_run *r = &s->runs[2 + i];
-		char buf[32];
-		snprintf(buf, sizeof buf, "%.6g", low + (sat - low) * (double)i / (double)points);
-		r->rate = strtod(buf, NULL);   /* the printed rate is the one run */
-		snprintf(r->arg, sizeof r->arg, "--rate=%s", buf);
+		r->rate = rates[i];
+		snprintf(r->arg, sizeof r->arg, "--rate=%.6g", rates[i]);
 	}
 }
 

@@ -17,6 +17,7 @@
 #include "../store/sweep_db.h"
 #include "sweep_spec.h"
 #include "sweep_cmd.h"
+#include "../study/sweep_stats.h"
 
 /* --metrics: each name of the list (metric_names.h; an old sweep name is its alias, shown as given) into out and
  * its header label into label. */
@@ -182,36 +183,29 @@ static void sweep_summary_row(const struct sweep_spec *spec, const struct sweep_
 			printf("%-14s ", label);
 		}
 	}
-	/* block nm holds the runs' saturation flags: how many of the n were saturated ("?": not recorded) */
-	size_t sat = 0, unknown = 0;
-	for (size_t i = 0; i < n; i++) {
-		double v = vals[nm * spec->nseeds + i];
-		unknown += isnan(v);
-		sat += v == 1;
-	}
-	char sat_text[24] = "";
-	if (!unknown)
-		snprintf(sat_text, sizeof sat_text, "%zu", sat);
+	struct sweep_config_stats cs;
+	struct agg_stats st[SWEEP_MAX_METRICS];
+	sweep_config_summarize(vals, spec->nseeds, n, nm, &cs, st);
+	char sat_text[24] = "";   /* "?" in the table: a run's saturation not recorded */
+	if (!cs.unknown)
+		snprintf(sat_text, sizeof sat_text, "%zu", cs.saturated);
 	if (csv)
 		printf("%s%zu,%s", spec->naxes ? "," : "", n, sat_text);
 	else
-		printf("%4zu %4s", n, unknown ? "?" : sat_text);
+		printf("%4zu %4s", n, cs.unknown ? "?" : sat_text);
 	for (size_t k = 0; k < nm; k++) {
-		struct agg_stats st;
-		agg_compute(&vals[k * spec->nseeds], n, &st);
 		if (!csv) {
-			sweep_print_cell(&st);
+			sweep_print_cell(&st[k]);
 			continue;
 		}
-		sweep_print_number(st.mean);
-		sweep_print_number(st.p25);
-		sweep_print_number(st.p75);
-		sweep_print_number(st.ci_lo);
-		sweep_print_number(st.ci_hi);
+		sweep_print_number(st[k].mean);
+		sweep_print_number(st[k].p25);
+		sweep_print_number(st[k].p75);
+		sweep_print_number(st[k].ci_lo);
+		sweep_print_number(st[k].ci_hi);
 	}
 	putchar('\n');
 }
-
 int sweep_summary(const struct sweep_spec *spec, const struct opt_set *o)
 {
 	const struct metric_name *m[SWEEP_MAX_METRICS + 1];

@@ -1,6 +1,6 @@
-/* sim/cli/sweep_point.c: one point of a sweep (sweep_spec.h): its options, sorted, as the
+/* sim/study/sweep_point.c: one point of a sweep (sweep_plan.h): its options, sorted, as the
  * run subcommand's arguments, and its key. */
-#include "sweep_spec.h"
+#include "sweep_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
