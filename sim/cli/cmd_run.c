@@ -284,7 +284,6 @@ int run_job_report(struct run_job *j, int live, const struct drv_result *res, co
 		rep.kv_transfer = opt_str(o, "kv-transfer");
 	}
 	rep.sla_given = opt_given(o, "sla");
-	rep.tp = opt_find(o->defs, o->ndefs, "tp") ? (uint32_t)opt_uint(o, "tp") : 1;
 	if (j->r.load.on) {
 		rep.load = &j->r.load;
 		rep.load_pairs = j->r.trace->n;

@@ -27,7 +27,6 @@ struct report_run {
 	uint64_t seed;
 	uint64_t warmup;
 	uint32_t workers;
-	uint32_t tp;                /* GPUs a device's replica splits the model over (--tp; 0 or 1: one) */
 	const struct study_serving *serving;   /* what the header states: TP, replicas, pools, router, engine, GPUs */
 	uint32_t max_batch;
 	double sla_ms;

@@ -10,7 +10,7 @@ double report_slo_attainment(const struct drv_result *res)
 
 unsigned report_gpus(const struct report_run *r)
 {
-	return r->workers * (r->tp ? r->tp : 1);
+	return r->serving->gpus;
 }
 
 /* An LLM run's rates over its measured span (0 when it has none, as throughput_rps). */

@@ -12,7 +12,8 @@
 void report_metric_values(const struct report_run *r, double v[METRIC_COUNT], int has[METRIC_COUNT]);
 /* The fraction of an LLM run's measured requests that met both targets. */
 double report_slo_attainment(const struct drv_result *res);
-/* The run's GPUs: its devices (workers, replicas, both pools) times --tp. */
+/* The run's GPUs, as its header states them (study_serving: its devices, workers, replicas or both
+ * pools, times --tp). */
 unsigned report_gpus(const struct report_run *r);
 /* An LLM run's token throughput as JSON members, each led by a comma. */
 void report_tokens_json(FILE *f, const struct report_run *r);
