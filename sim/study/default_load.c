@@ -16,16 +16,6 @@ const char *study_load_table(void)
 	return SB_TRACES_TABLES_DIR "/azure-llm-2023-conv-pairs.csv";
 }
 
-int study_load_applies(const struct opt_set *o, const struct mdl_model *m)
-{
-	static const char *const chosen[] = { "rate", "trace", "input-len", "output-len", "concurrency" };
-	if (!m->is_llm || strcmp(opt_str(o, "hw"), "profile") == 0)
-		return 0;
-	for (size_t i = 0; i < sizeof chosen / sizeof chosen[0]; i++)
-		if (opt_given(o, chosen[i]))
-			return 0;
-	return 1;
-}
 
 void study_load_round(double x, char *out, size_t len)
 {
@@ -39,6 +29,12 @@ void study_load_round(double x, char *out, size_t len)
 int study_load_lengths_apply(const struct opt_set *o)
 {
 	return !opt_given(o, "trace") && !opt_given(o, "input-len") && !opt_given(o, "output-len");
+}
+
+int study_load_applies(const struct opt_set *o, const struct mdl_model *m)
+{
+	return m->is_llm && strcmp(opt_str(o, "hw"), "profile") != 0 && study_load_lengths_apply(o) &&
+	       !opt_given(o, "rate") && !opt_given(o, "concurrency");
 }
 
 int study_load_lengths_put(struct opt_set *o, char *err, size_t errlen)
